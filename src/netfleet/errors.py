@@ -1,0 +1,103 @@
+"""Typed domain errors and the documented exit statuses.
+
+Every error a user can cause or meet derives from :class:`NetfleetError`. The CLI translates them
+once, at its edge (``netfleet.cli.boundary``), into a message that names the fix and into the exit
+status below. Library callers catch :class:`NetfleetError` (or a subclass) instead.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    """Exit codes of the ``netfleet`` command (documented in README.md)."""
+
+    OK = 0
+    ERROR = 1  #: an unexpected internal error (a bug: please report it with --debug output)
+    INVALID_INPUT = 2  #: bad spec, lab file, option or argument; nothing ran, nothing was written
+    RUNS_FAILED = 3  #: the campaign finished but at least one run failed (its reason is stored)
+    ENVIRONMENT = 4  #: a host, tool, lab or permission problem stopped the work before it began
+    INTERRUPTED = 130  #: stopped by Ctrl-C / SIGTERM; completed results were kept
+
+
+class NetfleetError(Exception):
+    """Base of all netfleet errors. ``hint`` says how to fix it."""
+
+    exit_status: ExitStatus = ExitStatus.ERROR
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  fix: {self.hint}"
+
+
+class InputError(NetfleetError):
+    """Bad user input: an option, an argument, a file that cannot be read."""
+
+    exit_status = ExitStatus.INVALID_INPUT
+
+
+class SpecError(InputError):
+    """An invalid campaign spec or lab file; carries the file, field path and line."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        problems: list[tuple[str, int | None, str]] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.file = file
+        #: (field path, line or None, what is wrong and how to fix it)
+        self.problems = problems or []
+
+    def __str__(self) -> str:
+        lines = [self.message]
+        for path, line, what in self.problems:
+            where = f"{self.file}:{line}" if self.file and line else (self.file or "")
+            lines.append(f"  {where}: {path}: {what}" if where else f"  {path}: {what}")
+        if self.hint:
+            lines.append(f"  fix: {self.hint}")
+        return "\n".join(lines)
+
+
+class EnvironmentProblem(NetfleetError):
+    """The machine is not ready: not root, a tool missing, a namespace absent..."""
+
+    exit_status = ExitStatus.ENVIRONMENT
+
+
+class HostError(EnvironmentProblem):
+    """A host cannot be reached or cannot run what it is asked to run."""
+
+
+class LabError(EnvironmentProblem):
+    """The lab cannot be brought up, inspected or torn down."""
+
+
+class EngineError(NetfleetError):
+    """An engine was misused (an option the installed version lacks) or failed to start."""
+
+    exit_status = ExitStatus.ENVIRONMENT
+
+
+class StoreError(NetfleetError):
+    """The results store cannot be read or written."""
+
+    exit_status = ExitStatus.ENVIRONMENT
+
+
+class FormatError(StoreError):
+    """A stored result has an unknown or newer format version."""
+
+
+class CatalogError(NetfleetError):
+    """The catalog cannot be built or queried (bad SQL, missing catalog)."""
+
+    exit_status = ExitStatus.INVALID_INPUT

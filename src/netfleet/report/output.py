@@ -1,0 +1,75 @@
+"""One renderer for every listing: ``--format table|json|csv|markdown``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+@dataclass
+class Tabular:
+    """Columns and rows, plus a title and notes shown under a terminal table."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    title: str | None = None
+    notes: list[str] = field(default_factory=list)
+    #: number of decimals for float cells in human formats (table, markdown)
+    decimals: int = 3
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def _cell(value: Any, decimals: int) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return f"{value:.{decimals}f}"
+    return str(value)
+
+
+def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
+    """Text for json/csv/markdown; a Rich renderable for ``table``."""
+    fmt = OutputFormat(fmt)
+    if fmt is OutputFormat.json:
+        return json.dumps(data.records(), indent=2, default=str)
+    if fmt is OutputFormat.csv:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(data.columns)
+        for row in data.rows:
+            writer.writerow(["" if v is None else v for v in row])
+        return buf.getvalue().rstrip("\n")
+    if fmt is OutputFormat.markdown:
+        lines = ["| " + " | ".join(data.columns) + " |",
+                 "|" + "|".join("---" for _ in data.columns) + "|"]
+        for row in data.rows:
+            lines.append("| " + " | ".join(_cell(v, data.decimals) for v in row) + " |")
+        return "\n".join(lines)
+    from rich.table import Table
+
+    table = Table(title=data.title, caption="\n".join(data.notes) or None, caption_justify="left")
+    for name in data.columns:
+        table.add_column(name, justify="left")
+    for row in data.rows:
+        table.add_row(*(_cell(v, data.decimals) for v in row))
+    for col, name in enumerate(data.columns):
+        if data.rows and all(isinstance(r[col], int | float) for r in data.rows if r[col] is not None):
+            table.columns[col].justify = "right"
+        del name
+    return table

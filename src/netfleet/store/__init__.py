@@ -1,0 +1,14 @@
+"""Raw result store: one gzip JSON envelope per run under a Hive-partitioned results root."""
+
+from netfleet.store.envelope import FORMAT_VERSION, Envelope, EngineRecord, HostRecord, upgrade
+from netfleet.store.root import ResultsRoot, open_root
+
+__all__ = [
+    "FORMAT_VERSION",
+    "EngineRecord",
+    "Envelope",
+    "HostRecord",
+    "ResultsRoot",
+    "open_root",
+    "upgrade",
+]

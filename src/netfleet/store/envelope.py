@@ -1,0 +1,86 @@
+"""The raw result file: the engine's own output, untouched, inside a versioned envelope.
+
+One file per run, gzip JSON, at ``ROOT/d=YYYY-MM-DD/campaign=NAME/<run_id>.json.gz``.
+Every key is documented in docs/format.md; bump :data:`FORMAT_VERSION` on any incompatible
+change and teach :func:`upgrade` the step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from netfleet.errors import FormatError
+
+FORMAT_VERSION = 1
+
+RunStatus = Literal["ok", "failed", "interrupted"]
+
+
+class HostRecord(BaseModel):
+    """Who took part in a run, and the context measured on it just before."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    address: str
+    labels: dict[str, Any] = Field(default_factory=dict)
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+
+class EngineRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    version: str
+    argv: list[str]
+    server_argv: list[str] = Field(default_factory=list)
+
+
+class Envelope(BaseModel):
+    """Everything about one run. ``result`` is the engine's own JSON, byte-for-byte equivalent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    netfleet_format: int = FORMAT_VERSION
+    netfleet_version: str
+    run_id: str
+    run_key: str
+    campaign: str
+    test: str
+    repeat: int
+    sequence: int
+    status: RunStatus
+    reason: str | None = None
+    direction: Literal["out", "in", "bidir"]
+    subject: Literal["client", "server"]
+    params: dict[str, Any]
+    labels: dict[str, Any]
+    client: HostRecord
+    server: HostRecord
+    engine: EngineRecord
+    started_at: str
+    ended_at: str
+    duration_s: float
+    result: dict[str, Any] | None = None
+    stdout_text: str | None = None
+    stderr_text: str | None = None
+
+
+def upgrade(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    """Bring a decoded raw file to the current format version, or refuse clearly."""
+    version = doc.get("netfleet_format")
+    if version == FORMAT_VERSION:
+        return doc
+    if not isinstance(version, int):
+        raise FormatError(
+            f"{source}: not a netfleet raw result (no integer 'netfleet_format' key)",
+            hint="point --results at a directory written by 'netfleet run'",
+        )
+    raise FormatError(
+        f"{source}: raw format version {version} is newer than this netfleet reads "
+        f"(version {FORMAT_VERSION})",
+        hint="upgrade netfleet (uv sync) to read it",
+    )
