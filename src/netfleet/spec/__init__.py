@@ -1,0 +1,14 @@
+"""Campaign specs: YAML → validated pydantic models."""
+
+from netfleet.spec.load import load_spec, spec_schema
+from netfleet.spec.models import CampaignSpec, Iperf3Params, LocalHostSpec, NetnsHostSpec, TestSpec
+
+__all__ = [
+    "CampaignSpec",
+    "Iperf3Params",
+    "LocalHostSpec",
+    "NetnsHostSpec",
+    "TestSpec",
+    "load_spec",
+    "spec_schema",
+]

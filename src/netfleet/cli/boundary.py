@@ -1,0 +1,48 @@
+"""The one error boundary: domain errors become a message with the fix and a documented exit
+status; ``--debug`` shows the traceback instead. Nothing is swallowed into exit 0."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+
+import click
+from rich.console import Console
+
+from netfleet.errors import ExitStatus, NetfleetError
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+DEBUG = {"on": False}
+
+
+def guarded(fn: Callable[[], object]) -> int:
+    """Call the CLI, translating every outcome into an exit status."""
+    try:
+        rv = fn()
+    except NetfleetError as exc:
+        if DEBUG["on"]:
+            traceback.print_exc()
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True)
+        return int(exc.exit_status)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        return int(ExitStatus.INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        return int(ExitStatus.INVALID_INPUT)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return int(ExitStatus.INTERRUPTED)
+    except Exception:
+        traceback.print_exc()
+        err_console.print("[bold red]internal error[/]: this is a bug in netfleet — please "
+                          "report it with the traceback above")
+        return int(ExitStatus.ERROR)
+    return rv if isinstance(rv, int) else 0
+
+
+def exit_with(status: int) -> None:
+    sys.exit(status)

@@ -1,0 +1,49 @@
+"""``netfleet schema`` and ``netfleet plan``: look at a campaign before running it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netfleet.cli.options import FormatOpt, emit
+from netfleet.plan import estimate_seconds, expand
+from netfleet.report import OutputFormat, Tabular
+from netfleet.spec import load_spec, spec_schema
+
+
+def schema(
+    lab: Annotated[bool, typer.Option("--lab", help="the lab file's schema instead")] = False,
+) -> None:
+    """Print the JSON Schema of a campaign spec (or, with --lab, of a lab file)."""
+    if lab:
+        from netfleet.lab import lab_schema
+
+        print(json.dumps(lab_schema(), indent=2))
+    else:
+        print(json.dumps(spec_schema(), indent=2))
+
+
+def plan_table(spec_path: Path) -> Tabular:
+    spec = load_spec(spec_path)
+    runs = expand(spec)
+    est = estimate_seconds(spec, runs)
+    rows = [[r.sequence, r.run_key, r.test, r.client, r.server, r.subject, r.params.direction,
+             r.params.parallel, r.params.protocol, r.params.duration, r.params.omit]
+            for r in runs]
+    return Tabular(
+        ["seq", "run_key", "test", "client", "server", "subject", "direction", "parallel",
+         "protocol", "duration_s", "omit_s"], rows, title=f"campaign {spec.campaign}",
+        notes=[f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
+               f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"],
+        decimals=1)
+
+
+def plan(
+    spec: Annotated[Path, typer.Argument(help="campaign spec (YAML)")],
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
+    emit(plan_table(spec), fmt)

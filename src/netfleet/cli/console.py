@@ -1,0 +1,5 @@
+"""The process-wide Rich consoles."""
+
+from rich.console import Console
+
+console = Console(highlight=False)

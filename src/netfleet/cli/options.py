@@ -1,0 +1,42 @@
+"""Options shared by several commands (one definition each)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netfleet.report import OutputFormat, Tabular, render
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f",
+                                                 help="table, json, csv or markdown")]
+ResultsOpt = Annotated[str | None, typer.Option(
+    "--results", "-r", help="results root (path or URL) [env NETFLEET_RESULTS; default ./results]",
+    show_default=False)]
+CatalogOpt = Annotated[Path | None, typer.Option(
+    "--catalog", "-c", help="catalog directory [env NETFLEET_CATALOG; default ./catalog]",
+    show_default=False)]
+LabStateOpt = Annotated[Path | None, typer.Option(
+    "--state-dir", help="where lab state files live [env NETFLEET_STATE_DIR; "
+    "default /run/netfleet/labs]", show_default=False)]
+
+
+def results_url(opt: str | None, from_spec: str | None = None) -> str:
+    return opt or os.environ.get("NETFLEET_RESULTS") or from_spec or "results"
+
+
+def catalog_dir(opt: Path | None) -> Path:
+    return opt or Path(os.environ.get("NETFLEET_CATALOG") or "catalog")
+
+
+def emit(data: Tabular, fmt: OutputFormat) -> None:
+    """Print a Tabular in the chosen format (plain text for machine formats)."""
+    from netfleet.cli.console import console
+
+    out = render(data, fmt)
+    if isinstance(out, str):
+        print(out)
+    else:
+        console.print(out)

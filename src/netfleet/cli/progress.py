@@ -1,0 +1,85 @@
+"""Rich progress for a campaign: an overall bar, the current run with its live rate, and one
+line per finished run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+from netfleet.plan.matrix import PlannedRun
+from netfleet.store.envelope import Envelope
+from netfleet.units import fmt_rate
+
+
+def describe(run: PlannedRun) -> str:
+    p = run.params
+    return (f"{run.test} {run.client}→{run.server} {p.direction} P{p.parallel}"
+            f"{' udp' if p.protocol == 'udp' else ''} #{run.repeat}")
+
+
+def received_bps(env: Envelope) -> float | None:
+    end: dict[str, Any] = (env.result or {}).get("end") or {}
+    summary = end.get("sum_received") or end.get("sum")
+    if isinstance(summary, dict) and summary.get("bits_per_second") is not None:
+        return float(summary["bits_per_second"])
+    return None
+
+
+class RichReporter:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+            MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+            TimeRemainingColumn(), console=console, transient=True)
+        self.overall: Any = None
+        self.current: Any = None
+
+    def __enter__(self) -> RichReporter:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def preflight(self, message: str) -> None:
+        self.console.print(f"[dim]preflight: {message}[/]")
+
+    def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
+        self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
+        self.overall = self.progress.add_task("campaign", total=len(runs), rate="")
+
+    def run_started(self, run: PlannedRun) -> None:
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+        total = run.params.duration + run.params.omit
+        self.current = self.progress.add_task(describe(run), total=total, rate="starting")
+
+    def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None:
+        if self.current is not None:
+            self.progress.update(self.current, completed=elapsed_s,
+                                 rate=fmt_rate(bits_per_second))
+
+    def run_finished(self, run: PlannedRun, envelope: Envelope, path: Path) -> None:
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+            self.current = None
+        if self.overall is not None:
+            self.progress.advance(self.overall)
+        bps = received_bps(envelope)
+        if envelope.status == "ok":
+            mark = "[green]ok[/]"
+            rate = fmt_rate(bps) if bps is not None else ""
+        else:
+            mark = f"[red]{envelope.status}[/]"
+            rate = envelope.reason or ""
+        self.console.print(f"{mark} {describe(run)}  {rate}", markup=True)
+
+    def cooldown(self, seconds: float) -> None:
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+        self.current = self.progress.add_task(f"cooldown {seconds:g} s", total=None, rate="")

@@ -1,0 +1,97 @@
+"""``netfleet demo``: lab up → campaign → ingest → cheat sheet → lab down, leaving nothing behind.
+
+The steady host's shaper is known, so the demo checks itself: its cheat-sheet average must match
+rate × 1448/1514 (TCP goodput at MTU 1500 with timestamps) within 2 %.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from netfleet.errors import EnvironmentProblem, InputError
+from netfleet.report import Tabular
+from netfleet.runner import CampaignResult, Reporter, run_campaign
+from netfleet.spec import load_spec
+from netfleet.store import open_root
+from netfleet.units import goodput_ratio
+
+CAMPAIGN = Path(__file__).with_name("campaign.yaml")
+LAB_PROFILE = "demo"
+MARKER = ".netfleet-demo"
+TOLERANCE = 0.02
+
+
+@dataclass
+class DemoResult:
+    campaign: CampaignResult
+    cheatsheet: Tabular
+    steady_expected_gbps: float
+    steady_measured_gbps: dict[str, float]
+    wall_s: float
+    workdir: Path
+    lab_removed: list[str]
+
+    @property
+    def steady_ok(self) -> bool:
+        return bool(self.steady_measured_gbps) and all(
+            abs(v / self.steady_expected_gbps - 1) <= TOLERANCE
+            for v in self.steady_measured_gbps.values())
+
+
+def prepare(workdir: Path) -> tuple[Path, Path]:
+    """Results and catalog directories inside ``workdir``, emptied if the demo made them."""
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).exists():
+        raise InputError(f"{workdir} exists and was not made by netfleet demo",
+                         hint="pass --dir with a new or empty directory")
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / MARKER).write_text("made by netfleet demo; safe to delete\n")
+    results, catalog = workdir / "results", workdir / "catalog"
+    for d in (results, catalog):
+        if d.exists():
+            shutil.rmtree(d)
+    return results, catalog
+
+
+def run_demo(workdir: Path, reporter: Reporter | None = None, state_dir: Path | None = None,
+             run_async: Callable[[Coroutine[Any, Any, CampaignResult]], CampaignResult]
+             = asyncio.run, say: Callable[[str], None] = lambda _msg: None) -> DemoResult:
+    from netfleet import lab
+    from netfleet.catalog import cheatsheet, ingest
+
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "netfleet demo builds a lab of network namespaces and tc shapers, which needs root",
+            hint="run it as root: sudo netfleet demo (or the README's demo command)")
+    t0 = time.monotonic()
+    results, catalog = prepare(workdir)
+    lab_spec = lab.load_lab(LAB_PROFILE)
+    if lab_spec.name in lab.labs(state_dir=state_dir):
+        say(f"removing a leftover '{lab_spec.name}' lab first")
+        lab.down(lab_spec.name, state_dir=state_dir)
+    say(f"lab up: {', '.join(lab_spec.hosts)}")
+    lab.up(lab_spec, state_dir=state_dir)
+    try:
+        spec = load_spec(CAMPAIGN)
+        campaign = run_async(run_campaign(spec, open_root(results), reporter, state_dir))
+    finally:
+        removed = lab.down(lab_spec.name, state_dir=state_dir)
+        say(f"lab down: removed {len(removed)} namespaces")
+    ingest(open_root(results), catalog)
+    sheet = cheatsheet(catalog, group_by=("instance_type", "direction"))
+    steady = lab_spec.hosts["steady"]
+    rate = steady.out.rate_bps if steady.out is not None else 0.0
+    expected = rate * goodput_ratio(steady.mtu or lab_spec.mtu) / 1e9
+    steady_type = lab.resolve_labels(lab_spec, "steady").get("instance_type")
+    measured = {}
+    for rec in sheet.records():
+        if rec.get("instance_type") == steady_type:
+            measured[str(rec.get("direction"))] = float(rec["avg"])
+    return DemoResult(campaign, sheet, expected, measured, time.monotonic() - t0, workdir,
+                      removed)

@@ -1,0 +1,135 @@
+"""iperf3: argv construction, version capabilities, and deciding success from its JSON.
+
+iperf3 3.12 exits 0 on "server is busy", refused connections and a server killed mid-test; its
+JSON ``error`` key, not the exit code, decides failure (FIELD-NOTES). The server runs with ``-J``
+so that ``--get-server-output`` returns the receiver's JSON series.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from netfleet.engines.base import EngineInfo, Outcome
+from netfleet.errors import EngineError, HostError
+from netfleet.hosts.base import Host
+from netfleet.spec.models import Iperf3Params
+from netfleet.units import parse_rate, parse_size
+
+#: first iperf3 version with each option (FIELD-NOTES "Version landmarks")
+MIN_VERSION: dict[str, tuple[int, ...]] = {
+    "bidir": (3, 7),
+    "get-server-output": (3, 0),
+    "json": (3, 0),
+    "one-off": (3, 0, 11),
+}
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    m = re.search(r"iperf (\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m:
+        return ()
+    return tuple(int(x) for x in m.groups() if x is not None)
+
+
+class Iperf3:
+    name = "iperf3"
+
+    async def probe(self, host: Host) -> EngineInfo:
+        try:
+            res = await host.run(["iperf3", "--version"], timeout=15)
+        except HostError as exc:
+            raise EngineError(f"host {host.name}: iperf3 is not installed",
+                              hint="install it (Debian: apt-get install iperf3)") from exc
+        text = (res.stdout or res.stderr).strip()
+        version = parse_version(text)
+        if res.returncode not in (0, 1) or not version:
+            raise EngineError(f"host {host.name}: cannot tell the iperf3 version from {text!r}",
+                              hint="install iperf3 ≥ 3.1 (Debian: apt-get install iperf3)")
+        return EngineInfo(self.name, ".".join(map(str, version)), version)
+
+    def unsupported(self, params: Iperf3Params, info: EngineInfo) -> list[str]:
+        """Options the given iperf3 lacks, as readable reasons (empty when all is well)."""
+        needs = ["json", "get-server-output", "one-off"]
+        if params.direction == "bidir":
+            needs.append("bidir")
+        return [f"--{opt} needs iperf3 ≥ {'.'.join(map(str, MIN_VERSION[opt]))}, "
+                f"this host has {info.version}"
+                for opt in needs if info.version_tuple < MIN_VERSION[opt]]
+
+    def server_argv(self, port: int, bind: str) -> list[str]:
+        return ["iperf3", "--server", "--json", "--one-off", "--port", str(port),
+                "--bind", bind]
+
+    def client_argv(self, params: Iperf3Params, server_address: str, port: int,
+                    subject: str) -> list[str]:
+        argv = ["iperf3", "--client", server_address, "--port", str(port), "--json",
+                "--get-server-output",
+                "--time", _num(params.duration), "--interval", _num(params.interval),
+                "--parallel", str(params.parallel)]
+        if params.omit:
+            argv += ["--omit", str(params.omit)]
+        if params.direction == "bidir":
+            argv.append("--bidir")
+        elif (params.direction == "in") == (subject == "client"):
+            argv.append("--reverse")  # the server sends
+        if params.protocol == "udp":
+            argv += ["--udp", "--bitrate", str(int(parse_rate(params.bitrate or "1mbit")))]
+        elif params.bitrate:
+            argv += ["--bitrate", str(int(parse_rate(params.bitrate)))]
+        if params.window is not None:
+            argv += ["--window", str(int(parse_size(params.window)))]
+        if params.length is not None:
+            argv += ["--length", str(int(parse_size(params.length)))]
+        if params.mss is not None:
+            argv += ["--set-mss", str(params.mss)]
+        if params.congestion:
+            argv += ["--congestion", params.congestion]
+        if params.affinity:
+            argv += ["--affinity", params.affinity]
+        if params.zerocopy:
+            argv.append("--zerocopy")
+        return argv
+
+    def interpret(self, stdout: str, stderr: str, returncode: int,
+                  interrupted: bool) -> Outcome:
+        doc = _json_object(stdout)
+        if doc is None:
+            tail = (stderr.strip() or stdout.strip())[-300:] or "no output"
+            status = "interrupted" if interrupted else "failed"
+            return Outcome(status, f"iperf3 printed no JSON (exit {returncode}): {tail}", None)
+        error = doc.get("error")
+        if interrupted:
+            return Outcome("interrupted", str(error or "interrupted by the user"), doc)
+        if error:
+            return Outcome("failed", f"iperf3: {error}", doc)
+        if returncode != 0:
+            return Outcome("failed", f"iperf3 exited {returncode}: {stderr.strip()[-300:]}", doc)
+        if not doc.get("end"):
+            return Outcome("failed", "iperf3 JSON has no end summary", doc)
+        server = doc.get("server_output_json")
+        if isinstance(server, dict) and server.get("error"):
+            return Outcome("failed", f"iperf3 server: {server['error']}", doc)
+        return Outcome("ok", None, doc)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        start = text.find("{")
+        if start < 0:
+            return None
+        try:
+            doc, _ = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError:
+            return None
+    return doc if isinstance(doc, dict) else None

@@ -1,0 +1,18 @@
+"""``local``: this machine, over loopback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from netfleet.hosts.base import Host, Process, read_net_dev
+
+
+@dataclass
+class LocalHost(Host):
+    kind = "local"
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    def live_bytes(self, proc: Process) -> int | None:
+        return read_net_dev(f"/proc/{proc.pid}/net/dev")

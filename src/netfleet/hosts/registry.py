@@ -1,0 +1,27 @@
+"""Turn a host spec into a Host. Adding a kind = one module + one entry here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netfleet.hosts.base import Host
+from netfleet.hosts.local import LocalHost
+from netfleet.hosts.netns import NetnsHost
+from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
+
+
+def build_host(name: str, spec: LocalHostSpec | NetnsHostSpec,
+               lab_state_dir: Path | None = None) -> Host:
+    """A ready-to-use Host. Lab hosts are resolved through the lab's state (LabError if down);
+    their lab labels are merged under the spec's own labels."""
+    if isinstance(spec, LocalHostSpec):
+        return LocalHost(name=name, address=spec.address, labels=dict(spec.labels))
+    if spec.lab is not None and spec.host is not None:
+        from netfleet.lab import resolve_host
+
+        lh = resolve_host(spec.lab, spec.host, state_dir=lab_state_dir)
+        labels = {**lh.labels, **spec.labels}
+        return NetnsHost(name=name, address=lh.address, labels=labels, namespace=lh.namespace)
+    assert spec.namespace is not None and spec.address is not None
+    return NetnsHost(name=name, address=spec.address, labels=dict(spec.labels),
+                     namespace=spec.namespace)
