@@ -7,7 +7,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-import click
+import typer
 from rich.console import Console
 
 from netfleet.errors import ExitStatus, NetfleetError
@@ -25,13 +25,17 @@ def guarded(fn: Callable[[], object]) -> int:
             traceback.print_exc()
         err_console.print(f"[bold red]error:[/] {exc}", markup=True)
         return int(exc.exit_status)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         err_console.print("aborted")
         return int(ExitStatus.INTERRUPTED)
-    except click.ClickException as exc:
-        exc.show()
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err_console.print(f"error: {exc.format_message()}")
         return int(ExitStatus.INVALID_INPUT)
     except KeyboardInterrupt:
         err_console.print("interrupted")
