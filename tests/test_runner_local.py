@@ -102,7 +102,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_completed_results(tmp_path: Path) -> Non
         task.cancel()
         with pytest.raises(CampaignInterrupted) as info:
             await task
-        assert "1 complete results kept" in str(info.value)
+        assert "1 of 2 runs completed" in str(info.value)
 
     asyncio.run(asyncio.wait_for(main(), 60))
     docs = sorted((ResultsRoot.read(f) for f in root.files()), key=lambda d: d["sequence"])

@@ -83,10 +83,9 @@ def _store(root: ResultsRoot, envelope: Envelope, result: CampaignResult, rep: R
 
 
 def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:
-    kept = result.ok
     return CampaignInterrupted(
-        f"interrupted after {len(result.envelopes)} of {result.total} runs; "
-        f"{kept} complete results kept under {root.url}", result)
+        f"interrupted: {result.ok} of {result.total} runs completed, their results kept under "
+        f"{root.url}", result)
 
 
 def _context(spec: CampaignSpec, run: PlannedRun, hosts: dict, ready, test_labels: dict,  # type: ignore[no-untyped-def]

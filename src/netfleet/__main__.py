@@ -1,0 +1,5 @@
+"""``python -m netfleet`` = the ``netfleet`` command."""
+
+from netfleet.cli.main import main
+
+main()
