@@ -1,0 +1,294 @@
+"""The lab file: an emulated cloud described in YAML and checked by pydantic.
+
+Load one with :func:`netfleet.lab.load_lab`; every problem comes back as a
+:class:`~netfleet.errors.SpecError` naming the file, the field, the line and the fix.
+Rates are bits/s and sizes bytes once parsed (``netfleet.units``). The reference is docs/lab.md.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Address, IPv4Network, ip_network
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from netfleet.units import fmt_rate, parse_rate, parse_size
+
+#: Addresses reserved for benchmarking (RFC 2544): the only ones a lab may use.
+BENCHMARK_RANGE = IPv4Network("198.18.0.0/15")
+LAB_NAME = re.compile(r"^[a-z][a-z0-9-]{0,11}$")
+HOST_NAME = re.compile(r"^[a-z][a-z0-9-]{0,9}$")
+#: Host names that would collide with the lab's own namespaces (``nf-<lab>-sw`` is the switch).
+RESERVED_HOSTS = frozenset({"sw"})
+#: tbf keeps its bucket as a 32-bit count of 64 ns ticks: longer than this it silently wraps.
+TBF_MAX_BUCKET_SECONDS = 270.0
+TBF_MAX_BYTES = 2**32 - 1
+#: Credit shapers let whole GSO super-packets through at peak rate (FIELD-NOTES).
+TBF_PEAK_MTU = 65536
+#: A steady shaper's burst: room for a GSO super-packet, or 1 ms at rate if that is more.
+STEADY_MIN_BURST = 131072
+STEADY_BURST_SECONDS = 0.001
+MIN_RATE = 64e3
+MAX_RATE = 100e9
+
+LabelValue = str | int | float | bool
+#: In YAML a rate or size is a number or a string with a unit; once validated, a float.
+Rate = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "examples": ["300mbit"]}]}),
+]
+Size = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "string", "examples": ["6750mbit"]}]}),
+]
+
+
+def check_lab_name(name: str) -> str:
+    if not LAB_NAME.match(name):
+        raise ValueError(
+            f"{name!r} is not a lab name: use 1-12 characters, lower-case letters, digits and '-', "
+            "starting with a letter (it becomes part of namespace names), e.g. demo"
+        )
+    return name
+
+
+class Shaper(BaseModel):
+    """A token bucket on one direction of a host's link.
+
+    Steady (``rate`` only): the link never exceeds ``rate``. Credit (``rate`` + ``peak`` +
+    ``bucket``): the host sends at ``peak`` while its bucket of credit lasts, then at ``rate``
+    (the baseline), like AWS "up to" instances; a full bucket lasts ``bucket / (peak - rate)``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate: Rate = Field(description="baseline rate in bits/s (YAML: 300mbit, 1.5gbit)")
+    peak: Rate | None = Field(default=None, description="peak rate in bits/s while credit lasts")
+    bucket: Size | None = Field(default=None, description="credit in bytes (YAML: 6750mbit, 800mb)")
+
+    @field_validator("rate", "peak", mode="before")
+    @classmethod
+    def _rate(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        rate = parse_rate(value)
+        if not MIN_RATE <= rate <= MAX_RATE:
+            raise ValueError(
+                f"{fmt_rate(rate)} is out of range: write a rate between 64kbit and 100gbit"
+            )
+        return rate
+
+    @field_validator("bucket", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        return parse_size(value)
+
+    @model_validator(mode="after")
+    def _credit(self) -> Shaper:
+        if (self.peak is None) != (self.bucket is None):
+            raise ValueError(
+                "a credit shaper needs both 'peak' and 'bucket' (a steady one neither): "
+                "add the missing one or remove the other"
+            )
+        if self.peak is not None and self.bucket is not None:
+            if self.peak <= self.rate:
+                raise ValueError(
+                    f"peak ({fmt_rate(self.peak)}) must be above rate ({fmt_rate(self.rate)}): "
+                    "raise 'peak', or drop 'peak' and 'bucket' for a steady link"
+                )
+            if self.bucket < TBF_PEAK_MTU:
+                raise ValueError("bucket must hold at least 64 KiB (65536 bytes): make it bigger")
+            if self.bucket > TBF_MAX_BYTES:
+                raise ValueError(
+                    f"bucket {self.bucket:.0f} bytes exceeds tbf's 32-bit limit (4.29 GB, "
+                    "34359mbit): make it smaller or scale time down"
+                )
+            if self.bucket * 8 / self.rate > TBF_MAX_BUCKET_SECONDS:
+                raise ValueError(
+                    f"bucket / rate = {self.bucket * 8 / self.rate:.0f} s exceeds tbf's limit of "
+                    f"{TBF_MAX_BUCKET_SECONDS:.0f} s (it would silently wrap): shrink the bucket "
+                    "or raise the rate (scale time down)"
+                )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "steady" if self.peak is None else "credit"
+
+    @property
+    def burst_seconds(self) -> float | None:
+        """How long a full bucket lasts at peak rate (credit shapers only)."""
+        if self.peak is None or self.bucket is None:
+            return None
+        return self.bucket * 8 / (self.peak - self.rate)
+
+    def describe(self) -> str:
+        if self.peak is None or self.bucket is None:
+            return f"steady {fmt_rate(self.rate)}"
+        return (
+            f"credit {fmt_rate(self.rate)} baseline, {fmt_rate(self.peak)} peak, "
+            f"bucket {self.bucket * 8 / 1e6:g} Mbit ({self.burst_seconds:.1f} s at peak)"
+        )
+
+
+class Scale(BaseModel):
+    """How the lab's numbers relate to the cloud it imitates (documentation only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float = Field(default=1.0, gt=0, description="lab rate / cloud rate")
+    time: float = Field(default=1.0, gt=0, description="lab duration / cloud duration")
+    note: str | None = None
+
+
+class HostSpec(BaseModel):
+    """One emulated machine: its own namespace, one interface, optional shapers."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
+
+    labels: dict[str, LabelValue] = Field(default_factory=dict)
+    mtu: int | None = Field(default=None, description="link MTU, overriding the lab's")
+    address: IPv4Address | None = Field(
+        default=None, description="default: next free in the subnet"
+    )
+    out: Shaper | None = Field(default=None, description="shaper on what the host sends")
+    in_: Shaper | None = Field(
+        default=None, alias="in", description="shaper on what the host receives"
+    )
+
+    @field_validator("mtu")
+    @classmethod
+    def _mtu(cls, value: int | None) -> int | None:
+        return None if value is None else check_mtu(value)
+
+    @field_validator("address", mode="before")
+    @classmethod
+    def _address(cls, value: Any) -> Any:
+        if isinstance(value, str) and "/" in value:
+            raise ValueError(
+                "write the address without a prefix, e.g. 198.18.0.10: the prefix is the subnet's"
+            )
+        return value
+
+
+def check_mtu(value: int) -> int:
+    if not 576 <= value <= 9216:
+        raise ValueError(f"MTU {value} is out of range: use 576..9216 (1500, or 9001 like AWS)")
+    return value
+
+
+class LabSpec(BaseModel):
+    """A whole lab: a switch and the hosts plugged into it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="short lab name; namespaces are nf-<name>-<host>")
+    description: str | None = None
+    subnet: IPv4Network = Field(
+        default=IPv4Network("198.18.0.0/24"), description="inside 198.18.0.0/15"
+    )
+    mtu: int = Field(default=1500, description="default link MTU")
+    scale: Scale | None = None
+    hosts: dict[str, HostSpec] = Field(description="host name -> host")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_lab_name(value)
+
+    @field_validator("mtu")
+    @classmethod
+    def _mtu(cls, value: int) -> int:
+        return check_mtu(value)
+
+    @field_validator("subnet", mode="before")
+    @classmethod
+    def _subnet(cls, value: Any) -> IPv4Network:
+        try:
+            net = ip_network(str(value), strict=True)
+        except ValueError as exc:
+            raise ValueError(
+                f"{value!r} is not a network address ({exc}): write e.g. 198.18.0.0/24"
+            ) from exc
+        if not isinstance(net, IPv4Network) or not net.subnet_of(BENCHMARK_RANGE):
+            raise ValueError(
+                f"{net} is outside 198.18.0.0/15, the range reserved for benchmarking: "
+                "use e.g. 198.18.0.0/24 (a lab never uses other addresses)"
+            )
+        if net.prefixlen > 29:
+            raise ValueError(f"{net} is too small: use a /29 or bigger, e.g. 198.18.0.0/24")
+        return net
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, hosts: dict[str, HostSpec]) -> dict[str, HostSpec]:
+        if not hosts:
+            raise ValueError("a lab needs at least one host: add one under 'hosts:'")
+        for name in hosts:
+            if not HOST_NAME.match(name):
+                raise ValueError(
+                    f"{name!r} is not a host name: use 1-10 characters, lower-case letters, "
+                    "digits and '-', starting with a letter"
+                )
+            if name in RESERVED_HOSTS:
+                raise ValueError(f"{name!r} is reserved for the lab's switch: rename the host")
+        return hosts
+
+    @model_validator(mode="after")
+    def _addresses(self) -> LabSpec:
+        problems: list[InitErrorDetails] = []
+
+        def problem(host: str, message: str, value: object) -> None:
+            problems.append(
+                InitErrorDetails(
+                    type=PydanticCustomError("lab_address", message),
+                    loc=("hosts", host, "address"),
+                    input=value,
+                )
+            )
+
+        usable = self.subnet.num_addresses - 2
+        if len(self.hosts) > usable:
+            raise ValueError(
+                f"{len(self.hosts)} hosts do not fit in {self.subnet} ({usable} addresses): "
+                "use a bigger subnet, e.g. a /24"
+            )
+        seen: dict[IPv4Address, str] = {}
+        for name, host in self.hosts.items():
+            addr = host.address
+            if addr is None:
+                continue
+            if addr not in self.subnet:
+                problem(name, f"{addr} is outside the subnet {self.subnet}: pick one inside", addr)
+            elif addr in (self.subnet.network_address, self.subnet.broadcast_address):
+                problem(name, f"{addr} is the subnet's network or broadcast address", addr)
+            elif addr in seen:
+                problem(name, f"{addr} is already {seen[addr]}'s address: pick another", addr)
+            else:
+                seen[addr] = name
+        if problems:
+            raise ValidationError.from_exception_data(type(self).__name__, problems)
+        return self
+
+    def addresses(self) -> dict[str, IPv4Address]:
+        """Every host's address: its own, or the next free one from .1 up, in file order."""
+        taken = {h.address for h in self.hosts.values() if h.address is not None}
+        free = (a for a in self.subnet.hosts() if a not in taken)
+        return {name: h.address or next(free) for name, h in self.hosts.items()}
+
+
+def lab_schema() -> dict[str, Any]:
+    """JSON Schema of a lab file (field names as written in YAML, e.g. ``in``)."""
+    return LabSpec.model_json_schema(by_alias=True)

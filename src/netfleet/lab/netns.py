@@ -1,0 +1,75 @@
+"""Named network namespaces (``ip netns``): create, inspect, empty of processes, delete."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+from netfleet.lab.commands import in_netns, run
+
+log = logging.getLogger(__name__)
+
+#: Where ``ip netns add`` pins named namespaces (iproute2's NETNS_RUN_DIR).
+NETNS_DIR = Path("/run/netns")
+
+
+def exists(ns: str) -> bool:
+    return (NETNS_DIR / ns).exists()
+
+
+def inode(ns: str) -> int | None:
+    """The namespace's identity (nsfs inode) while it exists: tells ours from a same-named one."""
+    try:
+        return (NETNS_DIR / ns).stat().st_ino
+    except FileNotFoundError:
+        return None
+
+
+def add(ns: str) -> None:
+    run(["ip", "netns", "add", ns])
+
+
+def disable_ipv6(ns: str) -> None:
+    """No IPv6 in the namespace (no router solicitations, no DAD): only test traffic flows."""
+    in_netns(
+        ns,
+        "sysctl",
+        "-q",
+        "-w",
+        "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.default.disable_ipv6=1",
+    )
+
+
+def delete(ns: str) -> None:
+    run(["ip", "netns", "delete", ns])
+
+
+def pids(ns: str) -> list[int]:
+    """Processes whose network namespace is ``ns`` (``ip netns pids``)."""
+    if not exists(ns):
+        return []
+    return [int(p) for p in run(["ip", "netns", "pids", ns]).split()]
+
+
+def stop_processes(ns: str, *, grace: float = 2.0) -> list[int]:
+    """SIGTERM every process in ``ns`` (by PID), SIGKILL what is left after ``grace`` s."""
+    me = os.getpid()
+    found = [p for p in pids(ns) if p != me]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = [p for p in pids(ns) if p != me]
+        for pid in left:
+            log.info("sending %s to pid %d in namespace %s", sig.name, pid, ns)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [p for p in pids(ns) if p != me]
+        if not left:
+            break
+    return found

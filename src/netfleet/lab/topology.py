@@ -1,0 +1,182 @@
+"""Bring a lab up and take it down.
+
+Topology: one switch namespace ``nf-<lab>-sw`` holding a bridge ``br0`` (STP off), one namespace
+``nf-<lab>-<host>`` per host with a veth ``eth0`` whose peer ``to-<host>`` is a bridge port. Veths
+are created with both ends already in their namespaces: nothing is ever made in the root namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+from netfleet.errors import LabError
+from netfleet.lab import netns
+from netfleet.lab.commands import ip, require_root, run, tc
+from netfleet.lab.models import LabSpec
+from netfleet.lab.profiles import load_lab
+from netfleet.lab.shaping import tbf_args
+from netfleet.lab.state import (
+    BRIDGE,
+    INTERFACE,
+    LabHost,
+    LabState,
+    claim_state,
+    host_namespace,
+    port_name,
+    read_state,
+    remove_state,
+    state_path,
+    switch_namespace,
+    write_state,
+)
+
+log = logging.getLogger(__name__)
+
+
+def plan(spec: LabSpec, source: str | None = None) -> LabState:
+    """The state a lab will have once up: names, addresses, MTUs, shapers. Creates nothing."""
+    addresses = spec.addresses()
+    hosts = {}
+    for name, host in spec.hosts.items():
+        hosts[name] = LabHost.model_validate(
+            {
+                "lab": spec.name,
+                "name": name,
+                "namespace": host_namespace(spec.name, name),
+                "port": port_name(name),
+                "address": addresses[name],
+                "prefix": spec.subnet.prefixlen,
+                "mtu": host.mtu or spec.mtu,
+                "labels": host.labels,
+                "out": host.out,
+                "in": host.in_,
+            }
+        )
+    return LabState(
+        name=spec.name,
+        subnet=str(spec.subnet),
+        switch=switch_namespace(spec.name),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        source=source,
+        hosts=hosts,
+    )
+
+
+def up(spec: LabSpec | str | Path, state_dir: str | Path | None = None) -> LabState:
+    """Create the lab's namespaces, links and shapers; return its recorded state.
+
+    ``spec`` is a :class:`LabSpec`, a lab file path or a shipped profile name (``demo``).
+
+    Refuses when the lab is already up or one of its namespace names is taken. If anything fails
+    midway, everything made so far is torn down and the error re-raised.
+    """
+    source = None
+    if not isinstance(spec, LabSpec):
+        source = str(spec)
+        spec = load_lab(spec)
+    require_root()
+    state = plan(spec, source)
+    existing = read_state(spec.name, state_dir)
+    if existing is not None:
+        how = "" if existing.complete else " (incompletely: an earlier `up` was interrupted)"
+        raise LabError(
+            f"lab {spec.name!r} is already up{how}",
+            hint=f"take it down first: netfleet lab down {spec.name}",
+        )
+    wanted = [state.switch, *(h.namespace for h in state.hosts.values())]
+    taken = [ns for ns in wanted if netns.exists(ns)]
+    if taken:
+        raise LabError(
+            f"namespace {', '.join(taken)} already exists and does not belong to lab {spec.name!r}",
+            hint="rename the lab, or if it is a leftover you own: ip netns delete "
+            + " ".join(taken),
+        )
+    claim_state(state, state_dir)
+    try:
+        _build(state, state_dir)
+    except BaseException as exc:
+        try:
+            down(spec.name, state_dir)
+        except Exception as cleanup:  # keep the original error; say what is left
+            exc.add_note(f"cleaning up after this failure also failed: {cleanup}")
+        raise
+    return state
+
+
+def _create_namespace(state: LabState, ns: str, state_dir: str | Path | None) -> None:
+    state.namespaces.append(ns)
+    write_state(state, state_dir)  # recorded before it exists: a crash now is still cleaned
+    try:
+        netns.add(ns)
+    except LabError:
+        state.namespaces.remove(ns)  # not ours after all: down must never delete it
+        write_state(state, state_dir)
+        raise
+    found = netns.inode(ns)
+    if found is not None:
+        state.inodes[ns] = found
+        write_state(state, state_dir)
+    netns.disable_ipv6(ns)
+
+
+def _build(state: LabState, state_dir: str | Path | None) -> None:
+    sw = state.switch
+    _create_namespace(state, sw, state_dir)
+    ip("link", "add", BRIDGE, "type", "bridge", "stp_state", "0", "mcast_snooping", "0", ns=sw)
+    ip("link", "set", BRIDGE, "up", ns=sw)
+    for host in state.hosts.values():
+        _create_namespace(state, host.namespace, state_dir)
+        mtu = str(host.mtu)
+        run(["ip", "link", "add", INTERFACE, "netns", host.namespace, "mtu", mtu,
+             "type", "veth", "peer", "name", host.port, "netns", sw, "mtu", mtu])  # fmt: skip
+        ip("address", "add", host.cidr, "dev", INTERFACE, ns=host.namespace)
+        ip("link", "set", "lo", "up", ns=host.namespace)
+        ip("link", "set", INTERFACE, "up", ns=host.namespace)
+        ip("link", "set", host.port, "master", BRIDGE, "up", ns=sw)
+        if host.out is not None:
+            tc("qdisc", "add", "dev", INTERFACE, "root", *tbf_args(host.out), ns=host.namespace)
+        if host.in_ is not None:
+            tc("qdisc", "add", "dev", host.port, "root", *tbf_args(host.in_), ns=sw)
+    state.complete = True
+    write_state(state, state_dir)
+
+
+def down(name: str, state_dir: str | Path | None = None) -> list[str]:
+    """Stop the lab's processes and delete exactly the namespaces its state file records.
+
+    Idempotent: a lab that is not up gives ``[]``. Works after a crash or a partial ``up``. A
+    namespace whose identity changed since ``up`` (someone else's, same name) is left alone.
+    Returns the namespaces deleted.
+    """
+    state = read_state(name, state_dir)
+    if state is None:
+        return []
+    require_root()
+    removed: list[str] = []
+    failed: list[str] = []
+    for ns in reversed(state.namespaces):
+        if not netns.exists(ns):
+            continue
+        recorded = state.inodes.get(ns)
+        if recorded is not None and netns.inode(ns) != recorded:
+            log.warning("namespace %s is not the one lab %s created: left alone", ns, name)
+            continue
+        try:
+            netns.stop_processes(ns)
+            netns.delete(ns)
+        except LabError as exc:
+            failed.append(f"{ns}: {exc}")
+            continue
+        removed.append(ns)
+    if failed:
+        state.namespaces = [ns for ns in state.namespaces if ns not in removed]
+        write_state(state, state_dir)
+        raise LabError(
+            f"lab {name!r} is only partly down:\n  " + "\n  ".join(failed),
+            hint=f"fix the cause, then run again: netfleet lab down {name}",
+        )
+    remove_state(name, state_dir)
+    log.info("lab %s down (%s)", name, state_path(name, state_dir))
+    return removed
