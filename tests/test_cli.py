@@ -85,8 +85,9 @@ def test_plan_lists_runs_and_estimate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "3 runs" in out and "estimated wall time" in out
 
 
-def test_invalid_spec_exits_2_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_spec_exits_2_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     p = tmp_path / "bad.yaml"
     p.write_text(textwrap.dedent(SPEC.replace("duration: 2", "duration: -2")))
@@ -104,8 +105,11 @@ def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_run_exits_3_when_a_run_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "s.yaml"
-    p.write_text(SPEC.replace("matrix: {parallel: [1, 2, 4]}", "matrix: {congestion: [nope]}")
-                 .replace("duration: 2", "duration: 1").replace("cooldown: 5", ""))
+    p.write_text(
+        SPEC.replace("matrix: {parallel: [1, 2, 4]}", "matrix: {congestion: [nope]}")
+        .replace("duration: 2", "duration: 1")
+        .replace("cooldown: 5", "")
+    )
     assert cli("run", str(p), "--results", str(tmp_path / "res")) == ExitStatus.RUNS_FAILED
     assert len(list((tmp_path / "res").rglob("*.json.gz"))) == 1
     assert "0 of 1 runs ok" in capsys.readouterr().out

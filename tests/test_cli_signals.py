@@ -25,10 +25,14 @@ tests:
 
 
 def children_named(ppid: int, name: str) -> list[int]:
-    out = subprocess.run(["ps", "-eo", "pid,ppid,comm"], capture_output=True, text=True,
-                         check=True).stdout.splitlines()[1:]
-    return [int(p) for p, pp, comm in (line.split(None, 2) for line in out)
-            if int(pp) == ppid and comm.strip() == name]
+    out = subprocess.run(
+        ["ps", "-eo", "pid,ppid,comm"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[1:]
+    return [
+        int(p)
+        for p, pp, comm in (line.split(None, 2) for line in out)
+        if int(pp) == ppid and comm.strip() == name
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -36,9 +40,12 @@ def test_signal_stops_run_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
     spec = tmp_path / "s.yaml"
     spec.write_text(textwrap.dedent(SPEC))
     results = tmp_path / "res"
-    proc = subprocess.Popen([sys.executable, "-m", "netfleet", "run", str(spec), "--results",
-                             str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netfleet", "run", str(spec), "--results", str(results)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(children_named(proc.pid, "iperf3")) < 2:
@@ -59,9 +66,12 @@ def test_signal_stops_run_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
             proc.wait()
     assert proc.returncode == 130, err
     assert "interrupted: 1 of 2 runs completed" in err
-    docs = sorted((ResultsRoot.read(f) for f in ResultsRoot(results).files()),
-                  key=lambda d: d["sequence"])
+    docs = sorted(
+        (ResultsRoot.read(f) for f in ResultsRoot(results).files()), key=lambda d: d["sequence"]
+    )
     assert [d["status"] for d in docs] == ["ok", "interrupted"]
     for pid in servers:
-        assert not Path(f"/proc/{pid}").exists() or \
-            "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )

@@ -17,8 +17,12 @@ eng = Iperf3()
 
 @pytest.mark.parametrize(
     ("direction", "subject", "reverse"),
-    [("out", "client", False), ("in", "client", True), ("out", "server", True),
-     ("in", "server", False)],
+    [
+        ("out", "client", False),
+        ("in", "client", True),
+        ("out", "server", True),
+        ("in", "server", False),
+    ],
 )
 def test_direction_is_relative_to_the_subject(direction: str, subject: str, reverse: bool) -> None:
     argv = eng.client_argv(Iperf3Params(direction=direction), "198.18.0.2", 20001, subject)  # type: ignore[arg-type]
@@ -27,15 +31,38 @@ def test_direction_is_relative_to_the_subject(direction: str, subject: str, reve
 
 
 def test_all_options_map_to_flags() -> None:
-    p = Iperf3Params(duration=2.5, omit=1, interval=0.5, parallel=4, protocol="udp",
-                     bitrate="50mbit", window="512kb", length="1400", mss=1300,
-                     congestion="cubic", affinity="0,1", direction="bidir")
+    p = Iperf3Params(
+        duration=2.5,
+        omit=1,
+        interval=0.5,
+        parallel=4,
+        protocol="udp",
+        bitrate="50mbit",
+        window="512kb",
+        length="1400",
+        mss=1300,
+        congestion="cubic",
+        affinity="0,1",
+        direction="bidir",
+    )
     argv = eng.client_argv(p, "198.18.0.2", 20001, "client")
     s = " ".join(argv)
-    for part in ["--time 2.5", "--omit 1", "--interval 0.5", "--parallel 4", "--udp",
-                 "--bitrate 50000000", "--window 512000", "--length 1400", "--set-mss 1300",
-                 "--congestion cubic", "--affinity 0,1", "--bidir", "--get-server-output",
-                 "--json"]:
+    for part in [
+        "--time 2.5",
+        "--omit 1",
+        "--interval 0.5",
+        "--parallel 4",
+        "--udp",
+        "--bitrate 50000000",
+        "--window 512000",
+        "--length 1400",
+        "--set-mss 1300",
+        "--congestion cubic",
+        "--affinity 0,1",
+        "--bidir",
+        "--get-server-output",
+        "--json",
+    ]:
         assert part in s
     assert all(isinstance(a, str) for a in argv)
 

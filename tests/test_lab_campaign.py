@@ -33,7 +33,8 @@ def shaped_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     name = "t" + secrets.token_hex(3)
     state = tmp_path / "labstate"
     f = tmp_path / "lab.yaml"
-    f.write_text(textwrap.dedent(f"""\
+    f.write_text(
+        textwrap.dedent(f"""\
         name: {name}
         subnet: 198.18.41.0/24
         hosts:
@@ -42,21 +43,29 @@ def shaped_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             labels: {{instance_type: shaped}}
             out: {{rate: 200mbit}}
             in: {{rate: 100mbit}}
-        """))
+        """)
+    )
     lab.up(lab.load_lab(f), state_dir=state)
     try:
         yield name, state
     finally:
         lab.down(name, state_dir=state)
-        assert not [n for n in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                              text=True).stdout.split() if name in n]
+        assert not [
+            n
+            for n in subprocess.run(
+                ["ip", "netns", "list"], capture_output=True, text=True
+            ).stdout.split()
+            if name in n
+        ]
 
 
-def test_cheatsheet_of_a_shaped_link_matches_the_shaper(shaped_lab: tuple[str, Path],
-                                                        tmp_path: Path) -> None:
+def test_cheatsheet_of_a_shaped_link_matches_the_shaper(
+    shaped_lab: tuple[str, Path], tmp_path: Path
+) -> None:
     name, state = shaped_lab
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(textwrap.dedent(f"""\
+    spec_path.write_text(
+        textwrap.dedent(f"""\
         campaign: shaped
         hosts:
           srv: {{kind: netns, lab: {name}, host: srv}}
@@ -67,7 +76,8 @@ def test_cheatsheet_of_a_shaped_link_matches_the_shaper(shaped_lab: tuple[str, P
             server: srv
             params: {{duration: 4, omit: 1, interval: 1}}
             matrix: {{direction: [out, in]}}
-        """))
+        """)
+    )
     spec = load_spec(spec_path)
     root = ResultsRoot(tmp_path / "results")
     result = asyncio.run(run_campaign(spec, root, lab_state_dir=state))
@@ -79,8 +89,9 @@ def test_cheatsheet_of_a_shaped_link_matches_the_shaper(shaped_lab: tuple[str, P
 
     catalog = tmp_path / "catalog"
     ingest(root, catalog)
-    sheet = {r["direction"]: r for r in cheatsheet(catalog).records()
-             if r["instance_type"] == "shaped"}
+    sheet = {
+        r["direction"]: r for r in cheatsheet(catalog).records() if r["instance_type"] == "shaped"
+    }
     ratio = goodput_ratio(1500)
     for direction, rate in (("out", 200e6), ("in", 100e6)):
         got = sheet[direction]["avg"] * 1e9
@@ -110,18 +121,21 @@ def own_namespaces() -> Iterator[tuple[str, str]]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-def test_spec_can_point_at_namespaces_the_user_built(own_namespaces: tuple[str, str],
-                                                     tmp_path: Path) -> None:
+def test_spec_can_point_at_namespaces_the_user_built(
+    own_namespaces: tuple[str, str], tmp_path: Path
+) -> None:
     a, b = own_namespaces
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(textwrap.dedent(f"""\
+    spec_path.write_text(
+        textwrap.dedent(f"""\
         campaign: mine
         hosts:
           a: {{kind: netns, namespace: {a}, address: 198.18.77.1, labels: {{instance_type: mine}}}}
           b: {{kind: netns, namespace: {b}, address: 198.18.77.2}}
         tests:
           - {{name: t, client: a, server: b, params: {{duration: 1, bitrate: 100mbit}}}}
-        """))
+        """)
+    )
     result = asyncio.run(run_campaign(load_spec(spec_path), ResultsRoot(tmp_path / "r")))
     assert result.ok == 1, result.envelopes[0].reason
     env = result.envelopes[0]
@@ -133,14 +147,16 @@ def test_missing_namespace_fails_preflight_before_anything_is_written(tmp_path: 
     from netfleet.errors import HostError
 
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(textwrap.dedent("""\
+    spec_path.write_text(
+        textwrap.dedent("""\
         campaign: gone
         hosts:
           a: {kind: netns, namespace: no-such-ns-xyz, address: 198.18.77.1}
           b: {kind: local}
         tests:
           - {name: t, client: a, server: b}
-        """))
+        """)
+    )
     with pytest.raises(HostError, match="does not exist"):
         asyncio.run(run_campaign(load_spec(spec_path), ResultsRoot(tmp_path / "r")))
     assert not (tmp_path / "r").exists()
@@ -150,15 +166,20 @@ def test_lab_host_of_a_lab_that_is_down_is_a_clear_error(tmp_path: Path) -> None
     from netfleet.errors import LabError
 
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(textwrap.dedent("""\
+    spec_path.write_text(
+        textwrap.dedent("""\
         campaign: down
         hosts:
           a: {kind: netns, lab: nolab, host: x}
           b: {kind: local}
         tests:
           - {name: t, client: a, server: b}
-        """))
+        """)
+    )
     with pytest.raises(LabError) as info:
-        asyncio.run(run_campaign(load_spec(spec_path), ResultsRoot(tmp_path / "r"),
-                                 lab_state_dir=tmp_path / "st"))
+        asyncio.run(
+            run_campaign(
+                load_spec(spec_path), ResultsRoot(tmp_path / "r"), lab_state_dir=tmp_path / "st"
+            )
+        )
     assert "lab up" in str(info.value)

@@ -67,8 +67,7 @@ def test_campaign_stores_one_envelope_per_run(tmp_path: Path) -> None:
 
 
 def test_failed_run_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
-    text = SPEC.replace("matrix: {direction: [out, in]}",
-                        "matrix: {congestion: [nosuchcc, cubic]}")
+    text = SPEC.replace("matrix: {direction: [out, in]}", "matrix: {congestion: [nosuchcc, cubic]}")
     spec = load_spec(spec_file(tmp_path, text))
     root = ResultsRoot(tmp_path / "results")
     result = asyncio.run(run_campaign(spec, root))
@@ -79,10 +78,16 @@ def test_failed_run_is_recorded_and_campaign_goes_on(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_completed_results(tmp_path: Path) -> None:
-    text = SPEC.replace("duration: 1,", "duration: 30,").replace(
-        "matrix: {direction: [out, in]}", "").replace("    params:", "    params:")
-    text = text.replace("tests:\n", "tests:\n  - name: quick\n    client: a\n    server: b\n"
-                        "    params: {duration: 1, bitrate: 100mbit}\n")
+    text = (
+        SPEC.replace("duration: 1,", "duration: 30,")
+        .replace("matrix: {direction: [out, in]}", "")
+        .replace("    params:", "    params:")
+    )
+    text = text.replace(
+        "tests:\n",
+        "tests:\n  - name: quick\n    client: a\n    server: b\n"
+        "    params: {duration: 1, bitrate: 100mbit}\n",
+    )
     spec = load_spec(spec_file(tmp_path, text))
     root = ResultsRoot(tmp_path / "results")
     started: list[int] = []
@@ -110,7 +115,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_completed_results(tmp_path: Path) -> Non
     partial = docs[1]["result"]
     assert partial is not None and partial["intervals"], "the partial JSON is kept"
     # no iperf3 we started is still running
-    out = subprocess.run(["ps", "-eo", "pid,ppid,comm"], capture_output=True, text=True,
-                         check=True).stdout
-    assert str(os.getpid()) not in [line.split()[1] for line in out.splitlines()[1:]
-                                    if line.split()[2] == "iperf3"]
+    out = subprocess.run(
+        ["ps", "-eo", "pid,ppid,comm"], capture_output=True, text=True, check=True
+    ).stdout
+    assert str(os.getpid()) not in [
+        line.split()[1] for line in out.splitlines()[1:] if line.split()[2] == "iperf3"
+    ]

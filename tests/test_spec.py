@@ -54,8 +54,10 @@ def test_good_spec_loads(tmp_path: Path) -> None:
 
 
 def test_unknown_field_names_path_and_line(tmp_path: Path) -> None:
-    err = problems(tmp_path, GOOD.replace("    params: {duration: 5, omit: 1}",
-                                          "    params: {duration: 5, omitt: 1}"))
+    err = problems(
+        tmp_path,
+        GOOD.replace("    params: {duration: 5, omit: 1}", "    params: {duration: 5, omitt: 1}"),
+    )
     [(path, line, msg)] = err.problems
     assert path == "tests.0.params.omitt"
     assert line == 11
@@ -73,8 +75,9 @@ def test_unknown_host_reference(tmp_path: Path) -> None:
 
 
 def test_netns_host_needs_address_or_lab(tmp_path: Path) -> None:
-    err = problems(tmp_path, GOOD.replace("namespace: myns, address: 198.18.3.2",
-                                          "namespace: myns"))
+    err = problems(
+        tmp_path, GOOD.replace("namespace: myns, address: 198.18.3.2", "namespace: myns")
+    )
     assert "needs 'address'" in str(err)
     assert err.problems[0][0].startswith("hosts.b")
 
@@ -86,8 +89,12 @@ def test_local_host_must_be_loopback(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("value", ["'a;rm -rf /'", "'$(reboot)'", "'cubic bbr'"])
 def test_hostile_strings_are_refused(tmp_path: Path, value: str) -> None:
-    err = problems(tmp_path, GOOD.replace("params: {duration: 5, omit: 1}",
-                                          f"params: {{duration: 5, congestion: {value}}}"))
+    err = problems(
+        tmp_path,
+        GOOD.replace(
+            "params: {duration: 5, omit: 1}", f"params: {{duration: 5, congestion: {value}}}"
+        ),
+    )
     assert "congestion" in err.problems[0][0]
 
 
@@ -107,7 +114,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_bad_rate_unit(tmp_path: Path) -> None:
-    err = problems(tmp_path, GOOD.replace("omit: 1}", "omit: 1, protocol: udp, bitrate: 5furlongs}"))
+    err = problems(
+        tmp_path, GOOD.replace("omit: 1}", "omit: 1, protocol: udp, bitrate: 5furlongs}")
+    )
     assert "not a rate" in str(err)
 
 

@@ -20,14 +20,26 @@ from netfleet.store.envelope import EngineRecord
 
 def envelope(**over: object) -> Envelope:
     base: dict[str, object] = dict(
-        netfleet_version="0", run_id="t-abc-r0-20260101T000000000000Z", run_key="t-abc-r0",
-        campaign="c", test="t", repeat=0, sequence=0, status="ok", direction="out",
-        subject="client", params={"duration": 1}, labels={"instance_type": "x"},
+        netfleet_version="0",
+        run_id="t-abc-r0-20260101T000000000000Z",
+        run_key="t-abc-r0",
+        campaign="c",
+        test="t",
+        repeat=0,
+        sequence=0,
+        status="ok",
+        direction="out",
+        subject="client",
+        params={"duration": 1},
+        labels={"instance_type": "x"},
         client=HostRecord(name="a", kind="local", address="127.0.0.1"),
         server=HostRecord(name="b", kind="local", address="127.0.0.1"),
         engine=EngineRecord(name="iperf3", version="3.12", argv=["iperf3"]),
-        started_at="2026-01-01T00:00:00.000000Z", ended_at="2026-01-01T00:00:01.000000Z",
-        duration_s=1.0, result={"intervals": [], "end": {}})
+        started_at="2026-01-01T00:00:00.000000Z",
+        ended_at="2026-01-01T00:00:01.000000Z",
+        duration_s=1.0,
+        result={"intervals": [], "end": {}},
+    )
     base.update(over)
     return Envelope.model_validate(base)
 
@@ -35,8 +47,10 @@ def envelope(**over: object) -> Envelope:
 def test_write_read_round_trip(tmp_path: Path) -> None:
     root = ResultsRoot(tmp_path)
     path = root.write(envelope())
-    assert path.relative_to(tmp_path).as_posix() == \
-        "d=2026-01-01/campaign=c/t-abc-r0-20260101T000000000000Z.json.gz"
+    assert (
+        path.relative_to(tmp_path).as_posix()
+        == "d=2026-01-01/campaign=c/t-abc-r0-20260101T000000000000Z.json.gz"
+    )
     doc = root.read(path)
     assert doc["result"] == {"intervals": [], "end": {}}
     assert doc["netfleet_format"] == 1
@@ -81,8 +95,7 @@ def test_killed_writer_leaves_no_result_file(tmp_path: Path) -> None:
     which the store never lists as a result."""
     flag = tmp_path / "flag"
     root = tmp_path / "root"
-    code = WRITER.format(src=str(Path(__file__).parents[1] / "src"), flag=str(flag),
-                         root=str(root))
+    code = WRITER.format(src=str(Path(__file__).parents[1] / "src"), flag=str(flag), root=str(root))
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[1])
     try:
         deadline = time.monotonic() + 30

@@ -9,8 +9,8 @@ Everything the CLI does is available from Python::
 
 __version__ = "0.1.0"
 
-from netfleet.errors import ExitStatus, NetfleetError  # noqa: E402
-from netfleet.plan import expand  # noqa: E402
-from netfleet.spec import load_spec  # noqa: E402
+from netfleet.errors import ExitStatus, NetfleetError
+from netfleet.plan import expand
+from netfleet.spec import load_spec
 
 __all__ = ["ExitStatus", "NetfleetError", "__version__", "expand", "load_spec"]

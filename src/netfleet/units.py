@@ -9,10 +9,29 @@ from __future__ import annotations
 
 import re
 
-_RATE = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-         "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}
-_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-         "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
+_RATE = {
+    "bit": 1,
+    "kbit": 1e3,
+    "mbit": 1e6,
+    "gbit": 1e9,
+    "tbit": 1e12,
+    "bps": 8,
+    "kbps": 8e3,
+    "mbps": 8e6,
+    "gbps": 8e9,
+}
+_SIZE = {
+    "b": 1,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "kbit": 1e3 / 8,
+    "mbit": 1e6 / 8,
+    "gbit": 1e9 / 8,
+}
 _NUM = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 

@@ -42,8 +42,10 @@ def guarded(fn: Callable[[], object]) -> int:
         return int(ExitStatus.INTERRUPTED)
     except Exception:
         traceback.print_exc()
-        err_console.print("[bold red]internal error[/]: this is a bug in netfleet — please "
-                          "report it with the traceback above")
+        err_console.print(
+            "[bold red]internal error[/]: this is a bug in netfleet — please "
+            "report it with the traceback above"
+        )
         return int(ExitStatus.ERROR)
     return rv if isinstance(rv, int) else 0
 

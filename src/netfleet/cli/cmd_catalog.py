@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -20,8 +20,9 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
     """Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."""
     root = open_root(results_url(results))
     cat = catalog_dir(catalog)
-    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), console=console,
-                  transient=True) as progress:
+    with Progress(
+        TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
+    ) as progress:
         task = progress.add_task("ingest", total=None)
 
         def tick(done: int, total: int) -> None:
@@ -35,22 +36,25 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
 
 def cheatsheet(
     catalog: CatalogOpt = None,
-    by: Annotated[str, typer.Option("--by", help="comma-separated label keys or run columns")]
-    = "instance_type,direction",
-    side: Annotated[str, typer.Option(help="receiver (truthful) or sender")] = "receiver",
+    by: Annotated[
+        str, typer.Option("--by", help="comma-separated label keys or run columns")
+    ] = "instance_type,direction",
+    side: Annotated[
+        Literal["receiver", "sender"], typer.Option(help="receiver (truthful) or sender")
+    ] = "receiver",
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB."""
     groups = tuple(g.strip() for g in by.split(",") if g.strip())
-    emit(build_cheatsheet(catalog_dir(catalog), group_by=groups, side=side, campaign=campaign),
-         fmt)
+    emit(build_cheatsheet(catalog_dir(catalog), group_by=groups, side=side, campaign=campaign), fmt)
 
 
 def sql(
-    statement: Annotated[str, typer.Argument(metavar="SQL",
-                                             help="DuckDB SQL over views runs, intervals, ends")],
+    statement: Annotated[
+        str, typer.Argument(metavar="SQL", help="DuckDB SQL over views runs, intervals, ends")
+    ],
     catalog: CatalogOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:

@@ -18,25 +18,34 @@ from netfleet.report import OutputFormat
 
 
 def demo(
-    workdir: Annotated[Path, typer.Option("--dir", help="where results and catalog go")]
-    = Path("netfleet-demo"),
+    workdir: Annotated[Path, typer.Option("--dir", help="where results and catalog go")] = Path(
+        "netfleet-demo"
+    ),
     state_dir: LabStateOpt = None,
 ) -> None:
     """Lab up (steady, credit-burst and asymmetric hosts + a big server), a campaign over both
     directions and 1 vs 2 streams, ingest, cheat sheet, lab down. Needs root."""
     with RichReporter(console) as reporter:
-        res = run_demo(workdir, reporter, state_dir,
-                       run_async=lambda c: asyncio.run(_with_sigterm(c)),
-                       say=lambda m: console.print(f"[dim]{m}[/]"))
+        res = run_demo(
+            workdir,
+            reporter,
+            state_dir,
+            run_async=lambda c: asyncio.run(_with_sigterm(c)),
+            say=lambda m: console.print(f"[dim]{m}[/]"),
+        )
     emit(res.cheatsheet, OutputFormat.table)
     for direction, got in sorted(res.steady_measured_gbps.items()):
         delta = got / res.steady_expected_gbps - 1
         mark = "[green]✓[/]" if abs(delta) <= TOLERANCE else "[red]✗[/]"
-        console.print(f"{mark} steady {direction}: avg {got:.4f} Gbit/s vs shaper × 1448/1514 = "
-                      f"{res.steady_expected_gbps:.4f} ({delta:+.2%})")
-    console.print(f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "
-                  f"raw results in {workdir / 'results'}, catalog in {workdir / 'catalog'}")
-    console.print(f"try: netfleet sql --catalog {workdir / 'catalog'} "
-                  "\"select direction, count(*) from runs group by 1\"")
+        console.print(
+            f"{mark} steady {direction}: avg {got:.4f} Gbit/s vs shaper × 1448/1514 = "
+            f"{res.steady_expected_gbps:.4f} ({delta:+.2%})"
+        )
+    console.print(
+        f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "
+        f"raw results in {workdir / 'results'}, catalog in {workdir / 'catalog'}"
+    )
+    example = '"select direction, count(*) from runs group by 1"'
+    console.print(f"try: netfleet sql --catalog {workdir / 'catalog'} {example}")
     if res.campaign.failed or not res.steady_ok:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))

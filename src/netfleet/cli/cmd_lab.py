@@ -11,14 +11,16 @@ from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.report import OutputFormat, Tabular
 
-app = typer.Typer(help="Emulated cloud on this machine: namespaces, a switch, tbf shapers.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Emulated cloud on this machine: namespaces, a switch, tbf shapers.", no_args_is_help=True
+)
 
 
 @app.command()
 def up(
-    lab: Annotated[str, typer.Argument(metavar="LAB",
-                                       help="lab file (YAML) or a shipped profile name")],
+    lab: Annotated[
+        str, typer.Argument(metavar="LAB", help="lab file (YAML) or a shipped profile name")
+    ],
     state_dir: LabStateOpt = None,
 ) -> None:
     """Create the lab's namespaces, links, addresses and shapers (needs root)."""
@@ -36,19 +38,32 @@ def down(
 ) -> None:
     """Remove exactly what the lab created (also after a crash). Idempotent."""
     removed = labmod.down(name, state_dir=state_dir)
-    console.print(f"lab {name}: removed {len(removed)} namespaces"
-                  + (f" ({', '.join(removed)})" if removed else ""))
+    console.print(
+        f"lab {name}: removed {len(removed)} namespaces"
+        + (f" ({', '.join(removed)})" if removed else "")
+    )
 
 
 def _hosts_table(name: str | None, state_dir) -> Tabular:  # type: ignore[no-untyped-def]
     rows = []
     for st in labmod.status(name, state_dir=state_dir):
         for h in st.hosts:
-            rows.append([st.name, h.name, h.namespace, h.address, h.mtu,
-                         "yes" if h.exists else "MISSING", h.shaping, h.processes,
-                         ", ".join(f"{k}={v}" for k, v in sorted(h.labels.items()))])
-    return Tabular(["lab", "host", "namespace", "address", "mtu", "exists", "shaping",
-                    "procs", "labels"], rows)
+            rows.append(
+                [
+                    st.name,
+                    h.name,
+                    h.namespace,
+                    h.address,
+                    h.mtu,
+                    "yes" if h.exists else "MISSING",
+                    h.shaping,
+                    h.processes,
+                    ", ".join(f"{k}={v}" for k, v in sorted(h.labels.items())),
+                ]
+            )
+    return Tabular(
+        ["lab", "host", "namespace", "address", "mtu", "exists", "shaping", "procs", "labels"], rows
+    )
 
 
 @app.command()

@@ -31,14 +31,17 @@ async def _with_sigterm(coro):  # type: ignore[no-untyped-def]
         loop.remove_signal_handler(signal.SIGTERM)
 
 
-def execute_campaign(spec: CampaignSpec, root: ResultsRoot,
-                     state_dir: Path | None = None) -> CampaignResult:
+def execute_campaign(
+    spec: CampaignSpec, root: ResultsRoot, state_dir: Path | None = None
+) -> CampaignResult:
     with RichReporter(console) as reporter:
         result = asyncio.run(_with_sigterm(run_campaign(spec, root, reporter, state_dir)))
     n_failed = len(result.failed)
     colour = "green" if not n_failed else "yellow"
-    console.print(f"[{colour}]{result.ok} of {result.total} runs ok[/], {n_failed} failed; "
-                  f"raw results under {root.url}")
+    console.print(
+        f"[{colour}]{result.ok} of {result.total} runs ok[/], {n_failed} failed; "
+        f"raw results under {root.url}"
+    )
     for env in result.failed:
         console.print(f"  [red]{env.status}[/] {env.run_id}: {env.reason}")
     return result

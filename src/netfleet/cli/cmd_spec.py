@@ -30,15 +30,44 @@ def plan_table(spec_path: Path) -> Tabular:
     spec = load_spec(spec_path)
     runs = expand(spec)
     est = estimate_seconds(spec, runs)
-    rows = [[r.sequence, r.run_key, r.test, r.client, r.server, r.subject, r.params.direction,
-             r.params.parallel, r.params.protocol, r.params.duration, r.params.omit]
-            for r in runs]
+    rows = [
+        [
+            r.sequence,
+            r.run_key,
+            r.test,
+            r.client,
+            r.server,
+            r.subject,
+            r.params.direction,
+            r.params.parallel,
+            r.params.protocol,
+            r.params.duration,
+            r.params.omit,
+        ]
+        for r in runs
+    ]
     return Tabular(
-        ["seq", "run_key", "test", "client", "server", "subject", "direction", "parallel",
-         "protocol", "duration_s", "omit_s"], rows, title=f"campaign {spec.campaign}",
-        notes=[f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
-               f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"],
-        decimals=1)
+        [
+            "seq",
+            "run_key",
+            "test",
+            "client",
+            "server",
+            "subject",
+            "direction",
+            "parallel",
+            "protocol",
+            "duration_s",
+            "omit_s",
+        ],
+        rows,
+        title=f"campaign {spec.campaign}",
+        notes=[
+            f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
+            f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
+        ],
+        decimals=1,
+    )
 
 
 def plan(

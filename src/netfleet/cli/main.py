@@ -31,8 +31,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="print the version")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version")
+    ] = False,
 ) -> None:
     DEBUG["on"] = debug
 

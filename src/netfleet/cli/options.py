@@ -10,17 +10,35 @@ import typer
 
 from netfleet.report import OutputFormat, Tabular, render
 
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f",
-                                                 help="table, json, csv or markdown")]
-ResultsOpt = Annotated[str | None, typer.Option(
-    "--results", "-r", help="results root (path or URL) [env NETFLEET_RESULTS; default ./results]",
-    show_default=False)]
-CatalogOpt = Annotated[Path | None, typer.Option(
-    "--catalog", "-c", help="catalog directory [env NETFLEET_CATALOG; default ./catalog]",
-    show_default=False)]
-LabStateOpt = Annotated[Path | None, typer.Option(
-    "--state-dir", help="where lab state files live [env NETFLEET_STATE_DIR; "
-    "default /run/netfleet/labs]", show_default=False)]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown")
+]
+ResultsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--results",
+        "-r",
+        help="results root (path or URL) [env NETFLEET_RESULTS; default ./results]",
+        show_default=False,
+    ),
+]
+CatalogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog",
+        "-c",
+        help="catalog directory [env NETFLEET_CATALOG; default ./catalog]",
+        show_default=False,
+    ),
+]
+LabStateOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        help="where lab state files live [env NETFLEET_STATE_DIR; default /run/netfleet/labs]",
+        show_default=False,
+    ),
+]
 
 
 def results_url(opt: str | None, from_spec: str | None = None) -> str:

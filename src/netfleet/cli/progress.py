@@ -7,8 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from netfleet.plan.matrix import PlannedRun
 from netfleet.store.envelope import Envelope
@@ -17,8 +24,10 @@ from netfleet.units import fmt_rate
 
 def describe(run: PlannedRun) -> str:
     p = run.params
-    return (f"{run.test} {run.client}→{run.server} {p.direction} P{p.parallel}"
-            f"{' udp' if p.protocol == 'udp' else ''} #{run.repeat}")
+    return (
+        f"{run.test} {run.client}→{run.server} {p.direction} P{p.parallel}"
+        f"{' udp' if p.protocol == 'udp' else ''} #{run.repeat}"
+    )
 
 
 def received_bps(env: Envelope) -> float | None:
@@ -33,9 +42,16 @@ class RichReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-            MofNCompleteColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-            TimeRemainingColumn(), console=console, transient=True)
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
         self.overall: Any = None
         self.current: Any = None
 
@@ -61,8 +77,7 @@ class RichReporter:
 
     def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None:
         if self.current is not None:
-            self.progress.update(self.current, completed=elapsed_s,
-                                 rate=fmt_rate(bits_per_second))
+            self.progress.update(self.current, completed=elapsed_s, rate=fmt_rate(bits_per_second))
 
     def run_finished(self, run: PlannedRun, envelope: Envelope, path: Path) -> None:
         if self.current is not None:

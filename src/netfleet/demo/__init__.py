@@ -42,14 +42,17 @@ class DemoResult:
     def steady_ok(self) -> bool:
         return bool(self.steady_measured_gbps) and all(
             abs(v / self.steady_expected_gbps - 1) <= TOLERANCE
-            for v in self.steady_measured_gbps.values())
+            for v in self.steady_measured_gbps.values()
+        )
 
 
 def prepare(workdir: Path) -> tuple[Path, Path]:
     """Results and catalog directories inside ``workdir``, emptied if the demo made them."""
     if workdir.exists() and any(workdir.iterdir()) and not (workdir / MARKER).exists():
-        raise InputError(f"{workdir} exists and was not made by netfleet demo",
-                         hint="pass --dir with a new or empty directory")
+        raise InputError(
+            f"{workdir} exists and was not made by netfleet demo",
+            hint="pass --dir with a new or empty directory",
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / MARKER).write_text("made by netfleet demo; safe to delete\n")
     results, catalog = workdir / "results", workdir / "catalog"
@@ -59,16 +62,21 @@ def prepare(workdir: Path) -> tuple[Path, Path]:
     return results, catalog
 
 
-def run_demo(workdir: Path, reporter: Reporter | None = None, state_dir: Path | None = None,
-             run_async: Callable[[Coroutine[Any, Any, CampaignResult]], CampaignResult]
-             = asyncio.run, say: Callable[[str], None] = lambda _msg: None) -> DemoResult:
+def run_demo(
+    workdir: Path,
+    reporter: Reporter | None = None,
+    state_dir: Path | None = None,
+    run_async: Callable[[Coroutine[Any, Any, CampaignResult]], CampaignResult] = asyncio.run,
+    say: Callable[[str], None] = lambda _msg: None,
+) -> DemoResult:
     from netfleet import lab
     from netfleet.catalog import cheatsheet, ingest
 
     if os.geteuid() != 0:
         raise EnvironmentProblem(
             "netfleet demo builds a lab of network namespaces and tc shapers, which needs root",
-            hint="run it as root: sudo netfleet demo (or the README's demo command)")
+            hint="run it as root: sudo netfleet demo (or the README's demo command)",
+        )
     t0 = time.monotonic()
     results, catalog = prepare(workdir)
     lab_spec = lab.load_lab(LAB_PROFILE)
@@ -86,12 +94,11 @@ def run_demo(workdir: Path, reporter: Reporter | None = None, state_dir: Path | 
     ingest(open_root(results), catalog)
     sheet = cheatsheet(catalog, group_by=("instance_type", "direction"))
     steady = lab_spec.hosts["steady"]
-    rate = steady.out.rate_bps if steady.out is not None else 0.0
+    rate = steady.out.rate if steady.out is not None else 0.0
     expected = rate * goodput_ratio(steady.mtu or lab_spec.mtu) / 1e9
-    steady_type = lab.resolve_labels(lab_spec, "steady").get("instance_type")
+    steady_type = steady.labels.get("instance_type")
     measured = {}
     for rec in sheet.records():
         if rec.get("instance_type") == steady_type:
             measured[str(rec.get("direction"))] = float(rec["avg"])
-    return DemoResult(campaign, sheet, expected, measured, time.monotonic() - t0, workdir,
-                      removed)
+    return DemoResult(campaign, sheet, expected, measured, time.monotonic() - t0, workdir, removed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from netfleet.engines.base import EngineInfo, Outcome
 from netfleet.errors import EngineError, HostError
@@ -40,13 +40,17 @@ class Iperf3:
         try:
             res = await host.run(["iperf3", "--version"], timeout=15)
         except HostError as exc:
-            raise EngineError(f"host {host.name}: iperf3 is not installed",
-                              hint="install it (Debian: apt-get install iperf3)") from exc
+            raise EngineError(
+                f"host {host.name}: iperf3 is not installed",
+                hint="install it (Debian: apt-get install iperf3)",
+            ) from exc
         text = (res.stdout or res.stderr).strip()
         version = parse_version(text)
         if res.returncode not in (0, 1) or not version:
-            raise EngineError(f"host {host.name}: cannot tell the iperf3 version from {text!r}",
-                              hint="install iperf3 ≥ 3.1 (Debian: apt-get install iperf3)")
+            raise EngineError(
+                f"host {host.name}: cannot tell the iperf3 version from {text!r}",
+                hint="install iperf3 ≥ 3.1 (Debian: apt-get install iperf3)",
+            )
         return EngineInfo(self.name, ".".join(map(str, version)), version)
 
     def unsupported(self, params: Iperf3Params, info: EngineInfo) -> list[str]:
@@ -54,20 +58,34 @@ class Iperf3:
         needs = ["json", "get-server-output", "one-off"]
         if params.direction == "bidir":
             needs.append("bidir")
-        return [f"--{opt} needs iperf3 ≥ {'.'.join(map(str, MIN_VERSION[opt]))}, "
-                f"this host has {info.version}"
-                for opt in needs if info.version_tuple < MIN_VERSION[opt]]
+        return [
+            f"--{opt} needs iperf3 ≥ {'.'.join(map(str, MIN_VERSION[opt]))}, "
+            f"this host has {info.version}"
+            for opt in needs
+            if info.version_tuple < MIN_VERSION[opt]
+        ]
 
     def server_argv(self, port: int, bind: str) -> list[str]:
-        return ["iperf3", "--server", "--json", "--one-off", "--port", str(port),
-                "--bind", bind]
+        return ["iperf3", "--server", "--json", "--one-off", "--port", str(port), "--bind", bind]
 
-    def client_argv(self, params: Iperf3Params, server_address: str, port: int,
-                    subject: str) -> list[str]:
-        argv = ["iperf3", "--client", server_address, "--port", str(port), "--json",
-                "--get-server-output",
-                "--time", _num(params.duration), "--interval", _num(params.interval),
-                "--parallel", str(params.parallel)]
+    def client_argv(
+        self, params: Iperf3Params, server_address: str, port: int, subject: str
+    ) -> list[str]:
+        argv = [
+            "iperf3",
+            "--client",
+            server_address,
+            "--port",
+            str(port),
+            "--json",
+            "--get-server-output",
+            "--time",
+            _num(params.duration),
+            "--interval",
+            _num(params.interval),
+            "--parallel",
+            str(params.parallel),
+        ]
         if params.omit:
             argv += ["--omit", str(params.omit)]
         if params.direction == "bidir":
@@ -92,12 +110,11 @@ class Iperf3:
             argv.append("--zerocopy")
         return argv
 
-    def interpret(self, stdout: str, stderr: str, returncode: int,
-                  interrupted: bool) -> Outcome:
+    def interpret(self, stdout: str, stderr: str, returncode: int, interrupted: bool) -> Outcome:
         doc = _json_object(stdout)
         if doc is None:
             tail = (stderr.strip() or stdout.strip())[-300:] or "no output"
-            status = "interrupted" if interrupted else "failed"
+            status: Literal["interrupted", "failed"] = "interrupted" if interrupted else "failed"
             return Outcome(status, f"iperf3 printed no JSON (exit {returncode}): {tail}", None)
         error = doc.get("error")
         if interrupted:

@@ -97,7 +97,7 @@ class Host(ABC):
     def wrap(self, argv: list[str]) -> list[str]:
         """The local argv that runs ``argv`` on this host."""
 
-    async def check(self) -> None:
+    async def check(self) -> None:  # noqa: B027 — optional hook, most kinds need no check
         """Raise HostError if the host cannot be used (gone, unreachable)."""
 
     async def run(self, argv: list[str], timeout: float = 30) -> CommandResult:
@@ -107,8 +107,9 @@ class Host(ABC):
             rc = await proc.wait(timeout)
         except TimeoutError as exc:
             await proc.stop(grace=1, first=signal.SIGKILL)
-            raise HostError(f"{self.name}: {' '.join(argv)!r} did not finish in {timeout:g} s")\
-                from exc
+            raise HostError(
+                f"{self.name}: {' '.join(argv)!r} did not finish in {timeout:g} s"
+            ) from exc
         except BaseException:
             await asyncio.shield(proc.stop(grace=1))
             raise
@@ -119,13 +120,17 @@ class Host(ABC):
         full = self.wrap(argv)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *full, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                *full,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
             )
         except FileNotFoundError as exc:
-            raise HostError(f"{self.name}: cannot run {full[0]!r}: not installed",
-                            hint=f"install it on host {self.name}") from exc
+            raise HostError(
+                f"{self.name}: cannot run {full[0]!r}: not installed",
+                hint=f"install it on host {self.name}",
+            ) from exc
         return Process(proc, full)
 
     def live_bytes(self, proc: Process) -> int | None:
@@ -169,10 +174,16 @@ class Host(ABC):
             if tso.returncode == 0:
                 out["offloads"] = {
                     k.strip(): v.split()[0]
-                    for k, v in (line.split(":", 1) for line in tso.stdout.splitlines()[1:]
-                                 if ":" in line)
-                    if k.strip() in ("tcp-segmentation-offload", "generic-segmentation-offload",
-                                     "generic-receive-offload") and v.split()
+                    for k, v in (
+                        line.split(":", 1) for line in tso.stdout.splitlines()[1:] if ":" in line
+                    )
+                    if k.strip()
+                    in (
+                        "tcp-segmentation-offload",
+                        "generic-segmentation-offload",
+                        "generic-receive-offload",
+                    )
+                    and v.split()
                 }
         return out
 

@@ -21,11 +21,15 @@ class NetnsHost(Host):
 
     async def check(self) -> None:
         if os.geteuid() != 0:
-            raise HostError(f"host {self.name}: entering namespace {self.namespace!r} needs root",
-                            hint="run netfleet as root (sudo)")
+            raise HostError(
+                f"host {self.name}: entering namespace {self.namespace!r} needs root",
+                hint="run netfleet as root (sudo)",
+            )
         if not os.path.exists(f"/run/netns/{self.namespace}"):
-            raise HostError(f"host {self.name}: network namespace {self.namespace!r} does not exist",
-                            hint="create it (ip netns add …) or bring its lab up: netfleet lab up")
+            raise HostError(
+                f"host {self.name}: network namespace {self.namespace!r} does not exist",
+                hint="create it (ip netns add …) or bring its lab up: netfleet lab up",
+            )
 
     def live_bytes(self, proc: Process) -> int | None:
         return read_net_dev(f"/proc/{proc.pid}/net/dev")

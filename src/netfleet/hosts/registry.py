@@ -10,8 +10,9 @@ from netfleet.hosts.netns import NetnsHost
 from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
 
 
-def build_host(name: str, spec: LocalHostSpec | NetnsHostSpec,
-               lab_state_dir: Path | None = None) -> Host:
+def build_host(
+    name: str, spec: LocalHostSpec | NetnsHostSpec, lab_state_dir: Path | None = None
+) -> Host:
     """A ready-to-use Host. Lab hosts are resolved through the lab's state (LabError if down);
     their lab labels are merged under the spec's own labels."""
     if isinstance(spec, LocalHostSpec):
@@ -23,5 +24,6 @@ def build_host(name: str, spec: LocalHostSpec | NetnsHostSpec,
         labels = {**lh.labels, **spec.labels}
         return NetnsHost(name=name, address=lh.address, labels=labels, namespace=lh.namespace)
     assert spec.namespace is not None and spec.address is not None
-    return NetnsHost(name=name, address=spec.address, labels=dict(spec.labels),
-                     namespace=spec.namespace)
+    return NetnsHost(
+        name=name, address=spec.address, labels=dict(spec.labels), namespace=spec.namespace
+    )

@@ -57,8 +57,9 @@ def combinations(test: TestSpec) -> Iterator[dict[str, Any]]:
 
 
 def _key(test: str, client: str, server: str, params: dict[str, Any], repeat: int) -> str:
-    ident = json.dumps({"t": test, "c": client, "s": server, "p": params, "r": repeat},
-                       sort_keys=True, default=str)
+    ident = json.dumps(
+        {"t": test, "c": client, "s": server, "p": params, "r": repeat}, sort_keys=True, default=str
+    )
     digest = hashlib.sha256(ident.encode()).hexdigest()[:10]
     return f"{test}-{digest}-r{repeat}"
 

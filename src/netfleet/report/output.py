@@ -7,11 +7,11 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
@@ -56,8 +56,10 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
             writer.writerow(["" if v is None else v for v in row])
         return buf.getvalue().rstrip("\n")
     if fmt is OutputFormat.markdown:
-        lines = ["| " + " | ".join(data.columns) + " |",
-                 "|" + "|".join("---" for _ in data.columns) + "|"]
+        lines = [
+            "| " + " | ".join(data.columns) + " |",
+            "|" + "|".join("---" for _ in data.columns) + "|",
+        ]
         for row in data.rows:
             lines.append("| " + " | ".join(_cell(v, data.decimals) for v in row) + " |")
         return "\n".join(lines)
@@ -69,7 +71,9 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
     for row in data.rows:
         table.add_row(*(_cell(v, data.decimals) for v in row))
     for col, name in enumerate(data.columns):
-        if data.rows and all(isinstance(r[col], int | float) for r in data.rows if r[col] is not None):
+        if data.rows and all(
+            isinstance(r[col], int | float) for r in data.rows if r[col] is not None
+        ):
             table.columns[col].justify = "right"
         del name
     return table

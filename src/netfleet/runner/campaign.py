@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from netfleet.engines import ENGINES
 from netfleet.errors import ExitStatus, NetfleetError
+from netfleet.hosts.base import Host
 from netfleet.hosts.registry import build_host
 from netfleet.plan.matrix import PlannedRun, estimate_seconds, expand
 from netfleet.runner.events import Reporter, SilentReporter
 from netfleet.runner.execute import RunContext, execute
-from netfleet.runner.preflight import preflight
+from netfleet.runner.preflight import Ready, preflight
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot
@@ -41,8 +43,12 @@ class CampaignInterrupted(NetfleetError):
         self.result = result
 
 
-async def run_campaign(spec: CampaignSpec, root: ResultsRoot, reporter: Reporter | None = None,
-                       lab_state_dir: Path | None = None) -> CampaignResult:
+async def run_campaign(
+    spec: CampaignSpec,
+    root: ResultsRoot,
+    reporter: Reporter | None = None,
+    lab_state_dir: Path | None = None,
+) -> CampaignResult:
     """Execute every run of ``spec``; a failed run is stored with its reason and the campaign
     goes on. Ctrl-C (task cancellation) stops the current run, stores it as interrupted and
     raises CampaignInterrupted — completed results are already on disk."""
@@ -66,16 +72,17 @@ async def run_campaign(spec: CampaignSpec, root: ResultsRoot, reporter: Reporter
         try:
             envelope = await execute(ctx, run)
         except asyncio.CancelledError as exc:
-            envelope = getattr(exc, "envelope", None)
-            if envelope is not None:
-                _store(root, envelope, result, rep, run)
+            partial: Envelope | None = getattr(exc, "envelope", None)
+            if partial is not None:
+                _store(root, partial, result, rep, run)
             raise _interrupted(result, root) from None
         _store(root, envelope, result, rep, run)
     return result
 
 
-def _store(root: ResultsRoot, envelope: Envelope, result: CampaignResult, rep: Reporter,
-           run: PlannedRun) -> None:
+def _store(
+    root: ResultsRoot, envelope: Envelope, result: CampaignResult, rep: Reporter, run: PlannedRun
+) -> None:
     path = root.write(envelope)
     result.envelopes.append(envelope)
     result.paths.append(path)
@@ -85,16 +92,30 @@ def _store(root: ResultsRoot, envelope: Envelope, result: CampaignResult, rep: R
 def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:
     return CampaignInterrupted(
         f"interrupted: {result.ok} of {result.total} runs completed, their results kept under "
-        f"{root.url}", result)
+        f"{root.url}",
+        result,
+    )
 
 
-def _context(spec: CampaignSpec, run: PlannedRun, hosts: dict, ready, test_labels: dict,  # type: ignore[no-untyped-def]
-             rep: Reporter) -> RunContext:
+def _context(
+    spec: CampaignSpec,
+    run: PlannedRun,
+    hosts: dict[str, Host],
+    ready: Ready,
+    test_labels: dict[str, Any],
+    rep: Reporter,
+) -> RunContext:
     client, server = hosts[run.client], hosts[run.server]
     subject = client if run.subject == "client" else server
     test_engine = next(t.engine for t in spec.tests if t.name == run.test)
     labels = {**spec.labels, **test_labels, **subject.labels}
-    return RunContext(campaign=spec.campaign, labels=labels, client=client, server=server,
-                      engine=ENGINES[test_engine], client_engine=ready.engines[(client.name,
-                                                                                 test_engine)],
-                      facts=ready.facts, reporter=rep)
+    return RunContext(
+        campaign=spec.campaign,
+        labels=labels,
+        client=client,
+        server=server,
+        engine=ENGINES[test_engine],
+        client_engine=ready.engines[(client.name, test_engine)],
+        facts=ready.facts,
+        reporter=rep,
+    )

@@ -69,8 +69,9 @@ async def _start_server(ctx: RunContext, run: PlannedRun) -> tuple[Process, list
             return proc, argv, port
         await proc.stop(grace=1)
         last = (proc.stderr or proc.stdout).strip()[-300:]
-    raise HostError(f"host {ctx.server.name}: the {ctx.engine.name} server did not start: "
-                    f"{last or 'no output'}")
+    raise HostError(
+        f"host {ctx.server.name}: the {ctx.engine.name} server did not start: {last or 'no output'}"
+    )
 
 
 async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
@@ -89,14 +90,16 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         client_argv = ctx.engine.client_argv(run.params, ctx.server.address, port, run.subject)
         client = await ctx.client.start(client_argv)
         await _follow(ctx, run, client, t0)
-        outcome = ctx.engine.interpret(client.stdout, client.stderr, client.returncode or 0,
-                                       interrupted=False)
+        outcome = ctx.engine.interpret(
+            client.stdout, client.stderr, client.returncode or 0, interrupted=False
+        )
     except TimeoutError:
         assert client is not None
         client.send(signal.SIGINT)
         await client.stop(grace=3, first=signal.SIGINT)
-        outcome = ctx.engine.interpret(client.stdout, client.stderr, client.returncode or 0,
-                                       interrupted=False)
+        outcome = ctx.engine.interpret(
+            client.stdout, client.stderr, client.returncode or 0, interrupted=False
+        )
         outcome = Outcome("failed", f"timed out after {run.timeout:g} s", outcome.result)
     except HostError as exc:
         outcome = Outcome("failed", str(exc), None)
@@ -104,8 +107,9 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         cancelled = exc
         if client is not None:
             await asyncio.shield(client.stop(grace=3, first=signal.SIGINT))
-            outcome = ctx.engine.interpret(client.stdout, client.stderr,
-                                           client.returncode or 0, interrupted=True)
+            outcome = ctx.engine.interpret(
+                client.stdout, client.stderr, client.returncode or 0, interrupted=True
+            )
         else:
             outcome = Outcome("interrupted", "interrupted before the client started", None)
     finally:
@@ -113,8 +117,9 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
             await asyncio.shield(server.stop(grace=2))
         if client is not None and client.returncode is None:
             await asyncio.shield(client.stop(grace=1, first=signal.SIGKILL))
-    envelope = _envelope(ctx, run, outcome, started, time.monotonic() - t0, client,
-                         client_argv, server_argv)
+    envelope = _envelope(
+        ctx, run, outcome, started, time.monotonic() - t0, client, client_argv, server_argv
+    )
     if cancelled is not None:
         cancelled.envelope = envelope  # type: ignore[attr-defined]
         raise cancelled
@@ -139,19 +144,28 @@ async def _follow(ctx: RunContext, run: PlannedRun, client: Process, t0: float) 
         now_t = time.monotonic()
         if now_bytes is not None and last_bytes is not None and now_t > last_t:
             # rx+tx of the client's interfaces: a TCP flow shows its data plus small ACKs.
-            ctx.reporter.run_progress(run, now_t - t0, (now_bytes - last_bytes) * 8 /
-                                      (now_t - last_t))
+            ctx.reporter.run_progress(
+                run, now_t - t0, (now_bytes - last_bytes) * 8 / (now_t - last_t)
+            )
         last_bytes, last_t = now_bytes, now_t
 
 
 def _record(host: Host, facts: dict[str, Any]) -> HostRecord:
-    return HostRecord(name=host.name, kind=host.kind, address=host.address,
-                      labels=dict(host.labels), facts=facts)
+    return HostRecord(
+        name=host.name, kind=host.kind, address=host.address, labels=dict(host.labels), facts=facts
+    )
 
 
-def _envelope(ctx: RunContext, run: PlannedRun, outcome: Outcome, started: datetime,
-              elapsed: float, client: Process | None, client_argv: list[str],
-              server_argv: list[str]) -> Envelope:
+def _envelope(
+    ctx: RunContext,
+    run: PlannedRun,
+    outcome: Outcome,
+    started: datetime,
+    elapsed: float,
+    client: Process | None,
+    client_argv: list[str],
+    server_argv: list[str],
+) -> Envelope:
     stamp = started.strftime("%Y%m%dT%H%M%S%fZ")
     return Envelope(
         netfleet_version=__version__,
@@ -164,13 +178,17 @@ def _envelope(ctx: RunContext, run: PlannedRun, outcome: Outcome, started: datet
         status=outcome.status,
         reason=outcome.reason,
         direction=run.params.direction,
-        subject=run.subject,  # type: ignore[arg-type]
+        subject=run.subject,
         params=run.params.model_dump(),
         labels=ctx.labels,
         client=_record(ctx.client, ctx.facts.get(ctx.client.name, {})),
         server=_record(ctx.server, ctx.facts.get(ctx.server.name, {})),
-        engine=EngineRecord(name=ctx.engine.name, version=ctx.client_engine.version,
-                            argv=client_argv, server_argv=server_argv),
+        engine=EngineRecord(
+            name=ctx.engine.name,
+            version=ctx.client_engine.version,
+            argv=client_argv,
+            server_argv=server_argv,
+        ),
         started_at=_iso(started),
         ended_at=_iso(_now()),
         duration_s=round(elapsed, 6),

@@ -21,8 +21,7 @@ class Ready:
     facts: dict[str, dict[str, Any]]
 
 
-async def preflight(spec: CampaignSpec, hosts: dict[str, Host],
-                    runs: list[PlannedRun]) -> Ready:
+async def preflight(spec: CampaignSpec, hosts: dict[str, Host], runs: list[PlannedRun]) -> Ready:
     used = sorted({r.client for r in runs} | {r.server for r in runs})
     await asyncio.gather(*(hosts[h].check() for h in used))
     engine_names = sorted({t.engine for t in spec.tests})
@@ -45,6 +44,8 @@ async def preflight(spec: CampaignSpec, hosts: dict[str, Host],
                 if msg not in problems:
                     problems.append(msg)
     if problems:
-        raise EngineError("preflight failed, nothing ran:\n  " + "\n  ".join(problems),
-                          hint="install a newer engine on those hosts or drop those options")
+        raise EngineError(
+            "preflight failed, nothing ran:\n  " + "\n  ".join(problems),
+            hint="install a newer engine on those hosts or drop those options",
+        )
     return Ready(engines, facts)

@@ -37,8 +37,13 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
                     key: tuple[str | int, ...] = ("tests", ti, "matrix", path)
                     where = key if key in lines else ("tests", ti, "include")
                     line = lines.get(where) or lines.get(("tests", ti))
-                    problems.append((f"tests.{ti}.matrix.{path}", line,
-                                     f"{msg} (in combination {_short(combo)})"))
+                    problems.append(
+                        (
+                            f"tests.{ti}.matrix.{path}",
+                            line,
+                            f"{msg} (in combination {_short(combo)})",
+                        )
+                    )
                 break
     if problems:
         raise SpecError(f"{file}: invalid campaign spec", file=file, problems=problems)

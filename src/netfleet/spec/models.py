@@ -61,12 +61,19 @@ class NetnsHostSpec(_Strict):
     one you built yourself (``namespace`` + ``address``)."""
 
     kind: Literal["netns"]
-    lab: str | None = Field(None, pattern=r"^[a-z][a-z0-9-]{0,11}$",
-                            description="name of a lab brought up with 'netfleet lab up'")
-    host: str | None = Field(None, pattern=r"^[a-z][a-z0-9-]{0,9}$",
-                             description="host name inside that lab")
-    namespace: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-                                  description="an existing namespace (ip netns list)")
+    lab: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9-]{0,11}$",
+        description="name of a lab brought up with 'netfleet lab up'",
+    )
+    host: str | None = Field(
+        None, pattern=r"^[a-z][a-z0-9-]{0,9}$", description="host name inside that lab"
+    )
+    namespace: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="an existing namespace (ip netns list)",
+    )
     address: str | None = Field(None, description="the address the peer reaches it on")
     labels: dict[str, LabelValue] = Field(default_factory=dict)
 
@@ -119,16 +126,21 @@ class Iperf3Params(_Strict):
     interval: float = Field(1, ge=0.1, le=3600, description="report interval in seconds (-i)")
     parallel: int = Field(1, ge=1, le=128, description="parallel streams (-P)")
     direction: Literal["out", "in", "bidir"] = Field(
-        "out", description="out: the subject sends; in: it receives; bidir: both (--bidir)")
+        "out", description="out: the subject sends; in: it receives; bidir: both (--bidir)"
+    )
     protocol: Literal["tcp", "udp"] = "tcp"
-    bitrate: str | None = Field(None, description="target bitrate, e.g. 500mbit (-b); UDP default 1mbit")
+    bitrate: str | None = Field(
+        None, description="target bitrate, e.g. 500mbit (-b); UDP default 1mbit"
+    )
     window: str | int | None = Field(None, description="socket buffer size, e.g. 512kb (-w)")
     length: str | int | None = Field(None, description="read/write buffer length, e.g. 128kb (-l)")
     mss: int | None = Field(None, ge=88, le=65535, description="TCP maximum segment size (-M)")
-    congestion: str | None = Field(None, pattern=r"^[a-z0-9_]{1,16}$",
-                                   description="TCP congestion control algorithm (-C)")
-    affinity: str | None = Field(None, pattern=r"^[0-9]{1,4}(,[0-9]{1,4})?$",
-                                 description="CPU affinity n or n,m (-A)")
+    congestion: str | None = Field(
+        None, pattern=r"^[a-z0-9_]{1,16}$", description="TCP congestion control algorithm (-C)"
+    )
+    affinity: str | None = Field(
+        None, pattern=r"^[0-9]{1,4}(,[0-9]{1,4})?$", description="CPU affinity n or n,m (-A)"
+    )
     zerocopy: bool = Field(False, description="use sendfile (-Z)")
 
     @field_validator("bitrate")
@@ -152,16 +164,22 @@ class TestSpec(_Strict):
     client: str | None = Field(None, description="host name (or put 'client' in the matrix)")
     server: str | None = Field(None, description="host name (or put 'server' in the matrix)")
     subject: Literal["client", "server"] = Field(
-        "client", description="the host under test: its labels group results; direction is its")
-    params: Iperf3Params = Field(default_factory=Iperf3Params)
-    matrix: dict[str, list[Any]] = Field(default_factory=dict,
-                                         description="parameter → list of values; the product runs")
-    exclude: list[dict[str, Any]] = Field(default_factory=list,
-                                          description="combinations to drop (partial match)")
-    include: list[dict[str, Any]] = Field(default_factory=list,
-                                          description="extra combinations to add")
+        "client", description="the host under test: its labels group results; direction is its"
+    )
+    params: Iperf3Params = Field(default_factory=lambda: Iperf3Params())
+    matrix: dict[str, list[Any]] = Field(
+        default_factory=dict, description="parameter → list of values; the product runs"
+    )
+    exclude: list[dict[str, Any]] = Field(
+        default_factory=list, description="combinations to drop (partial match)"
+    )
+    include: list[dict[str, Any]] = Field(
+        default_factory=list, description="extra combinations to add"
+    )
     labels: dict[str, LabelValue] = Field(default_factory=dict)
-    timeout: float | None = Field(None, gt=0, description="per-run limit; default duration+omit+30 s")
+    timeout: float | None = Field(
+        None, gt=0, description="per-run limit; default duration+omit+30 s"
+    )
 
     _labels = field_validator("labels")(_check_labels)
 
@@ -170,8 +188,10 @@ class TestSpec(_Strict):
     def _matrix(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
         for key, values in v.items():
             if key not in MATRIX_KEYS:
-                raise ValueError(f"matrix key {key!r} is not a parameter: use one of "
-                                 + ", ".join(sorted(MATRIX_KEYS)))
+                raise ValueError(
+                    f"matrix key {key!r} is not a parameter: use one of "
+                    + ", ".join(sorted(MATRIX_KEYS))
+                )
             if not values:
                 raise ValueError(f"matrix key {key!r} has no values: give at least one")
             if len({repr(x) for x in values}) != len(values):
@@ -184,8 +204,9 @@ class TestSpec(_Strict):
         for combo in v:
             bad = set(combo) - MATRIX_KEYS
             if bad:
-                raise ValueError(f"unknown parameter(s) {sorted(bad)}: use "
-                                 + ", ".join(sorted(MATRIX_KEYS)))
+                raise ValueError(
+                    f"unknown parameter(s) {sorted(bad)}: use " + ", ".join(sorted(MATRIX_KEYS))
+                )
         return v
 
 
@@ -226,10 +247,13 @@ class CampaignSpec(_Strict):
                 fixed = getattr(t, role)
                 listed = t.matrix.get(role, [])
                 if fixed is None and not listed:
-                    raise ValueError(f"test {t.name!r} has no {role}: set '{role}:' or "
-                                     f"matrix.{role}")
+                    raise ValueError(
+                        f"test {t.name!r} has no {role}: set '{role}:' or matrix.{role}"
+                    )
                 for h in ([fixed] if fixed else []) + list(listed):
                     if h not in self.hosts:
-                        raise ValueError(f"test {t.name!r}: {role} {h!r} is not in hosts "
-                                         f"(known: {', '.join(sorted(self.hosts))})")
+                        raise ValueError(
+                            f"test {t.name!r}: {role} {h!r} is not in hosts "
+                            f"(known: {', '.join(sorted(self.hosts))})"
+                        )
         return self

@@ -23,14 +23,21 @@ def _construct(node: yaml.Node, path: tuple[str | int, ...], lines: LineMap) -> 
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node)) if not isinstance(
-                key_node, yaml.ScalarNode) else _scalar(key_node)
+            key = (
+                yaml.safe_load(yaml.serialize(key_node))
+                if not isinstance(key_node, yaml.ScalarNode)
+                else _scalar(key_node)
+            )
             if key in out:
                 raise SpecError(
                     "duplicate key",
-                    problems=[(".".join(map(str, (*path, key))) or "<top>",
-                               key_node.start_mark.line + 1,
-                               f"the key {key!r} appears twice: keep one")],
+                    problems=[
+                        (
+                            ".".join(map(str, (*path, key))) or "<top>",
+                            key_node.start_mark.line + 1,
+                            f"the key {key!r} appears twice: keep one",
+                        )
+                    ],
                 )
             out[key] = _construct(value_node, (*path, key), lines)
             lines[(*path, key)] = key_node.start_mark.line + 1
@@ -41,7 +48,7 @@ def _construct(node: yaml.Node, path: tuple[str | int, ...], lines: LineMap) -> 
 
 
 def _scalar(node: yaml.Node) -> Any:
-    return yaml.SafeLoader(yaml.serialize(node)).get_single_data()  # type: ignore[no-untyped-call]
+    return yaml.SafeLoader(yaml.serialize(node)).get_single_data()
 
 
 def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
@@ -58,8 +65,11 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise SpecError(f"{p}: not valid YAML", file=str(p),
-                        problems=[("<yaml>", line, str(getattr(exc, "problem", exc)))]) from exc
+        raise SpecError(
+            f"{p}: not valid YAML",
+            file=str(p),
+            problems=[("<yaml>", line, str(getattr(exc, "problem", exc)))],
+        ) from exc
     lines: LineMap = {}
     try:
         data = {} if node is None else _construct(node, (), lines)
@@ -84,7 +94,9 @@ def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int |
         loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown field: remove it or check its spelling (netfleet schema lists the fields)"
+            msg = (
+                "unknown field: remove it or check its spelling (netfleet schema lists the fields)"
+            )
         elif err["type"] == "missing":
             msg = "required field is missing: add it"
         out.append((".".join(str(x) for x in loc) or "<top>", _line_for(loc, lines), msg))
@@ -95,10 +107,14 @@ def load_model(model: type[M], path: str | Path, *, what: str = "spec") -> M:
     """Load and validate a YAML file as ``model``; raise SpecError naming every problem."""
     data, lines = load_yaml(path)
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: a {what} must be a YAML mapping at the top level", file=str(path),
-                        problems=[("<top>", 1, "start with keys such as 'name:'")])
+        raise SpecError(
+            f"{path}: a {what} must be a YAML mapping at the top level",
+            file=str(path),
+            problems=[("<top>", 1, "start with keys such as 'name:'")],
+        )
     try:
         return model.model_validate(data, context={"lines": lines, "file": str(path)})
     except ValidationError as exc:
-        raise SpecError(f"{path}: invalid {what}", file=str(path),
-                        problems=problems_from(exc, lines)) from exc
+        raise SpecError(
+            f"{path}: invalid {what}", file=str(path), problems=problems_from(exc, lines)
+        ) from exc

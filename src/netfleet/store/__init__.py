@@ -1,6 +1,6 @@
 """Raw result store: one gzip JSON envelope per run under a Hive-partitioned results root."""
 
-from netfleet.store.envelope import FORMAT_VERSION, Envelope, EngineRecord, HostRecord, upgrade
+from netfleet.store.envelope import FORMAT_VERSION, EngineRecord, Envelope, HostRecord, upgrade
 from netfleet.store.root import ResultsRoot, open_root
 
 __all__ = [

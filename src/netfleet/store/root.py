@@ -24,8 +24,10 @@ def partition_path(envelope: Envelope) -> str:
     """Relative key of a run: ``d=YYYY-MM-DD/campaign=NAME/<run_id>.json.gz`` (UTC date)."""
     for what, value in (("campaign", envelope.campaign), ("run_id", envelope.run_id)):
         if not _SAFE.match(value):
-            raise StoreError(f"{what} {value!r} cannot be part of a result path",
-                             hint="use letters, digits, '.', '_' and '-' only")
+            raise StoreError(
+                f"{what} {value!r} cannot be part of a result path",
+                hint="use letters, digits, '.', '_' and '-' only",
+            )
     day = envelope.started_at[:10]
     return f"d={day}/campaign={envelope.campaign}/{envelope.run_id}.json.gz"
 
@@ -76,9 +78,11 @@ class ResultsRoot:
         try:
             with gzip.open(path, "rt", encoding="utf-8") as fh:
                 doc = json.load(fh)
-        except (OSError, EOFError, json.JSONDecodeError) as exc:
-            raise StoreError(f"{path}: unreadable raw result ({exc})",
-                             hint="move the file aside; it was not written by netfleet") from exc
+        except (OSError, EOFError, ValueError) as exc:
+            raise StoreError(
+                f"{path}: unreadable raw result ({exc})",
+                hint="move the file aside; it was not written by netfleet",
+            ) from exc
         if not isinstance(doc, dict):
             raise StoreError(f"{path}: a raw result must be a JSON object")
         return upgrade(doc, str(path))
@@ -91,7 +95,11 @@ def open_root(url: str | os.PathLike[str]) -> ResultsRoot:
     if parsed.scheme in ("", "file"):
         return ResultsRoot(Path(parsed.path if parsed.scheme else text).expanduser())
     if parsed.scheme == "s3":
-        raise InputError(f"results root {text!r}: the S3 store is not available in this version",
-                         hint="use a local directory; the same layout can be synced to S3")
-    raise InputError(f"results root {text!r}: unknown scheme {parsed.scheme!r}",
-                     hint="use a local path or file:// URL")
+        raise InputError(
+            f"results root {text!r}: the S3 store is not available in this version",
+            hint="use a local directory; the same layout can be synced to S3",
+        )
+    raise InputError(
+        f"results root {text!r}: unknown scheme {parsed.scheme!r}",
+        hint="use a local path or file:// URL",
+    )

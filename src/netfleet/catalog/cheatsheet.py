@@ -1,0 +1,281 @@
+"""The EC2-cheat-sheet query (seed 002: iperf3 → S3 → Athena) over the catalog, in DuckDB.
+
+Per group: how many complete runs and intervals, and min / p5 / avg / p50 / p95 / max of the
+per-interval rate. Only ``status = 'ok'`` runs; only ``kind = 'sum'`` intervals of one side
+(the receiver by default: its series is the truthful one); omitted (``-O``) intervals and the
+receiver's trailing stub (shorter than half the reporting interval) are left out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import duckdb
+
+from netfleet.catalog.views import connect
+from netfleet.errors import CatalogError
+from netfleet.report.output import Tabular
+
+Side = Literal["receiver", "sender"]
+Rate = Literal["goodput", "wire"]
+
+LABEL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+LABEL_PREFIX = "label:"
+#: runs columns that cannot be grouped by (JSON blobs)
+_NOT_GROUPABLE = frozenset({"params", "labels"})
+#: intervals columns that can be grouped by: ``flow`` separates a --bidir run's two directions
+INTERVAL_KEYS = {"flow": "i.flow"}
+#: wire = goodput × (MTU + L2 header) / (MTU − IP − TCP − timestamps): 1514/1448 at MTU 1500,
+#: the inverse of :func:`netfleet.units.goodput_ratio`
+L2_HEADER = 14
+TCP_IP_OVERHEAD = 40 + 12
+DEFAULT_MTU = 1500
+#: intervals shorter than this fraction of the run's reporting interval are the receiver's
+#: trailing stub (≈0.5 ms after the test ends), not a measurement
+STUB_FRACTION = 0.5
+#: the statistics columns and their SQL, in the unit asked for (named in title and notes)
+STATS = {
+    "min": "min(bps)",
+    "p5": "quantile_cont(bps, 0.05)",
+    "avg": "avg(bps)",
+    "p50": "quantile_cont(bps, 0.5)",
+    "p95": "quantile_cont(bps, 0.95)",
+    "max": "max(bps)",
+}
+
+
+@dataclass
+class _Sql:
+    """SQL text and its positional parameters, built in textual order."""
+
+    text: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+
+    def add(self, text: str, *params: Any) -> None:
+        self.text.append(text)
+        self.params.extend(params)
+
+
+#: unit → (bits per second in one unit, label)
+UNITS: dict[str, tuple[float, str]] = {
+    "bit": (1.0, "bit/s"),
+    "kbit": (1e3, "kbit/s"),
+    "mbit": (1e6, "Mbit/s"),
+    "gbit": (1e9, "Gbit/s"),
+    "tbit": (1e12, "Tbit/s"),
+}
+
+
+def _unit(unit: str) -> tuple[float, str]:
+    try:
+        return UNITS[unit.lower()]
+    except KeyError:
+        raise CatalogError(
+            f"unknown rate unit {unit!r}", hint=f"use one of {', '.join(UNITS)}"
+        ) from None
+
+
+class _Keys:
+    """Resolves group-by / filter keys to SQL: a runs column, else a label key."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        described = con.execute("DESCRIBE runs").fetchall()
+        self.columns = [str(r[0]) for r in described if r[0] not in _NOT_GROUPABLE]
+        found = con.execute(
+            "SELECT DISTINCT unnest(json_keys(labels)) AS k FROM runs ORDER BY k"
+        ).fetchall()
+        self.labels = [str(r[0]) for r in found]
+
+    def resolve(self, key: str) -> tuple[str, list[Any]]:
+        """SQL expression over ``runs r`` and its parameters. Label keys are parameters."""
+        explicit = key.startswith(LABEL_PREFIX)
+        name = key.removeprefix(LABEL_PREFIX)
+        if not explicit and name in self.columns:
+            return f'r."{name}"', []
+        if not LABEL_KEY.match(name):
+            raise CatalogError(
+                f"invalid label key {name!r}",
+                hint="a label key is letters, digits, '_', '.' and '-', starting with a letter "
+                "or '_'",
+            )
+        if name not in self.labels:
+            raise CatalogError(
+                f"unknown key {key!r}: neither a runs column nor a label", hint=self.available()
+            )
+        # the key matches LABEL_KEY, so it cannot close the quoted JSON path member
+        return "json_extract_string(r.labels, ?)", [f'$."{name}"']
+
+    def available(self) -> str:
+        labels = ", ".join(self.labels) or "(no labels in the catalog)"
+        return (
+            f"labels: {labels}; runs columns: {', '.join(self.columns)}; "
+            f"intervals columns: {', '.join(INTERVAL_KEYS)}"
+        )
+
+
+def _where_text(where: str | Mapping[str, Any] | None, campaign: str | None) -> str:
+    parts = [f"campaign = {campaign}"] if campaign else []
+    if isinstance(where, str):
+        parts.append(where)
+    elif where:
+        parts.extend(f"{k} = {v}" for k, v in where.items())
+    return "; ".join(parts)
+
+
+def cheatsheet(
+    catalog_dir: str | os.PathLike[str],
+    group_by: Sequence[str] | str = ("instance_type", "direction"),
+    side: Side = "receiver",
+    where: str | Mapping[str, Any] | None = None,
+    campaign: str | None = None,
+    unit: str = "gbit",
+    rate: Rate = "goodput",
+) -> Tabular:
+    """Interval-rate statistics per group, as in seed 002's Athena query.
+
+    ``group_by``: runs columns (direction, test, campaign, parallel, reverse, client, server,
+    ...) or label keys (``instance_type``; ``label:KEY`` forces the label when a column has the
+    same name). ``where``: a SQL condition over runs columns, or a mapping of key → value
+    (compared as text, keys resolved like ``group_by``). ``rate="wire"`` reports the L2 rate
+    derived from goodput and the run's MTU (TCP runs only).
+    """
+    if side not in ("receiver", "sender"):
+        raise CatalogError(f"side must be 'receiver' or 'sender', not {side!r}")
+    if rate not in ("goodput", "wire"):
+        raise CatalogError(f"rate must be 'goodput' or 'wire', not {rate!r}")
+    scale, unit_label = _unit(unit)
+    keys_asked = [group_by] if isinstance(group_by, str) else list(dict.fromkeys(group_by))
+    con = connect(catalog_dir)
+    try:
+        return _cheatsheet(con, keys_asked, side, where, campaign, scale, unit_label, rate)
+    except duckdb.Error as exc:
+        raise CatalogError(
+            f"cheat sheet query failed: {exc}",
+            hint="check the where condition against docs/catalog.md",
+        ) from exc
+    finally:
+        con.close()
+
+
+def _cheatsheet(
+    con: duckdb.DuckDBPyConnection,
+    group_keys: list[str],
+    side: Side,
+    where: str | Mapping[str, Any] | None,
+    campaign: str | None,
+    scale: float,
+    unit_label: str,
+    rate: Rate,
+) -> Tabular:
+    keys = _Keys(con)
+    groups = [f"g{n}" for n in range(len(group_keys))]
+    base = _Sql()
+    base.add("WITH r AS (SELECT r.run_id, r.protocol")
+    per_interval = ""
+    for alias, key in zip(groups, group_keys, strict=True):
+        if key in INTERVAL_KEYS:
+            per_interval += f"{INTERVAL_KEYS[key]} AS {alias}, "
+            continue
+        expr, params = keys.resolve(key)
+        base.add(f", {expr} AS {alias}", *params)
+    base.add(
+        ", coalesce(r.bidir, false) OR r.direction = 'bidir' AS is_bidir"
+        f", coalesce(least(r.client_mtu, r.server_mtu), {DEFAULT_MTU}) AS mtu"
+        ", coalesce(r.interval, 1.0) AS report_interval"
+        " FROM runs r WHERE r.status = 'ok'"
+    )
+    if campaign is not None:
+        base.add(" AND r.campaign = ?", campaign)
+    if isinstance(where, str) and where.strip():
+        base.add(f" AND ({where})")
+    elif isinstance(where, Mapping):
+        for key, value in where.items():
+            expr, params = keys.resolve(key)
+            base.add(f" AND CAST({expr} AS VARCHAR) = ?", *params, str(value))
+    factor = (
+        "1.0"
+        if rate == "goodput"
+        else (
+            f"CASE WHEN r.protocol = 'tcp' THEN (r.mtu + {L2_HEADER}.0) / "
+            f"(r.mtu - {TCP_IP_OVERHEAD}.0) END"
+        )
+    )
+    # fixed identifiers and constants only: every value is a parameter
+    base.add(
+        f"), x AS (SELECT r.*, {per_interval}i.bits_per_second * {factor} AS bps, i.omitted,"  # noqa: S608
+        f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
+        " FROM r JOIN intervals i ON i.run_id = r.run_id"
+        " WHERE i.kind = 'sum' AND i.role = ?), "
+        "kept AS (SELECT * FROM x WHERE NOT omitted AND NOT stub AND bps IS NOT NULL) ",
+        side,
+    )
+    cte, params = "".join(base.text), base.params
+
+    grouping = ", ".join(groups)
+    stats = ", ".join(f"{fn} / {scale!r}" for fn in STATS.values())
+    select = f"SELECT {grouping + ', ' if groups else ''}count(DISTINCT run_id), count(*), {stats}"
+    tail = f" GROUP BY {grouping} ORDER BY {grouping} NULLS LAST" if groups else ""
+    found = con.execute(f"{cte}{select} FROM kept{tail}", params).fetchall()
+    rows = [list(row) for row in found if row[len(groups) + 1]]  # no intervals → no row
+
+    counts = con.execute(
+        f"{cte}SELECT (SELECT count(*) FROM r),"  # noqa: S608 -- the cte above
+        " (SELECT count(*) FROM x WHERE omitted),"
+        " (SELECT count(*) FROM x WHERE stub AND NOT omitted),"
+        " (SELECT count(*) FROM r WHERE run_id NOT IN (SELECT run_id FROM kept)),"
+        " (SELECT count(*) FROM r WHERE protocol IS DISTINCT FROM 'tcp'),"
+        " (SELECT count(*) FROM r WHERE is_bidir)",
+        params,
+    ).fetchone()
+    assert counts is not None
+    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir = (int(c) for c in counts)
+
+    measure = "goodput" if rate == "goodput" else "wire rate"
+    filters = _where_text(where, campaign)
+    notes = [
+        f"{measure} of each non-omitted 'sum' interval seen by the {side}, in {unit_label}, "
+        f"over complete runs (status ok){' where ' + filters if filters else ''}; "
+        "percentiles: DuckDB quantile_cont (linear interpolation)."
+    ]
+    if rate == "wire":
+        notes.append(
+            f"wire rate = goodput × (MTU + {L2_HEADER}) / (MTU − {TCP_IP_OVERHEAD}): the L2 "
+            "frames of full-sized TCP segments with timestamps (1514/1448 at MTU 1500); MTU = "
+            f"the smaller of client and server facts.mtu ({DEFAULT_MTU} when unknown); "
+            f"UDP runs have no wire rate{f' ({n_not_tcp} left out)' if n_not_tcp else ''}."
+        )
+    if n_omitted:
+        notes.append(f"{n_omitted} omitted intervals (-O) left out.")
+    if n_stubs:
+        notes.append(
+            f"{n_stubs} trailing intervals shorter than {STUB_FRACTION:g} × the "
+            "reporting interval left out."
+        )
+    if not n_runs:
+        notes.append(
+            "no rows: no complete runs (status ok)"
+            + (f" match {filters}." if filters else " in the catalog.")
+        )
+    elif n_without:
+        notes.append(
+            f"{n_without} of {n_runs} complete runs have no {side}-side sum intervals "
+            "(e.g. server without -J: no server_output_json)."
+        )
+    if n_bidir and "flow" not in group_keys:
+        notes.append(
+            f"{n_bidir} --bidir runs count both directions' {side}s in their group: "
+            "add 'flow' to the group keys to separate them."
+        )
+    if n_runs and not rows:
+        notes.append(f"no rows: the complete runs have no usable {side}-side intervals.")
+    return Tabular(
+        columns=[*group_keys, "runs", "intervals", *STATS],
+        rows=rows,
+        title=f"Interval {measure} ({unit_label}) by {', '.join(group_keys) or 'all runs'}, "
+        f"{side} side",
+        notes=notes,
+    )

@@ -1,0 +1,305 @@
+"""Raw results → Parquet catalog: idempotent, streaming, crash-safe.
+
+* Idempotent: a raw file whose run_id is already in ``runs`` is skipped — by its file name
+  (``<run_id>.json.gz``) without opening it, else after reading its ``run_id``.
+* Streaming: files are read one at a time; rows are flushed as one new batch of parts every
+  ``batch_runs`` runs or ``batch_rows`` interval rows, so memory stays bounded.
+* Crash-safe: see :mod:`netfleet.catalog.layout` — parts are written under temp names, fsynced,
+  renamed with the runs part last (the commit marker); readers only see committed batches.
+* A raw file that cannot be read or turned into rows is reported (path and reason) and skipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from netfleet.catalog.layout import (
+    TABLES,
+    TEMP_PREFIX,
+    batch_of,
+    check_format,
+    committed_batches,
+    part_name,
+    write_format,
+)
+from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
+from netfleet.errors import CatalogError, StoreError
+from netfleet.store.envelope import Envelope
+from netfleet.store.root import ResultsRoot, open_root
+
+Progress = Callable[[int, int], None]
+
+RAW_SUFFIX = ".json.gz"
+
+
+class BadFile(NamedTuple):
+    """A raw file that was skipped because it could not be ingested."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did: ``seen = ingested + skipped + len(bad)``."""
+
+    catalog_dir: Path
+    seen: int = 0
+    ingested: int = 0
+    skipped: int = 0
+    #: the raw files left out, with the reason (path and reason separately)
+    bad: list[BadFile] = field(default_factory=list)
+    batches: int = 0
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in the "
+            f"catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"
+        )
+
+
+class _Batch:
+    """The runs of one batch. Rows are converted to Arrow a few runs at a time, so memory holds
+    compact columns rather than Python rows; a run whose values Arrow refuses is rejected alone.
+    """
+
+    #: convert the pending Python rows once this many runs or interval rows are waiting
+    PENDING_RUNS = 128
+    PENDING_ROWS = 20_000
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
+        self.pending: list[RunRows] = []
+        self.pending_rows = 0
+        self.runs = 0
+        self.interval_rows = 0
+
+    def add(self, rows: RunRows) -> list[tuple[RunRows, str]]:
+        """Queue one run; return the runs rejected by a conversion this triggered."""
+        self.pending.append(rows)
+        self.pending_rows += len(rows.intervals)
+        self.runs += 1
+        self.interval_rows += len(rows.intervals)
+        if len(self.pending) >= self.PENDING_RUNS or self.pending_rows >= self.PENDING_ROWS:
+            return self.convert()
+        return []
+
+    def convert(self) -> list[tuple[RunRows, str]]:
+        pending, self.pending, self.pending_rows = self.pending, [], 0
+        try:
+            self._append(pending)
+            return []
+        except _CONVERSION_ERRORS:
+            pass
+        rejected = []
+        for rows in pending:  # find the culprit(s): one run at a time
+            try:
+                self._append([rows])
+            except _CONVERSION_ERRORS as exc:
+                rejected.append((rows, f"a value does not fit its column: {exc}"))
+                self.runs -= 1
+                self.interval_rows -= len(rows.intervals)
+        return rejected
+
+    def _append(self, runs: list[RunRows]) -> None:
+        converted = {
+            t: _record_batch(t, [r for rows in runs for r in rows.table(t)]) for t in TABLES
+        }
+        for table, records in converted.items():
+            self.parts[table].append(records)
+
+    def tables(self) -> dict[str, pa.Table]:
+        return {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+
+
+_CONVERSION_ERRORS = (pa.ArrowException, OverflowError, TypeError)
+
+
+def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    schema = SCHEMAS[table]
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _publish(temp: Path, final: Path) -> None:
+    """Make one written part visible (a separate function so tests can simulate a crash)."""
+    os.replace(temp, final)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_batch(catalog_dir: Path, batch: _Batch) -> dict[str, int]:
+    """Write one batch as a part per table; return rows written per table."""
+    batch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
+    name = part_name(batch_id)
+    tables = batch.tables()
+    temps: dict[str, Path] = {}
+    try:
+        for table in TABLES:  # write everything first ...
+            temp = catalog_dir / table / f"{TEMP_PREFIX}{name}"
+            temps[table] = temp
+            with open(temp, "wb") as fh:
+                pq.write_table(tables[table], fh, compression="zstd")
+                fh.flush()
+                os.fsync(fh.fileno())
+        for table in TABLES:  # ... then publish, runs last: it commits the batch
+            _publish(temps[table], catalog_dir / table / name)
+            _fsync_dir(catalog_dir / table)
+    finally:
+        for temp in temps.values():
+            temp.unlink(missing_ok=True)
+    return {t: tables[t].num_rows for t in TABLES}
+
+
+def _sweep(catalog_dir: Path) -> None:
+    """Delete temp files and the parts of batches that never committed (a crashed ingest)."""
+    committed = set(committed_batches(catalog_dir))
+    for table in TABLES:
+        for path in (catalog_dir / table).iterdir():
+            if path.name.startswith(TEMP_PREFIX) or (
+                path.name.startswith("part-") and batch_of(path) not in committed
+            ):
+                path.unlink()
+
+
+def _ingested_ids(catalog_dir: Path) -> set[str]:
+    ids: set[str] = set()
+    for batch in committed_batches(catalog_dir):
+        part = catalog_dir / "runs" / part_name(batch)
+        ids.update(pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist())
+    return ids
+
+
+@contextmanager
+def _locked(catalog_dir: Path) -> Iterator[None]:
+    with open(catalog_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise CatalogError(
+                f"{catalog_dir}: another ingest is running",
+                hint="wait for it to finish, then run netfleet ingest again",
+            ) from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _validation_reason(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "envelope"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"not a valid netfleet envelope: {where}: {first['msg']}{more}"
+
+
+def read_rows(path: Path) -> RunRows:
+    """Read one raw file and turn it into rows; raise :class:`CatalogError` whose message is
+    the reason (without the path)."""
+    try:
+        doc = ResultsRoot.read(path)
+        Envelope.model_validate(doc)
+        return envelope_rows(doc, source=str(path))
+    except StoreError as exc:
+        raise CatalogError(exc.message.removeprefix(f"{path}: ")) from exc
+    except UnicodeDecodeError as exc:  # not caught by ResultsRoot.read
+        raise CatalogError(f"unreadable raw result (not UTF-8 JSON: {exc})") from exc
+    except ValidationError as exc:
+        raise CatalogError(_validation_reason(exc)) from exc
+    except RowError as exc:
+        raise CatalogError(str(exc)) from exc
+
+
+def ingest(
+    results_root: ResultsRoot | str | os.PathLike[str],
+    catalog_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    batch_runs: int = 500,
+    batch_rows: int = 100_000,
+) -> IngestReport:
+    """Add every raw result not yet in the catalog. Safe to re-run; safe to interrupt."""
+    if batch_runs < 1 or batch_rows < 1:
+        raise ValueError("batch_runs and batch_rows must be positive")
+    root = results_root if isinstance(results_root, ResultsRoot) else open_root(results_root)
+    catalog = Path(catalog_dir)
+    report = IngestReport(catalog)
+    started = time.monotonic()
+    try:
+        for table in TABLES:
+            (catalog / table).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"cannot create the catalog at {catalog}: {exc}") from exc
+    with _locked(catalog):
+        check_format(catalog)
+        write_format(catalog)
+        _sweep(catalog)
+        known = _ingested_ids(catalog)
+        files = list(root.files())
+        total = len(files)
+        if progress:
+            progress(0, total)
+        batch = _Batch()
+        for done, path in enumerate(files, 1):
+            report.seen += 1
+            if path.name.removesuffix(RAW_SUFFIX) in known:
+                report.skipped += 1
+            else:
+                try:
+                    rows = read_rows(path)
+                except CatalogError as exc:
+                    report.bad.append(BadFile(str(path), exc.message))
+                else:
+                    if rows.run_id in known:
+                        report.skipped += 1
+                    else:
+                        known.add(rows.run_id)
+                        report.ingested += 1
+                        _reject(report, known, batch.add(rows))
+            if batch.runs >= batch_runs or batch.interval_rows >= batch_rows:
+                _flush(catalog, batch, report, known)
+                batch = _Batch()
+            if progress:
+                progress(done, total)
+        if batch.runs or batch.pending:
+            _flush(catalog, batch, report, known)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _reject(report: IngestReport, known: set[str], rejected: list[tuple[RunRows, str]]) -> None:
+    for rows, reason in rejected:
+        report.ingested -= 1
+        known.discard(rows.run_id)
+        report.bad.append(BadFile(str(rows.run["source"]), reason))
+
+
+def _flush(catalog: Path, batch: _Batch, report: IngestReport, known: set[str]) -> None:
+    _reject(report, known, batch.convert())
+    if not batch.runs:
+        return
+    written = _write_batch(catalog, batch)
+    report.batches += 1
+    for table, count in written.items():
+        report.rows[table] += count

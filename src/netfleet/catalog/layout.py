@@ -1,0 +1,79 @@
+"""The catalog directory: Parquet parts per table, and what makes a batch of parts visible.
+
+::
+
+    CATALOG/netfleet-catalog.json            {"catalog_format": 1}
+    CATALOG/runs/part-<batch>.parquet        the commit marker of <batch>
+    CATALOG/intervals/part-<batch>.parquet
+    CATALOG/ends/part-<batch>.parquet
+    CATALOG/<table>/.tmp-part-<batch>.parquet  being written (never read)
+
+One ingest batch writes one part per table under a temp name, then renames intervals, ends and
+finally runs. A batch is *committed* when its runs part exists; readers only open the parts of
+committed batches, so a crash between renames leaves orphans that nobody reads and that the next
+ingest deletes (then re-ingests those runs, as their run_ids are not in ``runs``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from netfleet.catalog.rows import SCHEMAS
+from netfleet.errors import CatalogError
+
+CATALOG_FORMAT = 1
+META = "netfleet-catalog.json"
+TABLES = tuple(SCHEMAS)  # publish order: runs last
+TEMP_PREFIX = ".tmp-"
+
+
+def part_name(batch: str) -> str:
+    return f"part-{batch}.parquet"
+
+
+def batch_of(part: Path) -> str:
+    return part.name.removeprefix("part-").removesuffix(".parquet")
+
+
+def committed_batches(catalog_dir: Path) -> list[str]:
+    """Batches whose runs part exists, oldest first."""
+    return [batch_of(p) for p in sorted((catalog_dir / "runs").glob("part-*.parquet"))]
+
+
+def committed_parts(catalog_dir: Path) -> dict[str, list[Path]]:
+    """Table → the parts of committed batches. Raises a clear error when there are none."""
+    check_format(catalog_dir)
+    batches = committed_batches(catalog_dir)
+    if not batches:
+        raise CatalogError(f"no catalog at {catalog_dir}: run netfleet ingest first")
+    parts: dict[str, list[Path]] = {}
+    for table in TABLES:
+        paths = [catalog_dir / table / part_name(b) for b in batches]
+        parts[table] = [p for p in paths if p.exists()]
+    return parts
+
+
+def check_format(catalog_dir: Path) -> None:
+    """Refuse a catalog written by another catalog format version."""
+    meta = catalog_dir / META
+    if not meta.exists():
+        return
+    try:
+        version = json.loads(meta.read_text()).get("catalog_format")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise CatalogError(
+            f"{meta}: unreadable catalog metadata ({exc})",
+            hint=f"delete {catalog_dir} and run netfleet ingest again",
+        ) from exc
+    if version != CATALOG_FORMAT:
+        raise CatalogError(
+            f"{catalog_dir}: catalog format {version!r}, this netfleet reads {CATALOG_FORMAT}",
+            hint=f"the catalog is derived data: delete {catalog_dir} and run netfleet ingest",
+        )
+
+
+def write_format(catalog_dir: Path) -> None:
+    meta = catalog_dir / META
+    if not meta.exists():
+        meta.write_text(json.dumps({"catalog_format": CATALOG_FORMAT}) + "\n")

@@ -1,0 +1,259 @@
+"""Raw envelope → table rows: the three table schemas, the engine-independent ``runs`` row, and
+the registry of engine parsers that produce ``intervals`` and ``ends`` rows.
+
+Adding an engine is one module with a ``result_rows(run_id, result, params)`` function plus one
+line in :data:`ENGINE_PARSERS`. A run of an engine without a parser still gets its ``runs`` row.
+Column meanings are documented in docs/catalog.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from netfleet.catalog import iperf3_rows
+from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
+
+Row = dict[str, Any]
+
+RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("run_key", pa.string()),
+        ("campaign", pa.string()),
+        ("test", pa.string()),
+        ("repeat", pa.int64()),
+        ("sequence", pa.int64()),
+        ("status", pa.string()),
+        ("reason", pa.string()),
+        ("error", pa.string()),
+        ("direction", pa.string()),
+        ("subject", pa.string()),
+        ("d", pa.date32()),
+        ("started_at", pa.timestamp("us")),
+        ("ended_at", pa.timestamp("us")),
+        ("duration_s", pa.float64()),
+        ("engine", pa.string()),
+        ("engine_version", pa.string()),
+        ("netfleet_version", pa.string()),
+        ("client", pa.string()),
+        ("client_kind", pa.string()),
+        ("client_address", pa.string()),
+        ("server", pa.string()),
+        ("server_kind", pa.string()),
+        ("server_address", pa.string()),
+        ("protocol", pa.string()),
+        ("parallel", pa.int64()),
+        ("reverse", pa.bool_()),
+        ("bidir", pa.bool_()),
+        ("duration", pa.float64()),
+        ("omit", pa.float64()),
+        ("interval", pa.float64()),
+        ("client_mtu", pa.int64()),
+        ("server_mtu", pa.int64()),
+        ("client_cpus", pa.int64()),
+        ("server_cpus", pa.int64()),
+        ("params", pa.string()),
+        ("labels", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+
+INTERVALS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("side", pa.string()),
+        ("role", pa.string()),
+        ("flow", pa.string()),
+        ("kind", pa.string()),
+        ("stream_id", pa.int64()),
+        ("idx", pa.int64()),
+        ("start", pa.float64()),
+        ("end", pa.float64()),
+        ("seconds", pa.float64()),
+        ("bytes", pa.int64()),
+        ("bits_per_second", pa.float64()),
+        ("retransmits", pa.int64()),
+        ("snd_cwnd", pa.int64()),
+        ("snd_wnd", pa.int64()),
+        ("rtt", pa.int64()),
+        ("rttvar", pa.int64()),
+        ("pmtu", pa.int64()),
+        ("packets", pa.int64()),
+        ("lost_packets", pa.int64()),
+        ("lost_percent", pa.float64()),
+        ("jitter_ms", pa.float64()),
+        ("omitted", pa.bool_()),
+    ]
+)
+
+ENDS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("side", pa.string()),
+        ("error", pa.string()),
+        ("sum_sent_bytes", pa.int64()),
+        ("sum_sent_bps", pa.float64()),
+        ("sum_sent_seconds", pa.float64()),
+        ("sum_sent_retransmits", pa.int64()),
+        ("sum_received_bytes", pa.int64()),
+        ("sum_received_bps", pa.float64()),
+        ("sum_received_seconds", pa.float64()),
+        ("sum_sent_bidir_reverse_bytes", pa.int64()),
+        ("sum_sent_bidir_reverse_bps", pa.float64()),
+        ("sum_sent_bidir_reverse_retransmits", pa.int64()),
+        ("sum_received_bidir_reverse_bytes", pa.int64()),
+        ("sum_received_bidir_reverse_bps", pa.float64()),
+        ("host_total", pa.float64()),
+        ("host_user", pa.float64()),
+        ("host_system", pa.float64()),
+        ("remote_total", pa.float64()),
+        ("remote_user", pa.float64()),
+        ("remote_system", pa.float64()),
+        ("sender_tcp_congestion", pa.string()),
+        ("receiver_tcp_congestion", pa.string()),
+        ("jitter_ms", pa.float64()),
+        ("lost_packets", pa.int64()),
+        ("packets", pa.int64()),
+        ("lost_percent", pa.float64()),
+        ("out_of_order", pa.int64()),
+        ("min_rtt", pa.int64()),
+        ("mean_rtt", pa.int64()),
+        ("max_rtt", pa.int64()),
+        ("max_snd_cwnd", pa.int64()),
+    ]
+)
+
+#: table name → schema, in the order parts are published (``runs`` last: it commits a batch)
+SCHEMAS: dict[str, pa.Schema] = {
+    "intervals": INTERVALS_SCHEMA,
+    "ends": ENDS_SCHEMA,
+    "runs": RUNS_SCHEMA,
+}
+
+ResultParser = Callable[[str, Mapping[str, Any], Mapping[str, Any]], tuple[list[Row], list[Row]]]
+
+#: engine name (``engine.name`` in the envelope) → parser of its ``result``
+ENGINE_PARSERS: dict[str, ResultParser] = {"iperf3": iperf3_rows.result_rows}
+
+
+class RowError(ValueError):
+    """A raw envelope whose structure cannot be turned into rows."""
+
+
+@dataclass
+class RunRows:
+    """The rows of one run, ready to append to the three tables."""
+
+    run: Row
+    intervals: list[Row] = field(default_factory=list)
+    ends: list[Row] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run["run_id"])
+
+    def table(self, name: str) -> list[Row]:
+        return [self.run] if name == "runs" else getattr(self, name)
+
+
+def _timestamp(text: Any, what: str) -> datetime:
+    """An ISO 8601 instant as a naive UTC datetime (the catalog stores UTC, see docs)."""
+    if not isinstance(text, str):
+        raise RowError(f"{what} must be an ISO 8601 string, not {type(text).__name__}")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise RowError(f"{what} {text!r} is not an ISO 8601 time") from exc
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment
+
+
+def _param(params: Mapping[str, Any], test_start: Mapping[str, Any], key: str, alt: str) -> Any:
+    """A resolved engine parameter, else what the engine reported in ``start.test_start``."""
+    value = params.get(key)
+    return value if value is not None else test_start.get(alt)
+
+
+def _protocol(params: Mapping[str, Any], test_start: Mapping[str, Any]) -> str | None:
+    udp = params.get("udp")
+    if udp is not None:
+        return "udp" if as_bool(udp) else "tcp"
+    reported = as_str(test_start.get("protocol"))
+    return reported.lower() if reported else None
+
+
+def run_row(doc: Mapping[str, Any], source: str) -> Row:
+    """The ``runs`` row of one envelope (already upgraded to the current format)."""
+    run_id = doc.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        raise RowError("the envelope has no run_id")
+    params = obj(doc.get("params"))
+    labels = obj(doc.get("labels"))
+    engine = obj(doc.get("engine"))
+    client, server = obj(doc.get("client")), obj(doc.get("server"))
+    cfacts, sfacts = obj(client.get("facts")), obj(server.get("facts"))
+    result = obj(doc.get("result"))
+    test_start = obj(obj(result.get("start")).get("test_start"))
+    started = _timestamp(doc.get("started_at"), "started_at")
+    ended = _timestamp(doc.get("ended_at"), "ended_at")
+    day: date = started.date()
+    return {
+        "run_id": run_id,
+        "run_key": as_str(doc.get("run_key")),
+        "campaign": as_str(doc.get("campaign")),
+        "test": as_str(doc.get("test")),
+        "repeat": as_int(doc.get("repeat")),
+        "sequence": as_int(doc.get("sequence")),
+        "status": as_str(doc.get("status")),
+        "reason": as_str(doc.get("reason")),
+        "error": as_str(result.get("error")),
+        "direction": as_str(doc.get("direction")),
+        "subject": as_str(doc.get("subject")),
+        "d": day,
+        "started_at": started,
+        "ended_at": ended,
+        "duration_s": as_float(doc.get("duration_s")),
+        "engine": as_str(engine.get("name")),
+        "engine_version": as_str(engine.get("version")),
+        "netfleet_version": as_str(doc.get("netfleet_version")),
+        "client": as_str(client.get("name")),
+        "client_kind": as_str(client.get("kind")),
+        "client_address": as_str(client.get("address")),
+        "server": as_str(server.get("name")),
+        "server_kind": as_str(server.get("kind")),
+        "server_address": as_str(server.get("address")),
+        "protocol": _protocol(params, test_start),
+        "parallel": as_int(_param(params, test_start, "parallel", "num_streams")),
+        "reverse": as_bool(_param(params, test_start, "reverse", "reverse")),
+        "bidir": as_bool(params.get("bidir")),
+        "duration": as_float(_param(params, test_start, "duration", "duration")),
+        "omit": as_float(_param(params, test_start, "omit", "omit")),
+        "interval": as_float(params.get("interval")),
+        "client_mtu": as_int(cfacts.get("mtu")),
+        "server_mtu": as_int(sfacts.get("mtu")),
+        "client_cpus": as_int(cfacts.get("cpus")),
+        "server_cpus": as_int(sfacts.get("cpus")),
+        "params": json.dumps(params, sort_keys=True, default=str),
+        "labels": json.dumps(labels, sort_keys=True, default=str),
+        "source": source,
+    }
+
+
+def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
+    """All rows of one decoded raw file. Never raises on odd engine output (error shapes, empty
+    ``end``, missing server output); raises :class:`RowError` when the envelope itself is
+    unusable (no run_id, bad timestamps)."""
+    run = run_row(doc, source)
+    result = doc.get("result")
+    parser = ENGINE_PARSERS.get(run["engine"] or "")
+    if parser is None or not isinstance(result, Mapping):
+        return RunRows(run)
+    intervals, ends = parser(run["run_id"], result, obj(doc.get("params")))
+    return RunRows(run, intervals, ends)

@@ -1,0 +1,32 @@
+"""DuckDB views over the committed Parquet parts: ``runs``, ``intervals``, ``ends``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from netfleet.catalog.layout import committed_parts
+
+
+def _sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def connect(catalog_dir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per catalog table.
+
+    Only parts of committed batches are read (see :mod:`netfleet.catalog.layout`), so an
+    interrupted ingest never shows interval or end rows without their run. Raises
+    :class:`~netfleet.errors.CatalogError` when nothing was ingested yet.
+    """
+    parts = committed_parts(Path(catalog_dir))
+    con = duckdb.connect(":memory:")
+    for table, paths in parts.items():
+        # table names are ours; paths are quoted by _sql_list
+        con.execute(
+            f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_sql_list(paths)}, "  # noqa: S608
+            "union_by_name = true)"
+        )
+    return con

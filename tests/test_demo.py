@@ -1,0 +1,68 @@
+"""The README's main job, for real: `netfleet demo` end to end (about 100 s)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the demo builds namespaces: needs root"),
+]
+
+
+def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    before = set(
+        subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netfleet",
+            "demo",
+            "--dir",
+            str(tmp_path / "d"),
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "Interval goodput" in out and "12/12 runs ok" in out
+    assert out.count("✓ steady") == 2
+    after = set(
+        subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    assert not {n for n in after - before if n.startswith("nf-")}
+    assert not list((tmp_path / "state").glob("*.json"))
+    assert len(list((tmp_path / "d" / "results").rglob("*.json.gz"))) == 12
+    # a second demo in the same directory starts afresh
+    assert (tmp_path / "d" / ".netfleet-demo").exists()
+
+
+def test_demo_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("precious")
+    proc = subprocess.run(
+        [sys.executable, "-m", "netfleet", "demo", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "not made by netfleet demo" in proc.stderr
+    assert (tmp_path / "mine.txt").read_text() == "precious"
