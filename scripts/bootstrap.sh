@@ -42,6 +42,6 @@ export UV
 # Use the machine's python3 (>= 3.11); never download an interpreter.
 export UV_PYTHON_DOWNLOADS=never
 # Trust the system CA store (corporate proxies, mirrors) like apt and pip do.
-export UV_NATIVE_TLS=1
+export UV_SYSTEM_CERTS=1
 export UV_PYTHON="${UV_PYTHON:-python3}"
 "$UV" sync --frozen --quiet
