@@ -79,7 +79,7 @@ def test_plan_lists_runs_and_estimate(tmp_path: Path, capsys: pytest.CaptureFixt
     p.write_text(SPEC)
     assert cli("plan", str(p), "--format", "json") == 0
     runs = json.loads(capsys.readouterr().out)
-    assert [r["parallel"] for r in runs] == [1, 2, 4]
+    assert [r["params"].get("parallel", 1) for r in runs] == [1, 2, 4]
     assert cli("plan", str(p)) == 0
     out = capsys.readouterr().out
     assert "3 runs" in out and "estimated wall time" in out

@@ -23,11 +23,7 @@ from netfleet.units import fmt_rate
 
 
 def describe(run: PlannedRun) -> str:
-    p = run.params
-    return (
-        f"{run.test} {run.client}→{run.server} {p.direction} P{p.parallel}"
-        f"{' udp' if p.protocol == 'udp' else ''} #{run.repeat}"
-    )
+    return f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}"
 
 
 def received_bps(env: Envelope) -> float | None:
@@ -72,7 +68,7 @@ class RichReporter:
     def run_started(self, run: PlannedRun) -> None:
         if self.current is not None:
             self.progress.remove_task(self.current)
-        total = run.params.duration + run.params.omit
+        total = run.params.measured_seconds()
         self.current = self.progress.add_task(describe(run), total=total, rate="starting")
 
     def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None:

@@ -1,11 +1,21 @@
-"""What the runner needs from an engine. Engines never know where results are stored."""
+"""What the runner needs from an engine. Engines never know where results are stored.
+
+An engine says how to probe a host for its tool, which options a version lacks, and how to run
+one planned run inside a :class:`~netfleet.runner.session.RunSession` (which starts and stops the
+processes). ``salvage`` turns whatever the processes printed into an outcome after a timeout or
+Ctrl-C.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from netfleet.hosts.base import Host
+from netfleet.spec.params import EngineParams
+
+if TYPE_CHECKING:
+    from netfleet.runner.session import RunSession
 
 
 @dataclass(frozen=True)
@@ -19,7 +29,8 @@ class EngineInfo:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a run ended, decided from the engine's own output."""
+    """How a run ended, decided from the engine's own output. ``result`` is that output: the
+    engine's JSON untouched, or for text engines a dict of the raw texts."""
 
     status: Literal["ok", "failed", "interrupted"]
     reason: str | None
@@ -28,13 +39,16 @@ class Outcome:
 
 class Engine(Protocol):
     name: str
+    #: does a run need a server process on the server host?
+    needs_server: bool
 
     async def probe(self, host: Host) -> EngineInfo: ...
     def unsupported(self, params: Any, info: EngineInfo) -> list[str]: ...
-    def server_argv(self, port: int, bind: str) -> list[str]: ...
-    def client_argv(
-        self, params: Any, server_address: str, port: int, subject: str
-    ) -> list[str]: ...
-    def interpret(
-        self, stdout: str, stderr: str, returncode: int, interrupted: bool
-    ) -> Outcome: ...
+    async def execute(self, session: RunSession, params: Any) -> Outcome: ...
+    def salvage(self, session: RunSession, params: Any, interrupted: bool) -> Outcome: ...
+
+
+def check_params(params: EngineParams, model: type[EngineParams]) -> None:
+    """Engines receive their own params model; anything else is a programming error."""
+    if not isinstance(params, model):
+        raise TypeError(f"expected {model.__name__}, got {type(params).__name__}")

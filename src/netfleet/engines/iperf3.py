@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome
+from netfleet.engines.base import EngineInfo, Outcome, check_params
 from netfleet.errors import EngineError, HostError
 from netfleet.hosts.base import Host
-from netfleet.spec.models import Iperf3Params
+from netfleet.spec.params import Iperf3Params
 from netfleet.units import parse_rate, parse_size
+
+if TYPE_CHECKING:
+    from netfleet.runner.session import RunSession
 
 #: first iperf3 version with each option (FIELD-NOTES "Version landmarks")
 MIN_VERSION: dict[str, tuple[int, ...]] = {
@@ -35,6 +38,29 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 class Iperf3:
     name = "iperf3"
+    needs_server = True
+
+    async def execute(self, session: RunSession, params: Iperf3Params) -> Outcome:
+        check_params(params, Iperf3Params)
+        address = session.server.address
+        server = await session.start_server(lambda port: self.server_argv(port, address))
+        assert server.port is not None
+        argv = self.client_argv(params, address, server.port, session.run.subject)
+        client = await session.start_client(argv)
+        await session.follow(client)
+        p = client.process
+        return self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=False)
+
+    def salvage(self, session: RunSession, params: Iperf3Params, interrupted: bool) -> Outcome:
+        clients = session.clients()
+        if not clients:
+            return Outcome(
+                "interrupted" if interrupted else "failed",
+                "stopped before the client started",
+                None,
+            )
+        p = clients[-1].process
+        return self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=interrupted)
 
     async def probe(self, host: Host) -> EngineInfo:
         try:

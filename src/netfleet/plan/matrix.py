@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from netfleet.spec.models import CampaignSpec, Iperf3Params, TestSpec
+from netfleet.spec.models import CampaignSpec, TestBase
+from netfleet.spec.params import EngineParams
 
 #: seconds a run costs beyond its measured time (server start, connect, teardown) — an estimate
 RUN_OVERHEAD_S = 1.5
@@ -28,7 +29,8 @@ class PlannedRun:
     client: str
     server: str
     subject: str
-    params: Iperf3Params
+    engine: str
+    params: EngineParams
     timeout: float
 
     @property
@@ -37,10 +39,10 @@ class PlannedRun:
 
     @property
     def estimated_s(self) -> float:
-        return self.params.duration + self.params.omit + RUN_OVERHEAD_S
+        return self.params.measured_seconds() + RUN_OVERHEAD_S
 
 
-def combinations(test: TestSpec) -> Iterator[dict[str, Any]]:
+def combinations(test: TestBase) -> Iterator[dict[str, Any]]:
     """The test's matrix product in written order, less excludes, plus includes."""
     keys = list(test.matrix)
     seen: list[dict[str, Any]] = []
@@ -66,24 +68,27 @@ def _key(test: str, client: str, server: str, params: dict[str, Any], repeat: in
 
 def expand(spec: CampaignSpec) -> list[PlannedRun]:
     """Every run of the campaign, in execution order."""
-    runs: list[tuple[str, int, str, str, str, Iperf3Params, float]] = []
+    runs: list[tuple[str, int, str, str, str, str, EngineParams, float]] = []
     for repeat in range(spec.repeats):
         for test in spec.tests:
-            base = test.params.model_dump(exclude_unset=True)
             for combo in combinations(test):
                 client = combo.get("client", test.client)
                 server = combo.get("server", test.server)
                 assert client is not None and server is not None  # checked by the spec
                 overrides = {k: v for k, v in combo.items() if k not in ("client", "server")}
-                params = Iperf3Params.model_validate({**base, **overrides})
-                timeout = test.timeout or (params.duration + params.omit + 30)
-                runs.append((test.name, repeat, client, server, test.subject, params, timeout))
+                params = test.engine_params(overrides)
+                timeout = test.timeout or (params.measured_seconds() + 30)
+                runs.append(
+                    (test.name, repeat, client, server, test.subject, test.engine, params, timeout)
+                )
     if spec.order == "shuffled":
         random.Random(spec.seed).shuffle(runs)
     out = []
-    for seq, (name, repeat, client, server, subject, params, timeout) in enumerate(runs):
-        key = _key(name, client, server, params.model_dump(), repeat)
-        out.append(PlannedRun(seq, key, name, repeat, client, server, subject, params, timeout))
+    for seq, (name, repeat, client, server, subject, engine, params, timeout) in enumerate(runs):
+        key = _key(name, client, server, {"engine": engine, **params.model_dump()}, repeat)
+        out.append(
+            PlannedRun(seq, key, name, repeat, client, server, subject, engine, params, timeout)
+        )
     return out
 
 

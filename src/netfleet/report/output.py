@@ -36,6 +36,8 @@ class Tabular:
 def _cell(value: Any, decimals: int) -> str:
     if value is None:
         return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"), default=str)
     if isinstance(value, float):
         if math.isnan(value):
             return ""
@@ -53,7 +55,7 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(data.columns)
         for row in data.rows:
-            writer.writerow(["" if v is None else v for v in row])
+            writer.writerow([_cell(v, 12) if isinstance(v, dict | list) else v for v in row])
         return buf.getvalue().rstrip("\n")
     if fmt is OutputFormat.markdown:
         lines = [

@@ -107,15 +107,16 @@ def _context(
 ) -> RunContext:
     client, server = hosts[run.client], hosts[run.server]
     subject = client if run.subject == "client" else server
-    test_engine = next(t.engine for t in spec.tests if t.name == run.test)
     labels = {**spec.labels, **test_labels, **subject.labels}
+    client_info = ready.engines[(client.name, run.engine)]
     return RunContext(
         campaign=spec.campaign,
         labels=labels,
         client=client,
         server=server,
-        engine=ENGINES[test_engine],
-        client_engine=ready.engines[(client.name, test_engine)],
+        engine=ENGINES[run.engine],
+        client_engine=client_info,
+        server_engine=ready.engines.get((server.name, run.engine), client_info),
         facts=ready.facts,
         reporter=rep,
     )

@@ -21,25 +21,36 @@ class Ready:
     facts: dict[str, dict[str, Any]]
 
 
+def needed(runs: list[PlannedRun]) -> set[tuple[str, str]]:
+    """(host, engine) pairs the runs need: every client, and servers of engines with one."""
+    pairs = set()
+    for run in runs:
+        pairs.add((run.client, run.engine))
+        if ENGINES[run.engine].needs_server:
+            pairs.add((run.server, run.engine))
+    return pairs
+
+
 async def preflight(spec: CampaignSpec, hosts: dict[str, Host], runs: list[PlannedRun]) -> Ready:
+    """Check every host and engine the runs need, before the first run. Raises with every
+    problem at once; nothing has run or been written when it does."""
+    del spec
     used = sorted({r.client for r in runs} | {r.server for r in runs})
     await asyncio.gather(*(hosts[h].check() for h in used))
-    engine_names = sorted({t.engine for t in spec.tests})
-    engines: dict[tuple[str, str], EngineInfo] = {}
-    for name in engine_names:
-        infos = await asyncio.gather(*(ENGINES[name].probe(hosts[h]) for h in used))
-        engines.update({(h, name): info for h, info in zip(used, infos, strict=True)})
+    pairs = sorted(needed(runs))
+    infos = await asyncio.gather(*(ENGINES[e].probe(hosts[h]) for h, e in pairs))
+    engines: dict[tuple[str, str], EngineInfo] = dict(zip(pairs, infos, strict=True))
     facts_list = await asyncio.gather(*(hosts[h].facts() for h in used))
     facts = dict(zip(used, facts_list, strict=True))
-    for h in used:
-        for name in engine_names:
-            facts[h][f"{name}_version"] = engines[(h, name)].version
-    test_engine = {t.name: t.engine for t in spec.tests}
+    for (h, name), info in engines.items():
+        facts[h][f"{name}_version"] = info.version
     problems: list[str] = []
     for run in runs:
-        engine = ENGINES[test_engine[run.test]]
+        engine = ENGINES[run.engine]
         for host in (run.client, run.server):
-            for why in engine.unsupported(run.params, engines[(host, engine.name)]):
+            if (host, run.engine) not in engines:
+                continue
+            for why in engine.unsupported(run.params, engines[(host, run.engine)]):
                 msg = f"test {run.test!r} on host {host!r}: {why}"
                 if msg not in problems:
                     problems.append(msg)

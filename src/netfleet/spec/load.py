@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from netfleet.errors import SpecError
-from netfleet.spec.models import CampaignSpec, Iperf3Params
+from netfleet.spec.models import CampaignSpec
 from netfleet.spec.yamlsrc import LineMap, load_model, load_yaml, problems_from
 
 
@@ -27,11 +27,10 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
 
     problems: list[tuple[str, int | None, str]] = []
     for ti, test in enumerate(spec.tests):
-        base = test.params.model_dump(exclude_unset=True)
         for combo in combinations(test):
             params = {k: v for k, v in combo.items() if k not in ("client", "server")}
             try:
-                Iperf3Params.model_validate({**base, **params})
+                test.engine_params(params)
             except ValidationError as exc:
                 for path, _line, msg in problems_from(exc, {}):
                     key: tuple[str | int, ...] = ("tests", ti, "matrix", path)

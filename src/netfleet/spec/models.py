@@ -11,9 +11,17 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
-from netfleet.units import parse_rate, parse_size
+from netfleet.spec.params import EngineParams, Iperf3Params
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 LABEL_KEY = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
@@ -110,63 +118,21 @@ class NetnsHostSpec(_Strict):
 HostSpec = Annotated[LocalHostSpec | NetnsHostSpec, Field(discriminator="kind")]
 
 
-# ---------------------------------------------------------------------------------------- params
-def _size_str(v: str | int | None) -> str | None:
-    if v is None:
-        return None
-    parse_size(v)
-    return str(v)
+ROLE_KEYS = ("client", "server")
 
 
-class Iperf3Params(_Strict):
-    """iperf3 client options. ``direction`` is relative to the test's subject host."""
-
-    duration: float = Field(10, gt=0, le=86400, description="seconds of measurement (-t)")
-    omit: int = Field(0, ge=0, le=3600, description="seconds omitted at the start (-O)")
-    interval: float = Field(1, ge=0.1, le=3600, description="report interval in seconds (-i)")
-    parallel: int = Field(1, ge=1, le=128, description="parallel streams (-P)")
-    direction: Literal["out", "in", "bidir"] = Field(
-        "out", description="out: the subject sends; in: it receives; bidir: both (--bidir)"
-    )
-    protocol: Literal["tcp", "udp"] = "tcp"
-    bitrate: str | None = Field(
-        None, description="target bitrate, e.g. 500mbit (-b); UDP default 1mbit"
-    )
-    window: str | int | None = Field(None, description="socket buffer size, e.g. 512kb (-w)")
-    length: str | int | None = Field(None, description="read/write buffer length, e.g. 128kb (-l)")
-    mss: int | None = Field(None, ge=88, le=65535, description="TCP maximum segment size (-M)")
-    congestion: str | None = Field(
-        None, pattern=r"^[a-z0-9_]{1,16}$", description="TCP congestion control algorithm (-C)"
-    )
-    affinity: str | None = Field(
-        None, pattern=r"^[0-9]{1,4}(,[0-9]{1,4})?$", description="CPU affinity n or n,m (-A)"
-    )
-    zerocopy: bool = Field(False, description="use sendfile (-Z)")
-
-    @field_validator("bitrate")
-    @classmethod
-    def _bitrate(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_rate(v)
-        return v
-
-    _sizes = field_validator("window", "length")(_size_str)
-
-
-MATRIX_KEYS = {"client", "server", *Iperf3Params.model_fields}
-
-
-class TestSpec(_Strict):
-    """One test: an engine between a client and a server, expanded over a matrix."""
+class TestBase(_Strict):
+    """One test: an engine between a client and a server, expanded over a matrix. Each engine
+    has a subclass that fixes ``engine`` and the type of ``params``."""
 
     name: str = Field(pattern=NAME)
-    engine: Literal["iperf3"] = "iperf3"
+    engine: str
     client: str | None = Field(None, description="host name (or put 'client' in the matrix)")
     server: str | None = Field(None, description="host name (or put 'server' in the matrix)")
     subject: Literal["client", "server"] = Field(
         "client", description="the host under test: its labels group results; direction is its"
     )
-    params: Iperf3Params = Field(default_factory=lambda: Iperf3Params())
+    params: EngineParams
     matrix: dict[str, list[Any]] = Field(
         default_factory=dict, description="parameter → list of values; the product runs"
     )
@@ -183,14 +149,26 @@ class TestSpec(_Strict):
 
     _labels = field_validator("labels")(_check_labels)
 
+    @classmethod
+    def matrix_keys(cls) -> set[str]:
+        params = cls.model_fields["params"].annotation
+        assert isinstance(params, type) and issubclass(params, EngineParams)
+        return {*ROLE_KEYS, *params.model_fields}
+
+    def engine_params(self, overrides: dict[str, Any]) -> EngineParams:
+        """The params of one combination: the base ``params`` with matrix values applied."""
+        base = self.params.model_dump(exclude_unset=True)
+        return type(self.params).model_validate({**base, **overrides})
+
     @field_validator("matrix")
     @classmethod
     def _matrix(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        keys = cls.matrix_keys()
         for key, values in v.items():
-            if key not in MATRIX_KEYS:
+            if key not in keys:
                 raise ValueError(
-                    f"matrix key {key!r} is not a parameter: use one of "
-                    + ", ".join(sorted(MATRIX_KEYS))
+                    f"matrix key {key!r} is not a parameter of this engine: use one of "
+                    + ", ".join(sorted(keys))
                 )
             if not values:
                 raise ValueError(f"matrix key {key!r} has no values: give at least one")
@@ -201,13 +179,40 @@ class TestSpec(_Strict):
     @field_validator("exclude", "include")
     @classmethod
     def _combos(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        keys = cls.matrix_keys()
         for combo in v:
-            bad = set(combo) - MATRIX_KEYS
+            bad = set(combo) - keys
             if bad:
                 raise ValueError(
-                    f"unknown parameter(s) {sorted(bad)}: use " + ", ".join(sorted(MATRIX_KEYS))
+                    f"unknown parameter(s) {sorted(bad)}: use " + ", ".join(sorted(keys))
                 )
         return v
+
+
+class Iperf3Test(TestBase):
+    """A throughput test with iperf3."""
+
+    engine: Literal["iperf3"] = "iperf3"
+    params: Iperf3Params = Field(default_factory=lambda: Iperf3Params())
+
+
+#: every test kind, by engine name — adding an engine adds one line here
+TEST_KINDS: dict[str, type[TestBase]] = {"iperf3": Iperf3Test}
+
+
+def _engine_of(value: Any) -> str:
+    engine = value.get("engine", "iperf3") if isinstance(value, dict) else value.engine
+    return f"engine={engine}"
+
+
+TestSpec = Annotated[
+    Annotated[Iperf3Test, Tag("engine=iperf3")],
+    Discriminator(
+        _engine_of,
+        custom_error_type="unknown_engine",
+        custom_error_message="unknown engine: use one of " + ", ".join(TEST_KINDS),
+    ),
+]
 
 
 class CampaignSpec(_Strict):

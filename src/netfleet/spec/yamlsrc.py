@@ -91,7 +91,11 @@ def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int |
     """Turn a pydantic ValidationError into (field path, line, message) triples."""
     out = []
     for err in exc.errors():
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
+        loc = tuple(
+            x
+            for x in err["loc"]
+            if not (isinstance(x, str) and x.startswith(("function-", "engine=")))
+        )
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = (

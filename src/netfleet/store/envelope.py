@@ -30,6 +30,17 @@ class HostRecord(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
 
 
+class CommandRecord(BaseModel):
+    """One process a run started, in start order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["client", "server"]
+    host: str
+    argv: list[str]
+    returncode: int | None = None
+
+
 class EngineRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -37,6 +48,7 @@ class EngineRecord(BaseModel):
     version: str
     argv: list[str]
     server_argv: list[str] = Field(default_factory=list)
+    commands: list[CommandRecord] = Field(default_factory=list)
 
 
 class Envelope(BaseModel):
@@ -54,7 +66,7 @@ class Envelope(BaseModel):
     sequence: int
     status: RunStatus
     reason: str | None = None
-    direction: Literal["out", "in", "bidir"]
+    direction: Literal["out", "in", "bidir"] | None
     subject: Literal["client", "server"]
     params: dict[str, Any]
     labels: dict[str, Any]
@@ -67,6 +79,7 @@ class Envelope(BaseModel):
     result: dict[str, Any] | None = None
     stdout_text: str | None = None
     stderr_text: str | None = None
+    notes: dict[str, Any] = Field(default_factory=dict)
 
 
 def upgrade(doc: dict[str, Any], source: str) -> dict[str, Any]:

@@ -1,0 +1,157 @@
+"""A run's session: what an engine uses to start servers and clients on the run's hosts.
+
+The session owns every process it starts, so whatever happens — failure, timeout, Ctrl-C — the
+runner can stop them all by the PIDs it started. Engines say *what* to run; the session knows
+*how*: a free port per server, waiting until it listens, following a client with live rate and a
+deadline, handing output lines to the engine as they arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from netfleet.engines.base import EngineInfo
+from netfleet.errors import HostError
+from netfleet.hosts.base import Host, Process
+from netfleet.plan.matrix import PlannedRun
+from netfleet.runner.events import Reporter
+
+PORT_BASE = 20000
+PORT_SPAN = 20000
+SERVER_READY_S = 10.0
+
+#: called with each complete stdout line of a followed process; return True to stop it early
+LineHandler = Callable[[str], bool | None]
+
+
+class StopEarly(Exception):
+    """Raised inside ``follow`` when a line handler asked to stop the process."""
+
+
+@dataclass
+class Started:
+    role: str
+    host: Host
+    process: Process
+    argv: list[str]
+    port: int | None = None
+
+
+@dataclass
+class RunSession:
+    run: PlannedRun
+    client: Host
+    server: Host
+    client_info: EngineInfo
+    server_info: EngineInfo
+    reporter: Reporter
+    t0: float = field(default_factory=time.monotonic)
+    started: list[Started] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def deadline(self) -> float:
+        return self.t0 + self.run.timeout
+
+    # ----------------------------------------------------------------------------- processes
+    async def start_server(
+        self, make_argv: Callable[[int], list[str]], *, protocol: str = "tcp"
+    ) -> Started:
+        """Start a server on a port of its own and wait until it listens. Tries a few ports."""
+        last = ""
+        for attempt in range(5):
+            port = (
+                PORT_BASE
+                + (self.run.sequence * 7 + len(self.started) * 131 + attempt * 7919) % PORT_SPAN
+            )
+            argv = make_argv(port)
+            proc = await self.server.start(argv)
+            entry = Started("server", self.server, proc, argv, port)
+            self.started.append(entry)
+            if await self._wait_listening(proc, port, protocol):
+                return entry
+            await proc.stop(grace=1)
+            self.started.remove(entry)
+            last = (proc.stderr or proc.stdout).strip()[-300:]
+        raise HostError(f"host {self.server.name}: the server did not start: {last or 'no output'}")
+
+    async def _wait_listening(self, proc: Process, port: int, protocol: str) -> bool:
+        deadline = time.monotonic() + SERVER_READY_S
+        flag = "-Hltn" if protocol == "tcp" else "-Hlun"
+        while time.monotonic() < deadline:
+            if proc.returncode is not None:
+                return False
+            res = await self.server.run(["ss", flag, f"sport = :{port}"], timeout=10)
+            if res.returncode == 0 and res.stdout.strip():
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    async def start_client(self, argv: list[str], host: Host | None = None) -> Started:
+        h = host or self.client
+        proc = await h.start(argv)
+        entry = Started("client", h, proc, argv)
+        self.started.append(entry)
+        return entry
+
+    async def follow(self, *entries: Started, on_line: LineHandler | None = None) -> None:
+        """Wait for processes to exit before the run's deadline, reporting the live rate of the
+        first one's namespace twice a second. TimeoutError at the deadline; StopEarly when
+        ``on_line`` returns True (the processes get SIGINT so they still print their report)."""
+        first = entries[0]
+        last_bytes = first.host.live_bytes(first.process)
+        last_t = time.monotonic()
+        seen = 0
+        pending = b""
+        while True:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            done = all(e.process.returncode is not None for e in entries)
+            if done:
+                for e in entries:
+                    await e.process.wait(10)
+                return
+            await asyncio.sleep(min(0.5, remaining))
+            if on_line is not None:
+                chunks = first.process.stdout_chunks
+                new = b"".join(chunks[seen:])
+                seen = len(chunks)
+                pending += new
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if on_line(line.decode("utf-8", "replace")):
+                        for e in entries:
+                            e.process.send(signal.SIGINT)
+                        for e in entries:
+                            await e.process.stop(grace=5, first=signal.SIGINT)
+                        raise StopEarly
+            now_bytes = first.host.live_bytes(first.process)
+            now_t = time.monotonic()
+            if now_bytes is not None and last_bytes is not None and now_t > last_t:
+                self.reporter.run_progress(
+                    self.run, now_t - self.t0, (now_bytes - last_bytes) * 8 / (now_t - last_t)
+                )
+            last_bytes, last_t = now_bytes, now_t
+
+    async def interrupt_clients(self, grace: float = 3.0) -> None:
+        """SIGINT every running client (engines print a partial report on it), then kill."""
+        clients = [e for e in self.started if e.role == "client"]
+        await asyncio.gather(*(e.process.stop(grace=grace, first=signal.SIGINT) for e in clients))
+
+    async def stop_all(self) -> None:
+        """Stop everything still running: servers get SIGTERM, then SIGKILL."""
+        await asyncio.gather(
+            *(e.process.stop(grace=2) for e in self.started if e.process.returncode is None)
+        )
+
+    def clients(self) -> list[Started]:
+        return [e for e in self.started if e.role == "client"]
+
+    def servers(self) -> list[Started]:
+        return [e for e in self.started if e.role == "server"]

@@ -1,0 +1,29 @@
+"""What every engine's parameters have in common."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Direction = Literal["out", "in", "bidir"]
+
+
+class EngineParams(BaseModel):
+    """Base of every engine's parameter model. ``duration`` is the measured time in seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    duration: float = Field(10, gt=0, le=86400, description="seconds of measurement")
+
+    def measured_seconds(self) -> float:
+        """How long the engine runs (measurement plus anything omitted)."""
+        return float(self.duration)
+
+    def summary(self) -> str:
+        """A few words for progress lines and plans."""
+        return f"{self.duration:g} s"
+
+    def run_direction(self) -> Direction | None:
+        """The direction relative to the subject, or None where it means nothing (latency)."""
+        return None

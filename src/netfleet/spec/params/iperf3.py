@@ -1,0 +1,64 @@
+"""iperf3 client options. ``direction`` is relative to the test's subject host."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from netfleet.spec.params.base import Direction, EngineParams
+from netfleet.units import parse_rate, parse_size
+
+
+def size_str(v: str | int | None) -> str | None:
+    """Validate a size (``512kb``) and keep it as written."""
+    if v is None:
+        return None
+    parse_size(v)
+    return str(v)
+
+
+def rate_str(v: str | None) -> str | None:
+    """Validate a rate (``500mbit``) and keep it as written."""
+    if v is not None:
+        parse_rate(v)
+    return v
+
+
+class Iperf3Params(EngineParams):
+    """iperf3 client options."""
+
+    duration: float = Field(10, gt=0, le=86400, description="seconds of measurement (-t)")
+    omit: int = Field(0, ge=0, le=3600, description="seconds omitted at the start (-O)")
+    interval: float = Field(1, ge=0.1, le=3600, description="report interval in seconds (-i)")
+    parallel: int = Field(1, ge=1, le=128, description="parallel streams (-P)")
+    direction: Direction = Field(
+        "out", description="out: the subject sends; in: it receives; bidir: both (--bidir)"
+    )
+    protocol: Literal["tcp", "udp"] = "tcp"
+    bitrate: str | None = Field(
+        None, description="target bitrate, e.g. 500mbit (-b); UDP default 1mbit"
+    )
+    window: str | int | None = Field(None, description="socket buffer size, e.g. 512kb (-w)")
+    length: str | int | None = Field(None, description="read/write buffer length, e.g. 128kb (-l)")
+    mss: int | None = Field(None, ge=88, le=65535, description="TCP maximum segment size (-M)")
+    congestion: str | None = Field(
+        None, pattern=r"^[a-z0-9_]{1,16}$", description="TCP congestion control algorithm (-C)"
+    )
+    affinity: str | None = Field(
+        None, pattern=r"^[0-9]{1,4}(,[0-9]{1,4})?$", description="CPU affinity n or n,m (-A)"
+    )
+    zerocopy: bool = Field(False, description="use sendfile (-Z)")
+
+    _bitrate = field_validator("bitrate")(rate_str)
+    _sizes = field_validator("window", "length")(size_str)
+
+    def measured_seconds(self) -> float:
+        return float(self.duration + self.omit)
+
+    def summary(self) -> str:
+        udp = " udp" if self.protocol == "udp" else ""
+        return f"{self.direction} P{self.parallel}{udp} {self.duration:g}+{self.omit} s"
+
+    def run_direction(self) -> Direction:
+        return self.direction
