@@ -3,8 +3,9 @@
 Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/iperf3/):
 
 * The client's JSON is the envelope's ``result``; the server's own JSON is
-  ``result.server_output_json`` when the server ran with ``-J`` (with a plain server it is
-  ``server_output_text``, which carries no intervals here).
+  ``result.server_output_json`` when the server ran with ``-J``. A text server (adaptive runs
+  read it live) gives ``server_output_text``: its ``[SUM]``/stream lines become server-side sum
+  rows (bitrate in whole Kbit/s with ``--format k``; bytes derived as rate × seconds).
 * Every interval ``sum``/stream entry has a ``sender`` flag: the role of *that* host for that
   series. ``--bidir`` adds ``sum_bidir_reverse`` (the other direction) and mixes both directions'
   streams. Without the flag (old versions) the role is derived: the client sends unless ``-R``.
@@ -24,6 +25,7 @@ from statistics import fmean
 from typing import Any
 
 from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
+from netfleet.engines.iperf3_live import parse_text_intervals
 
 Row = dict[str, Any]
 
@@ -174,4 +176,31 @@ def result_rows(
     if isinstance(server, Mapping):
         intervals.extend(interval_rows(run_id, "server", server, reverse))
         ends.append(end_row(run_id, "server", server))
+    elif isinstance(result.get("server_output_text"), str):
+        streams = as_int(obj(obj(result.get("start")).get("test_start")).get("num_streams")) or 1
+        intervals.extend(text_interval_rows(run_id, result["server_output_text"], streams, reverse))
     return intervals, ends
+
+
+def text_interval_rows(run_id: str, text: str, streams: int, reverse: bool) -> Iterator[Row]:
+    """Server-side sum rows from a text server's interval lines."""
+    sender = reverse  # the server sends only in reverse mode
+    for idx, iv in enumerate(parse_text_intervals(text, streams)):
+        seconds = iv.end - iv.start
+        yield {
+            "run_id": run_id,
+            "side": "server",
+            "role": "sender" if sender else "receiver",
+            "flow": "server_to_client" if sender else "client_to_server",
+            "kind": "sum",
+            "stream_id": None,
+            "idx": idx,
+            "omitted": iv.omitted,
+            **dict.fromkeys(_INTERVAL_FIELDS_INT),
+            **dict.fromkeys(_INTERVAL_FIELDS_FLOAT),
+            "bytes": round(iv.bits_per_second * seconds / 8),
+            "start": iv.start,
+            "end": iv.end,
+            "seconds": seconds,
+            "bits_per_second": iv.bits_per_second,
+        }

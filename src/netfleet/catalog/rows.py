@@ -255,5 +255,9 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     parser = ENGINE_PARSERS.get(run["engine"] or "")
     if parser is None or not isinstance(result, Mapping):
         return RunRows(run)
+    outputs = obj(doc.get("outputs"))
+    if "server_stdout" in outputs and "server_output_text" not in result:
+        # a live text server (adaptive runs) kept its own stdout beside the client's JSON
+        result = {**result, "server_output_text": outputs["server_stdout"]}
     intervals, ends = parser(run["run_id"], result, obj(doc.get("params")))
     return RunRows(run, intervals, ends)

@@ -27,11 +27,22 @@ def describe(run: PlannedRun) -> str:
 
 
 def received_bps(env: Envelope) -> float | None:
-    end: dict[str, Any] = (env.result or {}).get("end") or {}
+    """The run's average rate: iperf3's end summary, or (stopped early: its end is empty) the
+    mean of its non-omitted intervals."""
+    result = env.result or {}
+    end: dict[str, Any] = result.get("end") or {}
     summary = end.get("sum_received") or end.get("sum")
-    if isinstance(summary, dict) and summary.get("bits_per_second") is not None:
+    if isinstance(summary, dict) and summary.get("bits_per_second"):
         return float(summary["bits_per_second"])
-    return None
+    rates = [
+        float(iv["sum"]["bits_per_second"])
+        for iv in result.get("intervals") or []
+        if isinstance(iv, dict)
+        and isinstance(iv.get("sum"), dict)
+        and not iv["sum"].get("omitted")
+        and iv["sum"].get("bits_per_second") is not None
+    ]
+    return sum(rates) / len(rates) if rates else None
 
 
 class RichReporter:

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.errors import EngineError, HostError
 from netfleet.hosts.base import Host
 from netfleet.spec.params import Iperf3Params
@@ -26,6 +27,8 @@ MIN_VERSION: dict[str, tuple[int, ...]] = {
     "get-server-output": (3, 0),
     "json": (3, 0),
     "one-off": (3, 0, 11),
+    "forceflush": (3, 1, 5),
+    "json-stream": (3, 17),
 }
 
 
@@ -42,6 +45,8 @@ class Iperf3:
 
     async def execute(self, session: RunSession, params: Iperf3Params) -> Outcome:
         check_params(params, Iperf3Params)
+        if params.until_steady is not None:
+            return await self._execute_adaptive(session, params)
         address = session.server.address
         server = await session.start_server(lambda port: self.server_argv(port, address))
         assert server.port is not None
@@ -50,6 +55,61 @@ class Iperf3:
         await session.follow(client)
         p = client.process
         return self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=False)
+
+    async def _execute_adaptive(self, session: RunSession, params: Iperf3Params) -> Outcome:
+        """Follow intervals live and stop once the rate has been steady for ``until_steady``
+        seconds (or at ``duration``). 3.17+: the client's ``--json-stream``; before: a text
+        server with ``--forceflush``, whose stdout is kept in the envelope's ``outputs``."""
+        from netfleet.runner.session import StopEarly
+
+        assert params.until_steady is not None
+        address = session.server.address
+        stream = session.client_info.version_tuple >= MIN_VERSION["json-stream"]
+        server = await session.start_server(
+            lambda port: self.server_argv(port, address, text=not stream, interval=params.interval)
+        )
+        assert server.port is not None
+        argv = self.client_argv(
+            params, address, server.port, session.run.subject, json_stream=stream
+        )
+        client = await session.start_client(argv)
+        detector = SteadyDetector(
+            window_s=params.until_steady,
+            tolerance=params.steady_tolerance,
+            min_duration_s=params.min_duration,
+        )
+        parser: JsonStreamParser | TextIntervalParser = (
+            JsonStreamParser() if stream else TextIntervalParser(streams=params.parallel)
+        )
+
+        def on_line(line: str) -> bool:
+            iv = parser.feed(line)
+            return iv is not None and detector.add(iv)
+
+        try:
+            await session.follow(client, on_line=on_line, lines_of=client if stream else server)
+            stop = "max_duration"
+        except StopEarly:
+            stop = "steady"
+            await server.process.stop(grace=3)
+        series = detector.series
+        session.notes["adaptive"] = {
+            "stop": stop,
+            "live_source": "client json-stream" if stream else "server text (--forceflush)",
+            "until_steady_s": params.until_steady,
+            "steady_tolerance": params.steady_tolerance,
+            "drop_seen_at_s": detector.drop_seen_at,
+            "steady_since_s": detector.steady_since,
+            "stopped_at_s": series[-1].end if series else None,
+        }
+        if not stream:
+            session.outputs["server_stdout"] = server.process.stdout
+        p = client.process
+        outcome = self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=False)
+        if stop == "steady" and outcome.result is not None and outcome.result.get("intervals"):
+            # The client was stopped on purpose: its "interrupt" error is expected.
+            return Outcome("ok", None, outcome.result)
+        return outcome
 
     def salvage(self, session: RunSession, params: Iperf3Params, interrupted: bool) -> Outcome:
         clients = session.clients()
@@ -84,6 +144,8 @@ class Iperf3:
         needs = ["json", "get-server-output", "one-off"]
         if params.direction == "bidir":
             needs.append("bidir")
+        if params.until_steady is not None:
+            needs.append("forceflush")
         return [
             f"--{opt} needs iperf3 ≥ {'.'.join(map(str, MIN_VERSION[opt]))}, "
             f"this host has {info.version}"
@@ -91,11 +153,36 @@ class Iperf3:
             if info.version_tuple < MIN_VERSION[opt]
         ]
 
-    def server_argv(self, port: int, bind: str) -> list[str]:
+    def server_argv(
+        self, port: int, bind: str, *, text: bool = False, interval: float = 1
+    ) -> list[str]:
+        """A one-off server on its own port: JSON (``-J``) normally; a live text server
+        (``--forceflush``, whole Kbit/s) when intervals must be read as they happen."""
+        if text:
+            return [
+                "iperf3",
+                "--server",
+                "--one-off",
+                "--forceflush",
+                "--format",
+                "k",
+                "--interval",
+                _num(interval),
+                "--port",
+                str(port),
+                "--bind",
+                bind,
+            ]
         return ["iperf3", "--server", "--json", "--one-off", "--port", str(port), "--bind", bind]
 
     def client_argv(
-        self, params: Iperf3Params, server_address: str, port: int, subject: str
+        self,
+        params: Iperf3Params,
+        server_address: str,
+        port: int,
+        subject: str,
+        *,
+        json_stream: bool = False,
     ) -> list[str]:
         argv = [
             "iperf3",
@@ -103,7 +190,7 @@ class Iperf3:
             server_address,
             "--port",
             str(port),
-            "--json",
+            "--json-stream" if json_stream else "--json",
             "--get-server-output",
             "--time",
             _num(params.duration),
@@ -165,6 +252,8 @@ def _json_object(text: str) -> dict[str, Any] | None:
     text = text.strip()
     if not text:
         return None
+    if text.startswith('{"event"'):
+        return JsonStreamParser().parse_all(text)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:

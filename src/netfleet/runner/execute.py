@@ -134,4 +134,5 @@ def _envelope(
         ),
         stderr_text=(client_text.stderr[-4000:] or None) if client_text is not None else None,
         notes=session.notes,
+        outputs=session.outputs,
     )

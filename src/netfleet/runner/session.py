@@ -53,6 +53,8 @@ class RunSession:
     t0: float = field(default_factory=time.monotonic)
     started: list[Started] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    #: raw texts an engine wants kept beside its result (e.g. a text server's stdout)
+    outputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def deadline(self) -> float:
@@ -99,11 +101,18 @@ class RunSession:
         self.started.append(entry)
         return entry
 
-    async def follow(self, *entries: Started, on_line: LineHandler | None = None) -> None:
+    async def follow(
+        self,
+        *entries: Started,
+        on_line: LineHandler | None = None,
+        lines_of: Started | None = None,
+    ) -> None:
         """Wait for processes to exit before the run's deadline, reporting the live rate of the
         first one's namespace twice a second. TimeoutError at the deadline; StopEarly when
-        ``on_line`` returns True (the processes get SIGINT so they still print their report)."""
+        ``on_line`` (fed the stdout lines of ``lines_of``, default the first process) returns
+        True — the processes then get SIGINT so they still print their report."""
         first = entries[0]
+        source = lines_of or first
         last_bytes = first.host.live_bytes(first.process)
         last_t = time.monotonic()
         seen = 0
@@ -119,7 +128,7 @@ class RunSession:
                 return
             await asyncio.sleep(min(0.5, remaining))
             if on_line is not None:
-                chunks = first.process.stdout_chunks
+                chunks = source.process.stdout_chunks
                 new = b"".join(chunks[seen:])
                 seen = len(chunks)
                 pending += new

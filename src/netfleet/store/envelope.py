@@ -80,6 +80,7 @@ class Envelope(BaseModel):
     stdout_text: str | None = None
     stderr_text: str | None = None
     notes: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, str] = Field(default_factory=dict)
 
 
 def upgrade(doc: dict[str, Any], source: str) -> dict[str, Any]:

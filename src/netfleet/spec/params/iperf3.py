@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from netfleet.spec.params.base import Direction, EngineParams
 from netfleet.units import parse_rate, parse_size
@@ -49,9 +49,38 @@ class Iperf3Params(EngineParams):
         None, pattern=r"^[0-9]{1,4}(,[0-9]{1,4})?$", description="CPU affinity n or n,m (-A)"
     )
     zerocopy: bool = Field(False, description="use sendfile (-Z)")
+    until_steady: float | None = Field(
+        None,
+        ge=3,
+        le=86400,
+        description="adaptive: stop once the rate has been steady this many seconds; "
+        "'duration' becomes the maximum",
+    )
+    steady_tolerance: float = Field(
+        0.05, gt=0, lt=1, description="adaptive: relative spread still called steady"
+    )
+    min_duration: float = Field(
+        0,
+        ge=0,
+        le=86400,
+        description="adaptive: never stop on a steady rate before this many seconds unless a "
+        "level drop (the end of a credit burst) was seen",
+    )
 
     _bitrate = field_validator("bitrate")(rate_str)
     _sizes = field_validator("window", "length")(size_str)
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> Iperf3Params:
+        if self.until_steady is not None:
+            if self.direction == "bidir":
+                raise ValueError("until_steady needs one direction: use out or in, not bidir")
+            if self.until_steady > self.duration:
+                raise ValueError(
+                    f"until_steady ({self.until_steady:g} s) exceeds duration "
+                    f"({self.duration:g} s), the maximum: raise duration"
+                )
+        return self
 
     def measured_seconds(self) -> float:
         return float(self.duration + self.omit)

@@ -1,0 +1,165 @@
+"""Reading iperf3 intervals while a test runs, and deciding when the baseline is steady.
+
+Before 3.17 iperf3 prints JSON only at the end, so the live series comes from a *text* server
+(``--forceflush --format k``: one line per interval, bitrate in whole Kbit/s). From 3.17 the client
+prints one JSON event per line (``--json-stream``). Both feed a :class:`SteadyDetector`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: "[SUM]   0.00-1.00   sec  24.0 MBytes  201234 Kbits/sec ..." or "[  5]   ..." (one stream)
+_LINE = re.compile(
+    r"^\[\s*(?P<id>SUM|\d+)\]\s+(?P<start>\d+\.\d+)-(?P<end>\d+\.\d+)\s+sec\s+"
+    r"(?P<xfer>[\d.]+)\s+(?P<xunit>[KMGT]?Bytes)\s+(?P<rate>[\d.]+)\s+(?P<runit>[KMGT]?bits/sec)"
+    r"(?P<rest>.*)$"
+)
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_BYTES = {"": 1.0, "K": 1024.0, "M": 1024.0**2, "G": 1024.0**3, "T": 1024.0**4}
+
+
+@dataclass(frozen=True)
+class LiveInterval:
+    start: float
+    end: float
+    bits_per_second: float
+    omitted: bool = False
+
+
+@dataclass
+class TextIntervalParser:
+    """Parses iperf3's text interval lines into sum intervals (per-stream lines are summed only
+    when there is no [SUM] line, i.e. one stream). Summary lines (sender/receiver) are skipped."""
+
+    streams: int = 1
+    _pending: dict[tuple[float, float], list[float]] = field(default_factory=dict)
+
+    def feed(self, line: str) -> LiveInterval | None:
+        m = _LINE.match(line.strip())
+        if not m or re.search(r"\b(sender|receiver)\b", m["rest"]):
+            return None
+        rate = float(m["rate"]) * _SCALE[m["runit"][0] if m["runit"][0] in _SCALE else ""]
+        omitted = "omitted" in m["rest"]
+        start, end = float(m["start"]), float(m["end"])
+        if m["id"] == "SUM" or self.streams == 1:
+            return LiveInterval(start, end, rate, omitted)
+        return None
+
+    def parse_all(self, text: str) -> list[LiveInterval]:
+        out = []
+        for line in text.splitlines():
+            iv = self.feed(line)
+            if iv is not None:
+                out.append(iv)
+        return out
+
+
+def parse_text_intervals(text: str, streams: int) -> list[LiveInterval]:
+    """Every sum interval in an iperf3 text report (e.g. a ``--forceflush`` server's stdout)."""
+    return TextIntervalParser(streams=streams).parse_all(text)
+
+
+def text_interval_bytes(iv: LiveInterval) -> float:
+    return iv.bits_per_second * (iv.end - iv.start) / 8
+
+
+class JsonStreamParser:
+    """Parses ``--json-stream`` lines; rebuilds the document ``--json`` would have printed."""
+
+    def __init__(self) -> None:
+        self.doc: dict[str, Any] = {"start": {}, "intervals": [], "end": {}}
+
+    def feed(self, line: str) -> LiveInterval | None:
+        line = line.strip()
+        if not line.startswith("{"):
+            return None
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        kind, data = event.get("event"), event.get("data")
+        if kind == "interval" and isinstance(data, dict):
+            self.doc["intervals"].append(data)
+            s = data.get("sum") or {}
+            if "bits_per_second" in s:
+                return LiveInterval(
+                    float(s.get("start", 0)),
+                    float(s.get("end", 0)),
+                    float(s["bits_per_second"]),
+                    bool(s.get("omitted")),
+                )
+        elif kind in ("start", "end"):
+            self.doc[kind] = data
+        elif kind == "error":
+            self.doc["error"] = data
+        elif kind == "server_output_json":
+            self.doc["server_output_json"] = data
+        elif kind == "server_output_text":
+            self.doc["server_output_text"] = data
+        return None
+
+    def parse_all(self, text: str) -> dict[str, Any]:
+        for line in text.splitlines():
+            self.feed(line)
+        return self.doc
+
+
+@dataclass
+class SteadyDetector:
+    """Says when a live series has been steady for ``window_s`` seconds.
+
+    Steady: over the last window, at least ``share`` of the intervals lie within ``tolerance``
+    (relative) of the window's median — robust to a single dip. Until a level drop has been seen
+    (the end of a credit burst), stopping also needs ``min_duration_s`` elapsed, so a long burst
+    at peak is not mistaken for the baseline.
+    """
+
+    window_s: float = 30.0
+    tolerance: float = 0.05
+    share: float = 0.9
+    min_duration_s: float = 0.0
+    series: list[LiveInterval] = field(default_factory=list)
+    drop_seen_at: float | None = None
+    steady_since: float | None = None
+
+    def add(self, iv: LiveInterval) -> bool:
+        """Add an interval; True when the test may stop."""
+        if iv.omitted:
+            return False
+        self.series.append(iv)
+        t = iv.end
+        window = [x.bits_per_second for x in self.series if x.end > t - self.window_s]
+        span = t - self.series[0].start
+        if self.drop_seen_at is None and self._dropped():
+            self.drop_seen_at = t
+        if span < self.window_s or len(window) < 3:
+            return False
+        if not self._steady(window):
+            self.steady_since = None
+            return False
+        if self.steady_since is None:
+            self.steady_since = t
+        return self.drop_seen_at is not None or span >= self.min_duration_s
+
+    def _steady(self, values: Iterable[float]) -> bool:
+        vals = list(values)
+        med = statistics.median(vals)
+        if med <= 0:
+            return False
+        close = sum(abs(v - med) <= self.tolerance * med for v in vals)
+        return close >= self.share * len(vals)
+
+    def _dropped(self) -> bool:
+        """A level drop: the last 3 intervals sit well below the best 3 seen so far."""
+        if len(self.series) < 6:
+            return False
+        vals = [x.bits_per_second for x in self.series]
+        recent = statistics.median(vals[-3:])
+        best = statistics.median(sorted(vals[:-3])[-3:])
+        return recent < best * (1 - 4 * self.tolerance)

@@ -1,0 +1,131 @@
+"""Live interval parsing (text server, --json-stream) on captured real output, and the steady
+detector on synthetic series."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines.iperf3_live import (
+    JsonStreamParser,
+    LiveInterval,
+    SteadyDetector,
+    parse_text_intervals,
+)
+
+LIVE = Path(__file__).parent / "fixtures" / "iperf3_live"
+
+
+def client_intervals(name: str) -> list[float]:
+    doc = json.loads((LIVE / f"{name}.client.json").read_text())
+    return [iv["sum"]["bits_per_second"] for iv in doc["intervals"]]
+
+
+@pytest.mark.parametrize(("name", "streams"), [("text_server_p1", 1), ("text_server_p2", 2)])
+def test_text_server_lines_match_the_json_series(name: str, streams: int) -> None:
+    ivs = parse_text_intervals((LIVE / f"{name}.txt").read_text(), streams)
+    client = client_intervals(name)
+    # the receiver's stub interval after the test may add one line
+    assert len(ivs) in (len(client), len(client) + 1)
+    for iv, bps in zip(ivs, client, strict=False):
+        assert iv.end > iv.start
+        assert abs(iv.bits_per_second / bps - 1) < 0.05
+
+
+def test_text_server_flags_omitted_intervals() -> None:
+    ivs = parse_text_intervals((LIVE / "text_server_omit.txt").read_text(), 1)
+    assert ivs[0].omitted and not any(iv.omitted for iv in ivs[1:])
+
+
+def test_summary_lines_are_not_intervals() -> None:
+    text = (LIVE / "text_server_reverse.txt").read_text()
+    assert "sender" in text
+    ivs = parse_text_intervals(text, 1)
+    assert all(iv.end - iv.start <= 1.5 for iv in ivs)
+
+
+@pytest.mark.skipif(not (LIVE / "json_stream.jsonl").exists(), reason="no 3.18 capture")
+def test_json_stream_rebuilds_the_json_document() -> None:
+    parser = JsonStreamParser()
+    live = [
+        iv
+        for line in (LIVE / "json_stream.jsonl").read_text().splitlines()
+        if (iv := parser.feed(line)) is not None
+    ]
+    doc = parser.doc
+    assert len(live) == len(doc["intervals"]) >= 3
+    assert doc["end"]["sum_received"]["bytes"] > 0
+    assert doc["server_output_json"]["intervals"]
+    outcome = Iperf3().interpret((LIVE / "json_stream.jsonl").read_text(), "", 0, False)
+    assert outcome.status == "ok" and outcome.result is not None
+    assert len(outcome.result["intervals"]) == len(live)
+
+
+@pytest.mark.skipif(not (LIVE / "json_stream_sigint.jsonl").exists(), reason="no 3.18 capture")
+def test_json_stream_interrupted_keeps_partial_intervals() -> None:
+    text = (LIVE / "json_stream_sigint.jsonl").read_text()
+    outcome = Iperf3().interpret(text, "", 0, interrupted=True)
+    assert outcome.status == "interrupted"
+    assert outcome.result is not None and outcome.result["intervals"]
+
+
+def series(values: list[float]) -> list[LiveInterval]:
+    return [LiveInterval(float(i), float(i + 1), v) for i, v in enumerate(values)]
+
+
+def feed(det: SteadyDetector, values: list[float]) -> int | None:
+    """Index of the interval after which the detector says stop, or None."""
+    for i, iv in enumerate(series(values)):
+        if det.add(iv):
+            return i
+    return None
+
+
+def test_steady_link_stops_after_one_window() -> None:
+    rng = random.Random(1)
+    values = [100e6 * (1 + rng.uniform(-0.01, 0.01)) for _ in range(60)]
+    stop = feed(SteadyDetector(window_s=10), values)
+    assert stop is not None and 9 <= stop <= 11
+
+
+def test_burst_then_baseline_stops_a_window_after_the_drop() -> None:
+    rng = random.Random(2)
+    values = [400e6 * (1 + rng.uniform(-0.01, 0.01)) for _ in range(20)]
+    values += [50e6 * (1 + rng.uniform(-0.01, 0.01)) for _ in range(40)]
+    det = SteadyDetector(window_s=10, min_duration_s=1000)
+    stop = feed(det, values)
+    assert det.drop_seen_at is not None and 20 <= det.drop_seen_at <= 24
+    assert stop is not None and 27 <= stop <= 31  # ≤ burst + window
+
+
+def test_long_burst_is_not_mistaken_for_the_baseline_before_min_duration() -> None:
+    values = [400e6] * 50 + [50e6] * 30
+    stop = feed(SteadyDetector(window_s=10, min_duration_s=120), values)
+    assert stop is not None and stop >= 55
+
+
+def test_a_single_dip_does_not_break_steadiness() -> None:
+    values = [100e6] * 30
+    values[15] = 60e6
+    stop = feed(SteadyDetector(window_s=10), values)
+    assert stop is not None and stop <= 11
+
+
+def test_omitted_intervals_are_ignored() -> None:
+    det = SteadyDetector(window_s=3)
+    assert not det.add(LiveInterval(0, 1, 5e9, omitted=True))
+    assert det.series == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(min_value=1e6, max_value=1e10), min_size=1, max_size=80))
+def test_detector_never_stops_before_a_full_window(values: list[float]) -> None:
+    det = SteadyDetector(window_s=10)
+    stop = feed(det, values)
+    assert stop is None or stop >= 9
