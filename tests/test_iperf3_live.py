@@ -129,3 +129,12 @@ def test_detector_never_stops_before_a_full_window(values: list[float]) -> None:
     det = SteadyDetector(window_s=10)
     stop = feed(det, values)
     assert stop is None or stop >= 9
+
+
+def test_target_level_decides_when_known() -> None:
+    # a burst phase after idling: steady at peak must not stop it when the baseline is known
+    values = [200e6] * 12 + [50e6] * 12
+    det = SteadyDetector(window_s=4, target=50e6, min_duration_s=0)
+    stop = feed(det, values)
+    assert stop is not None and stop >= 14
+    assert det.level() == pytest.approx(50e6)

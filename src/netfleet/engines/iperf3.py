@@ -43,10 +43,14 @@ class Iperf3:
     name = "iperf3"
     needs_server = True
 
-    async def execute(self, session: RunSession, params: Iperf3Params) -> Outcome:
+    async def execute(
+        self, session: RunSession, params: Iperf3Params, *, target_bps: float | None = None
+    ) -> Outcome:
+        """One iperf3 run. Adaptive (``until_steady``) runs may be given the baseline they
+        should settle at (``target_bps``): then only a steady window at that level stops them."""
         check_params(params, Iperf3Params)
         if params.until_steady is not None:
-            return await self._execute_adaptive(session, params)
+            return await self._execute_adaptive(session, params, target_bps)
         address = session.server.address
         server = await session.start_server(lambda port: self.server_argv(port, address))
         assert server.port is not None
@@ -56,7 +60,9 @@ class Iperf3:
         p = client.process
         return self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=False)
 
-    async def _execute_adaptive(self, session: RunSession, params: Iperf3Params) -> Outcome:
+    async def _execute_adaptive(
+        self, session: RunSession, params: Iperf3Params, target_bps: float | None
+    ) -> Outcome:
         """Follow intervals live and stop once the rate has been steady for ``until_steady``
         seconds (or at ``duration``). 3.17+: the client's ``--json-stream``; before: a text
         server with ``--forceflush``, whose stdout is kept in the envelope's ``outputs``."""
@@ -77,6 +83,7 @@ class Iperf3:
             window_s=params.until_steady,
             tolerance=params.steady_tolerance,
             min_duration_s=params.min_duration,
+            target=target_bps,
         )
         parser: JsonStreamParser | TextIntervalParser = (
             JsonStreamParser() if stream else TextIntervalParser(streams=params.parallel)
@@ -101,6 +108,8 @@ class Iperf3:
             "drop_seen_at_s": detector.drop_seen_at,
             "steady_since_s": detector.steady_since,
             "stopped_at_s": series[-1].end if series else None,
+            "level_bps": detector.level(),
+            "target_bps": target_bps,
         }
         if not stream:
             session.outputs["server_stdout"] = server.process.stdout

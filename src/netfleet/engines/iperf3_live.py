@@ -124,6 +124,8 @@ class SteadyDetector:
     tolerance: float = 0.05
     share: float = 0.9
     min_duration_s: float = 0.0
+    #: a known baseline (bits/s): when set, only a window at this level counts as steady
+    target: float | None = None
     series: list[LiveInterval] = field(default_factory=list)
     drop_seen_at: float | None = None
     steady_since: float | None = None
@@ -145,7 +147,19 @@ class SteadyDetector:
             return False
         if self.steady_since is None:
             self.steady_since = t
+        if self.target is not None:
+            level = statistics.median(window)
+            return abs(level / self.target - 1) <= 2 * self.tolerance
         return self.drop_seen_at is not None or span >= self.min_duration_s
+
+    def level(self) -> float | None:
+        """The median rate of the last window (the baseline once stopped on a steady rate)."""
+        if not self.series:
+            return None
+        t = self.series[-1].end
+        return statistics.median(
+            x.bits_per_second for x in self.series if x.end > t - self.window_s
+        )
 
     def _steady(self, values: Iterable[float]) -> bool:
         vals = list(values)
@@ -156,10 +170,11 @@ class SteadyDetector:
         return close >= self.share * len(vals)
 
     def _dropped(self) -> bool:
-        """A level drop: the last 3 intervals sit well below the best 3 seen so far."""
-        if len(self.series) < 6:
+        """A level drop: the last 3 intervals sit well below the second-best earlier one (one
+        spike alone is not a level)."""
+        if len(self.series) < 5:
             return False
         vals = [x.bits_per_second for x in self.series]
         recent = statistics.median(vals[-3:])
-        best = statistics.median(sorted(vals[:-3])[-3:])
+        best = sorted(vals[:-3])[-2]
         return recent < best * (1 - 4 * self.tolerance)

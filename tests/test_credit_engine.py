@@ -1,0 +1,82 @@
+"""The credit test for real: drain the bucket, idle T, burst — refill grows with T, then caps."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from netfleet import lab
+from netfleet.engines.iperf3_live import parse_text_intervals
+from netfleet.runner import run_campaign
+from netfleet.spec import load_spec
+from netfleet.store import ResultsRoot
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+]
+
+BASE, PEAK, BUCKET_MBIT = 50e6, 200e6, 300
+
+
+def regained_mbit(server_text: str, baseline: float) -> float:
+    """Credits spent in a burst: what the receiver got above the baseline."""
+    ivs = [iv for iv in parse_text_intervals(server_text, 1) if iv.end - iv.start > 0.5]
+    return sum(max(0.0, iv.bits_per_second - baseline) * (iv.end - iv.start) for iv in ivs) / 1e6
+
+
+def test_credit_phases_measure_refill_and_cap(tmp_path: Path) -> None:
+    name = "c" + secrets.token_hex(3)
+    state = tmp_path / "st"
+    labfile = tmp_path / "lab.yaml"
+    labfile.write_text(
+        textwrap.dedent(f"""\
+        name: {name}
+        subnet: 198.18.43.0/24
+        hosts:
+          srv: {{}}
+          cr: {{out: {{rate: 50mbit, peak: 200mbit, bucket: {BUCKET_MBIT}mbit}}}}
+        """)
+    )
+    spec = tmp_path / "c.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        campaign: refill
+        hosts:
+          srv: {{kind: netns, lab: {name}, host: srv}}
+          cr: {{kind: netns, lab: {name}, host: cr}}
+        tests:
+          - name: refill
+            engine: credit
+            client: cr
+            server: srv
+            params: {{duration: 30, idle: [2, 12], until_steady: 3, burst_max: 30, parallel: 1}}
+        """)
+    )
+    lab.up(lab.load_lab(labfile), state_dir=state)
+    try:
+        result = asyncio.run(
+            run_campaign(load_spec(spec), ResultsRoot(tmp_path / "r"), lab_state_dir=state)
+        )
+    finally:
+        lab.down(name, state_dir=state)
+    [env] = result.envelopes
+    assert env.status == "ok", env.reason
+    assert env.result is not None
+    phases = env.result["phases"]
+    assert [p["phase"] for p in phases] == ["drain", "burst", "burst"]
+    assert [p["idle_s"] for p in phases] == [None, 2, 12]
+    baseline = phases[0]["adaptive"]["level_bps"]
+    assert abs(baseline / (BASE * 1448 / 1514) - 1) < 0.05
+    short, long_ = (regained_mbit(p["server_stdout"], baseline) for p in phases[1:])
+    goodput = 1448 / 1514
+    # refill at the baseline rate: 2 s idle regains about 2 × 50 Mbit
+    assert 0.6 * 100 * goodput < short < 1.5 * 100 * goodput, short
+    # 12 s would regain 600 Mbit, but the bucket holds 300: the cap shows
+    assert abs(long_ / (BUCKET_MBIT * goodput) - 1) < 0.2, long_
