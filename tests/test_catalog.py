@@ -31,6 +31,7 @@ from netfleet.catalog import (
 )
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
+from netfleet.engines.iperf3_live import parse_text_intervals
 from netfleet.errors import CatalogError
 from netfleet.report.output import render
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
@@ -117,14 +118,25 @@ def built(tmp_path: Path) -> tuple[ResultsRoot, Path, dict[str, Envelope]]:
 # ---------------------------------------------------------------- round trip: raw = SQL
 
 
+def text_server(doc: dict[str, Any]) -> list[Any]:
+    """A text server's sum intervals (no ``-J``): iperf3's own lines, parsed independently."""
+    text = doc.get("server_output_text")
+    if doc.get("server_output_json") is not None or not isinstance(text, str):
+        return []
+    return parse_text_intervals(text, doc["start"]["test_start"]["num_streams"])
+
+
 def raw_receiver_bytes(doc: dict[str, Any]) -> int:
-    """Bytes of every receiver-side sum interval, read straight from iperf3's JSON."""
+    """Bytes of every receiver-side sum interval, read straight from iperf3's output."""
     total = 0
     for side in (doc, doc.get("server_output_json") or {}):
         for entry in side.get("intervals", []):
             for key in ("sum", "sum_bidir_reverse"):
                 if key in entry and entry[key].get("sender") is False:
                     total += entry[key]["bytes"]
+    reverse = doc["start"].get("test_start", {}).get("reverse")
+    if not reverse:
+        total += sum(round(iv.bits_per_second * (iv.end - iv.start) / 8) for iv in text_server(doc))
     return total
 
 
@@ -133,7 +145,7 @@ def raw_interval_count(doc: dict[str, Any]) -> int:
     return sum(
         len({(e["sum"]["start"], e["sum"]["end"]) for e in side.get("intervals", [])})
         for side in (doc, doc.get("server_output_json") or {})
-    )
+    ) + len(text_server(doc))
 
 
 def test_sql_gives_back_the_raw_numbers(
@@ -503,6 +515,10 @@ def receiver_series(doc: dict[str, Any], interval: float) -> Iterator[float]:
                     and s["seconds"] >= STUB_FRACTION * interval
                 ):
                     yield s["bits_per_second"]
+    if not doc["start"].get("test_start", {}).get("reverse"):
+        for iv in text_server(doc):
+            if not iv.omitted and iv.end - iv.start >= STUB_FRACTION * interval:
+                yield iv.bits_per_second
 
 
 def expected_sheet(groups: dict[str, list[str]], factor: float = 1.0) -> dict[str, list[float]]:
@@ -557,9 +573,8 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
     expected = expected_sheet(groups)
     for row in sheet.rows:
         assert row[3:] == pytest.approx(expected[row[0]], rel=1e-9)
-        ok_runs = [
-            n for n in groups[row[0]] if MANIFEST[n]["status"] == "ok" and n != "tcp_server_text"
-        ]  # no server JSON: no receiver series
+        # a text server's lines are its receiver series too
+        ok_runs = [n for n in groups[row[0]] if MANIFEST[n]["status"] == "ok"]
         assert row[1] == len(ok_runs)
         assert row[2] == sum(len(list(receiver_series(RAW[n], 1.0))) for n in ok_runs)
     notes = " ".join(sheet.notes)
@@ -574,7 +589,10 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
         if s["sender"] is False
     )
     assert ("trailing intervals" in notes) == stubs
-    assert "have no receiver-side sum intervals" in notes
+    no_series = any(
+        not list(receiver_series(RAW[n], 1.0)) for n in NAMES if MANIFEST[n]["status"] == "ok"
+    )
+    assert ("have no receiver-side sum intervals" in notes) == no_series
 
 
 def test_cheatsheet_wire_rate(by_type: tuple[Path, dict[str, list[str]]]) -> None:
