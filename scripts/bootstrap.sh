@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-APT_PACKAGES=(iperf3 iperf sockperf iproute2 iputils-ping iputils-tracepath ethtool
+APT_PACKAGES=(iperf3 iperf sockperf iproute2 iputils-ping iputils-tracepath ethtool debootstrap
               procps python3 python3-venv ca-certificates)
 
 need_root() {

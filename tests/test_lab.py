@@ -355,6 +355,7 @@ def test_lab_schema_uses_yaml_field_names_and_accepts_units() -> None:
         "address",
         "out",
         "in",
+        "flow_cap",
     }
     rate_types = {t["type"] for t in schema["$defs"]["Shaper"]["properties"]["rate"]["anyOf"]}
     assert rate_types == {"number", "string"}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from netfleet.catalog import iperf3_rows
+from netfleet.catalog import iperf2_rows, iperf3_rows, latency_rows, multi_rows
 from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
@@ -133,6 +133,7 @@ ENDS_SCHEMA = pa.schema(
 SCHEMAS: dict[str, pa.Schema] = {
     "intervals": INTERVALS_SCHEMA,
     "ends": ENDS_SCHEMA,
+    "latency": latency_rows.LATENCY_SCHEMA,
     "runs": RUNS_SCHEMA,
 }
 
@@ -140,6 +141,18 @@ ResultParser = Callable[[str, Mapping[str, Any], Mapping[str, Any]], tuple[list[
 
 #: engine name (``engine.name`` in the envelope) → parser of its ``result``
 ENGINE_PARSERS: dict[str, ResultParser] = {"iperf3": iperf3_rows.result_rows}
+
+TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any]], dict[str, list[Row]]]
+
+#: engines whose parser returns rows for any table (table name → rows); a ``runs`` entry holds
+#: one partial row whose non-NULL values fill the run's NULL columns (e.g. the chosen streams)
+TABLE_PARSERS: dict[str, TableParser] = {
+    "iperf2": iperf2_rows.result_rows,
+    "iperf3-multi": multi_rows.multi_rows,
+    "throughput": multi_rows.throughput_rows,
+    "latency": latency_rows.latency_rows,
+    "ping": latency_rows.ping_rows,
+}
 
 
 class RowError(ValueError):
@@ -153,13 +166,19 @@ class RunRows:
     run: Row
     intervals: list[Row] = field(default_factory=list)
     ends: list[Row] = field(default_factory=list)
+    #: rows of the other tables (e.g. ``latency``), by table name
+    extra: dict[str, list[Row]] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
         return str(self.run["run_id"])
 
     def table(self, name: str) -> list[Row]:
-        return [self.run] if name == "runs" else getattr(self, name)
+        if name == "runs":
+            return [self.run]
+        if name in ("intervals", "ends"):
+            return list(getattr(self, name))
+        return self.extra.get(name, [])
 
 
 def _timestamp(text: Any, what: str) -> datetime:
@@ -252,6 +271,15 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     unusable (no run_id, bad timestamps)."""
     run = run_row(doc, source)
     result = doc.get("result")
+    table_parser = TABLE_PARSERS.get(run["engine"] or "")
+    if table_parser is not None and isinstance(result, Mapping):
+        tables = table_parser(run["run_id"], result, obj(doc.get("params")))
+        for key, value in (tables.pop("runs", None) or [{}])[0].items():
+            if run.get(key) is None and value is not None:
+                run[key] = value
+        intervals = tables.pop("intervals", [])
+        ends = tables.pop("ends", [])
+        return RunRows(run, intervals, ends, tables)
     parser = ENGINE_PARSERS.get(run["engine"] or "")
     if parser is None or not isinstance(result, Mapping):
         return RunRows(run)

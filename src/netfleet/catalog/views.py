@@ -24,9 +24,22 @@ def connect(catalog_dir: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     parts = committed_parts(Path(catalog_dir))
     con = duckdb.connect(":memory:")
     for table, paths in parts.items():
+        if not paths:  # a table added after these parts were written: an empty view
+            _empty_view(con, table)
+            continue
         # table names are ours; paths are quoted by _sql_list
         con.execute(
             f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_sql_list(paths)}, "  # noqa: S608
             "union_by_name = true)"
         )
     return con
+
+
+def _empty_view(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """A view with the table's columns and no rows."""
+    import pyarrow as pa
+
+    from netfleet.catalog.rows import SCHEMAS
+
+    con.register(f"_empty_{table}", pa.Table.from_pylist([], schema=SCHEMAS[table]))
+    con.execute(f"CREATE VIEW {table} AS SELECT * FROM _empty_{table}")  # noqa: S608

@@ -32,18 +32,44 @@ async def _with_sigterm(coro):  # type: ignore[no-untyped-def]
 
 
 def execute_campaign(
-    spec: CampaignSpec, root: ResultsRoot, state_dir: Path | None = None
+    spec: CampaignSpec,
+    root: ResultsRoot,
+    state_dir: Path | None = None,
+    *,
+    resume: bool = False,
+    install: bool = False,
+    concurrency: int | None = None,
 ) -> CampaignResult:
     with RichReporter(console) as reporter:
-        result = asyncio.run(_with_sigterm(run_campaign(spec, root, reporter, state_dir)))
+        campaign = run_campaign(
+            spec,
+            root,
+            reporter,
+            state_dir,
+            resume=resume,
+            install=install,
+            concurrency=concurrency,
+        )
+        result = asyncio.run(_with_sigterm(campaign))
     n_failed = len(result.failed)
-    colour = "green" if not n_failed else "yellow"
+    colour = "green" if not n_failed and not result.kept_failed else "yellow"
+    earlier = f" (+{result.done_before} done earlier)" if result.done_before else ""
     console.print(
-        f"[{colour}]{result.ok} of {result.total} runs ok[/], {n_failed} failed; "
+        f"[{colour}]{result.ok} of {result.total} runs ok[/]{earlier}, {n_failed} failed; "
         f"raw results under {root.url}"
     )
     for env in result.failed:
         console.print(f"  [red]{env.status}[/] {env.run_id}: {env.reason}")
+    if result.kept_failed:
+        console.print(
+            f"  [yellow]{len(result.kept_failed)} runs failed in earlier sessions and were not "
+            "retried[/] (retry.on / retry.max_attempts in the spec)"
+        )
+    from netfleet.advice import advice_table, advise
+
+    items = advise(e.model_dump() for e in result.envelopes)
+    if items:  # what limited these runs, with the evidence
+        emit(advice_table(items), OutputFormat.table)
     return result
 
 
@@ -52,9 +78,29 @@ def run(
     results: ResultsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show the plan, run nothing")] = False,
     state_dir: LabStateOpt = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="continue an earlier session of this campaign: skip completed runs, retry "
+            "failed ones as the spec's retry policy says",
+        ),
+    ] = False,
+    install: Annotated[
+        bool,
+        typer.Option(
+            "--install",
+            help="install missing tools with each host's package manager (apt/dnf/yum/apk)",
+        ),
+    ] = False,
+    concurrency: Annotated[
+        int | None,
+        typer.Option("--concurrency", "-j", min=1, help="runs at once at most (default: spec)"),
+    ] = None,
 ) -> None:
-    """Run a campaign: preflight every host, then each run in order, storing each as it ends.
-    Exit 3 if any run failed (each failure is stored with its reason)."""
+    """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
+    exclusivity, bandwidth budget), storing and journaling each as it ends. Exit 3 if any run
+    failed (each failure is stored with its reason)."""
     spec = load_spec(spec_path)
     root = open_root(results_url(results, spec.results))
     if dry_run:
@@ -62,6 +108,8 @@ def run(
 
         emit(plan_table(spec_path), OutputFormat.table)
         return
-    result = execute_campaign(spec, root, state_dir)
-    if result.failed:
+    result = execute_campaign(
+        spec, root, state_dir, resume=resume, install=install, concurrency=concurrency
+    )
+    if result.failed or result.kept_failed:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))

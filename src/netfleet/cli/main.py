@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from netfleet import __version__
-from netfleet.cli import cmd_catalog, cmd_demo, cmd_lab, cmd_run, cmd_spec
+from netfleet.cli import (
+    cmd_analysis,
+    cmd_catalog,
+    cmd_demo,
+    cmd_doctor,
+    cmd_inventory,
+    cmd_lab,
+    cmd_report,
+    cmd_run,
+    cmd_spec,
+)
 from netfleet.cli.boundary import DEBUG, guarded
 
 app = typer.Typer(
@@ -42,10 +52,15 @@ app.command()(cmd_spec.schema)
 app.command()(cmd_spec.plan)
 app.command()(cmd_run.run)
 app.add_typer(cmd_lab.app, name="lab")
+app.add_typer(cmd_inventory.app, name="inventory")
 app.command()(cmd_catalog.ingest)
 app.command()(cmd_catalog.cheatsheet)
 app.command()(cmd_catalog.sql)
+app.command()(cmd_analysis.analyze)
+app.add_typer(cmd_analysis.credit_app, name="credit")
 app.command()(cmd_demo.demo)
+app.command()(cmd_doctor.doctor)
+app.add_typer(cmd_report.app, name="report")
 
 
 def main() -> None:

@@ -60,7 +60,8 @@ class RichReporter:
             transient=True,
         )
         self.overall: Any = None
-        self.current: Any = None
+        self.current: Any = None  # the cooldown line
+        self.runs: dict[int, Any] = {}  # sequence → progress line of a run in flight
 
     def __enter__(self) -> RichReporter:
         self.progress.__enter__()
@@ -79,17 +80,19 @@ class RichReporter:
     def run_started(self, run: PlannedRun) -> None:
         if self.current is not None:
             self.progress.remove_task(self.current)
+            self.current = None
         total = run.params.measured_seconds()
-        self.current = self.progress.add_task(describe(run), total=total, rate="starting")
+        self.runs[run.sequence] = self.progress.add_task(describe(run), total=total, rate="")
 
     def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None:
-        if self.current is not None:
-            self.progress.update(self.current, completed=elapsed_s, rate=fmt_rate(bits_per_second))
+        task = self.runs.get(run.sequence)
+        if task is not None:
+            self.progress.update(task, completed=elapsed_s, rate=fmt_rate(bits_per_second))
 
     def run_finished(self, run: PlannedRun, envelope: Envelope, path: Path) -> None:
-        if self.current is not None:
-            self.progress.remove_task(self.current)
-            self.current = None
+        task = self.runs.pop(run.sequence, None)
+        if task is not None:
+            self.progress.remove_task(task)
         if self.overall is not None:
             self.progress.advance(self.overall)
         bps = received_bps(envelope)
@@ -104,4 +107,7 @@ class RichReporter:
     def cooldown(self, seconds: float) -> None:
         if self.current is not None:
             self.progress.remove_task(self.current)
-        self.current = self.progress.add_task(f"cooldown {seconds:g} s", total=None, rate="")
+        self.current = self.progress.add_task(f"cooldown {seconds:.3g} s", total=None, rate="")
+
+    def note(self, message: str) -> None:
+        self.console.print(f"[dim]{message}[/]")

@@ -47,6 +47,8 @@ class TextIntervalParser:
         rate = float(m["rate"]) * _SCALE[m["runit"][0] if m["runit"][0] in _SCALE else ""]
         omitted = "omitted" in m["rest"]
         start, end = float(m["start"]), float(m["end"])
+        if end <= start:
+            return None  # the receiver's sub-10 ms stub rounds to "2.00-2.00": no time to use
         if m["id"] == "SUM" or self.streams == 1:
             return LiveInterval(start, end, rate, omitted)
         return None

@@ -53,6 +53,12 @@ class Process:
     def returncode(self) -> int | None:
         return self._proc.returncode
 
+    @property
+    def ended(self) -> bool:
+        """Known to have exited. A remote process whose connection was lost is not: it may
+        still run, and the campaign journal keeps it as a possible stray."""
+        return self.returncode is not None
+
     async def wait(self, timeout: float | None = None) -> int:
         """Wait for exit and for all output; raise TimeoutError if it outlives ``timeout``."""
         rc = await asyncio.wait_for(self._proc.wait(), timeout)
@@ -99,6 +105,9 @@ class Host(ABC):
 
     async def check(self) -> None:  # noqa: B027 — optional hook, most kinds need no check
         """Raise HostError if the host cannot be used (gone, unreachable)."""
+
+    async def close(self) -> None:  # noqa: B027 — optional hook, most kinds hold nothing
+        """Release what the host holds open (SSH connections). The host stays usable."""
 
     async def run(self, argv: list[str], timeout: float = 30) -> CommandResult:
         """Run to completion; HostError if it cannot start or outlives ``timeout``."""

@@ -80,6 +80,8 @@ class HostStatus(BaseModel):
             if qdisc is not None:
                 live = f" [sent {qdisc.sent_bytes / 1e6:.1f} MB, {qdisc.drops} drops]"
             parts.append(f"{direction}: {shaper.describe()}{live}")
+        if self.host.flow_cap is not None:
+            parts.append(f"per-flow cap {self.host.flow_cap / 1e6:g} Mbit/s")
         return "; ".join(parts) or "unshaped"
 
 

@@ -167,6 +167,28 @@ class HostSpec(BaseModel):
     in_: Shaper | None = Field(
         default=None, alias="in", description="shaper on what the host receives"
     )
+    flow_cap: Rate | None = Field(
+        default=None,
+        description="per-flow cap in bits/s on what it sends and receives (htb per flow)",
+    )
+
+    @field_validator("flow_cap", mode="before")
+    @classmethod
+    def _flow_cap(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        rate = parse_rate(value)
+        if not MIN_RATE <= rate <= MAX_RATE:
+            raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
+        return rate
+
+    @model_validator(mode="after")
+    def _one_shaping(self) -> HostSpec:
+        if self.flow_cap is not None and (self.out is not None or self.in_ is not None):
+            raise ValueError(
+                "flow_cap replaces the host's root qdiscs: use either flow_cap or out/in"
+            )
+        return self
 
     @field_validator("mtu")
     @classmethod
@@ -189,6 +211,30 @@ def check_mtu(value: int) -> int:
     return value
 
 
+class Gateway(BaseModel):
+    """A router between the hosts' public addresses (seed 003: MTU 1500 through a gateway)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mtu: int = Field(default=1500, description="MTU of the routed path")
+    subnet: IPv4Network = Field(
+        default=IPv4Network("198.18.100.0/24"), description="public addresses, in 198.18.0.0/15"
+    )
+
+    @field_validator("mtu")
+    @classmethod
+    def _mtu(cls, value: int) -> int:
+        return check_mtu(value)
+
+    @field_validator("subnet", mode="before")
+    @classmethod
+    def _subnet(cls, value: Any) -> IPv4Network:
+        net = ip_network(str(value), strict=True)
+        if not isinstance(net, IPv4Network) or not net.subnet_of(BENCHMARK_RANGE):
+            raise ValueError(f"{net} is outside 198.18.0.0/15: use e.g. 198.18.100.0/24")
+        return net
+
+
 class LabSpec(BaseModel):
     """A whole lab: a switch and the hosts plugged into it."""
 
@@ -201,6 +247,9 @@ class LabSpec(BaseModel):
     )
     mtu: int = Field(default=1500, description="default link MTU")
     scale: Scale | None = None
+    gateway: Gateway | None = Field(
+        default=None, description="a router namespace; hosts also get public addresses"
+    )
     hosts: dict[str, HostSpec] = Field(description="host name -> host")
 
     @field_validator("name")
@@ -242,7 +291,7 @@ class LabSpec(BaseModel):
                     f"{name!r} is not a host name: use 1-10 characters, lower-case letters, "
                     "digits and '-', starting with a letter"
                 )
-            if name in RESERVED_HOSTS:
+            if name in RESERVED_HOSTS or name == "gw":
                 raise ValueError(f"{name!r} is reserved for the lab's switch: rename the host")
         return hosts
 
@@ -280,7 +329,29 @@ class LabSpec(BaseModel):
                 seen[addr] = name
         if problems:
             raise ValidationError.from_exception_data(type(self).__name__, problems)
+        if self.gateway is not None:
+            if self.gateway.subnet.overlaps(self.subnet):
+                raise ValueError(
+                    f"gateway subnet {self.gateway.subnet} overlaps the lab subnet {self.subnet}: "
+                    "use another, e.g. 198.18.100.0/24"
+                )
+            if self.gateway_address() in seen:
+                raise ValueError(
+                    f"{self.gateway_address()} is the gateway's address: give the host another"
+                )
+            if len(self.hosts) > self.gateway.subnet.num_addresses - 2:
+                raise ValueError("the gateway subnet is too small for every host: use a /24")
         return self
+
+    def gateway_address(self) -> IPv4Address:
+        """The router's address on the lab subnet: the last usable one."""
+        return self.subnet.broadcast_address - 1
+
+    def public_addresses(self) -> dict[str, IPv4Address]:
+        """Each host's address behind the gateway, from .1 up in file order."""
+        if self.gateway is None:
+            return {}
+        return dict(zip(self.hosts, self.gateway.subnet.hosts(), strict=False))
 
     def addresses(self) -> dict[str, IPv4Address]:
         """Every host's address: its own, or the next free one from .1 up, in file order."""

@@ -12,6 +12,7 @@ import os
 import tempfile
 from ipaddress import IPv4Address
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -54,6 +55,10 @@ class LabHost(BaseModel):
     labels: dict[str, LabelValue] = Field(default_factory=dict)
     out: Shaper | None = None
     in_: Shaper | None = Field(default=None, alias="in")
+    public_address: str | None = Field(
+        default=None, description="its address behind the lab's gateway, if the lab has one"
+    )
+    flow_cap: float | None = Field(default=None, description="per-flow cap in bits/s, if any")
 
     @field_validator("address", mode="before")
     @classmethod
@@ -81,6 +86,9 @@ class LabState(BaseModel):
     namespaces: list[str] = Field(default_factory=list, description="in creation order")
     inodes: dict[str, int] = Field(default_factory=dict, description="namespace -> nsfs inode")
     hosts: dict[str, LabHost] = Field(default_factory=dict)
+    gateway: dict[str, Any] | None = Field(
+        default=None, description="router namespace, addresses and MTU, if the lab has one"
+    )
 
 
 def state_dir(override: str | Path | None = None) -> Path:

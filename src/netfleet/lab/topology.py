@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 def plan(spec: LabSpec, source: str | None = None) -> LabState:
     """The state a lab will have once up: names, addresses, MTUs, shapers. Creates nothing."""
     addresses = spec.addresses()
+    public = spec.public_addresses()
     hosts = {}
     for name, host in spec.hosts.items():
         hosts[name] = LabHost.model_validate(
@@ -52,8 +53,22 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
                 "labels": host.labels,
                 "out": host.out,
                 "in": host.in_,
+                "public_address": str(public[name]) if name in public else None,
+                "flow_cap": host.flow_cap,
             }
         )
+    gateway = None
+    if spec.gateway is not None:
+        from netfleet.lab.gateway import router_namespace
+
+        gateway = {
+            "namespace": router_namespace(spec.name),
+            "address": str(spec.gateway_address()),
+            "prefix": spec.subnet.prefixlen,
+            "subnet": str(spec.gateway.subnet),
+            "mtu": spec.gateway.mtu,
+            "link_mtu": spec.mtu,
+        }
     return LabState(
         name=spec.name,
         subnet=str(spec.subnet),
@@ -61,6 +76,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         source=source,
         hosts=hosts,
+        gateway=gateway,
     )
 
 
@@ -86,6 +102,8 @@ def up(spec: LabSpec | str | Path, state_dir: str | Path | None = None) -> LabSt
             hint=f"take it down first: netfleet lab down {spec.name}",
         )
     wanted = [state.switch, *(h.namespace for h in state.hosts.values())]
+    if state.gateway is not None:
+        wanted.append(state.gateway["namespace"])
     taken = [ns for ns in wanted if netns.exists(ns)]
     if taken:
         raise LabError(
@@ -139,6 +157,15 @@ def _build(state: LabState, state_dir: str | Path | None) -> None:
             tc("qdisc", "add", "dev", INTERFACE, "root", *tbf_args(host.out), ns=host.namespace)
         if host.in_ is not None:
             tc("qdisc", "add", "dev", host.port, "root", *tbf_args(host.in_), ns=sw)
+        if host.flow_cap is not None:
+            from netfleet.lab import flowcap
+
+            flowcap.apply(host.namespace, INTERFACE, host.flow_cap)
+            flowcap.apply(sw, host.port, host.flow_cap)
+    if state.gateway is not None:
+        from netfleet.lab import gateway
+
+        gateway.build(state, lambda ns: _create_namespace(state, ns, state_dir))
     state.complete = True
     write_state(state, state_dir)
 

@@ -1,8 +1,10 @@
-"""Run a campaign: hosts → preflight → runs in order, each stored as soon as it ends."""
+"""Run a campaign: hosts → journal → strays → preflight → runs as scheduled, each stored (and
+journaled) as soon as it ends."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,10 +13,16 @@ from netfleet.engines import ENGINES
 from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.hosts.base import Host
 from netfleet.hosts.registry import build_host
-from netfleet.plan.matrix import PlannedRun, estimate_seconds, expand
+from netfleet.plan.matrix import PlannedRun, expand
+from netfleet.runner.dispatch import dispatch
 from netfleet.runner.events import Reporter, SilentReporter
-from netfleet.runner.execute import RunContext, execute
+from netfleet.runner.execute import RunContext
+from netfleet.runner.journal import Journal, journal_path
 from netfleet.runner.preflight import Ready, preflight
+from netfleet.runner.resume import Selection, recover, select
+from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
+from netfleet.runner.session import Started
+from netfleet.runner.strays import sweep
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot
@@ -22,9 +30,14 @@ from netfleet.store.root import ResultsRoot
 
 @dataclass
 class CampaignResult:
+    #: runs this session set out to do
     total: int
     envelopes: list[Envelope] = field(default_factory=list)
     paths: list[Path] = field(default_factory=list)
+    #: with --resume: runs completed by earlier sessions (skipped)
+    done_before: int = 0
+    #: with --resume: run keys that failed earlier and were not retried (policy, attempts)
+    kept_failed: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Envelope]:
@@ -39,7 +52,7 @@ class CampaignInterrupted(NetfleetError):
     exit_status = ExitStatus.INTERRUPTED
 
     def __init__(self, message: str, result: CampaignResult) -> None:
-        super().__init__(message, hint="run the campaign again to redo what is missing")
+        super().__init__(message, hint="netfleet run --resume SPEC continues where it stopped")
         self.result = result
 
 
@@ -48,45 +61,99 @@ async def run_campaign(
     root: ResultsRoot,
     reporter: Reporter | None = None,
     lab_state_dir: Path | None = None,
+    *,
+    resume: bool = False,
+    install: bool = False,
+    concurrency: int | None = None,
 ) -> CampaignResult:
-    """Execute every run of ``spec``; a failed run is stored with its reason and the campaign
-    goes on. Ctrl-C (task cancellation) stops the current run, stores it as interrupted and
-    raises CampaignInterrupted — completed results are already on disk."""
+    """Execute the runs of ``spec`` as its scheduling limits allow (``concurrency`` overrides
+    the spec's); a failed run is stored with its reason and the campaign goes on. Ctrl-C (task
+    cancellation) stops the runs in flight, stores them as interrupted and raises
+    CampaignInterrupted — completed results are already on disk.
+
+    Every step is journaled (``RESULTS/.netfleet/journal/CAMPAIGN.jsonl``): with ``resume``,
+    runs an earlier session completed are skipped and failed ones retried by ``spec.retry``.
+    Processes an earlier session left running are stopped by PID before anything starts, and
+    this session's before it returns. ``install`` installs missing tools (package manager)."""
     rep = reporter or SilentReporter()
     runs = expand(spec)
+    limits = Limits.of(spec, concurrency)
     hosts = {name: build_host(name, hs, lab_state_dir) for name, hs in spec.hosts.items()}
-    rep.preflight(f"checking {len({r.client for r in runs} | {r.server for r in runs})} hosts")
-    ready = await preflight(spec, hosts, runs)
-    rep.campaign_started(runs, estimate_seconds(spec, runs))
-    result = CampaignResult(total=len(runs))
-    tests = {t.name: t for t in spec.tests}
-    for i, run in enumerate(runs):
-        if i and spec.cooldown:
-            rep.cooldown(spec.cooldown)
-            try:
-                await asyncio.sleep(spec.cooldown)
-            except asyncio.CancelledError:
-                raise _interrupted(result, root) from None
-        ctx = _context(spec, run, hosts, ready, tests[run.test].labels, rep)
-        rep.run_started(run)
+    try:
+        with Journal(journal_path(root.path, spec.campaign)) as journal:
+            return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
+    finally:
+        await asyncio.shield(asyncio.gather(*(h.close() for h in hosts.values())))
+
+
+async def _run(
+    spec: CampaignSpec,
+    root: ResultsRoot,
+    rep: Reporter,
+    runs: list[PlannedRun],
+    limits: Limits,
+    hosts: dict[str, Host],
+    journal: Journal,
+    resume: bool,
+    install: bool,
+) -> CampaignResult:
+    if resume:
+        recover(journal, root, spec.campaign)
+        chosen = select(runs, journal, spec.retry)
+        rep.note(
+            f"resuming: {len(chosen.done)} of {len(runs)} runs done earlier, "
+            f"{len(chosen.todo)} to run"
+            + (f", {len(chosen.kept_failed)} failed and not retried" if chosen.kept_failed else "")
+        )
+    else:
+        if journal.history.unfinished:
+            rep.note("an earlier session did not finish; `netfleet run --resume` would continue it")
+        chosen = Selection(list(runs))
+    todo = chosen.todo
+    scheduler = Scheduler(todo, limits)
+    result = CampaignResult(
+        total=len(todo), done_before=len(chosen.done), kept_failed=chosen.kept_failed
+    )
+    await sweep(journal, hosts, rep.note)  # strays of earlier sessions, before anything starts
+    if not todo:
+        return result
+    mine: set[tuple[str, int]] = set()
+    try:
+        used = {r.client for r in todo} | {r.server for r in todo}
+        rep.preflight(f"checking {len(used)} hosts")
+        ready = await preflight(spec, hosts, todo, install=install, say=rep.note)
+        journal.session("resume" if resume else "fresh", planned=len(runs), todo=len(todo))
+        rep.campaign_started(todo, estimate_wall_seconds(todo, limits))
+        tests = {t.name: t for t in spec.tests}
+
+        def context(run: PlannedRun, on_start: Callable[[Started], None]) -> RunContext:
+            return _context(spec, run, hosts, ready, tests[run.test].labels, rep, on_start)
+
+        def on_process(run: PlannedRun, entry: Started) -> None:
+            pid = entry.process.pid
+            mine.add((entry.host.name, pid))
+            journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role)
+
+        def on_finished(run: PlannedRun, envelope: Envelope, started: list[Started]) -> None:
+            path = root.write(envelope)
+            stopped = [(e.host.name, e.process.pid) for e in started if e.process.ended]
+            journal.run_finished(run.run_key, envelope.status, envelope.run_id, str(path), stopped)
+            result.envelopes.append(envelope)
+            result.paths.append(path)
+            rep.run_finished(run, envelope, path)
+
+        def on_started(run: PlannedRun) -> None:
+            journal.run_started(run.run_key, run.sequence)
+
         try:
-            envelope = await execute(ctx, run)
-        except asyncio.CancelledError as exc:
-            partial: Envelope | None = getattr(exc, "envelope", None)
-            if partial is not None:
-                _store(root, partial, result, rep, run)
+            await dispatch(scheduler, context, on_started, on_process, on_finished, rep)
+        except asyncio.CancelledError:
             raise _interrupted(result, root) from None
-        _store(root, envelope, result, rep, run)
+    finally:
+        left = {k for k in journal.history.open_processes if k in mine}
+        if left:  # this session's processes that could not be confirmed stopped
+            await asyncio.shield(sweep(journal, hosts, rep.note, only=left))
     return result
-
-
-def _store(
-    root: ResultsRoot, envelope: Envelope, result: CampaignResult, rep: Reporter, run: PlannedRun
-) -> None:
-    path = root.write(envelope)
-    result.envelopes.append(envelope)
-    result.paths.append(path)
-    rep.run_finished(run, envelope, path)
 
 
 def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:
@@ -104,6 +171,7 @@ def _context(
     ready: Ready,
     test_labels: dict[str, Any],
     rep: Reporter,
+    on_start: Callable[[Started], None] | None = None,
 ) -> RunContext:
     client, server = hosts[run.client], hosts[run.server]
     subject = client if run.subject == "client" else server
@@ -119,4 +187,5 @@ def _context(
         server_engine=ready.engines.get((server.name, run.engine), client_info),
         facts=ready.facts,
         reporter=rep,
+        on_start=on_start,
     )

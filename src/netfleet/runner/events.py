@@ -17,6 +17,7 @@ class Reporter(Protocol):
     def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None: ...
     def run_finished(self, run: PlannedRun, envelope: Envelope, path: Path) -> None: ...
     def cooldown(self, seconds: float) -> None: ...
+    def note(self, message: str) -> None: ...
 
 
 class SilentReporter:
@@ -38,4 +39,7 @@ class SilentReporter:
         pass
 
     def cooldown(self, seconds: float) -> None:
+        pass
+
+    def note(self, message: str) -> None:
         pass

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from netfleet import __version__
+from netfleet.doctor import ena
 from netfleet.engines.base import Engine, EngineInfo, Outcome
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.events import Reporter
-from netfleet.runner.session import RunSession, StopEarly
+from netfleet.runner.session import RunSession, Started, StopEarly
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
 
 
@@ -33,6 +35,8 @@ class RunContext:
     server_engine: EngineInfo
     facts: dict[str, dict[str, Any]]
     reporter: Reporter
+    #: told of every process the run starts, as it starts (see RunSession.on_start)
+    on_start: Callable[[Started], None] | None = None
 
 
 def _now() -> datetime:
@@ -50,7 +54,11 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     session = RunSession(
         run, ctx.client, ctx.server, ctx.client_engine, ctx.server_engine, ctx.reporter
     )
+    session.on_start = ctx.on_start
     cancelled: asyncio.CancelledError | None = None
+    # ENA allowance counters around the run (hosts without them record nothing)
+    hosts = [ctx.client, ctx.server] if ctx.client is not ctx.server else [ctx.client]
+    ena_before = await ena.snapshot(hosts, ctx.facts)
     try:
         outcome = await ctx.engine.execute(session, run.params)
     except StopEarly:
@@ -67,6 +75,10 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         outcome = ctx.engine.salvage(session, run.params, interrupted=True)
     finally:
         await asyncio.shield(session.stop_all())
+    if ena_before and cancelled is None:
+        session.notes["ena_allowance_deltas"] = ena.deltas(
+            ena_before, await ena.snapshot(hosts, ctx.facts)
+        )
     envelope = _envelope(ctx, run, outcome, started, time.monotonic() - session.t0, session)
     if cancelled is not None:
         cancelled.envelope = envelope  # type: ignore[attr-defined]

@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from netfleet.engines import ENGINES, EngineInfo
-from netfleet.errors import EngineError
+from netfleet.errors import EngineError, HostError, NetfleetError
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
+from netfleet.runner.tools import ensure_tools, required_tools
 from netfleet.spec.models import CampaignSpec
+
+
+async def check_hosts(hosts: list[Host]) -> None:
+    """Reach every host at once (SSH: connect, verify the host key, log in); one error lists
+    every host that is not usable."""
+    results = await asyncio.gather(*(h.check() for h in hosts), return_exceptions=True)
+    problems: list[NetfleetError] = []
+    for result in results:
+        if isinstance(result, NetfleetError):
+            problems.append(result)
+        elif isinstance(result, BaseException):
+            raise result
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise HostError(
+            "hosts are not usable, nothing ran:\n  "
+            + "\n  ".join(str(p).replace("\n", "\n    ") for p in problems)
+        )
 
 
 @dataclass
@@ -31,12 +52,21 @@ def needed(runs: list[PlannedRun]) -> set[tuple[str, str]]:
     return pairs
 
 
-async def preflight(spec: CampaignSpec, hosts: dict[str, Host], runs: list[PlannedRun]) -> Ready:
-    """Check every host and engine the runs need, before the first run. Raises with every
-    problem at once; nothing has run or been written when it does."""
+async def preflight(
+    spec: CampaignSpec,
+    hosts: dict[str, Host],
+    runs: list[PlannedRun],
+    *,
+    install: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> Ready:
+    """Check every host, tool and engine the runs need, before the first run. Raises with every
+    problem at once; nothing has run or been written when it does. Missing tools are installed
+    with each host's package manager only when ``install`` is true."""
     del spec
     used = sorted({r.client for r in runs} | {r.server for r in runs})
-    await asyncio.gather(*(hosts[h].check() for h in used))
+    await check_hosts([hosts[h] for h in used])
+    await ensure_tools(hosts, required_tools(runs), install_missing=install, say=say)
     pairs = sorted(needed(runs))
     infos = await asyncio.gather(*(ENGINES[e].probe(hosts[h]) for h, e in pairs))
     engines: dict[tuple[str, str], EngineInfo] = dict(zip(pairs, infos, strict=True))

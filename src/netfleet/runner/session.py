@@ -53,6 +53,8 @@ class RunSession:
     t0: float = field(default_factory=time.monotonic)
     started: list[Started] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    #: told of every process as soon as it runs (the campaign journal records its PID)
+    on_start: Callable[[Started], None] | None = None
     #: raw texts an engine wants kept beside its result (e.g. a text server's stdout)
     outputs: dict[str, str] = field(default_factory=dict)
 
@@ -75,6 +77,8 @@ class RunSession:
             proc = await self.server.start(argv)
             entry = Started("server", self.server, proc, argv, port)
             self.started.append(entry)
+            if self.on_start is not None:
+                self.on_start(entry)
             if await self._wait_listening(proc, port, protocol):
                 return entry
             await proc.stop(grace=1)
@@ -99,6 +103,8 @@ class RunSession:
         proc = await h.start(argv)
         entry = Started("client", h, proc, argv)
         self.started.append(entry)
+        if self.on_start is not None:
+            self.on_start(entry)
         return entry
 
     async def follow(

@@ -11,18 +11,43 @@ from pydantic import ValidationError
 
 from netfleet.errors import SpecError
 from netfleet.spec.models import CampaignSpec
-from netfleet.spec.yamlsrc import LineMap, load_model, load_yaml, problems_from
+from netfleet.spec.yamlsrc import LineMap, load_yaml, problems_from, validate_model
 
 
 def load_spec(path: str | Path) -> CampaignSpec:
     """Validate a campaign spec file; raise SpecError naming file, field path, line and fix."""
-    spec = load_model(CampaignSpec, path, what="campaign spec")
-    _, lines = load_yaml(path)
+    data, lines = load_yaml(path)
+    data = _with_inventory(data, Path(path), lines)
+    spec = validate_model(CampaignSpec, data, lines, path, what="campaign spec")
     _check_combinations(spec, lines, str(path))
     return spec
 
 
+def _with_inventory(data: Any, path: Path, lines: LineMap) -> Any:
+    """The spec's data with the hosts of its ``inventory:`` file merged into ``hosts``."""
+    if not isinstance(data, dict) or not isinstance(data.get("inventory"), str):
+        return data
+    from netfleet.spec.inventory import load_inventory
+
+    inventory = (path.parent / Path(data["inventory"]).expanduser()).resolve()
+    listed = load_inventory(inventory)
+    own = data.get("hosts") or {}
+    clash = sorted(set(listed) & set(own)) if isinstance(own, dict) else []
+    if clash:
+        raise SpecError(
+            f"{path}: invalid campaign spec",
+            file=str(path),
+            problems=[
+                (f"hosts.{h}", lines.get(("hosts", h)), f"{h!r} is also in {inventory}: rename one")
+                for h in clash
+            ],
+        )
+    merged = {**listed, **own} if isinstance(own, dict) else own
+    return {**data, "hosts": merged}
+
+
 def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
+    from netfleet.plan.bandwidth import budget_problem
     from netfleet.plan.matrix import combinations
 
     problems: list[tuple[str, int | None, str]] = []
@@ -30,7 +55,7 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
         for combo in combinations(test):
             params = {k: v for k, v in combo.items() if k not in ("client", "server")}
             try:
-                test.engine_params(params)
+                resolved = test.engine_params(params)
             except ValidationError as exc:
                 for path, _line, msg in problems_from(exc, {}):
                     key: tuple[str | int, ...] = ("tests", ti, "matrix", path)
@@ -43,6 +68,11 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
                             f"{msg} (in combination {_short(combo)})",
                         )
                     )
+                break
+            why = spec.bandwidth_budget and budget_problem(resolved, spec.bandwidth_budget)
+            if why:
+                line = lines.get(("tests", ti, "params")) or lines.get(("tests", ti))
+                problems.append((f"tests.{ti}.params", line, f"{why} (test {test.name})"))
                 break
     if problems:
         raise SpecError(f"{file}: invalid campaign spec", file=file, problems=problems)

@@ -12,8 +12,6 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -21,25 +19,17 @@ from pydantic import (
     model_validator,
 )
 
+from netfleet.spec.common import NAME, LabelValue, _check_labels, _Strict
 from netfleet.spec.params import EngineParams, Iperf3Params
-
-NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-LABEL_KEY = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
-LabelValue = str | int | float | bool | None
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _check_labels(labels: dict[str, Any]) -> dict[str, Any]:
-    for key in labels:
-        if not re.match(LABEL_KEY, key):
-            raise ValueError(
-                f"label key {key!r} is not allowed: use letters, digits, '_', '.', '-' and start "
-                "with a letter or '_'"
-            )
-    return labels
+from netfleet.spec.params.credit import CreditParams
+from netfleet.spec.params.iperf2 import Iperf2Params
+from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
+from netfleet.spec.params.latency import LatencyParams
+from netfleet.spec.params.ping import PingParams
+from netfleet.spec.params.throughput import ThroughputParams
+from netfleet.spec.scheduling import RetryPolicy, check_budget
+from netfleet.spec.ssh import SshHostSpec
+from netfleet.spec.topology import Topology, check_topology
 
 
 # ----------------------------------------------------------------------------------------- hosts
@@ -83,6 +73,17 @@ class NetnsHostSpec(_Strict):
         description="an existing namespace (ip netns list)",
     )
     address: str | None = Field(None, description="the address the peer reaches it on")
+    chroot: str | None = Field(
+        None,
+        pattern=r"^/[A-Za-z0-9._/-]{0,255}$",
+        description="run the engines inside this root directory (e.g. a newer Debian with "
+        "iperf3 3.18: netfleet.lab.chroot.ensure_root)",
+    )
+    via: Literal["direct", "gateway"] = Field(
+        "direct",
+        description="lab hosts: 'gateway' reaches the host at its public address, through the "
+        "lab's router (path MTU of the gateway)",
+    )
     labels: dict[str, LabelValue] = Field(default_factory=dict)
 
     _labels = field_validator("labels")(_check_labels)
@@ -112,10 +113,12 @@ class NetnsHostSpec(_Strict):
             raise ValueError("say which namespace: 'lab' + 'host', or 'namespace' + 'address'")
         if by_lab and self.address is not None:
             raise ValueError("a lab host's address comes from the lab: remove 'address'")
+        if self.via == "gateway" and not by_lab:
+            raise ValueError("'via: gateway' is for lab hosts: use lab + host, or remove 'via'")
         return self
 
 
-HostSpec = Annotated[LocalHostSpec | NetnsHostSpec, Field(discriminator="kind")]
+HostSpec = Annotated[LocalHostSpec | NetnsHostSpec | SshHostSpec, Field(discriminator="kind")]
 
 
 ROLE_KEYS = ("client", "server")
@@ -129,6 +132,9 @@ class TestBase(_Strict):
     engine: str
     client: str | None = Field(None, description="host name (or put 'client' in the matrix)")
     server: str | None = Field(None, description="host name (or put 'server' in the matrix)")
+    topology: Topology | None = Field(
+        None, description="pairs, star or mesh of hosts, instead of client and server"
+    )
     subject: Literal["client", "server"] = Field(
         "client", description="the host under test: its labels group results; direction is its"
     )
@@ -196,8 +202,58 @@ class Iperf3Test(TestBase):
     params: Iperf3Params = Field(default_factory=lambda: Iperf3Params())
 
 
+class Iperf2Test(TestBase):
+    """A throughput test with iperf 2 (one thread per stream)."""
+
+    engine: Literal["iperf2"] = "iperf2"
+    params: Iperf2Params = Field(default_factory=lambda: Iperf2Params())
+
+
+class Iperf3MultiTest(TestBase):
+    """A throughput test with several iperf3 processes on several ports, merged."""
+
+    engine: Literal["iperf3-multi"] = "iperf3-multi"
+    params: Iperf3MultiParams = Field(default_factory=lambda: Iperf3MultiParams())
+
+
+class ThroughputTest(TestBase):
+    """A throughput test whose tool is chosen per run (``tool: auto``)."""
+
+    engine: Literal["throughput"] = "throughput"
+    params: ThroughputParams = Field(default_factory=lambda: ThroughputParams())
+
+
+class LatencyTest(TestBase):
+    """Request/response latency: sockperf ping-pong or iperf2 --bounceback."""
+
+    engine: Literal["latency"] = "latency"
+    params: LatencyParams = Field(default_factory=lambda: LatencyParams())
+
+
+class CreditTest(TestBase):
+    """Drain the credit bucket, idle for T, burst again: the refill behind "up to"."""
+
+    engine: Literal["credit"] = "credit"
+    params: CreditParams
+
+
+class PingTest(TestBase):
+    """ICMP echo from the client to the server host's address (no server process)."""
+
+    engine: Literal["ping"] = "ping"
+    params: PingParams = Field(default_factory=lambda: PingParams())
+
+
 #: every test kind, by engine name — adding an engine adds one line here
-TEST_KINDS: dict[str, type[TestBase]] = {"iperf3": Iperf3Test}
+TEST_KINDS: dict[str, type[TestBase]] = {
+    "iperf3": Iperf3Test,
+    "iperf2": Iperf2Test,
+    "iperf3-multi": Iperf3MultiTest,
+    "throughput": ThroughputTest,
+    "latency": LatencyTest,
+    "ping": PingTest,
+    "credit": CreditTest,
+}
 
 
 def _engine_of(value: Any) -> str:
@@ -206,7 +262,13 @@ def _engine_of(value: Any) -> str:
 
 
 TestSpec = Annotated[
-    Annotated[Iperf3Test, Tag("engine=iperf3")],
+    Annotated[Iperf3Test, Tag("engine=iperf3")]
+    | Annotated[Iperf2Test, Tag("engine=iperf2")]
+    | Annotated[Iperf3MultiTest, Tag("engine=iperf3-multi")]
+    | Annotated[ThroughputTest, Tag("engine=throughput")]
+    | Annotated[LatencyTest, Tag("engine=latency")]
+    | Annotated[PingTest, Tag("engine=ping")]
+    | Annotated[CreditTest, Tag("engine=credit")],
     Discriminator(
         _engine_of,
         custom_error_type="unknown_engine",
@@ -222,14 +284,37 @@ class CampaignSpec(_Strict):
     description: str | None = None
     results: str | None = Field(None, description="results root (path or URL); CLI --results wins")
     labels: dict[str, LabelValue] = Field(default_factory=dict)
-    hosts: dict[str, HostSpec]
+    inventory: str | None = Field(
+        None,
+        description="YAML inventory file (a list of hosts) merged into hosts; relative to the spec",
+    )
+    hosts: dict[str, HostSpec] = Field(default_factory=dict)
     tests: list[TestSpec] = Field(min_length=1)
     repeats: int = Field(1, ge=1, le=10000)
-    cooldown: float = Field(0, ge=0, le=86400, description="seconds of idle between runs")
+    cooldown: float = Field(
+        0, ge=0, le=86400, description="seconds a host rests between two of its runs"
+    )
     order: Literal["as-written", "shuffled"] = "as-written"
     seed: int = Field(0, description="seed for order: shuffled")
+    concurrency: int = Field(
+        1, ge=1, le=10000, description="runs at once at most (CLI --concurrency wins)"
+    )
+    allow_host_overlap: bool | list[str] = Field(
+        False,
+        description="hosts that may take part in several runs at once (true: every host); by "
+        "default a host is in one run at a time",
+    )
+    bandwidth_budget: str | None = Field(
+        None,
+        description="sum of the planned bitrates of concurrent runs stays at or under this "
+        "rate, e.g. 5gbit (every run then needs a bitrate)",
+    )
+    retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(), description="what --resume runs again"
+    )
 
     _labels = field_validator("labels")(_check_labels)
+    _budget = field_validator("bandwidth_budget")(check_budget)
 
     @field_validator("hosts")
     @classmethod
@@ -247,7 +332,16 @@ class CampaignSpec(_Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"test names must be unique: {dupes} repeat")
+        if not self.hosts:
+            raise ValueError("list at least one host (under 'hosts:' or in the inventory file)")
+        overlap = self.allow_host_overlap
+        for h in overlap if isinstance(overlap, list) else []:
+            if h not in self.hosts:
+                raise ValueError(f"allow_host_overlap: {h!r} is not in hosts")
         for t in self.tests:
+            if t.topology is not None:
+                check_topology(t.name, t.topology, t, list(self.hosts))
+                continue
             for role in ("client", "server"):
                 fixed = getattr(t, role)
                 listed = t.matrix.get(role, [])

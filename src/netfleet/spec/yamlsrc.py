@@ -110,6 +110,13 @@ def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int |
 def load_model(model: type[M], path: str | Path, *, what: str = "spec") -> M:
     """Load and validate a YAML file as ``model``; raise SpecError naming every problem."""
     data, lines = load_yaml(path)
+    return validate_model(model, data, lines, path, what=what)
+
+
+def validate_model(
+    model: type[M], data: Any, lines: LineMap, path: str | Path, *, what: str = "spec"
+) -> M:
+    """Validate data parsed from the YAML file ``path`` as ``model`` (SpecError on problems)."""
     if not isinstance(data, dict):
         raise SpecError(
             f"{path}: a {what} must be a YAML mapping at the top level",

@@ -1,0 +1,128 @@
+"""Burst vs baseline: segment every run's receiver series and estimate the credit bucket.
+
+::
+
+    from netfleet.analysis import analyze_run, analyze_catalog, runs_table, plot_svg
+
+    a = analyze_run("results/", RUN_ID)            # RunAnalysis: series, segmentation, credit
+    a.segmentation.classification                 # steady | burst-then-baseline | erratic | ...
+    a.credit.bucket, a.credit.as_wire().peak      # Estimate(value, err[, lower_bound])
+    groups = analyze_catalog("catalog/", by=("instance_type", "direction"))
+    svg = plot_svg([a])                           # the series, its levels, the burst end
+
+    from netfleet.analysis import BucketModel, burst_period
+    r4 = BucketModel.of(baseline=0.75e9, peak=10e9, bucket=2700e9)   # seed 004's r4.large
+    burst_period(r4, rate=10e9, seconds=10, use=0.6e9)               # ≈ 627 s
+
+Method, bounds and formulas: docs/analysis.md.
+"""
+
+from netfleet.analysis.analyze import (
+    GroupAnalysis,
+    GroupCredit,
+    RunAnalysis,
+    analyze_group,
+    analyze_phases,
+    analyze_rows,
+    analyze_series,
+    combine,
+    group_runs,
+)
+from netfleet.analysis.calculator import (
+    BucketModel,
+    DutyCycle,
+    accrual_rate,
+    burst_period,
+    burst_seconds,
+    duty_cycle,
+    refill_seconds,
+    rule_of_thumb_period,
+)
+from netfleet.analysis.credit import CreditEstimate, Drop, bucket_from_series, estimate_credit
+from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.plot import plot_svg
+from netfleet.analysis.refill import (
+    RefillEstimate,
+    RefillPoint,
+    RefillProbe,
+    analyze_refill,
+    estimate_refill,
+    probes_from_phases,
+    refill_points,
+    regained_credit,
+)
+from netfleet.analysis.segments import (
+    NoChangeTest,
+    Segment,
+    Segmentation,
+    SegmentationConfig,
+    segment,
+)
+from netfleet.analysis.series import (
+    RunInfo,
+    Series,
+    SeriesUnavailable,
+    run_from_envelope,
+    series_from_rows,
+)
+from netfleet.analysis.simulate import token_bucket_series
+from netfleet.analysis.sources import (
+    analyze_catalog,
+    analyze_file,
+    analyze_run,
+    catalog_runs,
+    find_run,
+)
+from netfleet.analysis.table import groups_table, runs_table
+
+__all__ = [
+    "BucketModel",
+    "CreditEstimate",
+    "Drop",
+    "DutyCycle",
+    "Estimate",
+    "GroupAnalysis",
+    "GroupCredit",
+    "NoChangeTest",
+    "RefillEstimate",
+    "RefillPoint",
+    "RefillProbe",
+    "RunAnalysis",
+    "RunInfo",
+    "Segment",
+    "Segmentation",
+    "SegmentationConfig",
+    "Series",
+    "SeriesUnavailable",
+    "accrual_rate",
+    "analyze_catalog",
+    "analyze_file",
+    "analyze_group",
+    "analyze_phases",
+    "analyze_refill",
+    "analyze_rows",
+    "analyze_run",
+    "analyze_series",
+    "bucket_from_series",
+    "burst_period",
+    "burst_seconds",
+    "catalog_runs",
+    "combine",
+    "duty_cycle",
+    "estimate_credit",
+    "estimate_refill",
+    "find_run",
+    "group_runs",
+    "groups_table",
+    "plot_svg",
+    "probes_from_phases",
+    "refill_points",
+    "refill_seconds",
+    "regained_credit",
+    "rule_of_thumb_period",
+    "run_from_envelope",
+    "runs_table",
+    "segment",
+    "series_from_rows",
+    "token_bucket_series",
+]

@@ -1,0 +1,207 @@
+"""One run, or a group of runs, from series to credit estimates.
+
+A group (e.g. one instance type and direction) is analysed in two passes: each run alone, then
+the runs that never left one level again with the group's baseline as a hint, which tells a
+burst that had not ended yet (bucket ≥ X) from a run that started with an empty bucket.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from netfleet.analysis.credit import CreditEstimate, CreditKind, RateKind, estimate_credit
+from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from_phases
+from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
+from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
+from netfleet.analysis.stats import t975
+
+Rows = Iterable[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    run: RunInfo
+    series: Series | None
+    segmentation: Segmentation
+    credit: CreditEstimate
+    refill: RefillEstimate | None = None
+
+    def estimate(self, rate: RateKind = "goodput") -> CreditEstimate:
+        return self.credit.as_wire() if rate == "wire" else self.credit
+
+
+def analyze_series(
+    run: RunInfo,
+    series: Series,
+    config: SegmentationConfig | None = None,
+    baseline_hint: Estimate | None = None,
+) -> RunAnalysis:
+    seg = segment(series, config)
+    credit = estimate_credit(
+        series,
+        seg,
+        mtu=run.mtu,
+        protocol=run.protocol,
+        baseline_hint=baseline_hint,
+        config=config,
+    )
+    if run.status not in (None, "ok"):
+        credit = replace(
+            credit, notes=(*credit.notes, f"run {run.status}: the series may end early")
+        )
+    return RunAnalysis(run, series, seg, credit)
+
+
+def analyze_rows(
+    run: RunInfo,
+    rows: Rows,
+    config: SegmentationConfig | None = None,
+    baseline_hint: Estimate | None = None,
+    flow: str | None = None,
+) -> RunAnalysis:
+    """Analyse one run from its interval rows (a raw file's or the catalog's)."""
+    try:
+        series = series_from_rows(run, rows, flow)
+    except SeriesUnavailable as exc:
+        seg = Segmentation("inconclusive", reason=str(exc))
+        return RunAnalysis(run, None, seg, CreditEstimate("inconclusive", reason=str(exc)))
+    return analyze_series(run, series, config, baseline_hint)
+
+
+def analyze_phases(
+    run: RunInfo, phases: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+) -> RunAnalysis:
+    """A ``credit`` run (drain → idle → burst …, docs/analysis.md "Refill"): the drain phase is
+    analysed like a run, the probes give the refill."""
+    try:
+        drain, probes = probes_from_phases(run, phases, params)
+        analysis = analyze_series(run, drain)
+        _, _, refill = analyze_refill(drain, probes, analysis.credit.baseline)
+    except SeriesUnavailable as exc:
+        seg = Segmentation("inconclusive", reason=str(exc))
+        return RunAnalysis(run, None, seg, CreditEstimate("inconclusive", reason=str(exc)))
+    return replace(analysis, refill=refill)
+
+
+def pool(values: Sequence[Estimate]) -> Estimate | None:
+    """Several runs' estimates of one quantity: their mean; ± combines the spread between runs
+    (t · s/√k) with the runs' own ± (root mean square / √k)."""
+    if not values:
+        return None
+    v = np.array([e.value for e in values])
+    own = math.sqrt(float(np.mean([e.err**2 for e in values])) / len(values))
+    between = t975(len(values) - 1) * float(v.std(ddof=1)) / math.sqrt(v.size) if v.size > 1 else 0
+    return Estimate(float(v.mean()), math.hypot(between, own))
+
+
+@dataclass(frozen=True)
+class GroupCredit:
+    """The group's answer, in one rate kind."""
+
+    kind: CreditKind
+    peak: Estimate | None = None
+    baseline: Estimate | None = None
+    bucket: Estimate | None = None
+    burst_seconds: Estimate | None = None
+    rate: Estimate | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupAnalysis:
+    keys: dict[str, Any]
+    runs: tuple[RunAnalysis, ...]
+    refill: RefillEstimate | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def classification(self) -> str:
+        counts = Counter(r.segmentation.classification for r in self.runs)
+        return ", ".join(f"{k} ×{n}" for k, n in counts.most_common())
+
+    def combined(self, rate: RateKind = "goodput") -> GroupCredit:
+        return combine([r.estimate(rate) for r in self.runs])
+
+
+def combine(credits: Sequence[CreditEstimate]) -> GroupCredit:
+    """Peak and baseline pooled over the runs that show them; the bucket is the largest a run
+    saw (a run that began with a part-filled bucket shows less: seed 004's "initial/max")."""
+    by_kind: dict[str, list[CreditEstimate]] = {}
+    for c in credits:
+        by_kind.setdefault(c.kind, []).append(c)
+    bursts = by_kind.get("burst", [])
+    unfinished = by_kind.get("burst-unfinished", [])
+    peaks = [c.peak for c in bursts if c.peak is not None and not c.peak.lower_bound]
+    peaks += [c.rate for c in unfinished if c.rate is not None]
+    bases = [c.baseline for c in bursts if c.baseline is not None]
+    bases += [c.rate for c in by_kind.get("baseline-only", []) if c.rate is not None]
+    notes: list[str] = []
+    bucket = seconds = None
+    full = [c for c in bursts if c.bucket is not None]
+    if full:
+        best = max(full, key=lambda c: c.bucket.value if c.bucket else 0.0)
+        bucket, seconds = best.bucket, best.burst_seconds
+        if len(full) > 1:
+            lo = min(c.bucket.value for c in full if c.bucket)
+            notes.append(
+                f"bucket {lo / 1e9:.3f}–{best.bucket.value / 1e9 if best.bucket else 0:.3f} Gbit "
+                f"over {len(full)} runs: the largest is the initial/max credit"
+            )
+    floors = [c for c in unfinished if c.bucket is not None]
+    if floors:
+        top = max(floors, key=lambda c: c.bucket.value if c.bucket else 0.0)
+        if bucket is None or (top.bucket and top.bucket.value > bucket.value):
+            bucket, seconds = top.bucket, top.burst_seconds
+    kind: CreditKind
+    for candidate in ("burst", "burst-unfinished", "baseline-only", "steady", "erratic"):
+        if candidate in by_kind:
+            kind = candidate
+            break
+    else:
+        kind = "inconclusive"
+    rates = [c.rate for c in by_kind.get(kind, []) if c.rate is not None]
+    return GroupCredit(
+        kind,
+        pool(peaks),
+        pool(bases),
+        bucket,
+        seconds,
+        pool(rates) if kind in ("steady", "erratic") else None,
+        tuple(notes),
+    )
+
+
+def analyze_group(
+    keys: Mapping[str, Any],
+    runs: Sequence[tuple[RunInfo, Rows]],
+    config: SegmentationConfig | None = None,
+    baseline_hint: Estimate | None = None,
+) -> GroupAnalysis:
+    """Analyse runs that belong together (same instance type and direction, say)."""
+    materialized = [(info, list(rows)) for info, rows in runs]
+    first = [analyze_rows(info, rows, config, baseline_hint) for info, rows in materialized]
+    hint = baseline_hint or combine([a.credit for a in first]).baseline
+    if hint is not None:
+        first = [
+            analyze_rows(info, rows, config, hint) if a.credit.kind == "steady" else a
+            for a, (info, rows) in zip(first, materialized, strict=True)
+        ]
+    refills = [a.refill for a in first if a.refill is not None]
+    return GroupAnalysis(dict(keys), tuple(first), refills[0] if refills else None)
+
+
+def group_runs(
+    runs: Iterable[tuple[RunInfo, Rows]], by: Sequence[str]
+) -> dict[tuple[Any, ...], list[tuple[RunInfo, Rows]]]:
+    """Runs by the values of ``by`` (runs columns or labels), in first-seen order."""
+    groups: dict[tuple[Any, ...], list[tuple[RunInfo, Rows]]] = {}
+    for info, rows in runs:
+        groups.setdefault(tuple(info.key(k) for k in by), []).append((info, rows))
+    return groups

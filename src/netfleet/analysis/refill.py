@@ -1,0 +1,245 @@
+"""How fast a drained bucket refills, and whether it caps — from (idle time, burst) probes.
+
+Input: a drained bucket (a run that ended at its baseline), then for each probe the idle time T
+and the series of the burst that followed. The credit a probe regained is read exactly like the
+bucket, max_t [A(t) − ρ·t] with the known baseline ρ (:func:`regained_credit`). Over the points
+(T, regained) a straight line (rate r, offset a) is compared with a line that stops at a cap K,
+min(a + r·T, K), like the change points: the cap is kept only if it lowers the cost by more than
+a BIC-like penalty. Seed 004 saw the cap: after 3 h idle the r4.large burst was no longer than
+the first one. docs/analysis.md ("Refill") documents the input, including the ``phases`` shape
+a ``credit`` test stores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from netfleet.analysis.credit import bucket_from_series
+from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
+from netfleet.analysis.stats import t975
+from netfleet.catalog.iperf3_rows import result_rows
+
+
+@dataclass(frozen=True)
+class RefillProbe:
+    """A burst measured after the drained link idled ``idle_s`` seconds."""
+
+    idle_s: float
+    series: Series
+
+
+@dataclass(frozen=True)
+class RefillPoint:
+    """Credit regained (bits) after ``idle_s`` seconds of idle."""
+
+    idle_s: float
+    regained: Estimate
+
+
+@dataclass(frozen=True)
+class RefillEstimate:
+    kind: Literal["linear", "capped", "inconclusive"]
+    points: tuple[RefillPoint, ...] = ()
+    #: credit regained per idle second (bits/s): the refill rate
+    rate: Estimate | None = None
+    #: regained at T = 0: the time between phases that is not in T (server start, ramp)
+    offset: Estimate | None = None
+    #: the most the bucket holds, when the regained credit levels off
+    cap: Estimate | None = None
+    comparison: str = ""
+    reason: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def full_refill_seconds(self) -> float | None:
+        """Idle time to refill the cap from empty, (K − a)/r."""
+        if self.cap is None or self.rate is None or self.rate.value <= 0:
+            return None
+        offset = self.offset.value if self.offset else 0.0
+        return (self.cap.value - offset) / self.rate.value
+
+
+def regained_credit(series: Series, baseline: Estimate) -> Estimate:
+    """Credit a burst spent beyond the baseline: max_t [A(t) − ρ·t] (bits, goodput)."""
+    return bucket_from_series(series, baseline)
+
+
+def refill_points(probes: Sequence[RefillProbe], baseline: Estimate) -> list[RefillPoint]:
+    return [RefillPoint(p.idle_s, regained_credit(p.series, baseline)) for p in probes]
+
+
+@dataclass(frozen=True)
+class _Line:
+    slope: float
+    offset: float
+    slope_err: float
+    offset_err: float
+    ssr: float
+
+
+def _fit_line(t: np.ndarray, y: np.ndarray, e: np.ndarray) -> _Line:
+    """Least squares; the ± uses the larger of the residual scatter and the points' own ±
+    (as a standard deviation: ± / 1.96), with t quantiles on n − 2 degrees of freedom."""
+    n = t.size
+    tm, ym = t.mean(), y.mean()
+    sxx = float(((t - tm) ** 2).sum())
+    slope = float(((t - tm) * (y - ym)).sum() / sxx)
+    offset = float(ym - slope * tm)
+    ssr = float(((y - offset - slope * t) ** 2).sum())
+    own = float(np.sqrt(np.mean((e / 1.96) ** 2)))
+    sd = max(math.sqrt(ssr / (n - 2)) if n > 2 else 0.0, own)
+    q = t975(n - 2) if n > 2 else 1.96
+    return _Line(
+        slope,
+        offset,
+        q * sd / math.sqrt(sxx),
+        q * sd * math.sqrt(1 / n + tm**2 / sxx),
+        ssr,
+    )
+
+
+def estimate_refill(
+    points: Sequence[RefillPoint],
+    max_bucket: Estimate | None = None,
+    penalty_factor: float = 2.0,
+) -> RefillEstimate:
+    """Refill rate (slope ± error) and cap from regained-credit points. ``max_bucket`` — the
+    initial (full) bucket, e.g. from the drain run — is compared with a cap when one is found."""
+    pts = tuple(sorted(points, key=lambda p: p.idle_s))
+    base = RefillEstimate("inconclusive", pts)
+    if len({p.idle_s for p in pts}) < 2:
+        return replace(base, reason="need probes at two or more idle times")
+    t = np.array([p.idle_s for p in pts])
+    y = np.array([p.regained.value for p in pts])
+    e = np.array([p.regained.err for p in pts])
+    line = _fit_line(t, y, e)
+    best: tuple[float, int, _Line, float] | None = None
+    for k in range(2, t.size):  # the first k points rise, the rest sit at the cap
+        if len(set(t[:k])) < 2:
+            continue
+        left = _fit_line(t[:k], y[:k], e[:k])
+        cap = float(y[k:].mean())
+        below = cap < left.offset + left.slope * t[k]  # a cap lies under the line's extension
+        ssr = left.ssr + float(((y[k:] - cap) ** 2).sum())
+        if below and (best is None or ssr < best[0]):
+            best = (ssr, k, left, cap)
+    own_var = float(np.mean((e / 1.96) ** 2))
+    notes: list[str] = []
+    if t.size == 2:
+        notes.append("two points: the line goes through both; linearity is not checked")
+    if best is not None:
+        ssr, k, left, cap = best
+        var = max(ssr / (t.size - 3) if t.size > 3 else 0.0, own_var, 1e-12 * y.max() ** 2)
+        improvement = (line.ssr - ssr) / var
+        penalty = penalty_factor * math.log(t.size)
+        comparison = (
+            f"a cap after {t[k - 1]:g}–{t[k]:g} s idle lowers the cost by {improvement:.1f} σ² "
+            f"vs a penalty of {penalty:.1f} σ²"
+        )
+        if improvement > penalty:
+            m = t.size - k
+            sd = max(float(np.std(y[k:], ddof=1)) if m > 1 else 0.0, math.sqrt(own_var))
+            cap_est = Estimate(cap, (t975(m - 1) if m > 1 else 1.96) * sd / math.sqrt(m))
+            if max_bucket is not None:
+                notes.append(_compare_cap(cap_est, max_bucket))
+            return RefillEstimate(
+                "capped",
+                pts,
+                Estimate(left.slope, left.slope_err),
+                Estimate(left.offset, left.offset_err),
+                cap_est,
+                comparison + " — capped",
+                notes=tuple(notes),
+            )
+        comparison += " — no cap: the straight line stands"
+    else:
+        comparison = "no point lies below the straight line's extension: no cap"
+    if max_bucket is not None and max_bucket.value > 0:
+        reach = (max_bucket.value - line.offset) / line.slope if line.slope > 0 else math.inf
+        if reach > t.max():
+            notes.append(
+                f"longest idle {t.max():g} s is below the {reach:.0f} s a full bucket "
+                "needs at this rate: idle longer to see whether it caps"
+            )
+    return RefillEstimate(
+        "linear",
+        pts,
+        Estimate(line.slope, line.slope_err),
+        Estimate(line.offset, line.offset_err),
+        None,
+        comparison,
+        notes=tuple(notes),
+    )
+
+
+def _compare_cap(cap: Estimate, initial: Estimate) -> str:
+    gap = abs(cap.value - initial.value)
+    if gap <= cap.err + initial.err:
+        return (
+            f"the cap ({cap.value / 1e9:.3f} Gbit) matches the initial bucket "
+            f"({initial.value / 1e9:.3f} Gbit): idle longer does not buy a longer burst"
+        )
+    return (
+        f"the cap ({cap.value / 1e9:.3f} Gbit) differs from the initial bucket "
+        f"({initial.value / 1e9:.3f} Gbit)"
+    )
+
+
+def analyze_refill(
+    drain: Series, probes: Sequence[RefillProbe], baseline: Estimate | None = None
+) -> tuple[Estimate, Estimate, RefillEstimate]:
+    """Baseline and initial bucket from the drain series (a full burst then the baseline), then
+    the refill estimate from the probes. Returns (baseline, initial bucket, refill)."""
+    from netfleet.analysis.credit import estimate_credit
+    from netfleet.analysis.segments import segment
+
+    credit = estimate_credit(drain, segment(drain))
+    rho = baseline or credit.baseline
+    if rho is None:
+        raise SeriesUnavailable(
+            f"the drain phase did not reach a baseline ({credit.kind}"
+            + (f": {credit.reason}" if credit.reason else "")
+            + "): drain longer"
+        )
+    initial = credit.bucket if credit.bucket is not None else Estimate(math.nan, math.nan)
+    refill = estimate_refill(refill_points(probes, rho), max_bucket=credit.bucket)
+    return rho, initial, refill
+
+
+def probes_from_phases(
+    run: RunInfo, phases: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+) -> tuple[Series, list[RefillProbe]]:
+    """The drain series and the probes of a ``credit`` run whose result is
+    ``{"phases": [{"phase": "drain", "result": IPERF3}, {"phase": "idle", "seconds": T},
+    {"phase": "burst", "result": IPERF3}, ...]}`` (docs/analysis.md, "Refill")."""
+    drain: Series | None = None
+    probes: list[RefillProbe] = []
+    idle: float | None = None
+    for i, phase in enumerate(phases):
+        kind = phase.get("phase")
+        if kind == "idle":
+            idle = float(phase["seconds"]) + (idle or 0.0)
+            continue
+        if kind not in ("drain", "burst"):
+            raise SeriesUnavailable(f"phase {i}: unknown phase {kind!r}")
+        result = phase.get("result")
+        if not isinstance(result, Mapping):
+            raise SeriesUnavailable(f"phase {i} ({kind}) has no result")
+        rows, _ = result_rows(run.run_id, result, params or {})
+        series = series_from_rows(run, rows)
+        if kind == "drain":
+            drain = series
+        elif idle is None:
+            raise SeriesUnavailable(f"phase {i}: a burst without an idle phase before it")
+        else:
+            probes.append(RefillProbe(idle, series))
+        idle = None
+    if drain is None:
+        raise SeriesUnavailable("no drain phase: the bucket's starting point is unknown")
+    return drain, probes

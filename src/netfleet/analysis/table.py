@@ -1,0 +1,228 @@
+"""Analyses as tables in seed 004's shape: who, baseline, initial/max credit, time at peak,
+refill, class, peak — each with its ±.
+
+Human formats (table, markdown) show ``value ± err`` (or ``≥ value``) in one cell; machine
+formats (json, csv) get numbers: ``X``, ``X_err`` and, for the credit, ``credit_lower_bound``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from netfleet.analysis.analyze import GroupAnalysis, GroupCredit, RunAnalysis
+from netfleet.analysis.calculator import Answer
+from netfleet.analysis.credit import CreditEstimate, RateKind
+from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.refill import RefillEstimate
+from netfleet.errors import InputError
+from netfleet.report.output import Tabular
+
+#: unit → (bits per second in one unit, label)
+UNITS: dict[str, tuple[float, str]] = {
+    "kbit": (1e3, "kbit"),
+    "mbit": (1e6, "Mbit"),
+    "gbit": (1e9, "Gbit"),
+}
+#: quantity column → scale kind: "rate" (bits/s), "size" (bits) or "time" (seconds)
+QUANTITIES = {
+    "peak": "rate",
+    "baseline": "rate",
+    "credit": "size",
+    "at_peak_s": "time",
+    "refill_s": "time",
+    "rate": "rate",
+}
+
+
+def unit_scale(unit: str, fastest: float = 0.0) -> tuple[float, str]:
+    """Scale and label of ``unit``; ``auto`` picks Gbit from 1 Gbit/s up, else Mbit (a lab
+    runs at Mbit/s, a cloud at Gbit/s)."""
+    if unit.lower() == "auto":
+        return UNITS["gbit"] if fastest >= 1e9 or fastest == 0.0 else UNITS["mbit"]
+    try:
+        return UNITS[unit.lower()]
+    except KeyError:
+        raise InputError(
+            f"unknown unit {unit!r}", hint=f"use auto or one of {', '.join(UNITS)}"
+        ) from None
+
+
+def _fastest(estimates: Sequence[CreditEstimate | GroupCredit]) -> float:
+    values = [
+        e.value
+        for c in estimates
+        for e in (c.peak, c.baseline, c.rate)
+        if e is not None and e.value == e.value
+    ]
+    return max(values, default=0.0)
+
+
+def _values(
+    est: CreditEstimate | GroupCredit, refill: RefillEstimate | None
+) -> dict[str, Estimate | None]:
+    refill_s = None
+    if refill is not None and refill.full_refill_seconds is not None:
+        rate = refill.rate
+        cap = refill.cap
+        seconds = refill.full_refill_seconds
+        rel = 0.0
+        if rate is not None and rate.value and cap is not None and cap.value:
+            rel = ((rate.err / rate.value) ** 2 + (cap.err / cap.value) ** 2) ** 0.5
+        refill_s = Estimate(seconds, seconds * rel)
+    return {
+        "peak": est.peak,
+        "baseline": est.baseline,
+        "credit": est.bucket,
+        "at_peak_s": est.burst_seconds,
+        "refill_s": refill_s,
+        "rate": est.rate,
+    }
+
+
+def _cells(values: dict[str, Estimate | None], scale: float, human: bool) -> list[Any]:
+    out: list[Any] = []
+    for name, kind in QUANTITIES.items():
+        e = values[name]
+        s = 1.0 if kind == "time" else scale
+        decimals = 1 if kind == "time" else 3
+        if human:
+            out.append(None if e is None else e.text(s, decimals))
+            continue
+        out.append(None if e is None else e.value / s)
+        out.append(None if e is None else e.err / s)
+        if name == "credit":
+            out.append(None if e is None else e.lower_bound)
+    return out
+
+
+def _columns(human: bool) -> list[str]:
+    if human:
+        return list(QUANTITIES)
+    cols: list[str] = []
+    for name in QUANTITIES:
+        cols += [name, f"{name}_err"]
+        if name == "credit":
+            cols.append("credit_lower_bound")
+    return cols
+
+
+def _title(what: str, rate: RateKind, label: str) -> str:
+    measure = "goodput" if rate == "goodput" else "wire rate (L2)"
+    return (
+        f"Burst vs baseline {what}: rates in {label}/s ({measure}), credit in {label} "
+        f"(1 credit = 1 Gbit), times in s; ± ≈ 95 %"
+    )
+
+
+def runs_table(
+    analyses: Sequence[RunAnalysis],
+    keys: Sequence[str] = ("instance_type", "direction"),
+    rate: RateKind = "goodput",
+    unit: str = "auto",
+    human: bool = True,
+) -> Tabular:
+    """One row per run."""
+    scale, label = unit_scale(unit, _fastest([a.estimate(rate) for a in analyses]))
+    rows: list[list[Any]] = []
+    notes: list[str] = []
+    for a in analyses:
+        est = a.estimate(rate)
+        cells = _cells(_values(est, a.refill), scale, human)
+        rows.append(
+            [
+                a.run.run_id,
+                *(a.run.key(k) for k in keys),
+                a.segmentation.classification,
+                est.kind,
+                *cells,
+                est.reason or None,
+            ]
+        )
+        for note in (*([a.segmentation.test.summary()] if a.segmentation.test else []), *est.notes):
+            notes.append(f"{a.run.run_id}: {note}")
+    return Tabular(
+        columns=["run_id", *keys, "class", "credit_kind", *_columns(human), "reason"],
+        rows=rows,
+        title=_title("per run", rate, label),
+        notes=notes,
+    )
+
+
+def groups_table(
+    groups: Sequence[GroupAnalysis],
+    rate: RateKind = "goodput",
+    unit: str = "auto",
+    human: bool = True,
+) -> Tabular:
+    """One row per group: pooled peak and baseline, the largest bucket (initial/max credit)."""
+    scale, label = unit_scale(unit, _fastest([g.combined(rate) for g in groups]))
+    keys = list(groups[0].keys) if groups else []
+    rows: list[list[Any]] = []
+    notes: list[str] = []
+    for g in groups:
+        c = g.combined(rate)
+        name = ", ".join(f"{v}" for v in g.keys.values())
+        rows.append(
+            [
+                *g.keys.values(),
+                len(g.runs),
+                g.classification,
+                c.kind,
+                *_cells(_values(c, g.refill), scale, human),
+            ]
+        )
+        notes += [f"{name}: {n}" for n in c.notes]
+        for a in g.runs:
+            if a.credit.kind == "inconclusive":
+                notes.append(f"{name}: {a.run.run_id} inconclusive: {a.credit.reason}")
+    notes.append(
+        "peak and baseline: mean over the runs that show them; credit: the largest bucket a run "
+        "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"
+    )
+    return Tabular(
+        columns=[*keys, "runs", "class", "credit_kind", *_columns(human)],
+        rows=rows,
+        title=_title("per group", rate, label),
+        notes=notes,
+    )
+
+
+def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True) -> Tabular:
+    """The calculator's answers: rates in ``unit``/s, credit in ``unit`` (Gbit = credits)."""
+    scale, label = unit_scale(
+        unit, max((a.value.value for a in answers if a.unit == "rate"), default=0.0)
+    )
+    units = {"rate": f"{label}/s", "credit": label, "s": "s", "ratio": ""}
+    rows: list[list[Any]] = []
+    for a in answers:
+        s = scale if a.unit in ("rate", "credit") else 1.0
+        decimals = 1 if a.unit == "s" else 3
+        if human:
+            rows.append([a.quantity, _answer_text(a.value, s, decimals), units[a.unit], a.formula])
+        else:
+            v = a.value
+            rows.append(
+                [a.quantity, v.value / s, v.err / s, v.lower_bound, units[a.unit], a.formula]
+            )
+    columns = ["quantity", "value", "unit", "formula"]
+    if not human:
+        columns = ["quantity", "value", "err", "lower_bound", "unit", "formula"]
+    return Tabular(
+        columns=columns,
+        rows=rows,
+        title="Network-credit calculator (token bucket; 1 credit = 1 Gbit)",
+        notes=[
+            "u: average use outside bursts; X: burst rate; b: burst length; f: duty cycle. "
+            "± from the inputs' ± (the formulas' extremes over them). docs/analysis.md has "
+            "the model."
+        ],
+    )
+
+
+def _answer_text(e: Estimate, scale: float, decimals: int) -> str:
+    if e.value == float("inf"):
+        return "unlimited"
+    if e.err == 0 and not e.lower_bound:
+        return f"{e.value / scale:.{decimals}f}"
+    return e.text(scale, decimals)

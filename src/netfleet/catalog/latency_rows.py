@@ -1,0 +1,94 @@
+"""``latency`` table rows: one per request/response (sockperf, iperf2 bounceback) or ping run.
+
+All times in µs. ``full_round_trip`` says whether they are whole round trips (sockperf without
+``--full-rtt`` reports half). ``percentile_source`` says where p50…p99.9 come from: ``samples``
+(every sockperf sample, computed by netfleet at run time: the samples are not stored), iperf2's
+100 µs histogram (bin upper bounds), or ping's reply lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
+from netfleet.engines import bounceback
+from netfleet.engines import ping as ping_engine
+
+Row = dict[str, Any]
+
+LATENCY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("tool", pa.string()),
+        ("kind", pa.string()),
+        ("full_round_trip", pa.bool_()),
+        ("size", pa.int64()),
+        ("transactions", pa.int64()),
+        ("transactions_per_s", pa.float64()),
+        ("seconds", pa.float64()),
+        ("sent", pa.int64()),
+        ("received", pa.int64()),
+        ("loss_percent", pa.float64()),
+        ("mean_us", pa.float64()),
+        ("stdev_us", pa.float64()),
+        ("min_us", pa.float64()),
+        ("max_us", pa.float64()),
+        ("p50_us", pa.float64()),
+        ("p90_us", pa.float64()),
+        ("p99_us", pa.float64()),
+        ("p999_us", pa.float64()),
+        ("percentile_source", pa.string()),
+    ]
+)
+
+_STATS = ("mean_us", "min_us", "max_us", "p50_us", "p90_us", "p99_us", "p999_us")
+
+
+def _row(run_id: str, tool: str, kind: str, s: Mapping[str, Any]) -> Row:
+    row: Row = {
+        "run_id": run_id,
+        "tool": tool,
+        "kind": kind,
+        "full_round_trip": as_bool(s.get("full_round_trip")),
+        "size": as_int(s.get("size")),
+        "transactions": as_int(s.get("transactions")),
+        "transactions_per_s": as_float(s.get("transactions_per_s")),
+        "seconds": as_float(s.get("seconds")),
+        "sent": as_int(s.get("transmitted")),
+        "received": as_int(s.get("received")),
+        "loss_percent": as_float(s.get("loss_percent")),
+        "stdev_us": as_float(s.get("stdev_us", s.get("mdev_us"))),
+        "percentile_source": as_str(s.get("percentile_source")),
+    }
+    for key in _STATS:
+        row[key] = as_float(s.get(key))
+    return row
+
+
+def latency_rows(
+    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+) -> dict[str, list[Row]]:
+    """Rows of a ``latency`` engine result."""
+    tool = as_str(result.get("tool")) or ""
+    summary = dict(obj(result.get("summary")))
+    if tool == "iperf2":
+        text = result.get("client_output")
+        if isinstance(text, str):
+            summary = {**summary, **bounceback.summarize(text)}
+    summary.setdefault("size", params.get("size"))
+    return {"latency": [_row(run_id, tool, "request_response", summary)]}
+
+
+def ping_rows(
+    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+) -> dict[str, list[Row]]:
+    """Rows of a ``ping`` result, re-parsed from ping's own output."""
+    text = result.get("output")
+    summary = ping_engine.summarize(text) if isinstance(text, str) else dict(obj(result))
+    summary["percentile_source"] = "replies"
+    summary["size"] = params.get("size")
+    summary["transactions"] = summary.get("received")
+    return {"latency": [_row(run_id, "ping", "icmp", summary)]}

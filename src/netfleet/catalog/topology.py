@@ -1,0 +1,79 @@
+"""Seed 001's summary table from one campaign: latency and throughput per topology.
+
+Seed 001 compared "same AD", "same placement group", "different AZ"... with uperf: a 90-byte
+request/response mean (latency) and an 8-thread throughput. Here each run's topology is a label
+(``topology`` by default, any label key or runs column works) and the table gives, per value:
+
+* request/response latency (``latency`` engine): mean, p50, p99 in µs, transactions/s, and
+  whether it is the full round trip;
+* ICMP (``ping`` engine): average round trip in µs and loss;
+* throughput (``iperf3``, ``iperf3-multi``, ``iperf2``, ``throughput``): the receiver's total,
+  averaged over complete runs, in Gbit/s, with the streams used.
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+
+from netfleet.catalog.cheatsheet import _Keys
+from netfleet.catalog.views import connect
+from netfleet.errors import CatalogError
+from netfleet.report.output import Tabular
+
+THROUGHPUT_ENGINES = ("iperf3", "iperf3-multi", "iperf2", "throughput")
+COLUMNS = [
+    "latency_runs", "rr_mean_us", "rr_p50_us", "rr_p99_us", "transactions_per_s",
+    "full_round_trip", "ping_avg_us", "ping_loss_percent", "throughput_runs",
+    "throughput_gbps", "streams",
+]  # fmt: skip
+
+
+def topology_table(
+    catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
+) -> Tabular:
+    """One row per value of ``by`` (a label key or runs column)."""
+    con = connect(catalog_dir)
+    try:
+        expr, params = _Keys(con).resolve(by)
+        where = " AND r.campaign = ?" if campaign else ""
+        params = [*params, *([campaign] if campaign else [])]
+        engines = ", ".join(f"'{e}'" for e in THROUGHPUT_ENGINES)
+        sql = f"""
+        WITH r AS (SELECT r.run_id, r.engine, r.parallel, {expr} AS g FROM runs r
+                   WHERE r.status = 'ok'{where}),
+        rr AS (SELECT g, count(*) AS n, avg(mean_us) AS mean_us, avg(p50_us) AS p50,
+                      avg(p99_us) AS p99, avg(transactions_per_s) AS tps,
+                      bool_and(full_round_trip) AS full
+               FROM r JOIN latency l USING (run_id) WHERE l.kind = 'request_response'
+               GROUP BY g),
+        icmp AS (SELECT g, avg(mean_us) AS ping_us, avg(loss_percent) AS loss
+                 FROM r JOIN latency l USING (run_id) WHERE l.kind = 'icmp' GROUP BY g),
+        tp AS (SELECT g, count(*) AS n, avg(e.sum_received_bps) / 1e9 AS gbps,
+                      string_agg(DISTINCT CAST(r.parallel AS VARCHAR), ',') AS streams
+               FROM r JOIN ends e USING (run_id)
+               WHERE e.side = 'client' AND r.engine IN ({engines}) GROUP BY g)
+        SELECT k.g, rr.n, rr.mean_us, rr.p50, rr.p99, rr.tps, rr.full, icmp.ping_us, icmp.loss,
+               tp.n, tp.gbps, tp.streams
+        FROM (SELECT DISTINCT g FROM r) k
+        LEFT JOIN rr USING (g) LEFT JOIN icmp USING (g) LEFT JOIN tp USING (g)
+        ORDER BY k.g NULLS LAST
+        """  # noqa: S608 -- fixed identifiers; values are parameters
+        rows = [list(row) for row in con.execute(sql, params).fetchall()]
+    except duckdb.Error as exc:
+        raise CatalogError(f"topology report failed: {exc}") from exc
+    finally:
+        con.close()
+    return Tabular(
+        [by, *COLUMNS],
+        rows,
+        title=f"Latency and throughput by {by}" + (f", campaign {campaign}" if campaign else ""),
+        notes=[
+            "rr = request/response over one TCP connection (latency engine), averaged over "
+            "runs; full_round_trip false means half-RTT numbers (sockperf without --full-rtt).",
+            "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
+            "runs; streams = the parallel streams those runs used.",
+        ],
+        decimals=2,
+    )

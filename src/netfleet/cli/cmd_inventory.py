@@ -1,0 +1,90 @@
+"""``netfleet inventory``: fleets of SSH hosts — import from Terraform/OpenTofu, show, check."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netfleet.cli.options import FormatOpt, LabStateOpt, emit
+from netfleet.errors import ExitStatus
+from netfleet.report import OutputFormat, Tabular
+from netfleet.runner.fleet import check_fleet
+from netfleet.spec.inventory import (
+    inventory_from_terraform,
+    inventory_yaml,
+    load_inventory,
+    read_terraform_json,
+)
+
+app = typer.Typer(
+    help="Inventories of hosts (YAML lists): import from Terraform/OpenTofu, show, check.",
+    no_args_is_help=True,
+)
+
+InventoryArg = Annotated[
+    Path, typer.Argument(metavar="INVENTORY", help="inventory file (a YAML list of hosts)")
+]
+
+
+@app.command("import-terraform")
+def import_terraform(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="JSON of `terraform output -json` ('-': stdin)")
+    ],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output", "-o", help="the output that lists hosts (default: netfleet_hosts)"
+        ),
+    ] = None,
+) -> None:
+    """Turn `terraform output -json` (or `tofu output -json`) into an inventory on stdout:
+    netfleet inventory import-terraform outputs.json > hosts.yaml"""
+    entries = inventory_from_terraform(read_terraform_json(file), output)
+    sys.stdout.write(inventory_yaml(entries, source="terraform output" if file == "-" else file))
+
+
+@app.command()
+def show(inventory: InventoryArg, fmt: FormatOpt = OutputFormat.table) -> None:
+    """List an inventory's hosts (validated: errors name the item, field and line)."""
+    rows = []
+    for name, spec in load_inventory(inventory).items():
+        d = spec.model_dump()
+        jump = d.get("jump") or {}
+        rows.append(
+            [
+                name,
+                d["kind"],
+                d.get("address"),
+                d.get("ssh_address") or "",
+                d.get("user") or "",
+                d.get("port") or "",
+                f"{jump.get('address')}:{jump.get('port')}" if jump else "",
+                d.get("labels") or {},
+            ]
+        )
+    columns = ["name", "kind", "address", "ssh_address", "user", "port", "jump", "labels"]
+    emit(Tabular(columns, rows, title=str(inventory)), fmt)
+
+
+@app.command()
+def check(
+    inventory: InventoryArg,
+    install: Annotated[
+        bool,
+        typer.Option("--install", help="install missing tools with the host's package manager"),
+    ] = False,
+    state_dir: LabStateOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Reach every host (SSH host keys verified, login), look for iperf3 and the tools netfleet
+    needs. Exit 4 when a host is not ready."""
+    results = asyncio.run(check_fleet(inventory, install, state_dir))
+    rows = [[r.name, r.kind, r.address, "ok" if r.ok else "NO", r.iperf3, r.detail] for r in results]
+    emit(Tabular(["host", "kind", "address", "ready", "iperf3", "detail"], rows), fmt)
+    if not all(r.ok for r in results):
+        raise typer.Exit(int(ExitStatus.ENVIRONMENT))

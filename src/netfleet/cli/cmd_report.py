@@ -1,0 +1,41 @@
+"""``netfleet report topology`` (seed 001's table) and ``netfleet report advice``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from netfleet.advice import advice_table, advise
+from netfleet.catalog.topology import topology_table
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
+from netfleet.report import OutputFormat
+from netfleet.store import open_root
+
+app = typer.Typer(help="Answers over the catalog and the raw results.", no_args_is_help=True)
+
+
+@app.command()
+def topology(
+    catalog: CatalogOpt = None,
+    by: Annotated[str, typer.Option("--by", help="label key or runs column")] = "topology",
+    campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Seed 001's summary: request/response latency, ping and throughput per topology label."""
+    emit(topology_table(catalog_dir(catalog), by=by, campaign=campaign), fmt)
+
+
+@app.command()
+def advice(
+    results: ResultsOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Advice with evidence over raw results: CPU-bound runs, per-flow caps, gateway MTU,
+    in/out asymmetry, retransmits, ENA allowances."""
+    root = open_root(results_url(results))
+    docs = [root.read(p) for p in root.files()]
+    if campaign:
+        docs = [d for d in docs if d.get("campaign") == campaign]
+    emit(advice_table(advise(docs)), fmt)

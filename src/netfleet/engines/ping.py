@@ -1,0 +1,103 @@
+"""ICMP echo with iputils ping: count, payload size, interval; loss and min/avg/max/mdev.
+
+Client only (``needs_server = False``): the target is the server host's address. netfleet parses
+every reply line for its own percentiles as well as ping's summary.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.errors import EngineError, HostError
+from netfleet.hosts.base import Host
+from netfleet.spec.params.ping import PingParams
+
+if TYPE_CHECKING:
+    from netfleet.runner.session import RunSession
+
+REPLY = re.compile(r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms")
+STATS = re.compile(r"(\d+) packets transmitted, (\d+) received.*?([\d.]+)% packet loss")
+RTT = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
+
+
+def summarize(stdout: str) -> dict[str, Any]:
+    times = [float(m.group(2)) * 1000 for m in REPLY.finditer(stdout)]
+    out: dict[str, Any] = {"tool": "ping", "full_round_trip": True, "replies_us": len(times)}
+    m = STATS.search(stdout)
+    if m:
+        out["transmitted"], out["received"] = int(m.group(1)), int(m.group(2))
+        out["loss_percent"] = float(m.group(3))
+    r = RTT.search(stdout)
+    if r:
+        out["min_us"], out["mean_us"], out["max_us"], out["mdev_us"] = (
+            float(x) * 1000 for x in r.groups()
+        )
+    if times:
+        s = sorted(times)
+
+        def pct(p: float) -> float:
+            k = (len(s) - 1) * p / 100
+            lo = int(k)
+            hi = min(lo + 1, len(s) - 1)
+            return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+        out.update(p50_us=pct(50), p90_us=pct(90), p99_us=pct(99), p999_us=pct(99.9))
+    return out
+
+
+class Ping:
+    name = "ping"
+    needs_server = False
+
+    async def probe(self, host: Host) -> EngineInfo:
+        try:
+            res = await host.run(["ping", "-V"], timeout=10)
+        except HostError as exc:
+            raise EngineError(
+                f"host {host.name}: ping is not installed",
+                hint="install it (Debian: apt-get install iputils-ping)",
+            ) from exc
+        m = re.search(r"iputils[- ]?(\S+)", res.stdout + res.stderr)
+        if res.returncode != 0 or m is None:
+            raise EngineError(
+                f"host {host.name}: cannot run ping ({(res.stderr or res.stdout).strip()[:200]})",
+                hint="install iputils-ping",
+            )
+        digits = tuple(int(x) for x in re.findall(r"\d+", m.group(1))[:3])
+        return EngineInfo(self.name, m.group(1), digits)
+
+    def unsupported(self, params: PingParams, info: EngineInfo) -> list[str]:
+        return []
+
+    def argv(self, params: PingParams, address: str) -> list[str]:
+        return [
+            "ping", "-n", "-c", str(params.count), "-s", str(params.size),
+            "-i", f"{params.interval:g}", "-w", f"{params.duration:g}", address,
+        ]  # fmt: skip
+
+    async def execute(self, session: RunSession, params: PingParams) -> Outcome:
+        check_params(params, PingParams)
+        client = await session.start_client(self.argv(params, session.server.address))
+        await session.follow(client)
+        return self.salvage(session, params, interrupted=False)
+
+    def salvage(self, session: RunSession, params: PingParams, interrupted: bool) -> Outcome:
+        clients = session.clients()
+        if not clients:
+            why = "stopped before ping started"
+            return Outcome("interrupted" if interrupted else "failed", why, None)
+        p = clients[-1].process
+        summary = summarize(p.stdout)
+        result = {"tool": "ping", "output": p.stdout, "summary": summary}
+        status: Literal["ok", "failed", "interrupted"] = "ok"
+        reason = None
+        if interrupted:
+            status, reason = "interrupted", "interrupted by the user"
+        elif "transmitted" not in summary:
+            status = "failed"
+            reason = f"ping printed no statistics: {(p.stderr or p.stdout).strip()[-300:]}"
+        elif not summary.get("received"):
+            status, reason = "failed", "no reply: 100% packet loss"
+        return Outcome(status, reason, result)

@@ -1,0 +1,172 @@
+"""``throughput``: saturate the link with the tool that does it best on these hosts.
+
+``tool: auto`` decides per run from both hosts' CPU counts and engine versions:
+
+1. iperf3 ≥ 3.16 on both hosts (one thread per stream): iperf3 with ``parallel`` streams;
+2. else several CPUs and iperf3 on both: ``iperf3-multi``, one process per CPU, so no single
+   iperf3 thread is the bottleneck;
+3. else iperf2 on both (one thread per stream); else plain iperf3.
+
+``parallel`` defaults to :data:`STREAMS_PER_CPU` streams per CPU of the smaller host (at least
+2); ``processes`` to the smaller CPU count. The choice and why are kept in the result
+(``chosen``, ``why``) and in ``notes``; the chosen engine's own result is ``result``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.iperf2 import Iperf2
+from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines.iperf3_multi import interpret as multi_interpret
+from netfleet.engines.iperf3_multi import run_processes
+from netfleet.engines.probes import ToolsInfo, probe_tools, version_text
+from netfleet.errors import EngineError
+from netfleet.hosts.base import Host
+from netfleet.spec.params import Iperf3Params
+from netfleet.spec.params.iperf2 import Iperf2Params
+from netfleet.spec.params.throughput import ThroughputParams
+
+if TYPE_CHECKING:
+    from netfleet.runner.session import RunSession
+
+TOOLS = ["iperf3", "iperf2"]
+THREADED_IPERF3 = (3, 16)
+STREAMS_PER_CPU = 2
+
+
+@dataclass(frozen=True)
+class Choice:
+    tool: str
+    parallel: int
+    processes: int
+    why: str
+
+
+def _tools(info: EngineInfo) -> dict[str, tuple[int, ...]]:
+    return dict(info.tools) if isinstance(info, ToolsInfo) else {}
+
+
+def _cpus(info: EngineInfo) -> int:
+    return info.cpus if isinstance(info, ToolsInfo) else 1
+
+
+def choose(params: ThroughputParams, client: EngineInfo, server: EngineInfo) -> Choice | None:
+    """The tool, streams and processes for one run; None when the hosts share no tool."""
+    ct, st = _tools(client), _tools(server)
+    cpus = max(1, min(_cpus(client), _cpus(server)))
+    parallel = params.parallel or max(2, STREAMS_PER_CPU * cpus)
+    processes = min(params.processes or cpus, parallel)
+    both = {t for t in TOOLS if t in ct and t in st}
+    versions = f"client {client.version}; server {server.version}; {cpus} CPUs"
+    if params.tool != "auto":
+        base = "iperf3" if params.tool == "iperf3-multi" else params.tool
+        if base not in both:
+            return None
+        return Choice(params.tool, parallel, processes, f"asked for {params.tool} ({versions})")
+    if "iperf3" in both and min(ct["iperf3"], st["iperf3"]) >= THREADED_IPERF3:
+        why = f"iperf3 ≥ 3.16 on both hosts runs one thread per stream ({versions})"
+        return Choice("iperf3", parallel, 1, why)
+    if "iperf3" in both and cpus > 1:
+        why = (
+            f"iperf3 < 3.16 is one thread per process: {processes} processes for {cpus} CPUs "
+            f"({versions})"
+        )
+        return Choice("iperf3-multi", parallel, processes, why)
+    if "iperf2" in both:
+        return Choice("iperf2", parallel, 1, f"iperf2 runs one thread per stream ({versions})")
+    if "iperf3" in both:
+        return Choice("iperf3", parallel, 1, f"one CPU: one iperf3 process suffices ({versions})")
+    return None
+
+
+def _common(params: ThroughputParams, parallel: int) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "duration": params.duration,
+        "omit": params.omit,
+        "interval": params.interval,
+        "parallel": parallel,
+        "direction": params.direction,
+    }
+    if params.window is not None:
+        values["window"] = params.window
+    if params.length is not None:
+        values["length"] = params.length
+    return values
+
+
+class Throughput:
+    name = "throughput"
+    needs_server = True
+
+    async def probe(self, host: Host) -> EngineInfo:
+        info = await probe_tools(host, self.name, TOOLS)
+        if not info.tools:
+            raise EngineError(
+                f"host {host.name}: neither iperf3 nor iperf is installed",
+                hint="install them (Debian: apt-get install iperf3 iperf)",
+            )
+        return info
+
+    def unsupported(self, params: ThroughputParams, info: EngineInfo) -> list[str]:
+        tools = _tools(info)
+        base = "iperf3" if params.tool == "iperf3-multi" else params.tool
+        if params.tool != "auto" and base not in tools:
+            return [f"tool {base} is not installed (this host has {info.version})"]
+        return []
+
+    async def execute(self, session: RunSession, params: ThroughputParams) -> Outcome:
+        check_params(params, ThroughputParams)
+        choice = choose(params, session.client_info, session.server_info)
+        if choice is None:
+            return Outcome(
+                "failed",
+                f"no throughput tool on both hosts (client: {session.client_info.version}; "
+                f"server: {session.server_info.version})",
+                None,
+            )
+        session.notes["throughput_choice"] = choice.__dict__
+        values = _common(params, choice.parallel)
+        if choice.tool == "iperf2":
+            inner = await Iperf2().execute(session, Iperf2Params.model_validate(values))
+        elif choice.tool == "iperf3-multi":
+            base = Iperf3Params.model_validate(values)
+            share, extra = divmod(choice.parallel, choice.processes)
+            shares = [share + (1 if i < extra else 0) for i in range(choice.processes)]
+            inner = await run_processes(session, base, shares)
+        else:
+            inner = await Iperf3().execute(session, Iperf3Params.model_validate(values))
+        return wrap(choice, inner)
+
+    def salvage(self, session: RunSession, params: ThroughputParams, interrupted: bool) -> Outcome:
+        raw = session.notes.get("throughput_choice")
+        if not raw:
+            why = "stopped before the tool was chosen"
+            return Outcome("interrupted" if interrupted else "failed", why, None)
+        choice = Choice(**raw)
+        values = _common(params, choice.parallel)
+        if choice.tool == "iperf2":
+            p2 = Iperf2Params.model_validate(values)
+            inner = Iperf2().salvage(session, p2, interrupted)
+        elif choice.tool == "iperf3-multi":
+            inner = multi_interpret(session, interrupted)
+        else:
+            inner = Iperf3().salvage(session, Iperf3Params.model_validate(values), interrupted)
+        return wrap(choice, inner)
+
+
+def wrap(choice: Choice, inner: Outcome) -> Outcome:
+    result = {
+        "tool": "throughput",
+        "chosen": choice.tool,
+        "why": choice.why,
+        "parallel": choice.parallel,
+        "processes": choice.processes,
+        "result": inner.result,
+    }
+    return Outcome(inner.status, inner.reason, result)
+
+
+__all__ = ["Choice", "Throughput", "choose", "version_text"]

@@ -1,0 +1,79 @@
+"""A routed path through a gateway: seed 003's public-address case.
+
+With ``gateway:`` in the lab file, a router namespace ``nf-<lab>-gw`` joins the lab's bridge
+(at the lab's MTU, e.g. 9000) and every host also gets a *public* address from the gateway's
+subnet (a /32 on its ``eth0``). A host reaches the others' public addresses only through the
+router, using its own public address as source, so both directions cross it. The router's
+routes to the public addresses carry ``mtu`` (1500): it forwards nothing bigger and answers
+"fragmentation needed", so the path MTU through the gateway is 1500 while the hosts' interface
+MTU stays jumbo — exactly what tracepath showed on AWS public addresses. ICMP redirects are off
+(the router would otherwise tell hosts to go direct). A spec reaches a lab host's public face with
+``{kind: netns, lab: L, host: H, via: gateway}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from netfleet.errors import LabError
+from netfleet.lab.commands import in_netns, ip, run
+from netfleet.lab.state import BRIDGE, INTERFACE, LabHost, LabState, read_state
+
+ROUTER = "gw"
+
+
+def router_namespace(lab: str) -> str:
+    return f"nf-{lab}-{ROUTER}"
+
+
+def router_port() -> str:
+    return f"to-{ROUTER}"
+
+
+def _sysctl(ns: str, *settings: str) -> None:
+    in_netns(ns, "sysctl", "-q", "-w", *settings)
+
+
+def build(state: LabState, create_namespace: Callable[[str], None]) -> None:
+    """Create the router and the public addresses recorded in ``state.gateway``."""
+    gw = state.gateway
+    if gw is None:
+        return
+    rt, sw = gw["namespace"], state.switch
+    create_namespace(rt)
+    mtu = str(gw["link_mtu"])
+    run(["ip", "link", "add", INTERFACE, "netns", rt, "mtu", mtu,
+         "type", "veth", "peer", "name", router_port(), "netns", sw, "mtu", mtu])  # fmt: skip
+    ip("address", "add", f"{gw['address']}/{gw['prefix']}", "dev", INTERFACE, ns=rt)
+    ip("link", "set", "lo", "up", ns=rt)
+    ip("link", "set", INTERFACE, "up", ns=rt)
+    ip("link", "set", router_port(), "master", BRIDGE, "up", ns=sw)
+    _sysctl(
+        rt,
+        "net.ipv4.ip_forward=1",
+        "net.ipv4.conf.all.send_redirects=0",
+        f"net.ipv4.conf.{INTERFACE}.send_redirects=0",
+    )
+    for host in state.hosts.values():
+        if host.public_address is None:
+            continue
+        ns = host.namespace
+        ip("address", "add", f"{host.public_address}/32", "dev", INTERFACE, ns=ns)
+        _sysctl(ns, "net.ipv4.conf.all.accept_redirects=0")
+        ip("route", "add", gw["subnet"], "via", gw["address"], "src", host.public_address, ns=ns)
+        ip("route", "add", f"{host.public_address}/32", "via", host.address,
+           "mtu", str(gw["mtu"]), ns=rt)  # fmt: skip
+
+
+def public_address(lab: str, host: LabHost, state_dir: str | Path | None = None) -> str:
+    """The host's address behind the gateway; LabError when the lab has none."""
+    if host.public_address is None:
+        state = read_state(lab, state_dir)
+        del state
+        raise LabError(
+            f"lab {lab!r} has no gateway, so host {host.name!r} has no public address",
+            hint="add 'gateway: {mtu: 1500, subnet: 198.18.100.0/24}' to the lab file, or "
+            "remove 'via: gateway'",
+        )
+    return host.public_address

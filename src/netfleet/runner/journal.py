@@ -1,0 +1,248 @@
+"""The campaign journal: an append-only record of what a campaign did, so it can resume.
+
+One JSON object per line in ``RESULTS/.netfleet/journal/<campaign>.jsonl`` (a hidden directory:
+Athena, Spark and the catalog never read it). Each record is written with a single ``write`` on
+an ``O_APPEND`` descriptor and fsynced before netfleet goes on, so a ``kill -9`` loses at most
+the record being written; a torn last line is ignored on reading. One controller at a time: the
+file is locked (``flock``) while a campaign runs, and the lock dies with its process.
+
+Records (``event``):
+
+- ``session`` — a ``netfleet run`` began (``mode``: ``fresh`` forgets earlier outcomes,
+  ``resume`` continues them).
+- ``run_started`` / ``run_finished`` — a run began / ended with ``status``, ``run_id``, the
+  result file, and the processes confirmed stopped (``stopped``: ``[[host, pid], …]``).
+- ``process`` — a process was started: ``host``, ``pid``, ``argv``, ``role``, ``run_key``.
+  Until a ``run_finished`` or ``stray`` record closes it, it may still run on its host.
+- ``stray`` — a process left running was checked: ``outcome`` ``killed``, ``gone``,
+  ``replaced`` (the PID now runs something else), ``survived`` or ``unreachable`` (the last
+  two keep it open, to check again next time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from netfleet.errors import StoreError
+
+JOURNAL_DIR = Path(".netfleet") / "journal"
+#: stray outcomes after which the process is known not to be ours any more
+CLOSING = frozenset({"killed", "gone", "replaced"})
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    host: str
+    pid: int
+    argv: list[str]
+    role: str
+    run_key: str
+
+
+@dataclass
+class History:
+    """What the journal says. Outcomes and attempts count from the latest fresh session;
+    open processes from every session (a stray is a stray whoever left it)."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    attempts: Counter[str] = field(default_factory=Counter)
+    unfinished: set[str] = field(default_factory=set)
+    #: when each run last started (ISO 8601 UTC, as netfleet's envelopes write it)
+    started_at: dict[str, str] = field(default_factory=dict)
+    open_processes: dict[tuple[str, int], ProcessRecord] = field(default_factory=dict)
+    sessions: int = 0
+
+    def apply(self, rec: dict[str, Any]) -> None:
+        event = rec.get("event")
+        key = rec.get("run_key", "")
+        if event == "session":
+            self.sessions += 1
+            if rec.get("mode") == "fresh":
+                self.outcomes.clear()
+                self.attempts.clear()
+                self.unfinished.clear()
+        elif event == "run_started":
+            self.attempts[key] += 1
+            self.unfinished.add(key)
+            self.started_at[key] = str(rec.get("at", ""))
+        elif event == "run_finished":
+            self.outcomes[key] = str(rec.get("status"))
+            self.unfinished.discard(key)
+            for host, pid in rec.get("stopped", []):
+                self.open_processes.pop((host, int(pid)), None)
+        elif event == "process":
+            proc = ProcessRecord(
+                str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
+            )
+            self.open_processes[(proc.host, proc.pid)] = proc
+        elif event == "stray" and rec.get("outcome") in CLOSING:
+            self.open_processes.pop((str(rec["host"]), int(rec["pid"])), None)
+
+
+def journal_path(results_root: Path, campaign: str) -> Path:
+    return results_root / JOURNAL_DIR / f"{campaign}.jsonl"
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Every complete record; a torn or unreadable line (a crash mid-write) is skipped."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def read_history(path: Path) -> History:
+    history = History()
+    for rec in read_records(path):
+        history.apply(rec)
+    return history
+
+
+class Journal:
+    """The open, locked journal of one campaign. Use as a context manager."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self.history = History()
+
+    def __enter__(self) -> Journal:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Lock and read an existing journal. A campaign without one gets it at its first
+        record: a run that stops in preflight writes nothing at all."""
+        self.history = History()
+        if self.path.exists():
+            self._open_locked(create=False)
+            self.history = read_history(self.path)
+
+    def _open_locked(self, *, create: bool) -> None:
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open the campaign journal {self.path}: {exc.strerror}",
+                hint="check that the results root is writable",
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(
+                f"another netfleet is running this campaign (journal {self.path} is locked)",
+                hint="wait for it to finish, or stop it (Ctrl-C) before running again",
+            ) from None
+        self._fd = fd
+        if create:
+            _fsync_dir(self.path.parent)
+        if self.path.stat().st_size:
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":  # a torn last record: start ours on a line of its own
+                    os.write(fd, b"\n")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)  # also releases the lock
+            self._fd = None
+
+    def append(self, event: str, **fields: Any) -> None:
+        """Write one record durably (one write, then fsync) and apply it to ``history``."""
+        if self._fd is None:
+            self._open_locked(create=True)
+        assert self._fd is not None
+        rec = {"event": event, "at": _now(), **fields}
+        line = json.dumps(rec, separators=(",", ":"), default=str).encode() + b"\n"
+        try:
+            os.write(self._fd, line)
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the campaign journal {self.path}: {exc.strerror}",
+                hint="free some disk space; completed results are safe",
+            ) from exc
+        self.history.apply(rec)
+
+    # ----------------------------------------------------------------------------------- events
+    def session(self, mode: str, planned: int, todo: int) -> None:
+        self.append(
+            "session",
+            mode=mode,
+            planned=planned,
+            todo=todo,
+            controller={"host": socket.gethostname(), "pid": os.getpid()},
+        )
+
+    def run_started(self, run_key: str, sequence: int) -> None:
+        self.append("run_started", run_key=run_key, sequence=sequence)
+
+    def process(self, run_key: str, host: str, pid: int, argv: list[str], role: str) -> None:
+        self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role)
+
+    def run_finished(
+        self,
+        run_key: str,
+        status: str,
+        run_id: str,
+        path: str | None,
+        stopped: list[tuple[str, int]],
+    ) -> None:
+        self.append(
+            "run_finished",
+            run_key=run_key,
+            status=status,
+            run_id=run_id,
+            path=path,
+            stopped=[[h, p] for h, p in stopped],
+        )
+
+    def stray(self, proc: ProcessRecord, outcome: str, detail: str | None = None) -> None:
+        self.append(
+            "stray",
+            host=proc.host,
+            pid=proc.pid,
+            run_key=proc.run_key,
+            outcome=outcome,
+            detail=detail,
+        )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

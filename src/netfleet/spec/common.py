@@ -1,0 +1,39 @@
+"""What every spec model shares: strict models, name and label patterns, path resolution."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+LABEL_KEY = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+LabelValue = str | int | float | bool | None
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_labels(labels: dict[str, Any]) -> dict[str, Any]:
+    for key in labels:
+        if not re.match(LABEL_KEY, key):
+            raise ValueError(
+                f"label key {key!r} is not allowed: use letters, digits, '_', '.', '-' and start "
+                "with a letter or '_'"
+            )
+    return labels
+
+
+def resolve_path(value: str | None, info: ValidationInfo) -> str | None:
+    """``~`` expanded; a relative path is taken relative to the file being loaded (the spec or
+    inventory that names it), so a campaign works from any current directory."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    source = (info.context or {}).get("file")
+    if not path.is_absolute() and source:
+        path = Path(source).resolve().parent / path
+    return str(path)

@@ -1,0 +1,109 @@
+"""Advice rules on envelopes shaped like stored ones (built from captured iperf3 output)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from netfleet.advice import advise, advise_doctor
+from netfleet.doctor.checks import parse_tracepath
+from netfleet.doctor.ena import deltas, parse_stats
+
+FIX = Path(__file__).parent / "fixtures" / "iperf3"
+DOC = json.loads((FIX / "tcp_1stream.json").read_text())
+
+
+def env(
+    run_id: str, bps: float, parallel: int = 1, direction: str = "out", **kw: Any
+) -> dict[str, Any]:
+    doc = copy.deepcopy(DOC)
+    doc["end"]["sum_received"]["bits_per_second"] = bps
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "status": "ok",
+        "direction": direction,
+        "subject": "client",
+        "engine": {"name": "iperf3"},
+        "params": {"parallel": parallel},
+        "client": {"name": "c", "address": "198.18.0.1", "facts": {"mtu": 1500}},
+        "server": {"name": "s", "address": "198.18.0.2", "facts": {"mtu": 1500}},
+        "result": doc,
+        "notes": {},
+    }
+    base.update(kw)
+    return base
+
+
+def codes(items: list[Any]) -> list[str]:
+    return [a.code for a in items]
+
+
+def test_cpu_bound_names_the_host_and_the_number() -> None:
+    e = env("r1", 5e9)
+    e["result"]["end"]["cpu_utilization_percent"]["host_total"] = 97.5
+    [item] = [a for a in advise([e]) if a.code == "cpu-bound"]
+    assert item.evidence["client_cpu_percent"] == 97.5 and item.run_ids == ("r1",)
+
+
+def test_per_flow_cap_and_asymmetry_across_runs() -> None:
+    runs = [env("a", 1e9, 1), env("b", 2e9, 2), env("c", 0.5e9, 1, "in")]
+    found = advise(runs)
+    cap = next(a for a in found if a.code == "per-flow-cap")
+    assert cap.evidence["ratio"] == 2.0 and set(cap.run_ids) == {"a", "b"}
+    asym = next(a for a in found if a.code == "asymmetry")
+    assert asym.evidence["ratio"] > 1.5
+
+
+def test_gateway_mtu_from_the_streams_pmtu() -> None:
+    e = env("g", 1e9)
+    e["client"]["facts"]["mtu"] = e["server"]["facts"]["mtu"] = 9000
+    for interval in e["result"]["intervals"]:
+        for s in interval["streams"]:
+            s["pmtu"] = 1500
+    [item] = [a for a in advise([e]) if a.code == "path-mtu"]
+    assert "gateway" in item.message and item.evidence["path_mtu"] == 1500
+
+
+def test_ena_deltas_become_advice() -> None:
+    text = (
+        "NIC statistics:\n     bw_in_allowance_exceeded: 10\n"
+        "     pps_allowance_exceeded: 0\n     tx_timeout: 3\n"
+    )
+    before = {"c": parse_stats(text)}
+    after = {"c": {"bw_in_allowance_exceeded": 25, "pps_allowance_exceeded": 0}}
+    d = deltas(before, after)
+    assert d == {"c": {"bw_in_allowance_exceeded": 15, "pps_allowance_exceeded": 0}}
+    e = env("e", 1e9, notes={"ena_allowance_deltas": d})
+    [item] = [a for a in advise([e]) if a.code == "ena-allowance"]
+    assert "instance" in item.message and item.evidence["bw_in_allowance_exceeded"] == 15
+
+
+def test_quiet_runs_give_no_advice() -> None:
+    e = env("q", 1e9)
+    e["result"]["end"]["cpu_utilization_percent"].update(host_total=20.0, remote_total=30.0)
+    assert codes(advise([e])) == []
+
+
+def test_doctor_advice_and_tracepath_parsing() -> None:
+    text = (
+        " 1?: [LOCALHOST]   pmtu 9000\n 2:  198.18.50.254  0.069ms pmtu 1500\n"
+        "     Resume: pmtu 1500 hops 2 back 2 \n"
+    )
+    assert parse_tracepath(text) == 1500
+    items = advise_doctor(
+        [{"host": "a", "cpus": 2, "tools": {"iperf3": "3.12"}, "capabilities": {}}],
+        [
+            {
+                "client": "a",
+                "server": "b",
+                "address": "x",
+                "ping": True,
+                "path_mtu": 1500,
+                "interface_mtu": 9000,
+                "port": True,
+            }
+        ],
+    )
+    assert {"path-mtu", "single-threaded-iperf3", "missing-tools"} <= set(codes(items))

@@ -1,0 +1,58 @@
+"""The throughput engine's auto choice and the multi-process merge (no processes needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from netfleet.catalog.multi_rows import multi_rows
+from netfleet.engines.iperf3_multi import merge_summary
+from netfleet.engines.probes import ToolsInfo
+from netfleet.engines.throughput import choose
+from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
+from netfleet.spec.params.throughput import ThroughputParams
+
+FIX = Path(__file__).parent / "fixtures" / "iperf3"
+
+
+def host(cpus: int, **tools: tuple[int, ...]) -> ToolsInfo:
+    return ToolsInfo("throughput", ", ".join(tools), (), tools=dict(tools), cpus=cpus)
+
+
+def test_auto_uses_threads_only_when_both_have_iperf3_316() -> None:
+    new, old = host(8, iperf3=(3, 18)), host(8, iperf3=(3, 12), iperf2=(2, 1, 8))
+    c = choose(ThroughputParams(), new, new)
+    assert c is not None and c.tool == "iperf3" and c.parallel == 16
+    c = choose(ThroughputParams(), old, new)  # mixed fleet: the 3.12 side is single-threaded
+    assert c is not None and c.tool == "iperf3-multi" and c.processes == 8
+    c = choose(ThroughputParams(), host(1, iperf2=(2, 1)), host(4, iperf2=(2, 1)))
+    assert c is not None and c.tool == "iperf2" and c.parallel == 2
+    assert choose(ThroughputParams(tool="iperf2"), new, new) is None
+    c = choose(ThroughputParams(parallel=3, processes=5), old, old)
+    assert c is not None and (c.parallel, c.processes) == (3, 3)
+
+
+def test_streams_are_spread_over_processes() -> None:
+    assert Iperf3MultiParams(parallel=5, processes=2).streams_per_process() == [3, 2]
+
+
+def test_merge_adds_rates_and_keeps_the_busiest_cpu() -> None:
+    doc = json.loads((FIX / "tcp_p2.json").read_text())
+    s = merge_summary([doc, doc])
+    one = doc["end"]["sum_received"]["bits_per_second"]
+    assert s["receiver_bps"] == 2 * one and s["processes"] == 2
+    assert s["cpu_host_total_max"] == doc["end"]["cpu_utilization_percent"]["host_total"]
+
+
+def test_multi_rows_merge_sums_and_keep_processes_apart() -> None:
+    doc = json.loads((FIX / "tcp_p2.json").read_text())
+    result = {"processes": [{"result": doc}, {"result": doc}]}
+    rows = multi_rows("r", result, {})
+    sums = [r for r in rows["intervals"] if r["kind"] == "sum" and r["side"] == "client"]
+    procs = [r for r in rows["intervals"] if r["kind"] == "process" and r["side"] == "client"]
+    assert len(procs) == 2 * len(sums)
+    assert sums[0]["bytes"] == 2 * procs[0]["bytes"]
+    streams = {r["stream_id"] for r in rows["intervals"] if r["kind"] == "stream"}
+    assert any(s >= 1000 for s in streams) and any(s < 1000 for s in streams)
+    client_end = next(e for e in rows["ends"] if e["side"] == "client")
+    assert client_end["sum_received_bps"] == 2 * doc["end"]["sum_received"]["bits_per_second"]
