@@ -91,3 +91,42 @@ def test_adaptive_run_stops_once_the_baseline_is_steady(
     n, top, low = rows
     assert n >= 4
     assert top > 150e6 and low < 60e6  # burst and baseline both seen by the receiver
+
+
+@pytest.mark.slow
+def test_adaptive_run_with_iperf3_318_reads_the_json_stream(
+    credit_lab: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The 3.17+ path: the client (iperf3 3.18 from a Debian 13 root) streams JSON events."""
+    from netfleet.lab.chroot import ensure_root
+
+    root_dir = ensure_root()
+    name, state = credit_lab
+    spec_path = tmp_path / "c.yaml"
+    spec_path.write_text(
+        textwrap.dedent(f"""\
+        campaign: adaptive318
+        hosts:
+          srv: {{kind: netns, lab: {name}, host: srv}}
+          cr: {{kind: netns, lab: {name}, host: cr, chroot: {root_dir}}}
+        tests:
+          - name: a
+            client: cr
+            server: srv
+            params: {{duration: 40, until_steady: 4, min_duration: 30}}
+        """)
+    )
+    result = asyncio.run(
+        run_campaign(load_spec(spec_path), ResultsRoot(tmp_path / "r"), lab_state_dir=state)
+    )
+    [env] = result.envelopes
+    assert env.status == "ok", env.reason
+    assert env.engine.version.startswith("3.18")
+    assert "--json-stream" in env.engine.argv
+    adaptive = env.notes["adaptive"]
+    assert adaptive["stop"] == "steady" and adaptive["live_source"] == "client json-stream"
+    assert adaptive["drop_seen_at_s"] is not None
+    assert env.result is not None
+    # the stream was rebuilt into iperf3's --json shape, with every interval
+    assert len(env.result["intervals"]) >= adaptive["stopped_at_s"] - 1
+    assert env.result["start"]["version"].startswith("iperf 3.18")
