@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 APT_PACKAGES=(iperf3 iperf sockperf iproute2 iputils-ping iputils-tracepath ethtool debootstrap
-              procps python3 python3-venv ca-certificates)
+              procps python3 python3-venv ca-certificates
+              openssh-server openssh-client)  # sshd in lab namespaces (SSH tests); ssh-keyscan
 
 need_root() {
   if [ "$(id -u)" -ne 0 ]; then

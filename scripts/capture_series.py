@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Capture real interval series through a lab into tests/fixtures/series/ (never hand-written).
 
-Run as root from the repository root (about 5 minutes)::
+Run as root from the repository root (about 6 minutes; name groups to capture only those —
+steady, credit, erratic, refill, phases — the other fixtures are kept)::
 
-    UV_PYTHON_DOWNLOADS=never uv run python scripts/capture_series.py
+    UV_PYTHON_DOWNLOADS=never uv run python scripts/capture_series.py [GROUP ...]
 
 It brings up a private lab (``nfser``, subnet 198.18.93.0/24, its own state directory) with a
 steady link, a network-credit link (burst then baseline), a link whose tbf rate is changed
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +55,8 @@ ERRATIC_START = 200e6
 ERRATIC_SCHEDULE = [(4.0, 80e6), (8.0, 250e6), (12.0, 120e6), (16.0, 300e6), (20.0, 150e6)]
 #: idle seconds before each refill probe (the bucket is drained before the first)
 REFILL_IDLE = [4.0, 8.0, 12.0, 25.0, 40.0]
+#: idle seconds of the credit engine's run (its bursts end on a steady baseline)
+CREDIT_IDLE = [4.0, 8.0, 25.0]
 
 LAB_YAML = f"""\
 name: {LAB}
@@ -114,7 +118,7 @@ def reset_bucket(host: str, shaper: Shaper, side: str = "out") -> None:
            *tbf_args(shaper))  # fmt: skip
 
 
-def spec_file(host: str, params: dict[str, Any]) -> Path:
+def spec_file(host: str, params: dict[str, Any], engine: str = "iperf3") -> Path:
     text = textwrap.dedent(f"""\
         campaign: series
         labels: {{cloud: lab}}
@@ -123,6 +127,7 @@ def spec_file(host: str, params: dict[str, Any]) -> Path:
           {host}: {{kind: netns, lab: {LAB}, host: {host}}}
         tests:
           - name: {host}
+            engine: {engine}
             client: {host}
             server: srv
             params: {json.dumps(params)}
@@ -132,8 +137,9 @@ def spec_file(host: str, params: dict[str, Any]) -> Path:
     return path
 
 
-async def run_one(host: str, params: dict[str, Any]) -> Path:
-    result = await run_campaign(load_spec(spec_file(host, params)), ROOT, lab_state_dir=STATE)
+async def run_one(host: str, params: dict[str, Any], engine: str = "iperf3") -> Path:
+    spec = load_spec(spec_file(host, params, engine))
+    result = await run_campaign(spec, ROOT, lab_state_dir=STATE)
     env = result.envelopes[0]
     if env.status != "ok":
         raise SystemExit(f"capture run on {host} failed: {env.reason}")
@@ -217,7 +223,11 @@ async def erratic(params: dict[str, Any]) -> tuple[Path, list[tuple[float, float
     return path, await changer
 
 
-async def capture_all() -> list[Captured]:
+#: capture groups, in the order they run (the names the command line accepts)
+GROUPS = ("steady", "credit", "erratic", "refill", "phases")
+
+
+async def capture_all(only: set[str]) -> list[Captured]:
     caps: list[Captured] = []
 
     def add(cap: Captured, path: Path) -> None:
@@ -225,6 +235,27 @@ async def capture_all() -> list[Captured]:
         caps.append(cap)
         print(f"  {cap.name}: {path.name}", flush=True)
 
+    if "steady" in only:
+        await steady(add)
+    if "credit" in only:
+        await credit(add)
+    if "erratic" in only:
+        p: dict[str, Any] = {"duration": 24, "interval": 1}
+        path, schedule = await erratic(p)
+        add(Captured("erratic_out", "tbf rate changed 5 times during a 24 s run", "erratic",
+                     {"rate_bps": ERRATIC_START}, p,
+                     extra={"schedule_s_bps": schedule}), path)  # fmt: skip
+    if "refill" in only:
+        await refill(add)
+    if "phases" in only:
+        await phases(add)
+    return caps
+
+
+Add = Callable[[Captured, Path], None]
+
+
+async def steady(add: Add) -> None:
     p: dict[str, Any] = {"duration": 20, "interval": 1}
     add(Captured("steady_out", "steady 300mbit tbf, out, 20 s", "steady",
                  shaper_truth(STEADY), p), await run_one("steady", p))  # fmt: skip
@@ -233,6 +264,8 @@ async def capture_all() -> list[Captured]:
     add(Captured("short_2s", "steady link, a 2 s run: too little data", "inconclusive",
                  shaper_truth(STEADY), p), await run_one("steady", p))  # fmt: skip
 
+
+async def credit(add: Add) -> None:
     reset_bucket("credit", CREDIT)
     p = {"duration": 30, "interval": 1}
     add(Captured("credit_out", "credit tbf (out): 10 s at 400mbit, then 40mbit; 30 s",
@@ -257,12 +290,8 @@ async def capture_all() -> list[Captured]:
                  "steady", shaper_truth(CREDIT), p),
         await run_one("credit", p))  # fmt: skip
 
-    p = {"duration": 24, "interval": 1}
-    path, schedule = await erratic(p)
-    add(Captured("erratic_out", "tbf rate changed 5 times during a 24 s run", "erratic",
-                 {"rate_bps": ERRATIC_START}, p,
-                 extra={"schedule_s_bps": schedule}), path)  # fmt: skip
 
+async def refill(add: Add) -> None:
     reset_bucket("refill", REFILL)
     p = {"duration": 10, "interval": 1}
     with ClientWatch(lab.resolve_host(LAB, "refill", state_dir=STATE).namespace) as watch:
@@ -283,7 +312,16 @@ async def capture_all() -> list[Captured]:
                          extra={"idle_s": idle, "gap_s": _gap_seconds(previous, path),
                                 "client_gap_s": round(client_gap, 3)}), path)  # fmt: skip
             previous = path
-    return caps
+
+
+async def phases(add: Add) -> None:
+    """The ``credit`` engine's own run: drain, then idle T and burst, as one stored run."""
+    reset_bucket("refill", REFILL)
+    p: dict[str, Any] = {"duration": 30, "idle": CREDIT_IDLE, "until_steady": 3,
+                         "burst_max": 20, "parallel": 1, "interval": 1}  # fmt: skip
+    add(Captured("credit_phases", "credit engine on the refill host: drain, idle T, burst",
+                 "burst-then-baseline", shaper_truth(REFILL), p),
+        await run_one("refill", p, engine="credit"))  # fmt: skip
 
 
 def _gap_seconds(before: Path, after: Path) -> float:
@@ -294,9 +332,12 @@ def _gap_seconds(before: Path, after: Path) -> float:
     return round((start - end).total_seconds(), 3)
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
     if os.geteuid() != 0:
         sys.exit("run as root: the lab needs network namespaces")
+    only = set(argv) or set(GROUPS)
+    if only - set(GROUPS):
+        sys.exit(f"unknown capture group(s) {sorted(only - set(GROUPS))}: choose from {GROUPS}")
     global WORK, STATE, ROOT
     WORK = Path(tempfile.mkdtemp(prefix="nf-series-"))
     STATE = WORK / "labstate"
@@ -306,12 +347,17 @@ def main() -> None:
     started = time.monotonic()
     lab.up(lab.load_lab(lab_file), state_dir=STATE)
     try:
-        caps = asyncio.run(capture_all())
+        caps = asyncio.run(capture_all(only))
     finally:
         lab.down(LAB, state_dir=STATE)
     OUT.mkdir(parents=True, exist_ok=True)
-    for stale in OUT.glob("*.json.gz"):
-        stale.unlink()
+    manifest_path = OUT / "MANIFEST.json"
+    kept: dict[str, Any] = {}
+    if only == set(GROUPS):
+        for stale in OUT.glob("*.json.gz"):
+            stale.unlink()
+    elif manifest_path.exists():  # a partial capture replaces only its own fixtures
+        kept = json.loads(manifest_path.read_text())["fixtures"]
     manifest: dict[str, Any] = {
         "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "kernel": platform.release(),
@@ -322,7 +368,7 @@ def main() -> None:
         "scripts/capture_series.py. Shaper numbers are tbf wire (L2) rates and bits.",
         "lab": LAB_YAML,
         "refill_shaper": shaper_truth(REFILL),
-        "fixtures": {},
+        "fixtures": kept,
     }
     for cap in caps:
         assert cap.path is not None
@@ -335,7 +381,7 @@ def main() -> None:
             "params": cap.params,
             **cap.extra,
         }
-    (OUT / "MANIFEST.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     shutil.rmtree(WORK, ignore_errors=True)
     print(f"{len(caps)} series in {OUT} ({time.monotonic() - started:.0f} s)")
 
@@ -345,4 +391,4 @@ STATE: Path
 ROOT: ResultsRoot
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -124,7 +124,9 @@ class SshLab:
 
 
 @contextlib.contextmanager
-def ssh_lab(tmp_path: Path, hosts: list[str], shaped: dict[str, str] | None = None) -> Iterator[SshLab]:
+def ssh_lab(
+    tmp_path: Path, hosts: list[str], shaped: dict[str, str] | None = None
+) -> Iterator[SshLab]:
     """A lab ``ctl`` + ``hosts``, each host with a running sshd. ``shaped`` maps a host to a
     steady rate for both directions (e.g. ``{"h2": "50mbit"}``)."""
     name = "s" + secrets.token_hex(3)

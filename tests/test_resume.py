@@ -115,7 +115,9 @@ def test_sweep_stops_a_recorded_process_by_pid(
         assert asyncio.run(sweep(j, {"a": LocalHost("a", "127.0.0.1")})) == {}
 
 
-def test_sweep_leaves_a_recycled_pid_alone(tmp_path: Path, sleeper: subprocess.Popen[bytes]) -> None:
+def test_sweep_leaves_a_recycled_pid_alone(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
     with Journal(journal_path(tmp_path, "c")) as j:
         argv = ["iperf3", "--server", "--port", "20007"]  # what we had started with that PID
         j.process("run-1", "a", sleeper.pid, argv, "server")
@@ -212,11 +214,12 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         )
         assert res.returncode == 0, res.stdout + res.stderr
         assert "resuming: 1 of 2 runs done earlier, 1 to run" in res.stdout
-        assert res.stdout.count("stopped a stray iperf3") == 2
+        # stopped in parallel: stopping the server may end the client before its own signal
+        assert res.stdout.count("stopped a stray iperf3") >= 1
         assert not any(alive(pid) for pid in pids)
         strays = [r for r in read_records(journal) if r["event"] == "stray"]
         assert sorted(r["pid"] for r in strays) == sorted(pids)
-        assert {r["outcome"] for r in strays} == {"killed"}
+        assert {r["outcome"] for r in strays} <= {"killed", "gone"}
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert sorted((d["test"], d["status"]) for d in docs) == [("long", "ok"), ("quick", "ok")]
     finally:

@@ -37,8 +37,10 @@ def overlaps(slots: list[Slot], allowed: set[str] = frozenset()) -> list[str]:  
 
 
 def peak(slots: list[Slot], value=lambda s: 1.0) -> float:  # type: ignore[no-untyped-def]
-    events = sorted([(s.start, value(s)) for s in slots] + [(s.end, -value(s)) for s in slots],
-                    key=lambda e: (e[0], e[1]))  # fmt: skip
+    events = sorted(
+        [(s.start, value(s)) for s in slots] + [(s.end, -value(s)) for s in slots],
+        key=lambda e: (e[0], e[1]),
+    )
     level = top = 0.0
     for _, v in events:
         level += v
@@ -123,14 +125,21 @@ def test_cli_concurrency_overrides_the_spec() -> None:
     spec = spec_of(2, "- {name: t, client: h0, server: h1}", "concurrency: 3\n")
     assert Limits.of(spec).concurrency == 3
     assert Limits.of(spec, concurrency=7).concurrency == 7
-    assert Limits.of(spec_of(2, "- {name: t, client: h0, server: h1}",
-                             "allow_host_overlap: true\n")).overlap is None  # fmt: skip
+    assert (
+        Limits.of(
+            spec_of(2, "- {name: t, client: h0, server: h1}", "allow_host_overlap: true\n")
+        ).overlap
+        is None
+    )
 
 
 def test_plan_order_is_the_priority() -> None:
     runs: list[PlannedRun] = expand(
-        spec_of(4, "- {name: t, client: h0, server: h1, matrix: {parallel: [1, 2, 3]}}\n"
-                   "- {name: u, client: h2, server: h3}")  # fmt: skip
+        spec_of(
+            4,
+            "- {name: t, client: h0, server: h1, matrix: {parallel: [1, 2, 3]}}\n"
+            "- {name: u, client: h2, server: h3}",
+        )
     )
     sched = Scheduler(runs, Limits(concurrency=4))
     first = sched.take(0.0)
@@ -138,3 +147,50 @@ def test_plan_order_is_the_priority() -> None:
     assert sched.take(0.0) == []
     sched.finished(first[0], 1.0)
     assert [r.params.parallel for r in sched.take(1.0)] == [2]
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> tuple[list[PlannedRun], Limits, dict[int, float]]:
+    n = draw(st.integers(min_value=2, max_value=7))
+    kinds = draw(
+        st.lists(st.sampled_from(["mesh", "star", "pairs", "plain"]), min_size=1, max_size=3)
+    )
+    tests = []
+    for i, kind in enumerate(kinds):
+        if kind == "mesh":
+            tests.append(f"- {{name: t{i}, topology: {{kind: mesh, hosts: all}}}}")
+        elif kind == "star":
+            tests.append(f"- {{name: t{i}, topology: {{kind: star, center: h0, hosts: all}}}}")
+        elif kind == "pairs" and n >= 4:
+            tests.append(f"- {{name: t{i}, topology: {{kind: pairs, hosts: [h0, h1, h2, h3]}}}}")
+        else:
+            tests.append(f"- {{name: t{i}, client: h{n - 1}, server: h0}}")
+    runs = expand(spec_of(n, "\n".join(tests)))
+    overlap = draw(st.sets(st.sampled_from([f"h{i}" for i in range(n)]), max_size=2))
+    limits = Limits(
+        concurrency=draw(st.integers(min_value=1, max_value=5)),
+        cooldown_s=draw(st.sampled_from([0.0, 1.0])),
+        overlap=frozenset(overlap),
+    )
+    durations = {r.sequence: float(draw(st.integers(min_value=1, max_value=4))) for r in runs}
+    return runs, limits, durations
+
+
+@settings(max_examples=150, deadline=None)
+@given(plans())
+def test_indexed_and_scanned_decisions_make_the_same_schedule(
+    plan: tuple[list[PlannedRun], Limits, dict[int, float]],
+) -> None:
+    """Runs grouped by hosts (index) or found by scanning the plan: both must give exactly the
+    greedy schedule."""
+    runs, limits, durations = plan
+
+    def length(r: PlannedRun) -> float:
+        return durations[r.sequence]
+
+    exact = simulate(runs, limits, length, window=10**9, index=False)
+    indexed = simulate(runs, limits, length, window=10**9, index=True)
+    assert [(s.run.sequence, s.start) for s in indexed] == [
+        (s.run.sequence, s.start) for s in exact
+    ]
+    assert not overlaps(exact, allowed=set(limits.overlap or ()))

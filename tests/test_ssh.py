@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncssh
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -84,8 +85,14 @@ def test_commands_run_with_their_own_pid_and_stop_by_it(fleet: SshLab) -> None:
     fleet.run(main)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=20), max_size=5))
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.text(st.characters(codec="utf-8", exclude_characters="\0"), max_size=20), max_size=5
+    )
+)
 def test_hostile_strings_reach_the_command_unchanged(fleet: SshLab, args: list[str]) -> None:
     host = ssh_host(fleet, "h2")
 
@@ -107,8 +114,8 @@ def test_an_unknown_host_key_is_refused_with_its_fingerprint(fleet: SshLab, tmp_
     with pytest.raises(HostError) as info:
         fleet.run(host.check)
     text = str(info.value)
-    fingerprint = fleet.sshd["h1"].host_key.public_text  # noqa: F841 — shown as SHA256 below
-    assert "unknown SSH host key" in text and "SHA256:" in text and "refusing" in text
+    offered = asyncssh.import_public_key(fleet.host_keys["h1"].public_text).get_fingerprint()
+    assert "unknown SSH host key" in text and offered in text and "refusing" in text
     assert f"ssh-keyscan -p 22 -t ssh-ed25519 {fleet.addresses['h1']} >> {empty}" in text
 
 
@@ -137,10 +144,10 @@ def test_a_jump_host_tunnels_the_connection(fleet: SshLab) -> None:
         finally:
             await host.close()
 
-    before = len(fleet.sshd["big"].session_pids())
-    out = fleet.run(main)
-    assert out
-    assert before == 0 or len(fleet.sshd["big"].session_pids()) >= 0
+    assert fleet.run(main)
+    # h3 saw the login come from the jump host, not from the controller
+    log = fleet.sshd["h3"].log.read_text()
+    assert f"Accepted publickey for root from {fleet.addresses['big']} " in log
 
 
 # ---------------------------------------------------------------------------------- campaigns
@@ -169,20 +176,25 @@ def test_pairs_star_and_mesh_run_concurrently_over_ssh(fleet: SshLab, tmp_path: 
     assert result.total == 2 + 4 + 12
     assert result.ok == result.total, [e.reason for e in result.failed]
     docs = [ResultsRoot.read(f) for f in root.files()]
-    spans = [(d["started_at"], d["ended_at"], d["client"]["name"], d["server"]["name"]) for d in docs]
-    most = 0
+    spans = [
+        (d["started_at"], d["ended_at"], d["client"]["name"], d["server"]["name"]) for d in docs
+    ]
     for start, end, client, server in spans:
-        at_once = [s for s in spans if s[0] < end and start < s[1]]
-        most = max(most, len(at_once))
-        busy = [h for s in at_once if s != (start, end, client, server) for h in s[2:]]
+        others = [s for s in spans if s[0] < end and start < s[1] and s[0] != start]
+        busy = [h for s in others for h in s[2:]]
         assert client not in busy, f"{client} in two runs at once"
         if server != "big":
             assert server not in busy, f"{server} in two runs at once"
+    events = sorted([(s[0], 1) for s in spans] + [(s[1], -1) for s in spans])
+    level = most = 0
+    for _, step in events:
+        level += step
+        most = max(most, level)
     assert 2 <= most <= 4  # concurrent, within the limit
     for d in docs:
         assert d["client"]["kind"] == "ssh" and d["client"]["facts"]["iperf3_version"]
         assert d["labels"]["instance_type"] == f"lab.{d['client']['name']}"
-    raw = b"".join(f.read_bytes() for f in root.path.rglob("*"))
+    raw = b"".join(f.read_bytes() for f in root.path.rglob("*") if f.is_file())
     assert b"PRIVATE KEY" not in raw and str(fleet.client_key.private).encode() not in raw
 
 
@@ -209,6 +221,7 @@ def test_an_unknown_host_key_stops_the_campaign_before_anything(
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_a_host_that_dies_fails_its_run_and_the_stray_is_stopped_later(
     fleet: SshLab, tmp_path: Path
 ) -> None:
@@ -311,7 +324,10 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
             timeout=90,
         )
         assert res.returncode == 0, res.stdout + res.stderr
-        assert res.stdout.count("stopped a stray iperf3") == 2
+        # the two strays are stopped in parallel: stopping the server may end the client first
+        assert res.stdout.count("stopped a stray iperf3") >= 1
+        outcomes = {r["pid"]: r["outcome"] for r in read_records(journal) if r["event"] == "stray"}
+        assert sorted(outcomes) == sorted(pids) and set(outcomes.values()) <= {"killed", "gone"}
         assert not any(alive(p) for p in pids)
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert sorted((d["test"], d["status"]) for d in docs) == [("long", "ok"), ("quick", "ok")]

@@ -100,8 +100,12 @@ def test_star_pairs_and_all(tmp_path: Path) -> None:
     )
     runs = expand(spec)
     star = [(r.client, r.server, r.params.direction) for r in runs if r.test == "s"]
-    assert star[:4] == [("a", "big", "out"), ("b", "big", "out"), ("c", "big", "out"),
-                        ("d", "big", "out")]  # fmt: skip
+    assert star[:4] == [
+        ("a", "big", "out"),
+        ("b", "big", "out"),
+        ("c", "big", "out"),
+        ("d", "big", "out"),
+    ]
     assert len(star) == 8
     assert [(r.client, r.server) for r in runs if r.test == "p"] == [("a", "b"), ("c", "d")]
 
@@ -122,9 +126,7 @@ def test_star_pairs_and_all(tmp_path: Path) -> None:
         ("- {name: p, topology: {kind: pairs, hosts: all}}", "explicit order"),
     ],
 )
-def test_bad_topologies_are_refused_with_the_fix(
-    tmp_path: Path, tests: str, message: str
-) -> None:
+def test_bad_topologies_are_refused_with_the_fix(tmp_path: Path, tests: str, message: str) -> None:
     with pytest.raises(SpecError) as info:
         load(tmp_path, tests)
     assert message in str(info.value)
@@ -135,7 +137,9 @@ def test_budget_needs_a_bitrate(tmp_path: Path) -> None:
     tests = "- {name: m, topology: {kind: mesh, hosts: all}, params: {duration: 1}}"
     with pytest.raises(SpecError, match="has no bitrate"):
         load(tmp_path, tests, "bandwidth_budget: 1gbit\n")
-    tests = "- {name: m, topology: {kind: mesh, hosts: all}, params: {bitrate: 600mbit, parallel: 2}}"
+    tests = (
+        "- {name: m, topology: {kind: mesh, hosts: all}, params: {bitrate: 600mbit, parallel: 2}}"
+    )
     with pytest.raises(SpecError, match="more than the whole bandwidth_budget"):
         load(tmp_path, tests, "bandwidth_budget: 1gbit\n")
     tests = "- {name: m, topology: {kind: mesh, hosts: all}, params: {bitrate: 300mbit}}"
@@ -156,7 +160,11 @@ scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
 @settings(max_examples=200)
 @given(text, text, text, st.dictionaries(text, scalars, max_size=6), st.integers(0, 10_000))
 def test_fast_run_key_is_the_documented_formula(
-    test: str, client: str, server: str, params: dict, repeat: int  # type: ignore[type-arg]
+    test: str,
+    client: str,
+    server: str,
+    params: dict,
+    repeat: int,  # type: ignore[type-arg]
 ) -> None:
     assert _key(test, client, server, params, repeat) == _original_key(
         test, client, server, params, repeat

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from netfleet.analysis.credit import CreditEstimate, CreditKind, RateKind, estimate_credit
-from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from_phases
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
@@ -130,6 +130,25 @@ class GroupAnalysis:
         return combine([r.estimate(rate) for r in self.runs])
 
 
+#: which kind names a group when its runs differ
+_PRECEDENCE: tuple[CreditKind, ...] = (
+    "burst",
+    "burst-unfinished",
+    "baseline-only",
+    "steady",
+    "erratic",
+)
+
+
+def _bucket_value(credit: CreditEstimate) -> float:
+    return credit.bucket.value if credit.bucket is not None else -math.inf
+
+
+def _largest_bucket(credits: Sequence[CreditEstimate]) -> CreditEstimate | None:
+    with_bucket = [c for c in credits if c.bucket is not None]
+    return max(with_bucket, key=_bucket_value, default=None)
+
+
 def combine(credits: Sequence[CreditEstimate]) -> GroupCredit:
     """Peak and baseline pooled over the runs that show them; the bucket is the largest a run
     saw (a run that began with a part-filled bucket shows less: seed 004's "initial/max")."""
@@ -143,36 +162,26 @@ def combine(credits: Sequence[CreditEstimate]) -> GroupCredit:
     bases = [c.baseline for c in bursts if c.baseline is not None]
     bases += [c.rate for c in by_kind.get("baseline-only", []) if c.rate is not None]
     notes: list[str] = []
-    bucket = seconds = None
-    full = [c for c in bursts if c.bucket is not None]
-    if full:
-        best = max(full, key=lambda c: c.bucket.value if c.bucket else 0.0)
-        bucket, seconds = best.bucket, best.burst_seconds
-        if len(full) > 1:
-            lo = min(c.bucket.value for c in full if c.bucket)
-            notes.append(
-                f"bucket {lo / 1e9:.3f}–{best.bucket.value / 1e9 if best.bucket else 0:.3f} Gbit "
-                f"over {len(full)} runs: the largest is the initial/max credit"
-            )
-    floors = [c for c in unfinished if c.bucket is not None]
-    if floors:
-        top = max(floors, key=lambda c: c.bucket.value if c.bucket else 0.0)
-        if bucket is None or (top.bucket and top.bucket.value > bucket.value):
-            bucket, seconds = top.bucket, top.burst_seconds
-    kind: CreditKind
-    for candidate in ("burst", "burst-unfinished", "baseline-only", "steady", "erratic"):
-        if candidate in by_kind:
-            kind = candidate
-            break
-    else:
-        kind = "inconclusive"
+    best = _largest_bucket(bursts)
+    if best is not None and best.bucket is not None and len(bursts) > 1:
+        smallest = min(c.bucket.value for c in bursts if c.bucket is not None)
+        notes.append(
+            f"bucket {fmt_bits(smallest)} to {fmt_bits(best.bucket.value)} over {len(bursts)} "
+            "runs: the largest is the initial/max credit (a run that began part-filled shows less)"
+        )
+    floor = _largest_bucket(unfinished)
+    if floor is not None and (
+        best is None or _bucket_value(floor) > _bucket_value(best)
+    ):  # still bursting after longer than any complete burst lasted
+        best = floor
+    kind: CreditKind = next((k for k in _PRECEDENCE if k in by_kind), "inconclusive")
     rates = [c.rate for c in by_kind.get(kind, []) if c.rate is not None]
     return GroupCredit(
         kind,
         pool(peaks),
         pool(bases),
-        bucket,
-        seconds,
+        best.bucket if best else None,
+        best.burst_seconds if best else None,
         pool(rates) if kind in ("steady", "erratic") else None,
         tuple(notes),
     )
@@ -183,18 +192,34 @@ def analyze_group(
     runs: Sequence[tuple[RunInfo, Rows]],
     config: SegmentationConfig | None = None,
     baseline_hint: Estimate | None = None,
+    prepared: Mapping[str, RunAnalysis] | None = None,
 ) -> GroupAnalysis:
-    """Analyse runs that belong together (same instance type and direction, say)."""
+    """Analyse runs that belong together (same instance type and direction, say).
+    ``prepared``: analyses made elsewhere, by run id (e.g. credit runs read from their raw
+    files), used as they are."""
     materialized = [(info, list(rows)) for info, rows in runs]
-    first = [analyze_rows(info, rows, config, baseline_hint) for info, rows in materialized]
+    done = prepared or {}
+    first = [
+        done.get(info.run_id) or analyze_rows(info, rows, config, baseline_hint)
+        for info, rows in materialized
+    ]
     hint = baseline_hint or combine([a.credit for a in first]).baseline
     if hint is not None:
         first = [
             analyze_rows(info, rows, config, hint) if a.credit.kind == "steady" else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
-    refills = [a.refill for a in first if a.refill is not None]
-    return GroupAnalysis(dict(keys), tuple(first), refills[0] if refills else None)
+    refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]
+    return GroupAnalysis(dict(keys), tuple(first), _best_refill(refills))
+
+
+def _best_refill(refills: Sequence[RefillEstimate]) -> RefillEstimate | None:
+    """The refill estimate of a group: a capped one (it knows the full refill time) with the
+    tightest rate."""
+    ranked = sorted(
+        refills, key=lambda r: (r.cap is None, r.rate.err / r.rate.value if r.rate else math.inf)
+    )
+    return ranked[0] if ranked else None
 
 
 def group_runs(

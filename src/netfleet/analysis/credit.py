@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.segments import Segment, Segmentation, SegmentationConfig, log_rates
 from netfleet.analysis.series import DEFAULT_MTU, Series
 
@@ -139,7 +139,8 @@ def bucket_from_series(series: Series, baseline: Estimate, until: float | None =
 
     ± combines (a) the baseline's own ± times the time of the maximum (∂σ/∂ρ = −t*) and (b) how
     far the maximum stands above the plateau that follows it (the baseline's wobble around ρ,
-    which the max picks up). ``until`` limits the search (a probe's burst window)."""
+    which the max picks up). ``until`` limits the search to the burst and the few intervals
+    after it: beyond, A(t) − ρt only drifts with the error of ρ."""
     t = np.concatenate(([0.0], series.times()))
     g = np.concatenate(([0.0], series.cumulative())) - baseline.value * t
     if until is not None:
@@ -207,7 +208,8 @@ def estimate_credit(
             f"(a level needs {cfg.min_size} intervals): the peak is at least the fastest interval"
         )
     last = drops[-1]
-    bucket = bucket_from_series(series, baseline)
+    # after the burst A(t) − ρt is flat; further on it only drifts with the error of ρ
+    bucket = bucket_from_series(series, baseline, until=last.at + last.err + 2 * series.interval)
     if len(segs) > 2:
         notes.append(
             f"{len(segs) - 1} drops: first at {drops[0].at:.1f} s, baseline from {last.at:.1f} s"
@@ -221,8 +223,9 @@ def estimate_credit(
         and abs(model - bucket.value) > (bucket.err + model_err)
     ):
         notes.append(
-            f"(C − ρ)·τ* = {model / 1e9:.3f} Gbit differs from max[A(t) − ρt] = "
-            f"{bucket.value / 1e9:.3f} Gbit: the burst was not flat at C (ramp, partial bucket)"
+            f"(C − ρ)·τ* = {fmt_bits(model)} differs from max[A(t) − ρt] = "
+            f"{fmt_bits(bucket.value)}: the burst was not flat at C (a ramp, or a mechanism that "
+            "is not one token bucket)"
         )
     return replace(
         base,

@@ -46,3 +46,11 @@ class Estimate:
             "err": self.err / scale,
             "lower_bound": self.lower_bound,
         }
+
+
+def fmt_bits(bits: float) -> str:
+    """``3.443 Gbit``, ``390.5 Mbit``: a size in bits for notes (1 Gbit = 1 credit)."""
+    for unit, scale in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
+        if abs(bits) >= scale:
+            return f"{bits / scale:.3f} {unit}"
+    return f"{bits:.0f} bit"

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from netfleet.analysis.credit import bucket_from_series
-from netfleet.analysis.estimate import Estimate
+from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t975
 from netfleet.catalog.iperf3_rows import result_rows
@@ -182,12 +182,12 @@ def _compare_cap(cap: Estimate, initial: Estimate) -> str:
     gap = abs(cap.value - initial.value)
     if gap <= cap.err + initial.err:
         return (
-            f"the cap ({cap.value / 1e9:.3f} Gbit) matches the initial bucket "
-            f"({initial.value / 1e9:.3f} Gbit): idle longer does not buy a longer burst"
+            f"the cap ({fmt_bits(cap.value)}) matches the initial bucket "
+            f"({fmt_bits(initial.value)}): idling longer does not buy a longer burst"
         )
     return (
-        f"the cap ({cap.value / 1e9:.3f} Gbit) differs from the initial bucket "
-        f"({initial.value / 1e9:.3f} Gbit)"
+        f"the cap ({fmt_bits(cap.value)}) differs from the initial bucket "
+        f"({fmt_bits(initial.value)})"
     )
 
 
@@ -215,31 +215,52 @@ def analyze_refill(
 def probes_from_phases(
     run: RunInfo, phases: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None
 ) -> tuple[Series, list[RefillProbe]]:
-    """The drain series and the probes of a ``credit`` run whose result is
-    ``{"phases": [{"phase": "drain", "result": IPERF3}, {"phase": "idle", "seconds": T},
-    {"phase": "burst", "result": IPERF3}, ...]}`` (docs/analysis.md, "Refill")."""
+    """The drain series and the probes of a run of the ``credit`` engine, whose result is
+    ``{"phases": [{"phase": "drain" | "burst", "idle_s": T, "started_s": s, "status": ...,
+    "iperf3": {client JSON}, "server_stdout": "text server output"}, ...]}``
+    (docs/analysis.md, "Refill").
+
+    The idle time of a probe is measured between the data flows when the phases carry
+    ``started_s``: the burst's start − the previous phase's start − the previous series'
+    duration (the server start-up delays cancel); this also counts the previous phase's
+    teardown, which ``idle_s`` (the sleep) misses. Otherwise ``idle_s``."""
     drain: Series | None = None
     probes: list[RefillProbe] = []
-    idle: float | None = None
+    previous: tuple[float, Series] | None = None
     for i, phase in enumerate(phases):
         kind = phase.get("phase")
-        if kind == "idle":
-            idle = float(phase["seconds"]) + (idle or 0.0)
-            continue
         if kind not in ("drain", "burst"):
             raise SeriesUnavailable(f"phase {i}: unknown phase {kind!r}")
-        result = phase.get("result")
-        if not isinstance(result, Mapping):
-            raise SeriesUnavailable(f"phase {i} ({kind}) has no result")
-        rows, _ = result_rows(run.run_id, result, params or {})
-        series = series_from_rows(run, rows)
+        if phase.get("status", "ok") != "ok":
+            if kind == "drain":
+                raise SeriesUnavailable(f"the drain phase failed: {phase.get('reason')}")
+            previous = None
+            continue
+        series = _phase_series(run, phase, params or {}, i)
+        started = phase.get("started_s")
         if kind == "drain":
             drain = series
-        elif idle is None:
-            raise SeriesUnavailable(f"phase {i}: a burst without an idle phase before it")
         else:
-            probes.append(RefillProbe(idle, series))
-        idle = None
+            idle = phase.get("idle_s")
+            if previous is not None and isinstance(started, int | float):
+                idle = float(started) - previous[0] - previous[1].duration
+            if not isinstance(idle, int | float):
+                raise SeriesUnavailable(f"phase {i}: a burst without its idle time (idle_s)")
+            probes.append(RefillProbe(float(idle), series))
+        previous = (float(started), series) if isinstance(started, int | float) else None
     if drain is None:
         raise SeriesUnavailable("no drain phase: the bucket's starting point is unknown")
     return drain, probes
+
+
+def _phase_series(
+    run: RunInfo, phase: Mapping[str, Any], params: Mapping[str, Any], i: int
+) -> Series:
+    result = phase.get("iperf3")
+    if not isinstance(result, Mapping):
+        raise SeriesUnavailable(f"phase {i} ({phase.get('phase')}) has no iperf3 result")
+    text = phase.get("server_stdout")
+    if isinstance(text, str) and "server_output_json" not in result:
+        result = {**result, "server_output_text": text}  # a live text server's own report
+    rows, _ = result_rows(run.run_id, result, params)
+    return series_from_rows(run, rows)

@@ -6,7 +6,8 @@ for shaping is the receiver's (FIELD-NOTES): the server's JSON in a normal test,
 ``--reverse``. Streams are already summed in the ``sum`` rows. Omitted (``-O``) intervals are
 left out of the series but their time and bytes are kept as a *lead*: the bucket drained during
 them too. Intervals shorter than half the reporting interval (the receiver's trailing stub, a
-partial last interval after SIGINT) are dropped.
+partial last interval after SIGINT) are dropped, and so is an interval repeated verbatim
+(iperf3 3.12 repeats its last one when the other end goes away; a text server's report too).
 """
 
 from __future__ import annotations
@@ -188,9 +189,12 @@ def series_from_rows(
     lead_s = lead_b = 0.0
     omitted = stubs = 0
     kept: list[Mapping[str, Any]] = []
+    repeats = 0
     for r in chosen:
         seconds = float(r.get("seconds") or 0.0)
-        if r.get("omitted"):
+        if kept and (r.get("start"), r.get("end")) == (kept[-1].get("start"), kept[-1].get("end")):
+            repeats += 1  # 3.12 repeats its last interval when the other end goes away
+        elif r.get("omitted"):
             omitted += 1
             lead_s += seconds
             lead_b += 8.0 * float(r["bytes"])
@@ -203,6 +207,8 @@ def series_from_rows(
             f"{omitted} omitted intervals (-O, {lead_s:.1f} s) are left out of the series but "
             "counted in A(t): the bucket drained during them too"
         )
+    if repeats:
+        notes.append(f"{repeats} repeated interval(s) dropped (the same start and end twice)")
     if not kept:
         raise SeriesUnavailable(f"no measured intervals ({omitted} omitted, {stubs} stubs)")
     return Series(

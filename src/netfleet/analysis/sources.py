@@ -25,6 +25,8 @@ from netfleet.catalog.rows import RowError
 from netfleet.errors import CatalogError, InputError, StoreError
 from netfleet.store import ResultsRoot, open_root
 
+#: engines whose series the catalog does not index (phases): analysed from the raw file
+RAW_ONLY_ENGINES = frozenset({"credit"})
 #: the interval columns the analysis reads
 _COLUMNS = 'run_id, side, role, flow, kind, idx, start, "end", seconds, bytes, omitted'
 
@@ -143,8 +145,13 @@ def analyze_catalog(
             "no complete runs in the catalog" + (f" for {', '.join(what)}" if what else ""),
             hint="run netfleet ingest first, or check --campaign / --match",
         )
+    prepared = {
+        info.run_id: analyze_file(Path(info.source), config)
+        for info, rows in runs
+        if not rows and info.row.get("engine") in RAW_ONLY_ENGINES and Path(info.source).is_file()
+    }
     groups = group_runs(runs, by)
     return [
-        analyze_group(dict(zip(by, key, strict=True)), members, config)
+        analyze_group(dict(zip(by, key, strict=True)), members, config, prepared=prepared)
         for key, members in groups.items()
     ]

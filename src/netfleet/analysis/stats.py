@@ -44,14 +44,17 @@ def diff_noise(values: FloatArray) -> float:
 
 
 def running_median(values: FloatArray, width: int) -> FloatArray:
-    """Centered running median; the window shrinks at the ends (no padding). It removes runs of
-    up to ``width // 2`` outliers and keeps steps between longer runs exactly."""
-    if width < 2 or values.size == 0:
+    """Centered running median of ``width`` values; at the ends the window keeps its width and
+    shifts inwards (no padding). It removes runs of up to ``width // 2`` outliers, also at the
+    ends, and keeps steps between longer runs exactly."""
+    n = values.size
+    if width < 2 or n == 0:
         return values.copy()
     half = width // 2
     out = np.empty_like(values)
-    for i in range(values.size):
-        out[i] = np.median(values[max(0, i - half) : i + half + 1])
+    for i in range(n):
+        first = min(max(0, i - half), max(0, n - width))
+        out[i] = np.median(values[first : first + width])
     return out
 
 
@@ -78,20 +81,3 @@ def hampel(
     med = running_median(values, width)
     replaced = np.abs(values - med) > threshold
     return np.where(replaced, med, values), replaced
-
-
-def diff_autocorrelation(values: FloatArray) -> float:
-    """Lag-1 autocorrelation φ of the noise, from the first differences (for AR(1) noise their
-    lag-1 correlation is −(1 − φ)/2): φ = 1 + 2·corr(Δx_i, Δx_i+1). Differences are clipped at
-    4 MAD first, so level changes and spikes do not count. 0 when it cannot be told."""
-    if values.size < 5:
-        return 0.0
-    d = np.diff(values)
-    spread = 4 * mad(d)
-    if spread == 0.0:
-        return 0.0
-    centre = float(np.median(d))
-    d = np.clip(d, centre - spread, centre + spread)
-    a, b = d[:-1] - d[:-1].mean(), d[1:] - d[1:].mean()
-    denom = math.sqrt(float((a * a).sum() * (b * b).sum()))
-    return 0.0 if denom == 0.0 else 1.0 + 2.0 * float((a * b).sum()) / denom

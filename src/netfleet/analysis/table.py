@@ -48,6 +48,11 @@ def unit_scale(unit: str, fastest: float = 0.0) -> tuple[float, str]:
         ) from None
 
 
+def _machine_unit(unit: str, human: bool) -> str:
+    """Machine formats never change unit with the data: ``auto`` is Gbit there."""
+    return "gbit" if unit.lower() == "auto" and not human else unit
+
+
 def _fastest(estimates: Sequence[CreditEstimate | GroupCredit]) -> float:
     values = [
         e.value
@@ -123,6 +128,7 @@ def runs_table(
     human: bool = True,
 ) -> Tabular:
     """One row per run."""
+    unit = _machine_unit(unit, human)
     scale, label = unit_scale(unit, _fastest([a.estimate(rate) for a in analyses]))
     rows: list[list[Any]] = []
     notes: list[str] = []
@@ -141,11 +147,10 @@ def runs_table(
         )
         for note in (*([a.segmentation.test.summary()] if a.segmentation.test else []), *est.notes):
             notes.append(f"{a.run.run_id}: {note}")
-    return Tabular(
-        columns=["run_id", *keys, "class", "credit_kind", *_columns(human), "reason"],
-        rows=rows,
-        title=_title("per run", rate, label),
-        notes=notes,
+    columns = ["run_id", *keys, "class", "credit_kind", *_columns(human), "reason"]
+    return _compact(
+        Tabular(columns=columns, rows=rows, title=_title("per run", rate, label), notes=notes),
+        human,
     )
 
 
@@ -156,6 +161,7 @@ def groups_table(
     human: bool = True,
 ) -> Tabular:
     """One row per group: pooled peak and baseline, the largest bucket (initial/max credit)."""
+    unit = _machine_unit(unit, human)
     scale, label = unit_scale(unit, _fastest([g.combined(rate) for g in groups]))
     keys = list(groups[0].keys) if groups else []
     rows: list[list[Any]] = []
@@ -180,16 +186,32 @@ def groups_table(
         "peak and baseline: mean over the runs that show them; credit: the largest bucket a run "
         "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"
     )
-    return Tabular(
-        columns=[*keys, "runs", "class", "credit_kind", *_columns(human)],
-        rows=rows,
-        title=_title("per group", rate, label),
-        notes=notes,
+    columns = [*keys, "runs", "class", "credit_kind", *_columns(human)]
+    return _compact(
+        Tabular(columns=columns, rows=rows, title=_title("per group", rate, label), notes=notes),
+        human,
     )
+
+
+def _compact(table: Tabular, human: bool) -> Tabular:
+    """Human formats leave out quantity columns no row has (e.g. refill_s); machine formats
+    keep every column so their shape never changes."""
+    if not human or not table.rows:
+        return table
+    optional = {*QUANTITIES, "reason"}
+    keep = [
+        i
+        for i, name in enumerate(table.columns)
+        if name not in optional or any(row[i] is not None for row in table.rows)
+    ]
+    table.columns = [table.columns[i] for i in keep]
+    table.rows = [[row[i] for i in keep] for row in table.rows]
+    return table
 
 
 def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True) -> Tabular:
     """The calculator's answers: rates in ``unit``/s, credit in ``unit`` (Gbit = credits)."""
+    unit = _machine_unit(unit, human)
     scale, label = unit_scale(
         unit, max((a.value.value for a in answers if a.unit == "rate"), default=0.0)
     )

@@ -37,6 +37,8 @@ MatchOpt = Annotated[
     list[str] | None,
     typer.Option("--match", help="KEY=VALUE: only runs whose column or label matches (repeat)"),
 ]
+#: the calculator answers for one instance type in one direction
+GROUP_KEYS = ("instance_type", "direction")
 _BARE = re.compile(r"^\s*[0-9.]+\s*$")
 
 
@@ -153,12 +155,12 @@ def _measured(
         peak, base, bucket = est.peak, est.baseline, est.bucket
         kind, reason = est.kind, est.reason
     elif campaign is not None or match:
-        groups = analyze_catalog(
-            catalog_dir(catalog), tuple(match) or ("campaign",), campaign, match
-        )
+        groups = analyze_catalog(catalog_dir(catalog), GROUP_KEYS, campaign, match)
         if len(groups) != 1:
             raise InputError(
-                f"{len(groups)} groups match: the calculator needs one",
+                f"{len(groups)} groups match ("
+                + "; ".join("/".join(str(v) for v in g.keys.values()) for g in groups)
+                + "): the calculator needs one",
                 hint="narrow it with --match KEY=VALUE (e.g. --match instance_type=r4.large "
                 "--match direction=out)",
             )

@@ -84,7 +84,9 @@ def check(
     """Reach every host (SSH host keys verified, login), look for iperf3 and the tools netfleet
     needs. Exit 4 when a host is not ready."""
     results = asyncio.run(check_fleet(inventory, install, state_dir))
-    rows = [[r.name, r.kind, r.address, "ok" if r.ok else "NO", r.iperf3, r.detail] for r in results]
+    rows = [
+        [r.name, r.kind, r.address, "ok" if r.ok else "NO", r.iperf3, r.detail] for r in results
+    ]
     emit(Tabular(["host", "kind", "address", "ready", "iperf3", "detail"], rows), fmt)
     if not all(r.ok for r in results):
         raise typer.Exit(int(ExitStatus.ENVIRONMENT))

@@ -58,6 +58,7 @@ class RichReporter:
             TimeRemainingColumn(),
             console=console,
             transient=True,
+            refresh_per_second=2,  # enough for runs of seconds to hours; 10/s cost ~1.5 % CPU
         )
         self.overall: Any = None
         self.current: Any = None  # the cooldown line

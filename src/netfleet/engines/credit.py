@@ -76,6 +76,7 @@ class Credit:
                     "phase": name,
                     "idle_s": idle,
                     "started_s": round(started, 3),
+                    "ended_s": round(time.monotonic() - session.t0, 3),
                     "status": outcome.status,
                     "reason": outcome.reason,
                     "adaptive": session.notes.pop("adaptive", None),
@@ -87,7 +88,8 @@ class Credit:
                 return Outcome("failed", f"{name} phase: {outcome.reason}", result)
         session.notes["credit"] = {
             "phases": [
-                {k: p[k] for k in ("phase", "idle_s", "started_s", "adaptive")} for p in phases
+                {k: p[k] for k in ("phase", "idle_s", "started_s", "ended_s", "adaptive")}
+                for p in phases
             ]
         }
         return Outcome("ok", None, result)

@@ -54,10 +54,11 @@ class TextIntervalParser:
         return None
 
     def parse_all(self, text: str) -> list[LiveInterval]:
-        out = []
+        out: list[LiveInterval] = []
         for line in text.splitlines():
             iv = self.feed(line)
-            if iv is not None:
+            # 3.12 repeats the last interval when the client vanishes (SIGINT): keep one
+            if iv is not None and not (out and (out[-1].start, out[-1].end) == (iv.start, iv.end)):
                 out.append(iv)
         return out
 

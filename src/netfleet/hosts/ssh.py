@@ -4,7 +4,8 @@
   key's fingerprint and the command that trusts it. There is no switch to skip the check.
 - **No shell injection**: the remote login shell receives ``shlex.join`` of an argv, always::
 
-      exec /bin/sh -c 'command -v "$1" … || exit 127; printf "NETFLEET_PID %d\\n" "$$"; exec "$@"' netfleet ARGV…
+      exec /bin/sh -c 'command -v "$1" … || exit 127; printf "NETFLEET_PID %d\\n" "$$";
+                       exec "$@"' netfleet ARGV…
 
   The launcher checks the command exists, prints its PID and ``exec``s it — so it keeps that PID:
   netfleet stops remote processes **by PID** (``kill -s SIG PID`` on the host), never by name,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,20 +62,16 @@ def combinations(test: TestBase) -> Iterator[dict[str, Any]]:
 
 def _key(test: str, client: str, server: str, params: dict[str, Any], repeat: int) -> str:
     dump = json.dumps
-    return _key_of(
-        test, dump(client), dump(server), dump(params, sort_keys=True, default=str), repeat
-    )
+    pjson = dump(params, sort_keys=True, default=str)
+    return _key_of(test, dump(test), dump(client), dump(server), pjson, repeat)
 
 
-def _key_of(test: str, client_json: str, server_json: str, params_json: str, repeat: int) -> str:
-    """The run key from JSON pieces: the very text ``json.dumps({"t", "c", "s", "p", "r"},
-    sort_keys=True)`` gives, built without re-serialising params for every run."""
-    ident = (
-        f'{{"c": {client_json}, "p": {params_json}, "r": {repeat}, '
-        f'"s": {server_json}, "t": {json.dumps(test)}}}'
-    )
-    digest = hashlib.sha256(ident.encode()).hexdigest()[:10]
-    return f"{test}-{digest}-r{repeat}"
+def _key_of(test: str, tj: str, cj: str, sj: str, pj: str, repeat: int) -> str:
+    """The run key from JSON pieces (test, client, server, params): the very text
+    ``json.dumps({"t", "c", "s", "p", "r"}, sort_keys=True)`` gives, built without serialising
+    anything per run — a 1,000-host mesh has a million runs."""
+    ident = f'{{"c": {cj}, "p": {pj}, "r": {repeat}, "s": {sj}, "t": {tj}}}'
+    return f"{test}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}-r{repeat}"
 
 
 #: one run of one repeat of a test: client, server, params, params as key JSON, timeout
@@ -111,20 +108,31 @@ def _test_items(test: TestBase, campaign_hosts: list[str]) -> list[_Item]:
 
 def expand(spec: CampaignSpec) -> list[PlannedRun]:
     """Every run of the campaign, in execution order."""
+    paused = gc.isenabled()
+    gc.disable()  # a million runs make no reference cycles: spare the collector's passes
+    try:
+        return _expand(spec)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _expand(spec: CampaignSpec) -> list[PlannedRun]:
     hosts = list(spec.hosts)
-    per_test = [(test, _test_items(test, hosts)) for test in spec.tests]
-    runs = [
-        (test, repeat, item)
+    per_test = [(test, json.dumps(test.name), _test_items(test, hosts)) for test in spec.tests]
+    runs: Iterable[tuple[TestBase, str, int, _Item]] = (
+        (test, tj, repeat, item)
         for repeat in range(spec.repeats)
-        for test, items in per_test
+        for test, tj, items in per_test
         for item in items
-    ]
+    )
     if spec.order == "shuffled":
+        runs = list(runs)
         random.Random(spec.seed).shuffle(runs)
     names = {h: json.dumps(h) for h in hosts}
     out = []
-    for seq, (test, repeat, (client, server, params, pjson, timeout)) in enumerate(runs):
-        key = _key_of(test.name, names[client], names[server], pjson, repeat)
+    for seq, (test, tj, repeat, (client, server, params, pjson, timeout)) in enumerate(runs):
+        key = _key_of(test.name, tj, names[client], names[server], pjson, repeat)
         out.append(
             PlannedRun(
                 seq,

@@ -23,6 +23,7 @@ tests, benchmarks).
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,8 @@ from netfleet.units import parse_rate
 
 #: examine at most this many pending runs per decision (or 8 × concurrency when larger)
 WINDOW = 512
+#: the start-up estimate simulates the schedule up to this many runs (about 1 s)
+SIMULATE_UP_TO = 50_000
 
 
 @dataclass(frozen=True)
@@ -60,11 +63,28 @@ class Limits:
 
 
 class Scheduler:
-    """Hands out runs as they may start; told when each ends."""
+    """Hands out runs as they may start; told when each ends.
+
+    Two ways to find the first pending run (in plan order) that fits, same answer:
+
+    - *scan*: from the first pending run, look at up to ``window`` of them — cheap when many
+      hosts are free (the first runs usually fit);
+    - *index*: pending runs grouped by their exclusive hosts. Unless the last decision stopped
+      at a limit (concurrency, budget), a run can only have become possible through a host freed
+      since: only groups with such a *fresh* host and otherwise free hosts are looked at —
+      O(fresh × free) per decision, whatever the size of the plan (a mesh's steady state: two
+      hosts free up, their next run is found at once).
+    """
 
     def __init__(
-        self, runs: Sequence[PlannedRun], limits: Limits, window: int | None = None
+        self,
+        runs: Sequence[PlannedRun],
+        limits: Limits,
+        window: int | None = None,
+        index: bool | None = None,
     ) -> None:
+        """``window``: how many pending runs a scan looks at; ``index``: group pending runs by
+        their hosts (default: when the plan is larger than the window)."""
         self.limits = limits
         self._runs = list(runs)
         self._taken = [False] * len(self._runs)
@@ -72,6 +92,12 @@ class Scheduler:
         self._left = len(self._runs)
         self._window = window or max(WINDOW, 8 * limits.concurrency)
         self._busy: dict[str, int] = {}
+        hosts = {h for r in self._runs for h in (r.client, r.server)}
+        #: exclusive hosts neither busy nor resting (hosts that may overlap are never tracked)
+        self._free: set[str] = set() if limits.overlap is None else hosts - limits.overlap
+        #: hosts freed since the last decision; and whether that decision stopped at a limit
+        self._fresh: set[str] = set(self._free)
+        self._limited = True
         self._free_at: dict[str, float] = {}
         self._gap_until = float("-inf")
         self._active = 0
@@ -88,6 +114,15 @@ class Scheduler:
                         hint="give every test a bitrate (per stream) below the budget",
                     )
                 self._rate[run.sequence] = rate
+        #: exclusive hosts → positions of its pending runs, latest first (pop() = earliest)
+        self._index: dict[tuple[str, ...], list[int]] | None = None
+        if index if index is not None else len(self._runs) > self._window:
+            groups: dict[tuple[str, ...], list[int]] = {}
+            for i, run in enumerate(self._runs):
+                groups.setdefault(self._exclusive(run), []).append(i)
+            for positions in groups.values():
+                positions.reverse()
+            self._index = groups
 
     @property
     def pending(self) -> int:
@@ -109,23 +144,81 @@ class Scheduler:
 
     def take(self, now: float) -> list[PlannedRun]:
         """Every run that may start at ``now``, in plan order (marked as started)."""
-        limits = self.limits
-        if self._active >= limits.concurrency or now < self._gap_until:
+        for host in [h for h, t in self._free_at.items() if t <= now]:
+            del self._free_at[host]
+            if not self._busy.get(host):
+                self._free.add(host)
+                self._fresh.add(host)
+        if self._active >= self.limits.concurrency or now < self._gap_until:
             return []
+        free = len(self._free)
+        if self._index is None:
+            out = self._take_scanned()
+        elif not self._limited:
+            out = self._take_indexed(full=False)
+        elif free * (free + 1) // 2 + 1 <= self._window:
+            out = self._take_indexed(full=True)
+        else:
+            out = self._take_scanned()
+        self._fresh.clear()
+        while self._head < len(self._runs) and self._taken[self._head]:
+            self._head += 1
+        return out
+
+    def _take_scanned(self) -> list[PlannedRun]:
         out: list[PlannedRun] = []
         i, seen, n = self._head, 0, len(self._runs)
-        while i < n and seen < self._window and self._active < limits.concurrency:
+        self._limited = False
+        while i < n and self._active < self.limits.concurrency:
+            if seen >= self._window:
+                self._limited = True  # runs further on were not looked at
+                break
             if not self._taken[i]:
                 seen += 1
                 run = self._runs[i]
-                if self._fits(run, now):
-                    self._taken[i] = True
-                    self._start(run)
-                    out.append(run)
+                if all(h in self._free for h in self._exclusive(run)):
+                    if self._budget_fits(run):
+                        self._start(i)
+                        out.append(run)
+                    else:
+                        self._limited = True
             i += 1
-        while self._head < n and self._taken[self._head]:
-            self._head += 1
+        self._limited |= self._active >= self.limits.concurrency
         return out
+
+    def _take_indexed(self, full: bool) -> list[PlannedRun]:
+        assert self._index is not None
+        out: list[PlannedRun] = []
+        self._limited = False
+        while self._active < self.limits.concurrency:
+            best: int | None = None
+            for key in self._candidates(full):
+                positions = self._index.get(key)
+                while positions and self._taken[positions[-1]]:
+                    positions.pop()
+                if positions and (best is None or positions[-1] < best):
+                    if self._budget_fits(self._runs[positions[-1]]):
+                        best = positions[-1]
+                    else:
+                        self._limited = True
+            if best is None:
+                break
+            self._start(best)
+            out.append(self._runs[best])
+        self._limited |= self._active >= self.limits.concurrency
+        return out
+
+    def _candidates(self, full: bool) -> list[tuple[str, ...]]:
+        """Groups of exclusive hosts that may hold a run able to start now."""
+        free = self._free
+        if full:
+            ordered = sorted(free)
+            return [(), *((h,) for h in ordered), *itertools.combinations(ordered, 2)]
+        keys: list[tuple[str, ...]] = []
+        for f in self._fresh & free:
+            keys.append((f,))
+            keys += [(f, g) if f < g else (g, f) for g in free if g != f]
+        return keys
 
     def finished(self, run: PlannedRun, now: float) -> None:
         """``run`` ended at ``now``: its hosts rest ``cooldown``, its bandwidth is free."""
@@ -134,38 +227,51 @@ class Scheduler:
         rest = now + self.limits.cooldown_s
         for host in _hosts(run):
             self._busy[host] -= 1
-            if self.limits.cooldown_s and not self.limits.may_overlap(host):
+            if self.limits.may_overlap(host):
+                continue
+            if self.limits.cooldown_s:
                 self._free_at[host] = max(self._free_at.get(host, rest), rest)
+            elif not self._busy[host]:
+                self._free.add(host)
+                self._fresh.add(host)
         if self.limits.concurrency == 1 and self.limits.cooldown_s:
             self._gap_until = rest
 
     def wakeup(self, now: float) -> float | None:
         """The next moment a resting host (or the pause between runs) becomes free, if any."""
-        for host in [h for h, t in self._free_at.items() if t <= now]:
-            del self._free_at[host]
-        times = [t for t in self._free_at.values()]
+        times = [t for t in self._free_at.values() if t > now]
         if self._gap_until > now:
             times.append(self._gap_until)
         return min(times) if times else None
 
-    def _fits(self, run: PlannedRun, now: float) -> bool:
-        limits = self.limits
-        for host in _hosts(run):
-            if limits.may_overlap(host):
-                continue
-            if self._busy.get(host) or self._free_at.get(host, now) > now:
-                return False
-        if limits.budget_bps is not None:
-            if self._used_bps + self._rate[run.sequence] > limits.budget_bps * (1 + 1e-9):
-                return False
-        return True
+    def _exclusive(self, run: PlannedRun) -> tuple[str, ...]:
+        """The hosts of ``run`` that no other run may use meanwhile, sorted (hot: once per run
+        when the index is built, so no sorting or generators)."""
+        shared = self.limits.overlap
+        if shared is None:
+            return ()
+        client, server = run.client, run.server
+        mine = client not in shared
+        theirs = server not in shared and server != client
+        if mine and theirs:
+            return (client, server) if client < server else (server, client)
+        if mine:
+            return (client,)
+        return (server,) if theirs else ()
 
-    def _start(self, run: PlannedRun) -> None:
+    def _budget_fits(self, run: PlannedRun) -> bool:
+        budget = self.limits.budget_bps
+        return budget is None or self._used_bps + self._rate[run.sequence] <= budget * (1 + 1e-9)
+
+    def _start(self, i: int) -> None:
+        run = self._runs[i]
+        self._taken[i] = True
         self._left -= 1
         self._active += 1
         self._used_bps += self._rate.get(run.sequence, 0.0)
         for host in _hosts(run):
             self._busy[host] = self._busy.get(host, 0) + 1
+            self._free.discard(host)
 
 
 def _hosts(run: PlannedRun) -> tuple[str, ...]:
@@ -183,11 +289,13 @@ def simulate(
     runs: Sequence[PlannedRun],
     limits: Limits,
     duration: Callable[[PlannedRun], float] | None = None,
+    window: int | None = None,
+    index: bool | None = None,
 ) -> list[Slot]:
     """When each run would start and end under ``limits`` if it lasted ``duration(run)``
     (default: its estimate). Nothing runs; the schedule is exactly what the runner would do."""
     length = duration or (lambda r: r.estimated_s)
-    sched = Scheduler(runs, limits)
+    sched = Scheduler(runs, limits, window, index)
     now = 0.0
     ends: list[tuple[float, int, PlannedRun]] = []
     slots: list[Slot] = []
@@ -210,6 +318,16 @@ def simulate(
 
 
 def estimate_wall_seconds(runs: Sequence[PlannedRun], limits: Limits) -> float:
-    """Wall time of the campaign under ``limits``, from each run's estimate."""
-    slots = simulate(runs, limits)
-    return max((s.end for s in slots), default=0.0)
+    """Wall time of the campaign under ``limits``, from each run's estimate: simulated exactly
+    up to ``SIMULATE_UP_TO`` runs; beyond, the larger of two lower bounds — all the work spread
+    over ``concurrency``, and the busiest host's own runs one after another."""
+    if len(runs) <= SIMULATE_UP_TO:
+        return max((s.end for s in simulate(runs, limits)), default=0.0)
+    total = 0.0
+    per_host: dict[str, float] = {}
+    for run in runs:
+        total += run.estimated_s
+        for host in _hosts(run):
+            if not limits.may_overlap(host):
+                per_host[host] = per_host.get(host, 0.0) + run.estimated_s + limits.cooldown_s
+    return max(total / limits.concurrency, max(per_host.values(), default=0.0))

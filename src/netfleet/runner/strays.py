@@ -83,8 +83,10 @@ async def sweep(
         if outcome == "killed":
             say(f"stopped a stray {what} on host {proc.host}")
         elif outcome in ("unreachable", "survived"):
-            say(f"could not stop {what} on host {proc.host}: {detail or outcome}; netfleet "
-                "tries again on the next run of this campaign")  # fmt: skip
+            say(
+                f"could not stop {what} on host {proc.host}: {detail or outcome}; netfleet "
+                "tries again on the next run of this campaign"
+            )
 
     async def visit(name: str, procs: list[ProcessRecord]) -> None:
         host = hosts.get(name)
