@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [
-    pytest.mark.netns,
-    pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the demo builds namespaces: needs root"),
-]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the demo builds namespaces: needs root")
 
 
+@pytest.mark.netns
+@pytest.mark.slow
+@needs_root
 def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
@@ -55,6 +54,7 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     assert (tmp_path / "d" / ".netfleet-demo").exists()
 
 
+@needs_root
 def test_demo_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
     (tmp_path / "mine.txt").write_text("precious")
     proc = subprocess.run(
@@ -66,3 +66,17 @@ def test_demo_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "not made by netfleet demo" in proc.stderr
     assert (tmp_path / "mine.txt").read_text() == "precious"
+
+
+def test_demo_as_non_root_says_why_and_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from netfleet.demo import run_demo
+    from netfleet.errors import EnvironmentProblem, ExitStatus
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(EnvironmentProblem) as info:
+        run_demo(tmp_path / "d")
+    assert info.value.exit_status == ExitStatus.ENVIRONMENT
+    assert "root" in str(info.value) and "sudo" in str(info.value)
+    assert not (tmp_path / "d").exists()  # nothing written

@@ -1,0 +1,312 @@
+"""Accuracy of netfleet's credit-bucket estimates against known shapers, and adaptive test time.
+
+Runs real iperf3 in a lab (root needed):
+  1. N random credit profiles (seeded): baseline ρ, peak C, bucket σ = (C − ρ)·τ. Each is measured
+     with an adaptive run (``until_steady``) and analysed; the error of every estimate (peak,
+     baseline, bucket, burst duration — as wire rates, against the tbf) is printed, with the test
+     time beside the fixed duration you would otherwise have had to choose.
+  2. A steady link: how long the adaptive run takes to characterise it.
+  3. Refill: a ``credit`` test (drain, idle T, burst) on one profile; refill-rate error.
+  4. Seed 004's r4 table from the scaled ``r4`` lab profile (rate ×1/20, time ×1/20), scaled back
+     and printed beside the blog's numbers.
+
+    uv run python bench/credit_accuracy.py [--profiles 4] [--seed 1] [--window 30] [--skip-r4]
+
+Targets (issue 4): peak and baseline within 2 %, bucket and burst duration within 5 %, refill
+within 10 %, adaptive time ≤ burst + 30 s, a steady link in ≤ 45 s. Takes about 15 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from netfleet import lab
+from netfleet.analysis import analyze_file
+from netfleet.runner import run_campaign
+from netfleet.spec import load_spec
+from netfleet.store import ResultsRoot
+
+console = Console(width=160)
+LAB = "bcred"
+
+
+@dataclass
+class Profile:
+    name: str
+    rate: float  # bits/s, baseline
+    peak: float
+    bucket_bits: float
+
+    @property
+    def burst_s(self) -> float:
+        return self.bucket_bits / (self.peak - self.rate)
+
+
+def lab_file(tmp: Path, hosts: dict[str, Profile | None], subnet: str = "198.18.50.0/24") -> Path:
+    lines = [f"name: {LAB}", f"subnet: {subnet}", "hosts:", "  srv: {}"]
+    for name, p in hosts.items():
+        if p is None:
+            lines.append(f"  {name}: {{out: {{rate: 200mbit}}}}")
+        else:
+            lines.append(
+                f"  {name}: {{out: {{rate: {p.rate / 1e6:g}mbit, peak: {p.peak / 1e6:g}mbit, "
+                f"bucket: {p.bucket_bits / 1e6:g}mbit}}}}"
+            )
+    f = tmp / "lab.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    return f
+
+
+def run_one(tmp: Path, host: str, params: str, engine: str = "iperf3") -> tuple[Path, float]:
+    spec = tmp / f"{host}-{engine}.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        campaign: bench-{host}
+        hosts:
+          srv: {{kind: netns, lab: {LAB}, host: srv}}
+          {host}: {{kind: netns, lab: {LAB}, host: {host}}}
+        tests:
+          - name: t
+            engine: {engine}
+            client: {host}
+            server: srv
+            params: {params}
+        """)
+    )
+    root = ResultsRoot(tmp / "results")
+    t0 = time.monotonic()
+    res = asyncio.run(run_campaign(load_spec(spec), root, lab_state_dir=tmp / "state"))
+    took = time.monotonic() - t0
+    [env] = res.envelopes
+    if env.status != "ok":
+        raise SystemExit(f"{host}: run failed: {env.reason}")
+    return res.paths[0], took
+
+
+def err(got: float | None, truth: float) -> str:
+    return "—" if got is None else f"{(got / truth - 1) * 100:+.2f} %"
+
+
+def random_profiles(n: int, seed: int) -> list[Profile]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        rate = rng.uniform(20e6, 100e6)
+        peak = min(500e6, rate * rng.uniform(3, 10))
+        tau = rng.uniform(6, 20)
+        out.append(Profile(f"p{i}", rate, peak, (peak - rate) * tau))
+    return out
+
+
+def bench_profiles(tmp: Path, profiles: list[Profile], window: float) -> None:
+    table = Table(title=f"random credit profiles (adaptive, until_steady {window:g} s)")
+    for col in (
+        "profile",
+        "ρ Mbit/s",
+        "C Mbit/s",
+        "σ Mbit",
+        "τ s",
+        "peak err",
+        "baseline err",
+        "bucket err",
+        "burst err",
+        "class",
+        "test s",
+        "≤ τ+30?",
+        "fixed s",
+    ):
+        table.add_column(col)
+    lab.up(lab.load_lab(lab_file(tmp, {p.name: p for p in profiles})), state_dir=tmp / "state")
+    try:
+        for p in profiles:
+            maximum = p.burst_s + 3 * window + 60
+            path, took = run_one(
+                tmp,
+                p.name,
+                f"{{duration: {maximum:.0f}, until_steady: "
+                f"{window:g}, min_duration: {maximum:.0f}}}",
+            )
+            a = analyze_file(path).credit.as_wire()
+            test_s = analyze_file(path).series
+            measured = test_s.duration if test_s is not None else took
+
+            def v(e):  # type: ignore[no-untyped-def]
+                return None if e is None else e.value
+
+            table.add_row(
+                p.name,
+                f"{p.rate / 1e6:.1f}",
+                f"{p.peak / 1e6:.1f}",
+                f"{p.bucket_bits / 1e6:.0f}",
+                f"{p.burst_s:.1f}",
+                err(v(a.peak), p.peak),
+                err(v(a.baseline), p.rate),
+                err(v(a.bucket), p.bucket_bits),
+                err(v(a.burst_seconds), p.burst_s),
+                a.kind,
+                f"{measured:.0f}",
+                "yes" if measured <= p.burst_s + 30 + 2 else "NO",
+                f"{maximum:.0f}",
+            )
+    finally:
+        lab.down(LAB, state_dir=tmp / "state")
+    console.print(table)
+    console.print(
+        "fixed s: the fixed duration you would have had to choose to be sure to see the "
+        "baseline (burst + 3 windows + 60 s); seed 002 ran 3,600 s per instance type."
+    )
+
+
+def bench_steady(tmp: Path, window: float) -> None:
+    lab.up(lab.load_lab(lab_file(tmp, {"st": None})), state_dir=tmp / "state")
+    try:
+        path, took = run_one(tmp, "st", f"{{duration: 120, until_steady: {window:g}}}")
+    finally:
+        lab.down(LAB, state_dir=tmp / "state")
+    a = analyze_file(path)
+    rate = a.credit.as_wire().rate
+    got = rate.value if rate is not None else float("nan")
+    console.print(
+        f"steady 200 Mbit/s link: characterised in {took:.1f} s wall "
+        f"(series {a.series.duration if a.series else 0:.0f} s), class "
+        f"{a.credit.kind}, rate error {err(got, 200e6)}  (target ≤ 45 s)"
+    )
+
+
+def bench_refill(tmp: Path, window: float) -> None:
+    p = Profile("rf", 50e6, 300e6, 250e6 * 8)  # 8 s at peak
+    idles = [4, 8, 12, 40]
+    lab.up(lab.load_lab(lab_file(tmp, {"rf": p})), state_dir=tmp / "state")
+    try:
+        path, took = run_one(
+            tmp,
+            "rf",
+            f"{{duration: 120, idle: {idles}, until_steady: {max(5, window / 3):g}, "
+            "burst_max: 120, parallel: 1}",
+            engine="credit",
+        )
+    finally:
+        lab.down(LAB, state_dir=tmp / "state")
+    a = analyze_file(path)
+    refill = a.refill
+    wire = a.credit.wire_factor or 1.0
+    if refill is None or refill.rate is None:
+        console.print(f"refill: inconclusive ({refill.reason if refill else 'no refill'})")
+        return
+    rate = refill.rate.value * wire
+    cap = refill.cap.value * wire if refill.cap is not None else None
+    console.print(
+        f"refill (idle {idles} s, {took:.0f} s wall): rate {rate / 1e6:.2f} Mbit/s vs "
+        f"tbf 50 → {err(rate, 50e6)} (target ≤ 10 %); cap "
+        f"{'—' if cap is None else f'{cap / 1e6:.0f} Mbit'} vs bucket 2000 Mbit → "
+        f"{err(cap, 2000e6) if cap else 'not reached'}; kind {refill.kind}"
+    )
+
+
+BLOG = {  # seed 004: baseline Gbit/s, initial/max credit (Gbit), seconds at 10 Gbit/s
+    "r4.large": (0.75, 2700, 295),
+    "r4.xlarge": (1.25, 5145, 589),
+    "r4.2xlarge": (2.5, 8925, 1191),
+    "r4.4xlarge": (5.0, 11950, 2390),
+}
+
+
+def bench_r4(tmp: Path, window: float) -> None:
+    spec = lab.load_lab("r4")
+    rate_k = 1 / (spec.scale.rate if spec.scale else 0.05)
+    time_k = 1 / (spec.scale.time if spec.scale else 0.05)
+    table = Table(title="seed 004's r4 table, measured on the scaled lab profile and scaled back")
+    for col in (
+        "instance",
+        "baseline Gbit/s (blog)",
+        "measured",
+        "credit Gbit (blog)",
+        "measured",
+        "s at 10 Gbit/s (blog)",
+        "measured",
+        "test s (scaled)",
+    ):
+        table.add_column(col)
+    state = tmp / "state-r4"
+    lab.up(spec, state_dir=state)
+    try:
+        for host, hs in spec.hosts.items():
+            itype = str(hs.labels.get("instance_type", host))
+            if itype not in BLOG or hs.out is None or hs.out.bucket is None:
+                continue
+            burst = (hs.out.bucket * 8) / ((hs.out.peak or 0) - hs.out.rate)
+            maximum = burst + 3 * window + 60
+            spec_path = tmp / f"r4-{host}.yaml"
+            spec_path.write_text(
+                textwrap.dedent(f"""\
+                campaign: bench-r4
+                hosts:
+                  srv: {{kind: netns, lab: r4, host: server}}
+                  h: {{kind: netns, lab: r4, host: {host}}}
+                tests:
+                  - name: t
+                    client: h
+                    server: srv
+                    params: {{duration: {maximum:.0f}, until_steady: {window:g},
+                              min_duration: {maximum:.0f}, parallel: 2}}
+                """)
+            )
+            t0 = time.monotonic()
+            res = asyncio.run(
+                run_campaign(load_spec(spec_path), ResultsRoot(tmp / "r4res"), lab_state_dir=state)
+            )
+            took = time.monotonic() - t0
+            a = analyze_file(res.paths[0]).credit.as_wire()
+            base = a.baseline.value * rate_k / 1e9 if a.baseline else None
+            credit = a.bucket.value * rate_k * time_k / 1e9 if a.bucket else None
+            secs = (credit / (10 - base)) if (credit and base is not None) else None
+            b = BLOG[itype]
+            table.add_row(
+                itype,
+                f"{b[0]:g}",
+                f"{base:.3f}" if base else "—",
+                f"{b[1]}",
+                f"{credit:.0f}" if credit else "—",
+                f"{b[2]}",
+                f"{secs:.0f}" if secs else "—",
+                f"{took:.0f}",
+            )
+    finally:
+        lab.down("r4", state_dir=state)
+    console.print(table)
+    console.print(
+        "The lab's r4 profile encodes the blog's numbers (scaled), so this row-by-row "
+        "agreement checks the measurement chain, not AWS."
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--profiles", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--window", type=float, default=30.0, help="until_steady seconds")
+    ap.add_argument("--skip-r4", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
+        tmp = Path(d)
+        bench_profiles(tmp, random_profiles(args.profiles, args.seed), args.window)
+        bench_steady(tmp, args.window)
+        bench_refill(tmp, args.window)
+        if not args.skip_r4:
+            bench_r4(tmp, args.window)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
