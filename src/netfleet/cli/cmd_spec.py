@@ -11,6 +11,7 @@ import typer
 from netfleet.cli.options import FormatOpt, emit
 from netfleet.plan import estimate_seconds, expand
 from netfleet.report import OutputFormat, Tabular
+from netfleet.runner.scheduler import Limits, estimate_wall_seconds
 from netfleet.spec import load_spec, spec_schema
 
 
@@ -29,7 +30,12 @@ def schema(
 def plan_table(spec_path: Path) -> Tabular:
     spec = load_spec(spec_path)
     runs = expand(spec)
-    est = estimate_seconds(spec, runs)
+    limits = Limits.of(spec)
+    est = (
+        estimate_wall_seconds(runs, limits)
+        if limits.concurrency > 1
+        else estimate_seconds(spec, runs)
+    )
     rows = [
         [
             r.sequence,
@@ -65,6 +71,7 @@ def plan_table(spec_path: Path) -> Tabular:
         notes=[
             f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
             f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
+            + (f"; up to {limits.concurrency} at once" if limits.concurrency > 1 else "")
         ],
         decimals=1,
     )
