@@ -7,9 +7,9 @@ import hashlib
 import itertools
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from netfleet.plan.topology import topology_rounds
 from netfleet.spec.models import CampaignSpec, TestBase
@@ -19,10 +19,10 @@ from netfleet.spec.params import EngineParams
 RUN_OVERHEAD_S = 1.5
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedRun:
+class PlannedRun(NamedTuple):
     """One run the campaign will execute. ``run_key`` is deterministic: the same spec gives the
-    same keys, whatever the order, so a later run can tell what it has already done."""
+    same keys, whatever the order, so a later run can tell what it has already done. (A tuple:
+    a 1,000-host mesh plans a million of them.)"""
 
     sequence: int
     run_key: str
@@ -60,21 +60,20 @@ def combinations(test: TestBase) -> Iterator[dict[str, Any]]:
             yield dict(inc)
 
 
-def _key(test: str, client: str, server: str, params: dict[str, Any], repeat: int) -> str:
-    dump = json.dumps
-    pjson = dump(params, sort_keys=True, default=str)
-    return _key_of(test, dump(test), dump(client), dump(server), pjson, repeat)
+def params_digest(engine: str, params: EngineParams) -> str:
+    """10 hex digits of sha256 over the engine and every resolved parameter (sorted JSON)."""
+    pjson = json.dumps({"engine": engine, **params.model_dump()}, sort_keys=True, default=str)
+    return hashlib.sha256(pjson.encode()).hexdigest()[:10]
 
 
-def _key_of(test: str, tj: str, cj: str, sj: str, pj: str, repeat: int) -> str:
-    """The run key from JSON pieces (test, client, server, params): the very text
-    ``json.dumps({"t", "c", "s", "p", "r"}, sort_keys=True)`` gives, built without serialising
-    anything per run — a 1,000-host mesh has a million runs."""
-    ident = f'{{"c": {cj}, "p": {pj}, "r": {repeat}, "s": {sj}, "t": {tj}}}'
-    return f"{test}-{hashlib.sha256(ident.encode()).hexdigest()[:10]}-r{repeat}"
+def run_key(test: str, digest: str, client: str, server: str, repeat: int) -> str:
+    """``<test>-<params digest>-<client>-<server>-r<repeat>``: readable, deterministic, and a
+    safe file name (test and host names are restricted to ``[A-Za-z0-9._-]``). No hashing per
+    run: a 1,000-host mesh has a million runs."""
+    return f"{test}-{digest}-{client}-{server}-r{repeat}"
 
 
-#: one run of one repeat of a test: client, server, params, params as key JSON, timeout
+#: one run of one repeat of a test: client, server, params, params digest, timeout
 _Item = tuple[str, str, EngineParams, str, float]
 
 
@@ -85,9 +84,7 @@ def _test_items(test: TestBase, campaign_hosts: list[str]) -> list[_Item]:
     for combo in combinations(test):
         overrides = {k: v for k, v in combo.items() if k not in ("client", "server")}
         params = test.engine_params(overrides)
-        pjson = json.dumps(
-            {"engine": test.engine, **params.model_dump()}, sort_keys=True, default=str
-        )
+        pjson = params_digest(test.engine, params)
         timeout = test.timeout or (params.measured_seconds() + 30)
         combos.append((combo, params, pjson, timeout))
     if test.topology is None:
@@ -119,39 +116,43 @@ def expand(spec: CampaignSpec) -> list[PlannedRun]:
 
 def _expand(spec: CampaignSpec) -> list[PlannedRun]:
     hosts = list(spec.hosts)
-    per_test = [(test, json.dumps(test.name), _test_items(test, hosts)) for test in spec.tests]
-    runs: Iterable[tuple[TestBase, str, int, _Item]] = (
-        (test, tj, repeat, item)
+    per_test = [(test, _test_items(test, hosts)) for test in spec.tests]
+    runs: Iterable[tuple[TestBase, int, _Item]] = (
+        (test, repeat, item)
         for repeat in range(spec.repeats)
-        for test, tj, items in per_test
+        for test, items in per_test
         for item in items
     )
     if spec.order == "shuffled":
         runs = list(runs)
         random.Random(spec.seed).shuffle(runs)
-    names = {h: json.dumps(h) for h in hosts}
-    out = []
-    for seq, (test, tj, repeat, (client, server, params, pjson, timeout)) in enumerate(runs):
-        key = _key_of(test.name, tj, names[client], names[server], pjson, repeat)
-        out.append(
-            PlannedRun(
+    new, cls = tuple.__new__, PlannedRun  # NamedTuple's own __new__ is a Python call: skip it
+    return [
+        new(
+            cls,
+            (
                 seq,
-                key,
-                test.name,
+                f"{t.name}-{digest}-{client}-{server}-r{repeat}",  # = run_key(...)
+                t.name,
                 repeat,
                 client,
                 server,
-                test.subject,
-                test.engine,
+                t.subject,
+                t.engine,
                 params,
                 timeout,
-            )
+            ),
         )
-    return out
+        for seq, (t, repeat, (client, server, params, digest, timeout)) in enumerate(runs)
+    ]
 
 
 def estimate_seconds(spec: CampaignSpec, runs: list[PlannedRun]) -> float:
     """Wall time estimate: measured time + per-run overhead + cooldowns between runs."""
     if not runs:
         return 0.0
-    return sum(r.estimated_s for r in runs) + spec.cooldown * (len(runs) - 1)
+    # runs share their params objects: price each distinct one once
+    counts = Counter(id(r.params) for r in runs)
+    per = {id(r.params): r.params for r in runs}
+    measured = sum((per[i].measured_seconds() + RUN_OVERHEAD_S) * n for i, n in counts.items())
+    return measured + spec.cooldown * (len(runs) - 1)

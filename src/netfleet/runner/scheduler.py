@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -324,10 +325,16 @@ def estimate_wall_seconds(runs: Sequence[PlannedRun], limits: Limits) -> float:
     if len(runs) <= SIMULATE_UP_TO:
         return max((s.end for s in simulate(runs, limits)), default=0.0)
     total = 0.0
-    per_host: dict[str, float] = {}
+    per_host: defaultdict[str, float] = defaultdict(float)
+    cost: dict[int, float] = {}  # runs share params objects: price each one once
+    rest = limits.cooldown_s
     for run in runs:
-        total += run.estimated_s
-        for host in _hosts(run):
-            if not limits.may_overlap(host):
-                per_host[host] = per_host.get(host, 0.0) + run.estimated_s + limits.cooldown_s
-    return max(total / limits.concurrency, max(per_host.values(), default=0.0))
+        c = cost.get(id(run.params))
+        if c is None:
+            c = cost[id(run.params)] = run.estimated_s
+        total += c
+        per_host[run.client] += c + rest
+        if run.server != run.client:
+            per_host[run.server] += c + rest
+    busiest = max((v for h, v in per_host.items() if not limits.may_overlap(h)), default=0.0)
+    return max(total / limits.concurrency, busiest)
