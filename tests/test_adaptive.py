@@ -2,73 +2,62 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import secrets
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from netfleet import lab
 from netfleet.catalog import connect, ingest
-from netfleet.runner import run_campaign
-from netfleet.spec import load_spec
-from netfleet.store import ResultsRoot
+from tests.labkit import lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
 ]
 
+# burst: 300 Mbit of credit at 200 - 50 Mbit/s ≈ 2 s at peak, then 50 Mbit/s
+CREDIT_LAB = """\
+    subnet: 198.18.42.0/24
+    hosts:
+      srv: {}
+      cr:
+        labels: {instance_type: credit}
+        out: {rate: 50mbit, peak: 200mbit, bucket: 300mbit}
+    """
+
 
 @pytest.fixture
 def credit_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    name = "a" + secrets.token_hex(3)
-    state = tmp_path / "labstate"
-    f = tmp_path / "lab.yaml"
-    # burst: 300 Mbit of credit at 200 - 50 Mbit/s ≈ 2 s at peak, then 50 Mbit/s
-    f.write_text(
-        textwrap.dedent(f"""\
-        name: {name}
-        subnet: 198.18.42.0/24
+    with lab_up(tmp_path, CREDIT_LAB, prefix="a") as made:
+        yield made
+
+
+def spec(tmp_path: Path, name: str, chroot: str = "") -> Path:
+    extra = f", chroot: {chroot}" if chroot else ""
+    return write_spec(
+        tmp_path,
+        f"""\
+        campaign: adaptive
         hosts:
-          srv: {{}}
-          cr:
-            labels: {{instance_type: credit}}
-            out: {{rate: 50mbit, peak: 200mbit, bucket: 300mbit}}
-        """)
+          srv: {{kind: netns, lab: {name}, host: srv}}
+          cr: {{kind: netns, lab: {name}, host: cr{extra}}}
+        tests:
+          - name: a
+            client: cr
+            server: srv
+            params: {{duration: 40, until_steady: 4, min_duration: 30}}
+        """,
     )
-    lab.up(lab.load_lab(f), state_dir=state)
-    try:
-        yield name, state
-    finally:
-        lab.down(name, state_dir=state)
 
 
 def test_adaptive_run_stops_once_the_baseline_is_steady(
     credit_lab: tuple[str, Path], tmp_path: Path
 ) -> None:
     name, state = credit_lab
-    spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(
-        textwrap.dedent(f"""\
-        campaign: adaptive
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cr: {{kind: netns, lab: {name}, host: cr}}
-        tests:
-          - name: a
-            client: cr
-            server: srv
-            params: {{duration: 40, until_steady: 4, min_duration: 30}}
-        """)
-    )
-    root = ResultsRoot(tmp_path / "r")
     t0 = time.monotonic()
-    result = asyncio.run(run_campaign(load_spec(spec_path), root, lab_state_dir=state))
+    result = run(spec(tmp_path, name), tmp_path / "r", state)
     elapsed = time.monotonic() - t0
     [env] = result.envelopes
     assert env.status == "ok", env.reason
@@ -81,7 +70,7 @@ def test_adaptive_run_stops_once_the_baseline_is_steady(
     assert env.result is not None
     assert len(env.result["intervals"]) >= adaptive["stopped_at_s"] - 1
 
-    ingest(root, tmp_path / "cat")
+    ingest(tmp_path / "r", tmp_path / "cat")
     con = connect(tmp_path / "cat")
     rows = con.execute(
         "select count(*), max(bits_per_second), min(bits_per_second) from intervals "
@@ -100,25 +89,8 @@ def test_adaptive_run_with_iperf3_318_reads_the_json_stream(
     """The 3.17+ path: the client (iperf3 3.18 from a Debian 13 root) streams JSON events."""
     from netfleet.lab.chroot import ensure_root
 
-    root_dir = ensure_root()
     name, state = credit_lab
-    spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(
-        textwrap.dedent(f"""\
-        campaign: adaptive318
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cr: {{kind: netns, lab: {name}, host: cr, chroot: {root_dir}}}
-        tests:
-          - name: a
-            client: cr
-            server: srv
-            params: {{duration: 40, until_steady: 4, min_duration: 30}}
-        """)
-    )
-    result = asyncio.run(
-        run_campaign(load_spec(spec_path), ResultsRoot(tmp_path / "r"), lab_state_dir=state)
-    )
+    result = run(spec(tmp_path, name, chroot=str(ensure_root())), tmp_path / "r", state)
     [env] = result.envelopes
     assert env.status == "ok", env.reason
     assert env.engine.version.startswith("3.18")

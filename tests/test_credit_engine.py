@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import secrets
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from netfleet import lab
 from netfleet.engines.iperf3_live import parse_text_intervals
-from netfleet.runner import run_campaign
-from netfleet.spec import load_spec
-from netfleet.store import ResultsRoot
+from tests.labkit import lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -32,40 +26,30 @@ def regained_mbit(server_text: str, baseline: float) -> float:
 
 
 def test_credit_phases_measure_refill_and_cap(tmp_path: Path) -> None:
-    name = "c" + secrets.token_hex(3)
-    state = tmp_path / "st"
-    labfile = tmp_path / "lab.yaml"
-    labfile.write_text(
-        textwrap.dedent(f"""\
-        name: {name}
+    body = f"""\
         subnet: 198.18.43.0/24
         hosts:
           srv: {{}}
           cr: {{out: {{rate: 50mbit, peak: 200mbit, bucket: {BUCKET_MBIT}mbit}}}}
-        """)
-    )
-    spec = tmp_path / "c.yaml"
-    spec.write_text(
-        textwrap.dedent(f"""\
-        campaign: refill
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cr: {{kind: netns, lab: {name}, host: cr}}
-        tests:
-          - name: refill
-            engine: credit
-            client: cr
-            server: srv
-            params: {{duration: 30, idle: [2, 12], until_steady: 3, burst_max: 30, parallel: 1}}
-        """)
-    )
-    lab.up(lab.load_lab(labfile), state_dir=state)
-    try:
-        result = asyncio.run(
-            run_campaign(load_spec(spec), ResultsRoot(tmp_path / "r"), lab_state_dir=state)
+        """
+    with lab_up(tmp_path, body, prefix="c") as (name, state):
+        spec = write_spec(
+            tmp_path,
+            f"""\
+            campaign: refill
+            hosts:
+              srv: {{kind: netns, lab: {name}, host: srv}}
+              cr: {{kind: netns, lab: {name}, host: cr}}
+            tests:
+              - name: refill
+                engine: credit
+                client: cr
+                server: srv
+                params: {{duration: 30, idle: [2, 12], until_steady: 3, burst_max: 30,
+                          parallel: 1}}
+            """,
         )
-    finally:
-        lab.down(name, state_dir=state)
+        result = run(spec, tmp_path / "r", state)
     [env] = result.envelopes
     assert env.status == "ok", env.reason
     assert env.result is not None

@@ -138,3 +138,13 @@ def test_target_level_decides_when_known() -> None:
     stop = feed(det, values)
     assert stop is not None and stop >= 14
     assert det.level() == pytest.approx(50e6)
+
+
+def test_a_window_still_full_of_burst_is_not_the_baseline() -> None:
+    # 27 s at peak then the baseline: at 30 s the window is 90 % peak and "steady" — at the peak
+    values = [500e6] * 27 + [60e6] * 40
+    det = SteadyDetector(window_s=30, min_duration_s=1000)
+    stop = feed(det, values)
+    assert det.drop_seen_at is not None
+    assert stop is not None and stop >= 27 + 26  # a window (less its 10 % slack) past the drop
+    assert det.level() == pytest.approx(60e6)

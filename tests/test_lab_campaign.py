@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import subprocess
 import textwrap
 from collections.abc import Iterator
@@ -15,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from netfleet import lab
 from netfleet.catalog import cheatsheet, ingest
 from netfleet.runner import run_campaign
 from netfleet.spec import load_spec
 from netfleet.store import ResultsRoot
 from netfleet.units import goodput_ratio
+from tests.labkit import lab_up, unique_name
 
 pytestmark = [
     pytest.mark.netns,
@@ -30,33 +29,19 @@ pytestmark = [
 
 @pytest.fixture
 def shaped_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    name = "t" + secrets.token_hex(3)
-    state = tmp_path / "labstate"
-    f = tmp_path / "lab.yaml"
-    f.write_text(
-        textwrap.dedent(f"""\
-        name: {name}
+    body = """\
         subnet: 198.18.41.0/24
         hosts:
-          srv: {{labels: {{instance_type: big}}}}
+          srv: {labels: {instance_type: big}}
           cli:
-            labels: {{instance_type: shaped}}
-            out: {{rate: 200mbit}}
-            in: {{rate: 100mbit}}
-        """)
-    )
-    lab.up(lab.load_lab(f), state_dir=state)
-    try:
+            labels: {instance_type: shaped}
+            out: {rate: 200mbit}
+            in: {rate: 100mbit}
+        """
+    with lab_up(tmp_path, body) as (name, state):
         yield name, state
-    finally:
-        lab.down(name, state_dir=state)
-        assert not [
-            n
-            for n in subprocess.run(
-                ["ip", "netns", "list"], capture_output=True, text=True
-            ).stdout.split()
-            if name in n
-        ]
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert name not in listed  # lab down removed every namespace it made
 
 
 def test_cheatsheet_of_a_shaped_link_matches_the_shaper(
@@ -101,7 +86,7 @@ def test_cheatsheet_of_a_shaped_link_matches_the_shaper(
 @pytest.fixture
 def own_namespaces() -> Iterator[tuple[str, str]]:
     """Two namespaces built by hand (not by a netfleet lab), joined by a veth pair."""
-    suffix = secrets.token_hex(3)
+    suffix = unique_name("")
     a, b = f"usr-a-{suffix}", f"usr-b-{suffix}"
 
     def ip(*args: str) -> None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.engines.base import EngineInfo, Outcome, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
-from netfleet.errors import EngineError, HostError
+from netfleet.engines.probes import tool_version, version_text
+from netfleet.errors import EngineError
 from netfleet.hosts.base import Host
 from netfleet.spec.params import Iperf3Params
 from netfleet.units import parse_rate, parse_size
@@ -132,21 +133,13 @@ class Iperf3:
         return self.interpret(p.stdout, p.stderr, p.returncode or 0, interrupted=interrupted)
 
     async def probe(self, host: Host) -> EngineInfo:
-        try:
-            res = await host.run(["iperf3", "--version"], timeout=15)
-        except HostError as exc:
+        version = await tool_version(host, "iperf3")
+        if not version:
             raise EngineError(
-                f"host {host.name}: iperf3 is not installed",
-                hint="install it (Debian: apt-get install iperf3)",
-            ) from exc
-        text = (res.stdout or res.stderr).strip()
-        version = parse_version(text)
-        if res.returncode not in (0, 1) or not version:
-            raise EngineError(
-                f"host {host.name}: cannot tell the iperf3 version from {text!r}",
+                f"host {host.name}: iperf3 is not installed (or prints no version)",
                 hint="install iperf3 ≥ 3.1 (Debian: apt-get install iperf3)",
             )
-        return EngineInfo(self.name, ".".join(map(str, version)), version)
+        return EngineInfo(self.name, version_text(version), version)
 
     def unsupported(self, params: Iperf3Params, info: EngineInfo) -> list[str]:
         """Options the given iperf3 lacks, as readable reasons (empty when all is well)."""

@@ -131,6 +131,8 @@ class SteadyDetector:
     target: float | None = None
     series: list[LiveInterval] = field(default_factory=list)
     drop_seen_at: float | None = None
+    #: the level before the drop (bits/s): after a drop only a window below it is the baseline
+    before_drop: float | None = None
     steady_since: float | None = None
 
     def add(self, iv: LiveInterval) -> bool:
@@ -141,8 +143,8 @@ class SteadyDetector:
         t = iv.end
         window = [x.bits_per_second for x in self.series if x.end > t - self.window_s]
         span = t - self.series[0].start
-        if self.drop_seen_at is None and self._dropped():
-            self.drop_seen_at = t
+        if self.drop_seen_at is None and (level := self._dropped()) is not None:
+            self.drop_seen_at, self.before_drop = t, level
         if span < self.window_s or len(window) < 3:
             return False
         if not self._steady(window):
@@ -150,10 +152,13 @@ class SteadyDetector:
             return False
         if self.steady_since is None:
             self.steady_since = t
+        level = statistics.median(window)
         if self.target is not None:
-            level = statistics.median(window)
             return abs(level / self.target - 1) <= 2 * self.tolerance
-        return self.drop_seen_at is not None or span >= self.min_duration_s
+        if self.before_drop is not None:
+            # a window still made mostly of the burst is steady, but at the peak, not the baseline
+            return level < self.before_drop * (1 - 4 * self.tolerance)
+        return span >= self.min_duration_s
 
     def level(self) -> float | None:
         """The median rate of the last window (the baseline once stopped on a steady rate)."""
@@ -172,12 +177,12 @@ class SteadyDetector:
         close = sum(abs(v - med) <= self.tolerance * med for v in vals)
         return close >= self.share * len(vals)
 
-    def _dropped(self) -> bool:
+    def _dropped(self) -> float | None:
         """A level drop: the last 3 intervals sit well below the second-best earlier one (one
-        spike alone is not a level)."""
+        spike alone is not a level). Returns that earlier level, or None."""
         if len(self.series) < 5:
-            return False
+            return None
         vals = [x.bits_per_second for x in self.series]
         recent = statistics.median(vals[-3:])
         best = sorted(vals[:-3])[-2]
-        return recent < best * (1 - 4 * self.tolerance)
+        return best if recent < best * (1 - 4 * self.tolerance) else None

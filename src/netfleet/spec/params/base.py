@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,3 +27,25 @@ class EngineParams(BaseModel):
     def run_direction(self) -> Direction | None:
         """The direction relative to the subject, or None where it means nothing (latency)."""
         return None
+
+
+class StreamsSummary:
+    """Shared by the stream engines' params (iperf3, iperf2): they all have ``duration``,
+    ``omit``, ``parallel``, ``direction`` and ``protocol``."""
+
+    if TYPE_CHECKING:  # declared by the models themselves; pydantic must not see them here
+        duration: float
+        omit: int
+        parallel: int
+        direction: Direction
+        protocol: str
+
+    def measured_seconds(self) -> float:
+        return float(self.duration + self.omit)
+
+    def summary(self) -> str:
+        udp = " udp" if self.protocol == "udp" else ""
+        return f"{self.direction} P{self.parallel}{udp} {self.duration:g}+{self.omit} s"
+
+    def run_direction(self) -> Direction:
+        return self.direction

@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from netfleet.spec.params.base import Direction, EngineParams
+from netfleet.spec.params.base import EngineParams, StreamsSummary
 from netfleet.spec.params.iperf3 import rate_str, size_str
 
 
-class Iperf2Params(EngineParams):
+class Iperf2Params(StreamsSummary, EngineParams):
     """iperf 2 (2.1+) options: ``-P n`` is one thread per stream."""
 
     duration: float = Field(10, gt=0, le=86400, description="seconds of measurement (-t)")
@@ -30,13 +30,3 @@ class Iperf2Params(EngineParams):
 
     _bitrate = field_validator("bitrate")(rate_str)
     _sizes = field_validator("window", "length")(size_str)
-
-    def measured_seconds(self) -> float:
-        return float(self.duration + self.omit)
-
-    def summary(self) -> str:
-        udp = " udp" if self.protocol == "udp" else ""
-        return f"{self.direction} P{self.parallel}{udp} {self.duration:g}+{self.omit} s"
-
-    def run_direction(self) -> Direction:
-        return self.direction

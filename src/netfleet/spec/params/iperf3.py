@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from netfleet.spec.params.base import Direction, EngineParams
+from netfleet.spec.params.base import Direction, EngineParams, StreamsSummary
 from netfleet.units import parse_rate, parse_size
 
 
@@ -25,7 +25,7 @@ def rate_str(v: str | None) -> str | None:
     return v
 
 
-class Iperf3Params(EngineParams):
+class Iperf3Params(StreamsSummary, EngineParams):
     """iperf3 client options."""
 
     duration: float = Field(10, gt=0, le=86400, description="seconds of measurement (-t)")
@@ -81,13 +81,3 @@ class Iperf3Params(EngineParams):
                     f"({self.duration:g} s), the maximum: raise duration"
                 )
         return self
-
-    def measured_seconds(self) -> float:
-        return float(self.duration + self.omit)
-
-    def summary(self) -> str:
-        udp = " udp" if self.protocol == "udp" else ""
-        return f"{self.direction} P{self.parallel}{udp} {self.duration:g}+{self.omit} s"
-
-    def run_direction(self) -> Direction:
-        return self.direction

@@ -1,0 +1,49 @@
+"""Helpers for tests that run real campaigns in a real lab: a lab from YAML text (always torn
+down), a spec file from text, a campaign run to completion."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from netfleet import lab
+from netfleet.runner import CampaignResult, run_campaign
+from netfleet.spec import load_spec
+from netfleet.store import ResultsRoot
+
+
+def unique_name(prefix: str) -> str:
+    """A lab name no other test (or session) uses: namespaces are machine-wide."""
+    return prefix + secrets.token_hex(3)
+
+
+@contextmanager
+def lab_up(tmp_path: Path, body: str, prefix: str = "t") -> Iterator[tuple[str, Path]]:
+    """Bring up a lab whose file is ``name: <unique>`` + ``body``; yield (name, state dir);
+    tear it down whatever happens."""
+    name = unique_name(prefix)
+    state = tmp_path / "labstate"
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(f"name: {name}\n" + textwrap.dedent(body))
+    lab.up(lab.load_lab(f), state_dir=state)
+    try:
+        yield name, state
+    finally:
+        lab.down(name, state_dir=state)
+
+
+def write_spec(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def run(spec_path: Path, results: Path, state: Path | None = None) -> CampaignResult:
+    """Run a campaign spec to completion against ``results``."""
+    return asyncio.run(
+        run_campaign(load_spec(spec_path), ResultsRoot(results), lab_state_dir=state)
+    )
