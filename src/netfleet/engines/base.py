@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from netfleet.runner.session import RunSession
 
 
+class StopEarly(Exception):
+    """Raised by ``RunSession.follow`` when an engine's line handler asked to stop the
+    processes (adaptive duration): they got SIGINT and printed their report."""
+
+
 @dataclass(frozen=True)
 class EngineInfo:
     """An engine as installed on one host."""

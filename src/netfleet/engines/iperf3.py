@@ -11,7 +11,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.base import EngineInfo, Outcome, StopEarly, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.errors import EngineError
@@ -67,8 +67,6 @@ class Iperf3:
         """Follow intervals live and stop once the rate has been steady for ``until_steady``
         seconds (or at ``duration``). 3.17+: the client's ``--json-stream``; before: a text
         server with ``--forceflush``, whose stdout is kept in the envelope's ``outputs``."""
-        from netfleet.runner.session import StopEarly
-
         assert params.until_steady is not None
         address = session.server.address
         stream = session.client_info.version_tuple >= MIN_VERSION["json-stream"]

@@ -15,12 +15,12 @@ from typing import Any
 
 from netfleet import __version__
 from netfleet.doctor import ena
-from netfleet.engines.base import Engine, EngineInfo, Outcome
+from netfleet.engines.base import Engine, EngineInfo, Outcome, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.events import Reporter
-from netfleet.runner.session import RunSession, Started, StopEarly
+from netfleet.runner.session import RunSession, Started
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
 
 

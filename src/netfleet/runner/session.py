@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netfleet.engines.base import EngineInfo
+from netfleet.engines.base import EngineInfo, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process
 from netfleet.plan.matrix import PlannedRun
@@ -27,10 +27,6 @@ SERVER_READY_S = 10.0
 
 #: called with each complete stdout line of a followed process; return True to stop it early
 LineHandler = Callable[[str], bool | None]
-
-
-class StopEarly(Exception):
-    """Raised inside ``follow`` when a line handler asked to stop the process."""
 
 
 @dataclass
