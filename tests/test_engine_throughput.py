@@ -15,8 +15,24 @@ from netfleet.spec.params.throughput import ThroughputParams
 FIX = Path(__file__).parent / "fixtures" / "iperf3"
 
 
-def host(cpus: int, **tools: tuple[int, ...]) -> ToolsInfo:
-    return ToolsInfo("throughput", ", ".join(tools), (), tools=dict(tools), cpus=cpus)
+def host(cpus: int, boot: str = "", **tools: tuple[int, ...]) -> ToolsInfo:
+    return ToolsInfo("throughput", ", ".join(tools), (), tools=dict(tools), cpus=cpus, boot_id=boot)
+
+
+def test_one_machine_halves_the_processes_per_end() -> None:
+    # two lab namespaces on one 2-CPU kernel: both ends share the CPUs -> one process, 4 streams
+    a = host(2, "boot-1", iperf3=(3, 12), iperf2=(2, 1, 8))
+    c = choose(ThroughputParams(), a, a)
+    assert c is not None and (c.tool, c.processes, c.parallel) == ("iperf3", 1, 4)
+    assert "one machine" in c.why
+    # the same hosts on two machines: one process per CPU
+    b = host(2, "boot-2", iperf3=(3, 12), iperf2=(2, 1, 8))
+    c = choose(ThroughputParams(), a, b)
+    assert c is not None and (c.tool, c.processes) == ("iperf3-multi", 2)
+    # an 8-CPU machine shared by both ends: 4 processes each
+    big = host(8, "boot-3", iperf3=(3, 12))
+    c = choose(ThroughputParams(), big, big)
+    assert c is not None and (c.tool, c.processes) == ("iperf3-multi", 4)
 
 
 def test_auto_uses_threads_only_when_both_have_iperf3_316() -> None:

@@ -29,6 +29,8 @@ class ToolsInfo(EngineInfo):
 
     tools: dict[str, Version] = field(default_factory=dict)
     cpus: int = 1
+    #: the kernel's boot id: two hosts with the same one (lab namespaces, loopback) share CPUs
+    boot_id: str = ""
 
     def has(self, tool: str, at_least: Version = ()) -> bool:
         return tool in self.tools and self.tools[tool] >= at_least
@@ -69,4 +71,13 @@ async def probe_tools(host: Host, name: str, tools: list[str]) -> ToolsInfo:
             found[tool] = v
     cpus = await cpu_count(host)
     text = ", ".join(f"{t} {version_text(v)}" for t, v in found.items()) or "none"
-    return ToolsInfo(name, text, (), tools=found, cpus=cpus)
+    return ToolsInfo(name, text, (), tools=found, cpus=cpus, boot_id=await boot_id(host))
+
+
+async def boot_id(host: Host) -> str:
+    """The running kernel's boot id ("" if unreadable): equal ids mean one machine."""
+    try:
+        res = await host.run(["cat", "/proc/sys/kernel/random/boot_id"], timeout=10)
+    except HostError:
+        return ""
+    return res.stdout.strip() if res.returncode == 0 else ""
