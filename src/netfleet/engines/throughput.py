@@ -11,8 +11,9 @@
 ``parallel`` defaults to :data:`STREAMS_PER_CPU` streams per CPU of the smaller host (at least
 2); ``processes`` to the smaller CPU count — halved when client and server run on one machine
 (same kernel boot id: lab namespaces), since both ends' processes then share those CPUs (on 2
-CPUs, two iperf3 pairs measured 27 Gbit/s where one pair with 4 streams gave 44). The choice and why are kept in the result
-(``chosen``, ``why``) and in ``notes``; the chosen engine's own result is ``result``.
+CPUs, two iperf3 pairs measured 27 Gbit/s where one pair with 4 streams gave 44). The choice
+and why are kept in the result (``chosen``, ``why``) and in ``notes``; the chosen engine's own
+result is ``result``.
 """
 
 from __future__ import annotations
