@@ -211,6 +211,22 @@ def check_mtu(value: int) -> int:
     return value
 
 
+def check_subnet(value: Any, example: str) -> IPv4Network:
+    """A network inside 198.18.0.0/15 — the only addresses a lab ever uses."""
+    try:
+        net = ip_network(str(value), strict=True)
+    except ValueError as exc:
+        raise ValueError(
+            f"{value!r} is not a network address ({exc}): write e.g. {example}"
+        ) from exc
+    if not isinstance(net, IPv4Network) or not net.subnet_of(BENCHMARK_RANGE):
+        raise ValueError(
+            f"{net} is outside 198.18.0.0/15, the range reserved for benchmarking: "
+            f"use e.g. {example} (a lab never uses other addresses)"
+        )
+    return net
+
+
 class Gateway(BaseModel):
     """A router between the hosts' public addresses (seed 003: MTU 1500 through a gateway)."""
 
@@ -229,10 +245,7 @@ class Gateway(BaseModel):
     @field_validator("subnet", mode="before")
     @classmethod
     def _subnet(cls, value: Any) -> IPv4Network:
-        net = ip_network(str(value), strict=True)
-        if not isinstance(net, IPv4Network) or not net.subnet_of(BENCHMARK_RANGE):
-            raise ValueError(f"{net} is outside 198.18.0.0/15: use e.g. 198.18.100.0/24")
-        return net
+        return check_subnet(value, example="198.18.100.0/24")
 
 
 class LabSpec(BaseModel):
@@ -265,17 +278,7 @@ class LabSpec(BaseModel):
     @field_validator("subnet", mode="before")
     @classmethod
     def _subnet(cls, value: Any) -> IPv4Network:
-        try:
-            net = ip_network(str(value), strict=True)
-        except ValueError as exc:
-            raise ValueError(
-                f"{value!r} is not a network address ({exc}): write e.g. 198.18.0.0/24"
-            ) from exc
-        if not isinstance(net, IPv4Network) or not net.subnet_of(BENCHMARK_RANGE):
-            raise ValueError(
-                f"{net} is outside 198.18.0.0/15, the range reserved for benchmarking: "
-                "use e.g. 198.18.0.0/24 (a lab never uses other addresses)"
-            )
+        net = check_subnet(value, example="198.18.0.0/24")
         if net.prefixlen > 29:
             raise ValueError(f"{net} is too small: use a /29 or bigger, e.g. 198.18.0.0/24")
         return net
