@@ -6,7 +6,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 APT_PACKAGES=(iperf3 iperf sockperf iproute2 iputils-ping iputils-tracepath ethtool debootstrap
               procps python3 python3-venv ca-certificates
-              openssh-server openssh-client)  # sshd in lab namespaces (SSH tests); ssh-keyscan
+              irtt                           # isochronous round-trip latency engine
+              openssh-server openssh-client  # sshd in lab namespaces (SSH tests); ssh-keyscan
+              default-jre-headless           # PySpark local mode (export/Spark tests)
+              chromium)                      # headless screenshots of the HTML report (tests)
 
 need_root() {
   if [ "$(id -u)" -ne 0 ]; then
