@@ -1,0 +1,58 @@
+"""One way to reach AWS (or an S3/EC2-compatible emulator): boto3 clients built here only.
+
+Credentials come from boto3's standard chain (environment, shared files, instance role) and never
+from a spec. ``AWS_ENDPOINT_URL`` (boto3's own variable) points every client at an emulator or an
+S3-compatible store. With ``NETFLEET_AWS_LOOPBACK_ONLY=1`` — set by the test suite — a client
+whose endpoint is not a loopback address is refused before any request is sent, so no test can
+ever reach a real AWS account.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from netfleet.errors import EnvironmentProblem
+
+LOOPBACK_ONLY_ENV = "NETFLEET_AWS_LOOPBACK_ONLY"
+
+
+def endpoint_url(service: str) -> str | None:
+    """The endpoint override for ``service``: ``AWS_ENDPOINT_URL_<SERVICE>`` then
+    ``AWS_ENDPOINT_URL`` (boto3's names), or None for AWS itself."""
+    specific = os.environ.get(f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_')}")
+    return specific or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_endpoint(service: str, url: str | None) -> None:
+    """Refuse a non-loopback endpoint when the loopback-only guard is on."""
+    if os.environ.get(LOOPBACK_ONLY_ENV) != "1":
+        return
+    if url is None or not is_loopback_url(url):
+        raise EnvironmentProblem(
+            f"refusing to reach AWS {service} at {url or 'its public endpoint'}: "
+            f"{LOOPBACK_ONLY_ENV}=1 allows only a loopback endpoint",
+            hint="set AWS_ENDPOINT_URL to the local emulator (e.g. http://127.0.0.1:PORT)",
+        )
+
+
+def client(service: str, region: str | None = None, **kwargs: Any) -> Any:
+    """A boto3 client for ``service`` honouring the endpoint override and the guard."""
+    import boto3  # heavy: only when AWS is used
+
+    url = kwargs.pop("endpoint_url", None) or endpoint_url(service)
+    check_endpoint(service, url)
+    session = boto3.session.Session()
+    return session.client(service, region_name=region, endpoint_url=url, **kwargs)

@@ -1,0 +1,93 @@
+"""moto's server as its own process on loopback: the AWS emulator the S3 and cloud tests use.
+
+``moto_server()`` starts ``python -m moto.server`` on a free 127.0.0.1 port, waits until it
+answers, points ``AWS_ENDPOINT_URL`` at it (with dummy credentials and the loopback-only guard),
+and stops the process by the PID it started — also when the test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "NETFLEET_AWS_LOOPBACK_ONLY": "1",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MotoServer:
+    def __init__(self, proc: subprocess.Popen[bytes], url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    def reset(self) -> None:
+        """Forget every resource (moto's own reset endpoint)."""
+        req = urllib.request.Request(self.url + "/moto-api/reset", method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+def start_moto_server(timeout: float = 30.0) -> MotoServer:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url + "/moto-api/data.json", timeout=2).read()
+            return MotoServer(proc, url)
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise RuntimeError(f"moto server did not start on {url}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def moto_server(monkeypatch: pytest.MonkeyPatch | None = None) -> Iterator[MotoServer]:
+    """A running moto server with the AWS environment pointed at it (restored afterwards)."""
+    server = start_moto_server()
+    saved = {k: os.environ.get(k) for k in [*ENV, "AWS_ENDPOINT_URL"]}
+    os.environ.update(ENV)
+    os.environ["AWS_ENDPOINT_URL"] = server.url
+    try:
+        yield server
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
