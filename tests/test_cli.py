@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import typer.main
 
@@ -24,8 +25,10 @@ def cli(*args: str) -> int:
 
 def commands() -> list[tuple[str, Any]]:
     group: Any = typer.main.get_command(app)
+    ctx = click.Context(group)
     out = []
-    for name, cmd in group.commands.items():
+    for name in group.list_commands(ctx):  # the lazy group imports each command here
+        cmd = group.get_command(ctx, name)
         if hasattr(cmd, "commands"):
             out += [(f"{name} {sub}", c) for sub, c in cmd.commands.items()]
         else:
