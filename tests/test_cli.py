@@ -8,8 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
+import typer
 import typer.main
 
 from netfleet.cli.boundary import guarded
@@ -25,7 +25,7 @@ def cli(*args: str) -> int:
 
 def commands() -> list[tuple[str, Any]]:
     group: Any = typer.main.get_command(app)
-    ctx = click.Context(group)
+    ctx = typer.Context(group)
     out = []
     for name in group.list_commands(ctx):  # the lazy group imports each command here
         cmd = group.get_command(ctx, name)

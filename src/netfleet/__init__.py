@@ -26,7 +26,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from netfleet import api
+    import netfleet.api as api
     from netfleet.errors import ExitStatus, NetfleetError
     from netfleet.plan import expand
     from netfleet.spec import load_spec

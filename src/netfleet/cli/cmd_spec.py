@@ -8,11 +8,10 @@ from typing import Annotated
 
 import typer
 
+from netfleet import api
 from netfleet.cli.options import FormatOpt, emit
-from netfleet.plan import estimate_seconds, expand
 from netfleet.report import OutputFormat, Tabular
-from netfleet.runner.scheduler import Limits, estimate_wall_seconds
-from netfleet.spec import load_spec, spec_schema
+from netfleet.spec import spec_schema
 
 
 def schema(
@@ -28,14 +27,8 @@ def schema(
 
 
 def plan_table(spec_path: Path) -> Tabular:
-    spec = load_spec(spec_path)
-    runs = expand(spec)
-    limits = Limits.of(spec)
-    est = (
-        estimate_wall_seconds(runs, limits)
-        if limits.concurrency > 1
-        else estimate_seconds(spec, runs)
-    )
+    planned = api.plan(spec_path)
+    spec, runs, est = planned.spec, planned.runs, planned.estimated_seconds
     rows = [
         [
             r.sequence,
@@ -71,7 +64,7 @@ def plan_table(spec_path: Path) -> Tabular:
         notes=[
             f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
             f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
-            + (f"; up to {limits.concurrency} at once" if limits.concurrency > 1 else "")
+            + (f"; up to {planned.concurrency} at once" if planned.concurrency > 1 else "")
         ],
         decimals=1,
     )

@@ -12,30 +12,96 @@ import importlib
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer import _click as click  # typer ≥0.29 vendors click: TyperGroup is built on these classes
+from typer.core import TyperCommand, TyperGroup
 
 from netfleet import __version__
 from netfleet.cli.boundary import DEBUG, guarded
 
+
+def _h(text: str) -> str:
+    return text
+
+
 #: name → (module, attribute, kind, one-line help for the listing). ``kind`` is "command" for a
 #: function, "group" for a ``typer.Typer`` sub-app. The order is the order of ``--help``.
 LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
-    "schema": ("cmd_spec", "schema", "command", "Print the JSON Schema of a campaign spec (or, with --lab, of a lab file)."),
-    "plan": ("cmd_spec", "plan", "command", "Expand a campaign spec into its runs and estimate the wall time. Runs nothing."),
-    "run": ("cmd_run", "run", "command", "Run a campaign: preflight every host, then the runs as scheduled; exit 3 if any run failed."),
-    "ingest": ("cmd_catalog", "ingest", "command", "Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."),
-    "cheatsheet": ("cmd_catalog", "cheatsheet", "command", "Min / p5 / avg / p50 / p95 / max of interval goodput per group, over complete runs."),
-    "sql": ("cmd_catalog", "sql", "command", "Run DuckDB SQL over the catalog's views."),
-    "analyze": ("cmd_analysis", "analyze", "command", "Segment each run's receiver series and estimate the credit bucket, each with ±."),
-    "demo": ("cmd_demo", "demo", "command", "Lab up, a campaign over both directions and 1 vs 2 streams, ingest, cheat sheet, lab down. Needs root."),
-    "doctor": ("cmd_doctor", "doctor", "command", "Check every host and client→server pair of a campaign before running it, then advice."),
-    "lab": ("cmd_lab", "app", "group", "Emulated cloud on this machine: namespaces, a switch, tbf shapers."),
-    "inventory": ("cmd_inventory", "app", "group", "Inventories of hosts (YAML lists): import from Terraform/OpenTofu, show, check."),
-    "credit": ("cmd_analysis", "credit_app", "group", "Network credits (token buckets): what a measured or given bucket lets you do."),
-    "report": ("cmd_report", "app", "group", "Answers over the catalog and the raw results."),
-}  # fmt: skip
+    "schema": (
+        "cmd_spec",
+        "schema",
+        "command",
+        _h("Print the JSON Schema of a campaign spec (or, with --lab, of a lab file)."),
+    ),
+    "plan": (
+        "cmd_spec",
+        "plan",
+        "command",
+        _h("Expand a campaign spec into its runs and estimate the wall time. Runs nothing."),
+    ),
+    "run": (
+        "cmd_run",
+        "run",
+        "command",
+        _h(
+            "Run a campaign: preflight every host, then the runs as scheduled; "
+            "exit 3 if any run failed."
+        ),
+    ),
+    "ingest": (
+        "cmd_catalog",
+        "ingest",
+        "command",
+        _h("Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."),
+    ),
+    "cheatsheet": (
+        "cmd_catalog",
+        "cheatsheet",
+        "command",
+        _h("Min / p5 / avg / p50 / p95 / max of interval goodput per group, over complete runs."),
+    ),
+    "sql": ("cmd_catalog", "sql", "command", _h("Run DuckDB SQL over the catalog's views.")),
+    "analyze": (
+        "cmd_analysis",
+        "analyze",
+        "command",
+        _h("Segment each run's receiver series and estimate the credit bucket, each with ±."),
+    ),
+    "demo": (
+        "cmd_demo",
+        "demo",
+        "command",
+        _h(
+            "Lab up, a campaign over both directions and 1 vs 2 streams, ingest, "
+            "cheat sheet, lab down. Needs root."
+        ),
+    ),
+    "doctor": (
+        "cmd_doctor",
+        "doctor",
+        "command",
+        _h("Check every host and client→server pair of a campaign before running it, then advice."),
+    ),
+    "lab": (
+        "cmd_lab",
+        "app",
+        "group",
+        _h("Emulated cloud on this machine: namespaces, a switch, tbf shapers."),
+    ),
+    "inventory": (
+        "cmd_inventory",
+        "app",
+        "group",
+        _h("Inventories of hosts (YAML lists): import from Terraform/OpenTofu, show, check."),
+    ),
+    "credit": (
+        "cmd_analysis",
+        "credit_app",
+        "group",
+        _h("Network credits (token buckets): what a measured or given bucket lets you do."),
+    ),
+    "report": ("cmd_report", "app", "group", _h("Answers over the catalog and the raw results.")),
+}
 
 
 def load_command(name: str) -> click.Command:
@@ -66,7 +132,7 @@ class LazyGroup(TyperGroup):
         if cmd_name not in LAZY_COMMANDS:
             return None
         if self._listing:  # the root --help only needs each command's one-line help
-            return click.Command(cmd_name, help=LAZY_COMMANDS[cmd_name][3])
+            return TyperCommand(cmd_name, help=LAZY_COMMANDS[cmd_name][3])
         return load_command(cmd_name)
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
