@@ -132,7 +132,8 @@ class LazyGroup(TyperGroup):
         if cmd_name not in LAZY_COMMANDS:
             return None
         if self._listing:  # the root --help only needs each command's one-line help
-            return TyperCommand(cmd_name, help=LAZY_COMMANDS[cmd_name][3])
+            line = LAZY_COMMANDS[cmd_name][3]
+            return TyperCommand(cmd_name, help=line, short_help=line)
         return load_command(cmd_name)
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -146,6 +147,7 @@ class LazyGroup(TyperGroup):
 app = typer.Typer(
     name="netfleet",
     cls=LazyGroup,
+    rich_markup_mode=None,  # plain click help for the root: rich help would double start-up
     help="Measure what cloud networks really deliver: drive iperf3 across a fleet, keep every "
     "raw result, turn results into answers.\n\nExit status: 0 ok · 1 internal error · 2 invalid "
     "input · 3 some runs failed · 4 environment (host, tool, lab, permission) · 130 interrupted.",
