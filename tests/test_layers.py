@@ -131,9 +131,9 @@ def test_no_import_cycle_between_packages() -> None:
     def visit(node: str, path: list[str]) -> None:
         for nxt in sorted(graph[node]):
             if nxt in path:
-                cycles.append(" → ".join(path[path.index(nxt) :] + [nxt]))
+                cycles.append(" → ".join([*path[path.index(nxt) :], nxt]))
             elif len(path) < 20:
-                visit(nxt, path + [nxt])
+                visit(nxt, [*path, nxt])
 
     for start in sorted(graph):
         visit(start, [start])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from netfleet.analysis.credit import CreditEstimate, RateKind
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.refill import RefillEstimate
 from netfleet.errors import InputError
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
 
 #: unit → (bits per second in one unit, label)
 UNITS: dict[str, tuple[float, str]] = {

@@ -18,7 +18,7 @@ import duckdb
 
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
 
 Side = Literal["receiver", "sender"]
 Rate = Literal["goodput", "wire"]

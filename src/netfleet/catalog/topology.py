@@ -20,7 +20,7 @@ import duckdb
 from netfleet.catalog.cheatsheet import _Keys
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
 
 THROUGHPUT_ENGINES = ("iperf3", "iperf3-multi", "iperf2", "throughput")
 COLUMNS = [
