@@ -19,6 +19,7 @@ import duckdb
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
 from netfleet.tabular import Tabular
+from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD, rate_unit
 
 Side = Literal["receiver", "sender"]
 Rate = Literal["goodput", "wire"]
@@ -29,11 +30,6 @@ LABEL_PREFIX = "label:"
 _NOT_GROUPABLE = frozenset({"params", "labels"})
 #: intervals columns that can be grouped by: ``flow`` separates a --bidir run's two directions
 INTERVAL_KEYS = {"flow": "i.flow"}
-#: wire = goodput × (MTU + L2 header) / (MTU − IP − TCP − timestamps): 1514/1448 at MTU 1500,
-#: the inverse of :func:`netfleet.units.goodput_ratio`
-L2_HEADER = 14
-TCP_IP_OVERHEAD = 40 + 12
-DEFAULT_MTU = 1500
 #: intervals shorter than this fraction of the run's reporting interval are the receiver's
 #: trailing stub (≈0.5 ms after the test ends), not a measurement
 STUB_FRACTION = 0.5
@@ -58,25 +54,6 @@ class _Sql:
     def add(self, text: str, *params: Any) -> None:
         self.text.append(text)
         self.params.extend(params)
-
-
-#: unit → (bits per second in one unit, label)
-UNITS: dict[str, tuple[float, str]] = {
-    "bit": (1.0, "bit/s"),
-    "kbit": (1e3, "kbit/s"),
-    "mbit": (1e6, "Mbit/s"),
-    "gbit": (1e9, "Gbit/s"),
-    "tbit": (1e12, "Tbit/s"),
-}
-
-
-def _unit(unit: str) -> tuple[float, str]:
-    try:
-        return UNITS[unit.lower()]
-    except KeyError:
-        raise CatalogError(
-            f"unknown rate unit {unit!r}", hint=f"use one of {', '.join(UNITS)}"
-        ) from None
 
 
 class _Keys:
@@ -147,7 +124,8 @@ def cheatsheet(
         raise CatalogError(f"side must be 'receiver' or 'sender', not {side!r}")
     if rate not in ("goodput", "wire"):
         raise CatalogError(f"rate must be 'goodput' or 'wire', not {rate!r}")
-    scale, unit_label = _unit(unit)
+    scale, unit_label = rate_unit(unit)
+    unit_label += "/s"
     keys_asked = [group_by] if isinstance(group_by, str) else list(dict.fromkeys(group_by))
     con = connect(catalog_dir)
     try:
