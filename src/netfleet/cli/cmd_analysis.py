@@ -14,15 +14,13 @@ from netfleet.analysis import (
     Estimate,
     analyze_catalog,
     analyze_run,
-    groups_table,
-    plot_svg,
-    runs_table,
 )
 from netfleet.analysis.calculator import plan
-from netfleet.analysis.table import calc_table
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.errors import InputError
 from netfleet.report import OutputFormat
+from netfleet.report.analysis_tables import calc_table, groups_table, runs_table
+from netfleet.report.series_plot import plot_svg
 from netfleet.units import parse_rate, parse_size
 
 RateOpt = Annotated[
