@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from netfleet.advice import Advice
+    from netfleet.analysis.calculator import Answer
+    from netfleet.analysis.estimate import Estimate
     from netfleet.plan.matrix import PlannedRun
     from netfleet.spec.models import CampaignSpec
 
@@ -89,3 +92,108 @@ def lab_down(name: str, **kwargs: Any) -> Any:
     from netfleet import lab as labmod
 
     return labmod.down(name, **kwargs)
+
+
+#: a group the credit calculator measures its bucket from is one instance type in one direction
+CALC_GROUP_KEYS = ("instance_type", "direction")
+
+
+def measured_bucket(
+    run_id: str | None,
+    results: str | None,
+    catalog: Path | None,
+    campaign: str | None,
+    match: dict[str, str],
+    rate: Literal["goodput", "wire"],
+) -> tuple[Estimate | None, Estimate | None, Estimate | None]:
+    """(baseline, peak, bucket) measured from one run, or from the one group of catalog runs
+    matching ``campaign``/``match``; (None, None, None) when neither is asked for. An input
+    error when no burst was measured or several groups match."""
+    from netfleet.analysis import analyze_catalog, analyze_run
+    from netfleet.errors import InputError
+
+    if run_id is not None:
+        if results is None:
+            raise InputError(f"run {run_id}: no results root given", hint="pass --results")
+        est = analyze_run(results, run_id).estimate(rate)
+        what = f"run {run_id}"
+        peak, base, bucket = est.peak, est.baseline, est.bucket
+        kind, reason = est.kind, est.reason
+    elif campaign is not None or match:
+        if catalog is None:
+            raise InputError("no catalog given", hint="pass --catalog")
+        groups = analyze_catalog(catalog, CALC_GROUP_KEYS, campaign, match)
+        if len(groups) != 1:
+            raise InputError(
+                f"{len(groups)} groups match ("
+                + "; ".join("/".join(str(v) for v in g.keys.values()) for g in groups)
+                + "): the calculator needs one",
+                hint="narrow it with --match KEY=VALUE (e.g. --match instance_type=r4.large "
+                "--match direction=out)",
+            )
+        c = groups[0].combined(rate)
+        what = "the matching runs"
+        peak, base, bucket, kind, reason = c.peak, c.baseline, c.bucket, c.kind, ""
+    else:
+        return None, None, None
+    if kind not in ("burst", "burst-unfinished"):
+        raise InputError(
+            f"{what}: no burst measured ({kind}{': ' + reason if reason else ''})",
+            hint="give the numbers instead: --baseline 0.75gbit --peak 10gbit --bucket 2700gbit",
+        )
+    return base, peak, bucket
+
+
+def calc(
+    *,
+    run_id: str | None = None,
+    results: str | None = None,
+    catalog: Path | None = None,
+    campaign: str | None = None,
+    match: dict[str, str] | None = None,
+    rate: Literal["goodput", "wire"] = "goodput",
+    baseline: float | None = None,
+    peak: float | None = None,
+    bucket: float | None = None,
+    use: float = 0.0,
+    burst_rate: float | None = None,
+    burst_seconds: float | None = None,
+    duty: float | None = None,
+) -> list[Answer]:
+    """The credit calculator: which bucket model to use (given numbers win over measured ones,
+    each missing number is measured from ``run_id`` or the matching catalog group), then what it
+    lets you do. Rates in bits/s, the bucket in bits."""
+    from netfleet.analysis import BucketModel
+    from netfleet.analysis.calculator import plan as calculate
+    from netfleet.analysis.estimate import Estimate as Est
+    from netfleet.errors import InputError
+
+    m_base, m_peak, m_bucket = measured_bucket(
+        run_id, results, catalog, campaign, match or {}, rate
+    )
+    values = {
+        "baseline": Est(baseline) if baseline else m_base,
+        "peak": Est(peak) if peak else m_peak,
+        "bucket": Est(bucket) if bucket else m_bucket,
+    }
+    missing = [k for k, v in values.items() if v is None]
+    if missing:
+        raise InputError(
+            f"missing {', '.join(missing)}",
+            hint="give --baseline, --peak and --bucket, or a RUN_ID / --campaign / --match to "
+            "measure them",
+        )
+    model = BucketModel(values["baseline"], values["peak"], values["bucket"])  # type: ignore[arg-type]
+    return calculate(model, use=use, rate=burst_rate, seconds=burst_seconds, duty=duty)
+
+
+def advice(results: str, campaign: str | None = None) -> list[Advice]:
+    """Advice with evidence over the raw results (of one campaign, or all)."""
+    from netfleet.advice import advise
+    from netfleet.store import open_root
+
+    root = open_root(results)
+    docs = [root.read(p) for p in root.files()]
+    if campaign:
+        docs = [d for d in docs if d.get("campaign") == campaign]
+    return advise(docs)
