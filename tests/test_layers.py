@@ -4,6 +4,7 @@ cycle between packages, and the cheap paths stay cheap (no heavy library loaded 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -172,3 +173,33 @@ def test_help_loads_no_heavy_library(args: list[str]) -> None:
         "try:\n    main()\nexcept SystemExit:\n    pass"
     )
     assert not (loaded_after(code) & HEAVY)
+
+
+NETFLEET = str(Path(sys.executable).parent / "netfleet")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_show_completion_prints_a_script(shell: str) -> None:
+    # Typer detects the user's shell from the parent process; its test switch takes the shell
+    # from the command line instead, so both scripts are checked from here
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    out = subprocess.run(
+        [NETFLEET, "--show-completion", shell], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    assert "_NETFLEET_COMPLETE" in out and f"complete_{shell}" in out
+
+
+def test_completion_completes_a_command_name() -> None:
+    env = {"_NETFLEET_COMPLETE": "complete_bash", "COMP_WORDS": "netfleet pl", "COMP_CWORD": "1"}
+    out = subprocess.run(
+        [NETFLEET], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env}
+    ).stdout
+    assert out.split() == ["plan"]
+
+
+def test_every_lazy_command_loads_under_its_name() -> None:
+    from netfleet.cli.main import LAZY_COMMANDS, load_command
+
+    for name in LAZY_COMMANDS:
+        cmd = load_command(name)
+        assert cmd.name == name and cmd.help, name
