@@ -23,7 +23,6 @@ from rich.console import Console
 
 from netfleet.catalog import (
     TABLES,
-    cheatsheet,
     connect,
     envelope_rows,
     ingest,
@@ -33,6 +32,7 @@ from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
 from netfleet.engines.iperf3_live import parse_text_intervals
 from netfleet.errors import CatalogError, InputError
+from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.output import render
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.root import ResultsRoot

@@ -67,7 +67,7 @@ def ingest(results: str, catalog: Path, **kwargs: Any) -> Any:
 
 def cheatsheet(catalog: Path, **kwargs: Any) -> Any:
     """Min / p5 / avg / p50 / p95 / max of interval goodput per group."""
-    from netfleet.catalog import cheatsheet as build
+    from netfleet.report.cheatsheet import cheatsheet as build
 
     return build(catalog, **kwargs)
 
