@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from netfleet.advice import advice_table
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.doctor import doctor as run_doctor
 from netfleet.report import OutputFormat, Tabular
+from netfleet.report.advice import advice_table
 from netfleet.spec import load_spec
 
 

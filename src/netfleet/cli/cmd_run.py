@@ -65,7 +65,8 @@ def execute_campaign(
             f"  [yellow]{len(result.kept_failed)} runs failed in earlier sessions and were not "
             "retried[/] (retry.on / retry.max_attempts in the spec)"
         )
-    from netfleet.advice import advice_table, advise
+    from netfleet.advice import advise
+    from netfleet.report.advice import advice_table
 
     items = advise(e.model_dump() for e in result.envelopes)
     if items:  # what limited these runs, with the evidence
