@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from netfleet.analysis.estimate import Estimate
     from netfleet.plan.matrix import PlannedRun
     from netfleet.spec.models import CampaignSpec
+    from netfleet.tabular import Tabular
 
 
 @dataclass(frozen=True)
@@ -197,3 +198,33 @@ def advice(results: str, campaign: str | None = None) -> list[Advice]:
     if campaign:
         docs = [d for d in docs if d.get("campaign") == campaign]
     return advise(docs)
+
+
+def analyze(
+    *,
+    run_id: str | None = None,
+    results: str | None = None,
+    catalog: Path | None = None,
+    by: tuple[str, ...] = CALC_GROUP_KEYS,
+    campaign: str | None = None,
+    match: dict[str, str] | None = None,
+) -> list[Any]:
+    """Burst vs baseline: one run's :class:`~netfleet.analysis.RunAnalysis` (``run_id`` under
+    ``results``), or one :class:`~netfleet.analysis.GroupAnalysis` per group of the catalog."""
+    from netfleet.analysis import analyze_catalog, analyze_run
+    from netfleet.errors import InputError
+
+    if run_id is not None:
+        if results is None:
+            raise InputError(f"run {run_id}: no results root given", hint="pass --results")
+        return [analyze_run(results, run_id)]
+    if catalog is None:
+        raise InputError("no catalog given", hint="pass --catalog")
+    return list(analyze_catalog(catalog, by, campaign, match or {}))
+
+
+def topology(catalog: Path, by: str = "topology", campaign: str | None = None) -> Tabular:
+    """Seed 001's table: request/response latency, ping and throughput per topology label."""
+    from netfleet.report.topology import topology_table
+
+    return topology_table(catalog, by=by, campaign=campaign)
