@@ -6,7 +6,6 @@ what it needs when called, so ``import netfleet.api`` is cheap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,24 +13,14 @@ if TYPE_CHECKING:
     from netfleet.advice import Advice
     from netfleet.analysis.calculator import Answer
     from netfleet.analysis.estimate import Estimate
-    from netfleet.plan.matrix import PlannedRun
-    from netfleet.spec.models import CampaignSpec
+    from netfleet.plan.summary import Plan
     from netfleet.tabular import Tabular
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A campaign expanded into its runs, with the estimated wall time."""
-
-    spec: CampaignSpec
-    runs: list[PlannedRun]
-    concurrency: int
-    estimated_seconds: float
 
 
 def plan(spec_path: Path | str) -> Plan:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
     from netfleet.plan import estimate_seconds, expand
+    from netfleet.plan.summary import Plan
     from netfleet.runner.scheduler import Limits, estimate_wall_seconds
     from netfleet.spec import load_spec
 

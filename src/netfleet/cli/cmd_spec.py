@@ -10,7 +10,8 @@ import typer
 
 from netfleet import api
 from netfleet.cli.options import FormatOpt, emit
-from netfleet.report import OutputFormat, Tabular
+from netfleet.report import OutputFormat
+from netfleet.report.plan import plan_table
 from netfleet.spec import spec_schema
 
 
@@ -26,53 +27,9 @@ def schema(
         print(json.dumps(spec_schema(), indent=2))
 
 
-def plan_table(spec_path: Path) -> Tabular:
-    planned = api.plan(spec_path)
-    spec, runs, est = planned.spec, planned.runs, planned.estimated_seconds
-    rows = [
-        [
-            r.sequence,
-            r.run_key,
-            r.test,
-            r.engine,
-            r.client,
-            r.server,
-            r.subject,
-            r.params.run_direction(),
-            r.params.summary(),
-            r.params.measured_seconds(),
-            r.params.model_dump(exclude_defaults=True),
-        ]
-        for r in runs
-    ]
-    return Tabular(
-        [
-            "seq",
-            "run_key",
-            "test",
-            "engine",
-            "client",
-            "server",
-            "subject",
-            "direction",
-            "summary",
-            "seconds",
-            "params",
-        ],
-        rows,
-        title=f"campaign {spec.campaign}",
-        notes=[
-            f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
-            f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
-            + (f"; up to {planned.concurrency} at once" if planned.concurrency > 1 else "")
-        ],
-        decimals=1,
-    )
-
-
 def plan(
     spec: Annotated[Path, typer.Argument(help="campaign spec (YAML)")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
-    emit(plan_table(spec), fmt)
+    emit(plan_table(api.plan(spec)), fmt)
