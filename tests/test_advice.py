@@ -9,7 +9,7 @@ from typing import Any
 
 from netfleet.advice import advise, advise_doctor
 from netfleet.doctor.checks import parse_tracepath
-from netfleet.doctor.ena import deltas, parse_stats
+from netfleet.hosts.ena import deltas, parse_stats
 
 FIX = Path(__file__).parent / "fixtures" / "iperf3"
 DOC = json.loads((FIX / "tcp_1stream.json").read_text())

@@ -16,13 +16,13 @@ from netfleet.analysis import (
     analyze_catalog,
     analyze_file,
     analyze_rows,
-    plot_svg,
     run_from_envelope,
-    runs_table,
 )
 from netfleet.catalog import ingest
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
+from netfleet.report.analysis_tables import runs_table
+from netfleet.report.series_plot import plot_svg
 from netfleet.store import ResultsRoot
 from netfleet.units import goodput_ratio
 

@@ -23,7 +23,6 @@ from rich.console import Console
 
 from netfleet.catalog import (
     TABLES,
-    cheatsheet,
     connect,
     envelope_rows,
     ingest,
@@ -32,7 +31,8 @@ from netfleet.catalog import (
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
 from netfleet.engines.iperf3_live import parse_text_intervals
-from netfleet.errors import CatalogError
+from netfleet.errors import CatalogError, InputError
+from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.output import render
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.root import ResultsRoot
@@ -677,7 +677,7 @@ def test_cheatsheet_rejects_bad_keys_and_options(
         cheatsheet(catalog, group_by=("label:1abc",))
     with pytest.raises(CatalogError, match="side"):
         cheatsheet(catalog, side="both")  # type: ignore[arg-type]
-    with pytest.raises(CatalogError, match="unit"):
+    with pytest.raises(InputError, match="unknown unit"):  # one rate-unit table: netfleet.units
         cheatsheet(catalog, unit="furlong")
     with pytest.raises(CatalogError, match="cheat sheet query failed"):
         cheatsheet(catalog, where="no_such_column = 1")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
 import typer.main
 
 from netfleet.cli.boundary import guarded
@@ -24,8 +25,10 @@ def cli(*args: str) -> int:
 
 def commands() -> list[tuple[str, Any]]:
     group: Any = typer.main.get_command(app)
+    ctx = typer.Context(group)
     out = []
-    for name, cmd in group.commands.items():
+    for name in group.list_commands(ctx):  # the lazy group imports each command here
+        cmd = group.get_command(ctx, name)
         if hasattr(cmd, "commands"):
             out += [(f"{name} {sub}", c) for sub, c in cmd.commands.items()]
         else:

@@ -22,9 +22,9 @@ from netfleet import lab
 from netfleet.advice import advise
 from netfleet.advice.evidence import cpu
 from netfleet.catalog import ingest, query
-from netfleet.catalog.topology import topology_table
 from netfleet.doctor import doctor
 from netfleet.lab.chroot import ensure_root
+from netfleet.report.topology import topology_table
 from netfleet.runner import run_campaign
 from netfleet.spec import load_spec
 from netfleet.store import ResultsRoot

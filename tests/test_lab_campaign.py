@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.catalog import cheatsheet, ingest
+from netfleet.catalog import ingest
+from netfleet.report.cheatsheet import cheatsheet
 from netfleet.runner import run_campaign
 from netfleet.spec import load_spec
 from netfleet.store import ResultsRoot

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from netfleet.errors import InputError
 from netfleet.plan import estimate_seconds, expand
-from netfleet.plan.bandwidth import planned_bitrate
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.scheduler import Limits, Scheduler, Slot, simulate
 from netfleet.spec import load_spec
+from netfleet.spec.bandwidth import planned_bitrate
 from netfleet.spec.models import CampaignSpec
 
 

@@ -81,7 +81,55 @@ def fmt_rate(bits_per_second: float) -> str:
     return f"{bits_per_second:.0f} bit/s"
 
 
-def goodput_ratio(mtu: int = 1500, tcp_timestamps: bool = True, l2_header: int = 14) -> float:
+#: the one home of the goodput/wire arithmetic: Ethernet L2 header (no FCS, as counted by the
+#: kernel and tbf), IP + TCP headers + the timestamp option of a full-sized segment, default MTU
+L2_HEADER = 14
+TCP_IP_OVERHEAD = 40 + 12
+DEFAULT_MTU = 1500
+
+
+def goodput_ratio(
+    mtu: int = DEFAULT_MTU, tcp_timestamps: bool = True, l2_header: int = L2_HEADER
+) -> float:
     """TCP goodput / L2 wire rate for full-sized segments: 1448/1514 at MTU 1500 with timestamps."""
     mss = mtu - 40 - (12 if tcp_timestamps else 0)
     return mss / (mtu + l2_header)
+
+
+#: goodput / wire at MTU 1500 with TCP timestamps (1448/1514)
+GOODPUT_PER_WIRE = goodput_ratio()
+
+
+def wire_factor(mtu: int | None, protocol: str | None) -> float | None:
+    """wire rate / goodput for full-sized TCP segments with timestamps: (MTU + 14)/(MTU − 52)
+    (1514/1448 at MTU 1500, the inverse of :func:`goodput_ratio`). ``None`` for UDP, whose
+    datagram size is not known here."""
+    if protocol not in (None, "tcp"):
+        return None
+    m = mtu or DEFAULT_MTU
+    return (m + L2_HEADER) / (m - TCP_IP_OVERHEAD)
+
+
+#: display units of a rate: name → (bits per second in one unit, label without "/s")
+RATE_UNITS: dict[str, tuple[float, str]] = {
+    "bit": (1.0, "bit"),
+    "kbit": (1e3, "kbit"),
+    "mbit": (1e6, "Mbit"),
+    "gbit": (1e9, "Gbit"),
+    "tbit": (1e12, "Tbit"),
+}
+
+
+def rate_unit(unit: str, fastest: float = 0.0) -> tuple[float, str]:
+    """Scale and label (without "/s") of a display unit; ``auto`` picks Gbit from 1 Gbit/s up,
+    else Mbit (a lab runs at Mbit/s, a cloud at Gbit/s). An unknown unit is an input error."""
+    from netfleet.errors import InputError
+
+    if unit.lower() == "auto":
+        return RATE_UNITS["gbit"] if fastest >= 1e9 or fastest == 0.0 else RATE_UNITS["mbit"]
+    try:
+        return RATE_UNITS[unit.lower()]
+    except KeyError:
+        raise InputError(
+            f"unknown unit {unit!r}", hint=f"use auto or one of {', '.join(RATE_UNITS)}"
+        ) from None

@@ -7,7 +7,7 @@ so advice works right after a run, on a results root, or on a doctor report::
     items = advise_doctor(hosts, pairs)        # from netfleet doctor's findings
 """
 
-from netfleet.advice.model import Advice, advice_table
+from netfleet.advice.model import Advice
 from netfleet.advice.rules import advise, advise_doctor
 
-__all__ = ["Advice", "advice_table", "advise", "advise_doctor"]
+__all__ = ["Advice", "advise", "advise_doctor"]

@@ -9,6 +9,7 @@ from typing import Any
 
 from netfleet.advice import evidence as ev
 from netfleet.advice.model import Advice
+from netfleet.units import TCP_IP_OVERHEAD
 
 CPU_BOUND_PERCENT = 90.0
 #: 2 streams ≥ this × 1 stream: each flow is capped
@@ -16,7 +17,6 @@ FLOW_CAP_RATIO = 1.8
 ASYMMETRY_RATIO = 1.5
 #: retransmitted segments / segments sent
 RETRANSMIT_RATE = 0.01
-TCP_IP_OVERHEAD = 52
 
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

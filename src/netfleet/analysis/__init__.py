@@ -2,7 +2,9 @@
 
 ::
 
-    from netfleet.analysis import analyze_run, analyze_catalog, runs_table, plot_svg
+    from netfleet.analysis import analyze_run, analyze_catalog
+    from netfleet.report.analysis_tables import runs_table
+    from netfleet.report.series_plot import plot_svg
 
     a = analyze_run("results/", RUN_ID)            # RunAnalysis: series, segmentation, credit
     a.segmentation.classification                 # steady | burst-then-baseline | erratic | ...
@@ -40,7 +42,6 @@ from netfleet.analysis.calculator import (
 )
 from netfleet.analysis.credit import CreditEstimate, Drop, bucket_from_series, estimate_credit
 from netfleet.analysis.estimate import Estimate
-from netfleet.analysis.plot import plot_svg
 from netfleet.analysis.refill import (
     RefillEstimate,
     RefillPoint,
@@ -73,7 +74,6 @@ from netfleet.analysis.sources import (
     catalog_runs,
     find_run,
 )
-from netfleet.analysis.table import groups_table, runs_table
 
 __all__ = [
     "BucketModel",
@@ -113,15 +113,12 @@ __all__ = [
     "estimate_refill",
     "find_run",
     "group_runs",
-    "groups_table",
-    "plot_svg",
     "probes_from_phases",
     "refill_points",
     "refill_seconds",
     "regained_credit",
     "rule_of_thumb_period",
     "run_from_envelope",
-    "runs_table",
     "segment",
     "series_from_rows",
     "token_bucket_series",

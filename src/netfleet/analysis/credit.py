@@ -17,25 +17,13 @@ import numpy as np
 
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.segments import Segment, Segmentation, SegmentationConfig, log_rates
-from netfleet.analysis.series import DEFAULT_MTU, Series
+from netfleet.analysis.series import Series
+from netfleet.units import DEFAULT_MTU, wire_factor
 
 CreditKind = Literal[
     "burst", "burst-unfinished", "steady", "baseline-only", "erratic", "inconclusive"
 ]
 RateKind = Literal["goodput", "wire"]
-#: L2 header and the IP + TCP + timestamp option overhead of a full-sized segment
-L2_HEADER = 14
-TCP_IP_OVERHEAD = 52
-
-
-def wire_factor(mtu: int | None, protocol: str | None) -> float | None:
-    """wire rate / goodput for full-sized TCP segments with timestamps: (MTU + 14)/(MTU − 52)
-    (1514/1448 at MTU 1500, the inverse of :func:`netfleet.units.goodput_ratio`). ``None``
-    for UDP, whose datagram size is not known here."""
-    if protocol not in (None, "tcp"):
-        return None
-    m = mtu or DEFAULT_MTU
-    return (m + L2_HEADER) / (m - TCP_IP_OVERHEAD)
 
 
 @dataclass(frozen=True)

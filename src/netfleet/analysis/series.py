@@ -25,7 +25,6 @@ from netfleet.catalog import envelope_rows
 Side = Literal["receiver", "sender"]
 #: intervals shorter than this fraction of the reporting interval are not measurements
 STUB_FRACTION = 0.5
-DEFAULT_MTU = 1500
 
 
 class SeriesUnavailable(Exception):

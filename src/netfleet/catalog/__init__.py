@@ -10,7 +10,7 @@
 Tables and columns: docs/catalog.md.
 """
 
-from netfleet.catalog.cheatsheet import cheatsheet
+from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
 from netfleet.catalog.ingestion import BadFile, IngestReport, ingest
 from netfleet.catalog.layout import CATALOG_FORMAT, TABLES
 from netfleet.catalog.query import query
@@ -22,9 +22,10 @@ __all__ = [
     "SCHEMAS",
     "TABLES",
     "BadFile",
+    "CheatSheetData",
     "IngestReport",
     "RunRows",
-    "cheatsheet",
+    "cheatsheet_data",
     "connect",
     "envelope_rows",
     "ingest",

@@ -18,7 +18,7 @@ import duckdb
 
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
-from netfleet.report.output import Tabular
+from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD, rate_unit
 
 Side = Literal["receiver", "sender"]
 Rate = Literal["goodput", "wire"]
@@ -29,11 +29,6 @@ LABEL_PREFIX = "label:"
 _NOT_GROUPABLE = frozenset({"params", "labels"})
 #: intervals columns that can be grouped by: ``flow`` separates a --bidir run's two directions
 INTERVAL_KEYS = {"flow": "i.flow"}
-#: wire = goodput × (MTU + L2 header) / (MTU − IP − TCP − timestamps): 1514/1448 at MTU 1500,
-#: the inverse of :func:`netfleet.units.goodput_ratio`
-L2_HEADER = 14
-TCP_IP_OVERHEAD = 40 + 12
-DEFAULT_MTU = 1500
 #: intervals shorter than this fraction of the run's reporting interval are the receiver's
 #: trailing stub (≈0.5 ms after the test ends), not a measurement
 STUB_FRACTION = 0.5
@@ -60,23 +55,23 @@ class _Sql:
         self.params.extend(params)
 
 
-#: unit → (bits per second in one unit, label)
-UNITS: dict[str, tuple[float, str]] = {
-    "bit": (1.0, "bit/s"),
-    "kbit": (1e3, "kbit/s"),
-    "mbit": (1e6, "Mbit/s"),
-    "gbit": (1e9, "Gbit/s"),
-    "tbit": (1e12, "Tbit/s"),
-}
+@dataclass(frozen=True)
+class CheatSheetData:
+    """What the cheat sheet query found: one row per group (group key values, runs, intervals,
+    then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes."""
 
-
-def _unit(unit: str) -> tuple[float, str]:
-    try:
-        return UNITS[unit.lower()]
-    except KeyError:
-        raise CatalogError(
-            f"unknown rate unit {unit!r}", hint=f"use one of {', '.join(UNITS)}"
-        ) from None
+    group_keys: list[str]
+    rows: list[list[Any]]
+    side: str
+    rate: str
+    unit_label: str
+    filters: str
+    runs: int
+    omitted: int
+    stubs: int
+    without_intervals: int
+    not_tcp: int
+    bidir: int
 
 
 class _Keys:
@@ -126,7 +121,7 @@ def _where_text(where: str | Mapping[str, Any] | None, campaign: str | None) -> 
     return "; ".join(parts)
 
 
-def cheatsheet(
+def cheatsheet_data(
     catalog_dir: str | os.PathLike[str],
     group_by: Sequence[str] | str = ("instance_type", "direction"),
     side: Side = "receiver",
@@ -134,7 +129,7 @@ def cheatsheet(
     campaign: str | None = None,
     unit: str = "gbit",
     rate: Rate = "goodput",
-) -> Tabular:
+) -> CheatSheetData:
     """Interval-rate statistics per group, as in seed 002's Athena query.
 
     ``group_by``: runs columns (direction, test, campaign, parallel, reverse, client, server,
@@ -147,7 +142,8 @@ def cheatsheet(
         raise CatalogError(f"side must be 'receiver' or 'sender', not {side!r}")
     if rate not in ("goodput", "wire"):
         raise CatalogError(f"rate must be 'goodput' or 'wire', not {rate!r}")
-    scale, unit_label = _unit(unit)
+    scale, unit_label = rate_unit(unit)
+    unit_label += "/s"
     keys_asked = [group_by] if isinstance(group_by, str) else list(dict.fromkeys(group_by))
     con = connect(catalog_dir)
     try:
@@ -170,7 +166,7 @@ def _cheatsheet(
     scale: float,
     unit_label: str,
     rate: Rate,
-) -> Tabular:
+) -> CheatSheetData:
     keys = _Keys(con)
     groups = [f"g{n}" for n in range(len(group_keys))]
     base = _Sql()
@@ -234,48 +230,17 @@ def _cheatsheet(
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir = (int(c) for c in counts)
 
-    measure = "goodput" if rate == "goodput" else "wire rate"
-    filters = _where_text(where, campaign)
-    notes = [
-        f"{measure} of each non-omitted 'sum' interval seen by the {side}, in {unit_label}, "
-        f"over complete runs (status ok){' where ' + filters if filters else ''}; "
-        "percentiles: DuckDB quantile_cont (linear interpolation)."
-    ]
-    if rate == "wire":
-        notes.append(
-            f"wire rate = goodput × (MTU + {L2_HEADER}) / (MTU − {TCP_IP_OVERHEAD}): the L2 "
-            "frames of full-sized TCP segments with timestamps (1514/1448 at MTU 1500); MTU = "
-            f"the smaller of client and server facts.mtu ({DEFAULT_MTU} when unknown); "
-            f"UDP runs have no wire rate{f' ({n_not_tcp} left out)' if n_not_tcp else ''}."
-        )
-    if n_omitted:
-        notes.append(f"{n_omitted} omitted intervals (-O) left out.")
-    if n_stubs:
-        notes.append(
-            f"{n_stubs} trailing intervals shorter than {STUB_FRACTION:g} × the "
-            "reporting interval left out."
-        )
-    if not n_runs:
-        notes.append(
-            "no rows: no complete runs (status ok)"
-            + (f" match {filters}." if filters else " in the catalog.")
-        )
-    elif n_without:
-        notes.append(
-            f"{n_without} of {n_runs} complete runs have no {side}-side sum intervals "
-            "(e.g. server without -J: no server_output_json)."
-        )
-    if n_bidir and "flow" not in group_keys:
-        notes.append(
-            f"{n_bidir} --bidir runs count both directions' {side}s in their group: "
-            "add 'flow' to the group keys to separate them."
-        )
-    if n_runs and not rows:
-        notes.append(f"no rows: the complete runs have no usable {side}-side intervals.")
-    return Tabular(
-        columns=[*group_keys, "runs", "intervals", *STATS],
+    return CheatSheetData(
+        group_keys=list(group_keys),
         rows=rows,
-        title=f"Interval {measure} ({unit_label}) by {', '.join(group_keys) or 'all runs'}, "
-        f"{side} side",
-        notes=notes,
+        side=side,
+        rate=rate,
+        unit_label=unit_label,
+        filters=_where_text(where, campaign),
+        runs=n_runs,
+        omitted=n_omitted,
+        stubs=n_stubs,
+        without_intervals=n_without,
+        not_tcp=n_not_tcp,
+        bidir=n_bidir,
     )

@@ -36,6 +36,7 @@ from netfleet.catalog.layout import (
     write_format,
 )
 from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
+from netfleet.durable import fsync_dir
 from netfleet.errors import CatalogError, StoreError
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot, open_root
@@ -141,14 +142,6 @@ def _publish(temp: Path, final: Path) -> None:
     os.replace(temp, final)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_batch(catalog_dir: Path, batch: _Batch) -> dict[str, int]:
     """Write one batch as a part per table; return rows written per table."""
     batch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
@@ -165,7 +158,7 @@ def _write_batch(catalog_dir: Path, batch: _Batch) -> dict[str, int]:
                 os.fsync(fh.fileno())
         for table in TABLES:  # ... then publish, runs last: it commits the batch
             _publish(temps[table], catalog_dir / table / name)
-            _fsync_dir(catalog_dir / table)
+            fsync_dir(catalog_dir / table)
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)

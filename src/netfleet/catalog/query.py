@@ -10,7 +10,7 @@ import duckdb
 
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
 
 
 def query(

@@ -14,13 +14,13 @@ request/response mean (latency) and an 8-thread throughput. Here each run's topo
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import duckdb
 
 from netfleet.catalog.cheatsheet import _Keys
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
-from netfleet.report.output import Tabular
 
 THROUGHPUT_ENGINES = ("iperf3", "iperf3-multi", "iperf2", "throughput")
 COLUMNS = [
@@ -30,10 +30,11 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def topology_table(
+def topology_rows(
     catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
-) -> Tabular:
-    """One row per value of ``by`` (a label key or runs column)."""
+) -> list[list[Any]]:
+    """One row per value of ``by`` (a label key or runs column): the value, then
+    :data:`COLUMNS`."""
     con = connect(catalog_dir)
     try:
         expr, params = _Keys(con).resolve(by)
@@ -65,15 +66,4 @@ def topology_table(
         raise CatalogError(f"topology report failed: {exc}") from exc
     finally:
         con.close()
-    return Tabular(
-        [by, *COLUMNS],
-        rows,
-        title=f"Latency and throughput by {by}" + (f", campaign {campaign}" if campaign else ""),
-        notes=[
-            "rr = request/response over one TCP connection (latency engine), averaged over "
-            "runs; full_round_trip false means half-RTT numbers (sockperf without --full-rtt).",
-            "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
-            "runs; streams = the parallel streams those runs used.",
-        ],
-        decimals=2,
-    )
+    return rows

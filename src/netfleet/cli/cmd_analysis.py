@@ -9,20 +9,16 @@ from typing import Annotated, Literal
 
 import typer
 
+from netfleet import api
 from netfleet.analysis import (
-    BucketModel,
-    Estimate,
     analyze_catalog,
     analyze_run,
-    groups_table,
-    plot_svg,
-    runs_table,
 )
-from netfleet.analysis.calculator import plan
-from netfleet.analysis.table import calc_table
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.errors import InputError
 from netfleet.report import OutputFormat
+from netfleet.report.analysis_tables import calc_table, groups_table, runs_table
+from netfleet.report.series_plot import plot_svg
 from netfleet.units import parse_rate, parse_size
 
 RateOpt = Annotated[
@@ -37,8 +33,6 @@ MatchOpt = Annotated[
     list[str] | None,
     typer.Option("--match", help="KEY=VALUE: only runs whose column or label matches (repeat)"),
 ]
-#: the calculator answers for one instance type in one direction
-GROUP_KEYS = ("instance_type", "direction")
 _BARE = re.compile(r"^\s*[0-9.]+\s*$")
 
 
@@ -141,42 +135,6 @@ def _bucket(text: str | None) -> float | None:
         raise InputError(f"--bucket: {exc}") from None
 
 
-def _measured(
-    run_id: str | None,
-    results: str | None,
-    catalog: Path | None,
-    campaign: str | None,
-    match: dict[str, str],
-    rate: Literal["goodput", "wire"],
-) -> tuple[Estimate | None, Estimate | None, Estimate | None]:
-    if run_id is not None:
-        est = analyze_run(results_url(results), run_id).estimate(rate)
-        what = f"run {run_id}"
-        peak, base, bucket = est.peak, est.baseline, est.bucket
-        kind, reason = est.kind, est.reason
-    elif campaign is not None or match:
-        groups = analyze_catalog(catalog_dir(catalog), GROUP_KEYS, campaign, match)
-        if len(groups) != 1:
-            raise InputError(
-                f"{len(groups)} groups match ("
-                + "; ".join("/".join(str(v) for v in g.keys.values()) for g in groups)
-                + "): the calculator needs one",
-                hint="narrow it with --match KEY=VALUE (e.g. --match instance_type=r4.large "
-                "--match direction=out)",
-            )
-        c = groups[0].combined(rate)
-        what = "the matching runs"
-        peak, base, bucket, kind, reason = c.peak, c.baseline, c.bucket, c.kind, ""
-    else:
-        return None, None, None
-    if kind not in ("burst", "burst-unfinished"):
-        raise InputError(
-            f"{what}: no burst measured ({kind}{': ' + reason if reason else ''})",
-            hint="give the numbers instead: --baseline 0.75gbit --peak 10gbit --bucket 2700gbit",
-        )
-    return base, peak, bucket
-
-
 @credit_app.command("calc")
 def calc(
     run_id: Annotated[
@@ -212,30 +170,22 @@ def calc(
 ) -> None:
     """How long can I burst at X if my average use is u, how long does a refill take, what
     rate does a duty cycle sustain — from a measured run or group, or from given numbers."""
-    m_base, m_peak, m_bucket = _measured(run_id, results, catalog, campaign, _match(match), rate)
     given = {
         "baseline": _rate("--baseline", baseline),
         "peak": _rate("--peak", peak),
         "bucket": _bucket(bucket),
     }
-    values = {
-        "baseline": Estimate(given["baseline"]) if given["baseline"] else m_base,
-        "peak": Estimate(given["peak"]) if given["peak"] else m_peak,
-        "bucket": Estimate(given["bucket"]) if given["bucket"] else m_bucket,
-    }
-    missing = [k for k, v in values.items() if v is None]
-    if missing:
-        raise InputError(
-            f"missing {', '.join(missing)}",
-            hint="give --baseline, --peak and --bucket, or a RUN_ID / --campaign / --match to "
-            "measure them",
-        )
-    model = BucketModel(values["baseline"], values["peak"], values["bucket"])  # type: ignore[arg-type]
-    answers = plan(
-        model,
+    answers = api.calc(
+        run_id=run_id,
+        results=results_url(results) if run_id is not None else None,
+        catalog=catalog_dir(catalog) if run_id is None and (campaign or match) else None,
+        campaign=campaign,
+        match=_match(match),
+        rate=rate,
         use=_rate("--use", use) or 0.0,
-        rate=_rate("--burst-rate", burst_rate),
-        seconds=burst_seconds,
+        burst_rate=_rate("--burst-rate", burst_rate),
+        burst_seconds=burst_seconds,
         duty=duty,
+        **given,
     )
     emit(calc_table(answers, unit, fmt in (OutputFormat.table, OutputFormat.markdown)), fmt)

@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from netfleet.catalog import cheatsheet as build_cheatsheet
 from netfleet.catalog import ingest as run_ingest
 from netfleet.catalog import query
 from netfleet.cli.console import console
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
+from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 from netfleet.store import open_root
 
 

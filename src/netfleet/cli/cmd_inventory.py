@@ -11,7 +11,8 @@ import typer
 
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.errors import ExitStatus
-from netfleet.report import OutputFormat, Tabular
+from netfleet.report import OutputFormat
+from netfleet.report.inventory import fleet_check_table, inventory_table
 from netfleet.runner.fleet import check_fleet
 from netfleet.spec.inventory import (
     inventory_from_terraform,
@@ -51,24 +52,7 @@ def import_terraform(
 @app.command()
 def show(inventory: InventoryArg, fmt: FormatOpt = OutputFormat.table) -> None:
     """List an inventory's hosts (validated: errors name the item, field and line)."""
-    rows = []
-    for name, spec in load_inventory(inventory).items():
-        d = spec.model_dump()
-        jump = d.get("jump") or {}
-        rows.append(
-            [
-                name,
-                d["kind"],
-                d.get("address"),
-                d.get("ssh_address") or "",
-                d.get("user") or "",
-                d.get("port") or "",
-                f"{jump.get('address')}:{jump.get('port')}" if jump else "",
-                d.get("labels") or {},
-            ]
-        )
-    columns = ["name", "kind", "address", "ssh_address", "user", "port", "jump", "labels"]
-    emit(Tabular(columns, rows, title=str(inventory)), fmt)
+    emit(inventory_table(load_inventory(inventory), title=str(inventory)), fmt)
 
 
 @app.command()
@@ -84,9 +68,6 @@ def check(
     """Reach every host (SSH host keys verified, login), look for iperf3 and the tools netfleet
     needs. Exit 4 when a host is not ready."""
     results = asyncio.run(check_fleet(inventory, install, state_dir))
-    rows = [
-        [r.name, r.kind, r.address, "ok" if r.ok else "NO", r.iperf3, r.detail] for r in results
-    ]
-    emit(Tabular(["host", "kind", "address", "ready", "iperf3", "detail"], rows), fmt)
+    emit(fleet_check_table(results), fmt)
     if not all(r.ok for r in results):
         raise typer.Exit(int(ExitStatus.ENVIRONMENT))

@@ -9,7 +9,8 @@ import typer
 from netfleet import lab as labmod
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
-from netfleet.report import OutputFormat, Tabular
+from netfleet.report import OutputFormat
+from netfleet.report.lab import lab_hosts_table, lab_profiles_table
 
 app = typer.Typer(
     help="Emulated cloud on this machine: namespaces, a switch, tbf shapers.", no_args_is_help=True
@@ -27,7 +28,7 @@ def up(
     spec = labmod.load_lab(lab)
     state = labmod.up(spec, state_dir=state_dir)
     console.print(f"lab [bold]{state.name}[/] is up:")
-    emit(_hosts_table(state.name, state_dir), OutputFormat.table)
+    emit(lab_hosts_table(labmod.status(state.name, state_dir=state_dir)), OutputFormat.table)
     console.print(f"tear it down with: netfleet lab down {state.name}")
 
 
@@ -44,28 +45,6 @@ def down(
     )
 
 
-def _hosts_table(name: str | None, state_dir) -> Tabular:  # type: ignore[no-untyped-def]
-    rows = []
-    for st in labmod.status(name, state_dir=state_dir):
-        for h in st.hosts:
-            rows.append(
-                [
-                    st.name,
-                    h.name,
-                    h.namespace,
-                    h.address,
-                    h.mtu,
-                    "yes" if h.exists else "MISSING",
-                    h.shaping,
-                    h.processes,
-                    ", ".join(f"{k}={v}" for k, v in sorted(h.labels.items())),
-                ]
-            )
-    return Tabular(
-        ["lab", "host", "namespace", "address", "mtu", "exists", "shaping", "procs", "labels"], rows
-    )
-
-
 @app.command()
 def status(
     name: Annotated[str | None, typer.Argument(help="one lab; default all")] = None,
@@ -73,7 +52,7 @@ def status(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Show labs, their hosts, shapers (with live counters) and processes."""
-    table = _hosts_table(name, state_dir)
+    table = lab_hosts_table(labmod.status(name, state_dir=state_dir))
     if not table.rows and fmt is OutputFormat.table:
         console.print("no lab is up")
         return
@@ -83,8 +62,4 @@ def status(
 @app.command()
 def profiles(fmt: FormatOpt = OutputFormat.table) -> None:
     """List the lab profiles shipped with netfleet."""
-    rows = []
-    for name in labmod.profiles():
-        spec = labmod.load_lab(name)
-        rows.append([name, len(spec.hosts), spec.description or ""])
-    emit(Tabular(["profile", "hosts", "description"], rows), fmt)
+    emit(lab_profiles_table(), fmt)

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from netfleet.advice import advice_table, advise
-from netfleet.catalog.topology import topology_table
+from netfleet import api
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
-from netfleet.store import open_root
+from netfleet.report.advice import advice_table
+from netfleet.report.topology import topology_table
 
 app = typer.Typer(help="Answers over the catalog and the raw results.", no_args_is_help=True)
 
@@ -34,8 +34,4 @@ def advice(
 ) -> None:
     """Advice with evidence over raw results: CPU-bound runs, per-flow caps, gateway MTU,
     in/out asymmetry, retransmits, ENA allowances."""
-    root = open_root(results_url(results))
-    docs = [root.read(p) for p in root.files()]
-    if campaign:
-        docs = [d for d in docs if d.get("campaign") == campaign]
-    emit(advice_table(advise(docs)), fmt)
+    emit(advice_table(api.advice(results_url(results), campaign)), fmt)

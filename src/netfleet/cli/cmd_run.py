@@ -65,7 +65,8 @@ def execute_campaign(
             f"  [yellow]{len(result.kept_failed)} runs failed in earlier sessions and were not "
             "retried[/] (retry.on / retry.max_attempts in the spec)"
         )
-    from netfleet.advice import advice_table, advise
+    from netfleet.advice import advise
+    from netfleet.report.advice import advice_table
 
     items = advise(e.model_dump() for e in result.envelopes)
     if items:  # what limited these runs, with the evidence
@@ -104,9 +105,10 @@ def run(
     spec = load_spec(spec_path)
     root = open_root(results_url(results, spec.results))
     if dry_run:
-        from netfleet.cli.cmd_spec import plan_table
+        from netfleet import api
+        from netfleet.report.plan import plan_table
 
-        emit(plan_table(spec_path), OutputFormat.table)
+        emit(plan_table(api.plan(spec_path)), OutputFormat.table)
         return
     result = execute_campaign(
         spec, root, state_dir, resume=resume, install=install, concurrency=concurrency

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
+from netfleet import api
 from netfleet.cli.options import FormatOpt, emit
-from netfleet.plan import estimate_seconds, expand
-from netfleet.report import OutputFormat, Tabular
-from netfleet.runner.scheduler import Limits, estimate_wall_seconds
-from netfleet.spec import load_spec, spec_schema
+from netfleet.report import OutputFormat
+from netfleet.report.plan import plan_table
+from netfleet.spec import spec_schema
 
 
 def schema(
@@ -27,59 +27,9 @@ def schema(
         print(json.dumps(spec_schema(), indent=2))
 
 
-def plan_table(spec_path: Path) -> Tabular:
-    spec = load_spec(spec_path)
-    runs = expand(spec)
-    limits = Limits.of(spec)
-    est = (
-        estimate_wall_seconds(runs, limits)
-        if limits.concurrency > 1
-        else estimate_seconds(spec, runs)
-    )
-    rows = [
-        [
-            r.sequence,
-            r.run_key,
-            r.test,
-            r.engine,
-            r.client,
-            r.server,
-            r.subject,
-            r.params.run_direction(),
-            r.params.summary(),
-            r.params.measured_seconds(),
-            r.params.model_dump(exclude_defaults=True),
-        ]
-        for r in runs
-    ]
-    return Tabular(
-        [
-            "seq",
-            "run_key",
-            "test",
-            "engine",
-            "client",
-            "server",
-            "subject",
-            "direction",
-            "summary",
-            "seconds",
-            "params",
-        ],
-        rows,
-        title=f"campaign {spec.campaign}",
-        notes=[
-            f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
-            f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
-            + (f"; up to {limits.concurrency} at once" if limits.concurrency > 1 else "")
-        ],
-        decimals=1,
-    )
-
-
 def plan(
     spec: Annotated[Path, typer.Argument(help="campaign spec (YAML)")],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
-    emit(plan_table(spec), fmt)
+    emit(plan_table(api.plan(spec)), fmt)

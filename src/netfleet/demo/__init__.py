@@ -70,7 +70,8 @@ def run_demo(
     say: Callable[[str], None] = lambda _msg: None,
 ) -> DemoResult:
     from netfleet import lab
-    from netfleet.catalog import cheatsheet, ingest
+    from netfleet.catalog import ingest
+    from netfleet.report.cheatsheet import cheatsheet
 
     if os.geteuid() != 0:
         raise EnvironmentProblem(

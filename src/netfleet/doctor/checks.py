@@ -14,9 +14,9 @@ import re
 import time
 from typing import Any
 
-from netfleet.doctor import ena
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.errors import HostError
+from netfleet.hosts import ena
 from netfleet.hosts.base import Host
 
 #: version landmarks worth knowing before a campaign (FIELD-NOTES)

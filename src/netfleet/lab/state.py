@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from netfleet.durable import atomic_write, write_temp
 from netfleet.errors import InputError, LabError
 from netfleet.lab.models import LAB_NAME, LabelValue, Shaper
 
@@ -139,16 +139,8 @@ def read_state(name: str, directory: str | Path | None = None) -> LabState | Non
 
 
 def _write_temp(state: LabState, directory: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{state.name}-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(state.model_dump_json(by_alias=True, indent=2))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
+    data = state.model_dump_json(by_alias=True, indent=2).encode()
+    return write_temp(directory, data, prefix=f".{state.name}-", suffix=".tmp")
 
 
 def claim_state(state: LabState, directory: str | Path | None = None) -> Path:
@@ -177,13 +169,8 @@ def claim_state(state: LabState, directory: str | Path | None = None) -> Path:
 def write_state(state: LabState, directory: str | Path | None = None) -> Path:
     """Replace the state file atomically (temp file + rename)."""
     path = state_path(state.name, directory)
-    tmp = _write_temp(state, path.parent)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    data = state.model_dump_json(by_alias=True, indent=2).encode()
+    return atomic_write(path, data, prefix=f".{state.name}-", suffix=".tmp")
 
 
 def remove_state(name: str, directory: str | Path | None = None) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import itertools
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from netfleet.plan.topology import topology_rounds
+from netfleet.spec.matrix import combinations
 from netfleet.spec.models import CampaignSpec, TestBase
 from netfleet.spec.params import EngineParams
 
@@ -42,22 +42,6 @@ class PlannedRun(NamedTuple):
     @property
     def estimated_s(self) -> float:
         return self.params.measured_seconds() + RUN_OVERHEAD_S
-
-
-def combinations(test: TestBase) -> Iterator[dict[str, Any]]:
-    """The test's matrix product in written order, less excludes, plus includes."""
-    keys = list(test.matrix)
-    seen: list[dict[str, Any]] = []
-    for values in itertools.product(*(test.matrix[k] for k in keys)):
-        combo = dict(zip(keys, values, strict=True))
-        if any(all(combo.get(k) == v for k, v in ex.items()) for ex in test.exclude):
-            continue
-        seen.append(combo)
-        yield combo
-    for inc in test.include:
-        if inc not in seen:
-            seen.append(inc)
-            yield dict(inc)
 
 
 def params_digest(engine: str, params: EngineParams) -> str:

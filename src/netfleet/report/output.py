@@ -6,9 +6,10 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from netfleet.tabular import Tabular
 
 
 class OutputFormat(StrEnum):
@@ -16,21 +17,6 @@ class OutputFormat(StrEnum):
     json = "json"
     csv = "csv"
     markdown = "markdown"
-
-
-@dataclass
-class Tabular:
-    """Columns and rows, plus a title and notes shown under a terminal table."""
-
-    columns: list[str]
-    rows: list[list[Any]]
-    title: str | None = None
-    notes: list[str] = field(default_factory=list)
-    #: number of decimals for float cells in human formats (table, markdown)
-    decimals: int = 3
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
 def _cell(value: Any, decimals: int) -> str:

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from netfleet import __version__
-from netfleet.doctor import ena
 from netfleet.engines.base import Engine, EngineInfo, Outcome, StopEarly
 from netfleet.errors import HostError
+from netfleet.hosts import ena
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.events import Reporter

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from netfleet.durable import fsync_dir
 from netfleet.errors import StoreError
 
 JOURNAL_DIR = Path(".netfleet") / "journal"
@@ -162,7 +163,7 @@ class Journal:
             ) from None
         self._fd = fd
         if create:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         if self.path.stat().st_size:
             with open(self.path, "rb") as fh:
                 fh.seek(-1, os.SEEK_END)
@@ -238,11 +239,3 @@ class Journal:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -29,8 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from netfleet.errors import InputError
-from netfleet.plan.bandwidth import planned_bitrate
 from netfleet.plan.matrix import PlannedRun
+from netfleet.spec.bandwidth import planned_bitrate
 from netfleet.spec.models import CampaignSpec
 from netfleet.units import parse_rate
 

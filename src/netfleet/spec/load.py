@@ -47,8 +47,8 @@ def _with_inventory(data: Any, path: Path, lines: LineMap) -> Any:
 
 
 def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
-    from netfleet.plan.bandwidth import budget_problem
-    from netfleet.plan.matrix import combinations
+    from netfleet.spec.bandwidth import budget_problem
+    from netfleet.spec.matrix import combinations
 
     problems: list[tuple[str, int | None, str]] = []
     for ti, test in enumerate(spec.tests):

@@ -7,13 +7,13 @@ import gzip
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from netfleet.durable import atomic_write
 from netfleet.errors import InputError, StoreError
 from netfleet.store.envelope import Envelope, upgrade
 
@@ -49,22 +49,7 @@ class ResultsRoot:
         data = gzip.compress(
             envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
         )
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=final.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        return final
+        return atomic_write(final, data, prefix=".tmp-", suffix=".part")
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""

@@ -15,15 +15,9 @@ from netfleet.analysis.calculator import Answer
 from netfleet.analysis.credit import CreditEstimate, RateKind
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.refill import RefillEstimate
-from netfleet.errors import InputError
-from netfleet.report.output import Tabular
+from netfleet.tabular import Tabular
+from netfleet.units import rate_unit
 
-#: unit → (bits per second in one unit, label)
-UNITS: dict[str, tuple[float, str]] = {
-    "kbit": (1e3, "kbit"),
-    "mbit": (1e6, "Mbit"),
-    "gbit": (1e9, "Gbit"),
-}
 #: quantity column → scale kind: "rate" (bits/s), "size" (bits) or "time" (seconds)
 QUANTITIES = {
     "peak": "rate",
@@ -36,16 +30,8 @@ QUANTITIES = {
 
 
 def unit_scale(unit: str, fastest: float = 0.0) -> tuple[float, str]:
-    """Scale and label of ``unit``; ``auto`` picks Gbit from 1 Gbit/s up, else Mbit (a lab
-    runs at Mbit/s, a cloud at Gbit/s)."""
-    if unit.lower() == "auto":
-        return UNITS["gbit"] if fastest >= 1e9 or fastest == 0.0 else UNITS["mbit"]
-    try:
-        return UNITS[unit.lower()]
-    except KeyError:
-        raise InputError(
-            f"unknown unit {unit!r}", hint=f"use auto or one of {', '.join(UNITS)}"
-        ) from None
+    """Scale and label of ``unit`` (see :func:`netfleet.units.rate_unit`)."""
+    return rate_unit(unit, fastest)
 
 
 def _machine_unit(unit: str, human: bool) -> str:

@@ -11,8 +11,8 @@ import numpy as np
 
 from netfleet.analysis.analyze import RunAnalysis
 from netfleet.analysis.credit import CreditEstimate, RateKind
-from netfleet.analysis.svg import Frame, Svg
-from netfleet.analysis.table import unit_scale
+from netfleet.report.analysis_tables import unit_scale
+from netfleet.report.svg import Frame, Svg
 
 WIDTH = 860
 PANEL = 300

@@ -1,0 +1,19 @@
+"""A campaign expanded into its runs, with its estimated wall time (what ``netfleet plan``
+shows; built by :func:`netfleet.api.plan`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from netfleet.plan.matrix import PlannedRun
+from netfleet.spec.models import CampaignSpec
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A campaign expanded into its runs, with the estimated wall time."""
+
+    spec: CampaignSpec
+    runs: list[PlannedRun]
+    concurrency: int
+    estimated_seconds: float

@@ -1,0 +1,66 @@
+"""The cheat sheet (seed 002's Athena query on DuckDB) as a table: the catalog's query
+(:func:`netfleet.catalog.cheatsheet_data`) shaped into columns, a title and notes that say
+what was measured, in which unit and rate basis, and what was left out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
+from netfleet.tabular import Tabular
+from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD
+
+
+def cheatsheet(catalog_dir: str | Path, *args: Any, **kwargs: Any) -> Tabular:
+    """Min / p5 / avg / p50 / p95 / max of interval goodput (or wire rate) per group; the
+    keyword arguments are those of :func:`netfleet.catalog.cheatsheet_data`."""
+    return cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs))
+
+
+def cheatsheet_table(d: CheatSheetData) -> Tabular:
+    measure = "goodput" if d.rate == "goodput" else "wire rate"
+    filters = d.filters
+    notes = [
+        f"{measure} of each non-omitted 'sum' interval seen by the {d.side}, in {d.unit_label}, "
+        f"over complete runs (status ok){' where ' + filters if filters else ''}; "
+        "percentiles: DuckDB quantile_cont (linear interpolation)."
+    ]
+    if d.rate == "wire":
+        notes.append(
+            f"wire rate = goodput × (MTU + {L2_HEADER}) / (MTU − {TCP_IP_OVERHEAD}): the L2 "
+            "frames of full-sized TCP segments with timestamps (1514/1448 at MTU 1500); MTU = "
+            f"the smaller of client and server facts.mtu ({DEFAULT_MTU} when unknown); "
+            f"UDP runs have no wire rate{f' ({d.not_tcp} left out)' if d.not_tcp else ''}."
+        )
+    if d.omitted:
+        notes.append(f"{d.omitted} omitted intervals (-O) left out.")
+    if d.stubs:
+        notes.append(
+            f"{d.stubs} trailing intervals shorter than {STUB_FRACTION:g} × the "
+            "reporting interval left out."
+        )
+    if not d.runs:
+        notes.append(
+            "no rows: no complete runs (status ok)"
+            + (f" match {filters}." if filters else " in the catalog.")
+        )
+    elif d.without_intervals:
+        notes.append(
+            f"{d.without_intervals} of {d.runs} complete runs have no {d.side}-side sum intervals "
+            "(e.g. server without -J: no server_output_json)."
+        )
+    if d.bidir and "flow" not in d.group_keys:
+        notes.append(
+            f"{d.bidir} --bidir runs count both directions' {d.side}s in their group: "
+            "add 'flow' to the group keys to separate them."
+        )
+    if d.runs and not d.rows:
+        notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
+    return Tabular(
+        columns=[*d.group_keys, "runs", "intervals", *STATS],
+        rows=d.rows,
+        title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
+        f"{d.side} side",
+        notes=notes,
+    )

@@ -1,0 +1,28 @@
+"""Seed 001's summary table: request/response latency, ping and throughput per topology label,
+from the catalog's :func:`netfleet.catalog.topology.topology_rows`."""
+
+from __future__ import annotations
+
+import os
+
+from netfleet.catalog.topology import COLUMNS, topology_rows
+from netfleet.tabular import Tabular
+
+
+def topology_table(
+    catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
+) -> Tabular:
+    """One row per value of ``by`` (a label key or runs column), with what each column means."""
+    rows = topology_rows(catalog_dir, by, campaign)
+    return Tabular(
+        [by, *COLUMNS],
+        rows,
+        title=f"Latency and throughput by {by}" + (f", campaign {campaign}" if campaign else ""),
+        notes=[
+            "rr = request/response over one TCP connection (latency engine), averaged over "
+            "runs; full_round_trip false means half-RTT numbers (sockperf without --full-rtt).",
+            "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
+            "runs; streams = the parallel streams those runs used.",
+        ],
+        decimals=2,
+    )

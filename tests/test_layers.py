@@ -1,0 +1,204 @@
+"""Architecture: packages import only packages of their own rank or lower (issue 8), no import
+cycle between packages, and the cheap paths stay cheap (no heavy library loaded for nothing)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parents[1] / "src" / "netfleet"
+
+#: package (or top-level module) → rank. Low → high; one may import its own rank or lower.
+RANKS: dict[str, int] = {
+    "errors": 0,  # base: exit statuses and the error types, no dependencies
+    "units": 0,  # base: rate/size units and the goodput/wire ratio
+    "aws": 0,  # base: the one boto3 client factory
+    "tabular": 0,  # base: the neutral table value type every layer may return
+    "durable": 0,  # base: fsync + atomic write-and-rename
+    "text": 0,  # base: safe terminal text
+    "engines": 1,  # engine contract + declarations; runs against a session Protocol
+    "spec": 2,  # campaign/inventory files, validated with the engines' params models
+    "plan": 3,  # spec → planned runs
+    "store": 4,  # raw results, date-partitioned
+    "lab": 5,  # local emulated cloud (namespaces, shapers)
+    "hosts": 6,  # where commands run: local, netns (lab), SSH
+    "runner": 7,  # executes a plan on hosts with engines, into the store
+    "catalog": 8,  # raw results → Parquet + queries returning data
+    "analysis": 9,  # series, segments, buckets over catalog data
+    "advice": 10,  # rules over analysis/doctor evidence
+    "report": 11,  # every rendering: tables, cheat sheet, topology, plots
+    "doctor": 12,  # pre-flight checks of a campaign: uses hosts, renders advice
+    "cloud": 13,  # AWS provider: may need runner/store
+    "demo": 13,  # the demo drives lab + runner + catalog + report
+    "api": 13,  # the facade over everything above
+    "cli": 14,  # argument parsing + rendering only
+    "__init__": 14,  # the package root re-exports lazily (function-level imports)
+    "__main__": 14,  # python -m netfleet
+}
+
+#: (importer, imported) edges that run back, each with its reason. Keep this short.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    # until helper "engines"' branch (issue 8) is merged; then delete these three lines
+    ("engines", "runner"): "engines run against runner.session: becomes a session Protocol",
+    ("engines", "hosts"): "engines import hosts for probes/sessions: becomes a Protocol",
+    ("engines", "spec"): "engine params live in spec.params: they move into engines",
+}
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "netfleet":
+        return None
+    if len(parts) == 1:
+        return "__init__"
+    return parts[1]
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):  # every level: module, function and TYPE_CHECKING imports
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")[: -node.level or None]
+                if path.name == "__init__.py":
+                    base = module.split(".")[: len(module.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            found.add(name)
+            if name == "netfleet":  # from netfleet import lab → netfleet.lab
+                found |= {f"netfleet.{alias.name}" for alias in node.names}
+    return found
+
+
+def package_edges() -> dict[tuple[str, str], list[str]]:
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        module = ".".join(parts)
+        src_pkg = package_of(module)
+        for name in imports_of(path, module):
+            dst_pkg = package_of(name)
+            if src_pkg and dst_pkg and dst_pkg != src_pkg:
+                if dst_pkg == "__init__":
+                    continue  # `from netfleet import __version__` and the like
+                edges[(src_pkg, dst_pkg)].append(module)
+    return edges
+
+
+def test_every_package_has_a_rank() -> None:
+    names = {p.stem if p.is_file() else p.name for p in SRC.iterdir()}
+    names = {n for n in names if not n.startswith("__pycache__") and n not in {"py", "typed"}}
+    missing = {
+        n
+        for n in names
+        if (SRC / n).is_dir() or (SRC / f"{n}.py").exists()
+        if n not in RANKS and n != "__pycache__"
+    }
+    assert not missing, f"give these a rank in RANKS: {sorted(missing)}"
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    bad = []
+    for (src, dst), modules in sorted(package_edges().items()):
+        if src not in RANKS or dst not in RANKS:
+            continue
+        if RANKS[dst] > RANKS[src] and (src, dst) not in EXCEPTIONS:
+            where = ", ".join(sorted(set(modules)))
+            bad.append(f"{src} ({RANKS[src]}) imports {dst} ({RANKS[dst]}) in {where}")
+    assert not bad, "imports that run back up the layers:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for src, dst in package_edges():
+        if (src, dst) not in EXCEPTIONS:
+            graph[src].add(dst)
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                cycles.append(" → ".join([*path[path.index(nxt) :], nxt]))
+            elif len(path) < 20:
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    assert not cycles, "package import cycles:\n" + "\n".join(sorted(set(cycles))[:20])
+
+
+def loaded_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys; print('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {line.split(".")[0] for line in out.splitlines()}
+
+
+HEAVY = {"duckdb", "numpy", "ruptures", "asyncssh", "boto3", "matplotlib", "scipy", "pyarrow"}
+
+
+def test_catalog_import_does_not_load_ssh() -> None:
+    assert "asyncssh" not in loaded_after("import netfleet.catalog")
+
+
+def test_version_loads_no_heavy_library() -> None:
+    code = (
+        "import sys\nsys.argv = ['netfleet', '--version']\nfrom netfleet.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    assert not (loaded_after(code) & HEAVY)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plan", "--help"]])
+def test_help_loads_no_heavy_library(args: list[str]) -> None:
+    code = (
+        f"import sys\nsys.argv = ['netfleet', *{args!r}]\nfrom netfleet.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    assert not (loaded_after(code) & HEAVY)
+
+
+NETFLEET = str(Path(sys.executable).parent / "netfleet")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_show_completion_prints_a_script(shell: str) -> None:
+    # Typer detects the user's shell from the parent process; its test switch takes the shell
+    # from the command line instead, so both scripts are checked from here
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    out = subprocess.run(
+        [NETFLEET, "--show-completion", shell], capture_output=True, text=True, check=True, env=env
+    ).stdout
+    assert "_NETFLEET_COMPLETE" in out and f"complete_{shell}" in out
+
+
+def test_completion_completes_a_command_name() -> None:
+    env = {"_NETFLEET_COMPLETE": "complete_bash", "COMP_WORDS": "netfleet pl", "COMP_CWORD": "1"}
+    out = subprocess.run(
+        [NETFLEET], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **env}
+    ).stdout
+    assert out.split() == ["plan"]
+
+
+def test_every_lazy_command_loads_under_its_name() -> None:
+    from netfleet.cli.main import LAZY_COMMANDS, load_command
+
+    for name in LAZY_COMMANDS:
+        cmd = load_command(name)
+        assert cmd.name == name and cmd.help, name
