@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process, read_net_dev
+from netfleet.hosts.provider import AttachProvider, HostRequest
 
 
 @dataclass
@@ -42,3 +43,38 @@ class NetnsHost(Host):
 
     def live_bytes(self, proc: Process) -> int | None:
         return read_net_dev(f"/proc/{proc.pid}/net/dev")
+
+
+class NetnsProvider(AttachProvider):
+    """Attach: a named namespace, or a lab host resolved through the lab's state (LabError if
+    the lab is down). Release closes nothing; the lab stays up for the next campaign."""
+
+    name = "netns"
+
+    def build(self, request: HostRequest) -> Host:
+        name, spec, state_dir = request.name, request.spec, request.lab_state_dir
+        if spec.lab is not None and spec.host is not None:
+            from netfleet.lab import resolve_host
+
+            lh = resolve_host(spec.lab, spec.host, state_dir=state_dir)
+            labels = {**lh.labels, **spec.labels}
+            address = lh.address
+            if spec.via == "gateway":
+                from netfleet.lab.gateway import public_address
+
+                address = public_address(spec.lab, lh, state_dir=state_dir)
+            return NetnsHost(
+                name=name,
+                address=address,
+                labels=labels,
+                namespace=lh.namespace,
+                chroot=spec.chroot,
+            )
+        assert spec.namespace is not None and spec.address is not None
+        return NetnsHost(
+            name=name,
+            address=spec.address,
+            labels=dict(spec.labels),
+            namespace=spec.namespace,
+            chroot=spec.chroot,
+        )

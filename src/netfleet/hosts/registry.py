@@ -1,48 +1,66 @@
-"""Turn a host spec into a Host. Adding a kind = one module + one entry here."""
+"""Host providers by kind. Adding a kind = one module with a Provider + one line in PROVIDERS.
+
+Entries are ``"module:Class"`` strings imported on first use: a command that never meets an SSH
+host never loads asyncssh, and a provider that lives higher in the layering (the AWS provider in
+``netfleet.cloud``) is reached without ``hosts`` importing it. ``register_provider`` adds or
+replaces one at run time (plugins, tests).
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from netfleet.errors import HostError
 from netfleet.hosts.base import Host
-from netfleet.hosts.local import LocalHost
-from netfleet.hosts.netns import NetnsHost
-from netfleet.hosts.ssh import SshHost
-from netfleet.spec.models import LocalHostSpec, NetnsHostSpec, SshHostSpec
+from netfleet.hosts.provider import AttachProvider, HostRequest, Provider
+
+#: provider name (= the spec's host ``kind``) → "module:Class"
+PROVIDERS: dict[str, str] = {
+    "local": "netfleet.hosts.local:LocalProvider",
+    "netns": "netfleet.hosts.netns:NetnsProvider",
+    "ssh": "netfleet.hosts.ssh:SshProvider",
+}
+
+_registered: dict[str, Callable[[], Provider]] = {}
+_instances: dict[str, Provider] = {}
 
 
-def build_host(
-    name: str, spec: LocalHostSpec | NetnsHostSpec | SshHostSpec, lab_state_dir: Path | None = None
-) -> Host:
-    """A ready-to-use Host. Lab hosts are resolved through the lab's state (LabError if down);
-    their lab labels are merged under the spec's own labels."""
-    if isinstance(spec, LocalHostSpec):
-        return LocalHost(name=name, address=spec.address, labels=dict(spec.labels))
-    if isinstance(spec, SshHostSpec):
-        fields = spec.model_dump(exclude={"kind", "labels", "jump"})
-        return SshHost(name=name, labels=dict(spec.labels), jump=spec.jump, **fields)
-    if spec.lab is not None and spec.host is not None:
-        from netfleet.lab import resolve_host
+def register_provider(name: str, factory: Callable[[], Provider]) -> None:
+    """Add (or replace) the provider of host kind ``name``."""
+    _registered[name] = factory
+    _instances.pop(name, None)
 
-        lh = resolve_host(spec.lab, spec.host, state_dir=lab_state_dir)
-        labels = {**lh.labels, **spec.labels}
-        address = lh.address
-        if spec.via == "gateway":
-            from netfleet.lab.gateway import public_address
 
-            address = public_address(spec.lab, lh, state_dir=lab_state_dir)
-        return NetnsHost(
-            name=name,
-            address=address,
-            labels=labels,
-            namespace=lh.namespace,
-            chroot=spec.chroot,
+def get_provider(name: str) -> Provider:
+    """The provider of host kind ``name`` (one instance per process); HostError if unknown."""
+    if name in _instances:
+        return _instances[name]
+    factory = _registered.get(name)
+    if factory is None:
+        target = PROVIDERS.get(name)
+        if target is None:
+            known = ", ".join(sorted({*PROVIDERS, *_registered}))
+            raise HostError(
+                f"no host provider {name!r}", hint=f"use one of the known kinds: {known}"
+            )
+        module, _, cls = target.partition(":")
+        factory = getattr(importlib.import_module(module), cls)
+    provider = factory()
+    _instances[name] = provider
+    return provider
+
+
+def build_host(name: str, spec: Any, lab_state_dir: Path | None = None) -> Host:
+    """A ready-to-use Host of an attach-style kind (no lease: for commands such as ``doctor``
+    and ``inventory check`` that only look). Lab hosts are resolved through the lab's state
+    (LabError if down); their lab labels are merged under the spec's own labels."""
+    provider = get_provider(str(spec.kind))
+    if not isinstance(provider, AttachProvider):
+        raise HostError(
+            f"host {name}: kind {spec.kind!r} is created per campaign",
+            hint="use it in `netfleet run`, which acquires and releases it",
         )
-    assert spec.namespace is not None and spec.address is not None
-    return NetnsHost(
-        name=name,
-        address=spec.address,
-        labels=dict(spec.labels),
-        namespace=spec.namespace,
-        chroot=spec.chroot,
-    )
+    return provider.build(HostRequest(name, spec, lab_state_dir))

@@ -35,6 +35,7 @@ import asyncssh
 
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process
+from netfleet.hosts.provider import AttachProvider, HostRequest
 from netfleet.spec.ssh import SshJump
 
 PID_MARKER = b"NETFLEET_PID "
@@ -507,3 +508,15 @@ def _known_keys(address: str, port: int, known_hosts: str | None) -> list[Any]:
     except (OSError, ValueError, asyncssh.Error):
         return []
     return list(found[0])
+
+
+class SshProvider(AttachProvider):
+    """Attach: acquire builds the host (it connects on first use), release closes the SSH
+    connections (``SshHost.close``)."""
+
+    name = "ssh"
+
+    def build(self, request: HostRequest) -> Host:
+        spec = request.spec
+        fields = spec.model_dump(exclude={"kind", "labels", "jump"})
+        return SshHost(name=request.name, labels=dict(spec.labels), jump=spec.jump, **fields)

@@ -12,12 +12,14 @@ from typing import Any
 from netfleet.engines import ENGINES
 from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.hosts.base import Host
-from netfleet.hosts.registry import build_host
+from netfleet.hosts.provider import HostPool, HostRequest, release_leftovers
+from netfleet.hosts.registry import get_provider
 from netfleet.plan.matrix import PlannedRun, expand
 from netfleet.runner.dispatch import dispatch
 from netfleet.runner.events import Reporter, SilentReporter
 from netfleet.runner.execute import RunContext
 from netfleet.runner.journal import Journal, journal_path
+from netfleet.runner.leases import JournalLeases
 from netfleet.runner.preflight import Ready, preflight
 from netfleet.runner.resume import Selection, recover, select
 from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
@@ -78,12 +80,13 @@ async def run_campaign(
     rep = reporter or SilentReporter()
     runs = expand(spec)
     limits = Limits.of(spec, concurrency)
-    hosts = {name: build_host(name, hs, lab_state_dir) for name, hs in spec.hosts.items()}
-    try:
-        with Journal(journal_path(root.path, spec.campaign)) as journal:
+    requests = [HostRequest(name, hs, lab_state_dir) for name, hs in spec.hosts.items()]
+    with Journal(journal_path(root.path, spec.campaign)) as journal:
+        log = JournalLeases(journal)
+        # hosts an earlier session acquired and could not release (kill -9), before ours
+        await asyncio.shield(release_leftovers(log.open_leases(), get_provider, log, rep.note))
+        async with HostPool(requests, log, get_provider, rep.note) as hosts:
             return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
-    finally:
-        await asyncio.shield(asyncio.gather(*(h.close() for h in hosts.values())))
 
 
 async def _run(

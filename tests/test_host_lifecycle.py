@@ -1,0 +1,206 @@
+"""The host lifecycle: every acquired host is released exactly once — normal end, an exception,
+SIGTERM, a failure half-way through acquiring — and after kill -9 a later --resume releases
+what the dead controller acquired. The provider (tests/leasekit.py) owns real directories."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from netfleet.errors import HostError
+from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
+from netfleet.runner.journal import journal_path, read_records
+from netfleet.spec.models import LocalHostSpec
+from tests.leasekit import ENV_DIR, ENV_FAIL, TmpdirProvider, owned, released
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def requests(*names: str) -> list[HostRequest]:
+    return [HostRequest(n, LocalHostSpec(kind="local")) for n in names]
+
+
+def test_pool_releases_each_host_once_when_the_body_raises(tmp_path: Path) -> None:
+    provider = TmpdirProvider(tmp_path, batch_size=2)
+    log = MemoryLeaseLog()
+
+    async def go() -> None:
+        pool = HostPool(requests("a", "b", "c", "d", "e"), log, lambda _kind: provider)
+        with pytest.raises(RuntimeError):
+            async with pool as hosts:
+                assert sorted(hosts) == ["a", "b", "c", "d", "e"]
+                assert len(owned(tmp_path)) == 5
+                raise RuntimeError("a run blew up")
+        await pool.release()  # a second release is a no-op
+
+    asyncio.run(go())
+    assert sorted(len(c) for c in provider.calls) == [1, 2, 2]  # batches of 2
+    assert owned(tmp_path) == []
+    assert Counter(released(tmp_path)) == Counter(list(log.leases))  # each lease once
+    assert all(o == ["released"] for o in log.outcomes.values())
+
+
+def test_pool_releases_what_a_failed_acquire_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_FAIL, "b")
+    provider = TmpdirProvider(tmp_path)
+    log = MemoryLeaseLog()
+
+    async def go() -> None:
+        async with HostPool(requests("a", "b", "c"), log, lambda _kind: provider):
+            pytest.fail("acquire should have failed")
+
+    with pytest.raises(HostError, match="on purpose"):
+        asyncio.run(go())
+    assert len(log.leases) == 2  # a, then b which failed after creating its directory
+    assert owned(tmp_path) == []
+    assert sorted(released(tmp_path)) == sorted(log.leases)
+
+
+SPEC = """\
+campaign: lease
+hosts:
+  a: {kind: local}
+  b: {kind: local}
+tests:
+  - {name: quick, client: a, server: b, params: {duration: 1, bitrate: 50mbit}}
+  - {name: long, client: a, server: b, params: {duration: LONG, bitrate: 50mbit}}
+"""
+
+
+def launch(tmp_path: Path, *args: str, long: int = 1, **env: str) -> subprocess.Popen[str]:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(textwrap.dedent(SPEC).replace("LONG", str(long)))
+    base = tmp_path / "owned"
+    base.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.leasekit",
+            "run",
+            str(spec),
+            "--results",
+            str(tmp_path / "res"),
+            *args,
+        ],
+        cwd=REPO,
+        env={**os.environ, ENV_DIR: str(base), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def lease_records(tmp_path: Path) -> dict[str, list[str]]:
+    recs = read_records(journal_path(tmp_path / "res", "lease"))
+    out: dict[str, list[str]] = {}
+    for r in recs:
+        if r["event"].startswith("host_"):
+            out.setdefault(r["lease"], []).append(r["event"] + ":" + str(r.get("outcome", "")))
+    return out
+
+
+def assert_all_released_once(tmp_path: Path) -> dict[str, list[str]]:
+    base = tmp_path / "owned"
+    leases = lease_records(tmp_path)
+    assert owned(base) == []
+    assert Counter(released(base)) == Counter(list(leases))
+    for events in leases.values():
+        assert events == ["host_intent:", "host_acquired:", "host_released:released"]
+    return leases
+
+
+def test_normal_end_releases_every_host_once(tmp_path: Path) -> None:
+    proc = launch(tmp_path)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 0, out + err
+    assert len(assert_all_released_once(tmp_path)) == 2
+
+
+def test_failed_acquire_releases_and_exits_4(tmp_path: Path) -> None:
+    proc = launch(tmp_path, **{ENV_FAIL: "b"})
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 4, out + err
+    assert "on purpose" in err
+    assert len(assert_all_released_once(tmp_path)) == 2
+    assert not list((tmp_path / "res").rglob("*.json.gz"))  # no run started
+
+
+def wait_for_long_run(tmp_path: Path, proc: subprocess.Popen[str]) -> list[int]:
+    journal = journal_path(tmp_path / "res", "lease")
+    deadline = time.monotonic() + 60
+    pids: list[int] = []
+    while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
+        recs = read_records(journal)
+        key = next(
+            (r["run_key"] for r in recs if r["event"] == "run_started" and r["sequence"] == 1),
+            None,
+        )
+        pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] == key]
+        time.sleep(0.1)
+    assert len(pids) == 2, "the long run never started"
+    return pids
+
+
+def test_sigterm_releases_every_host_once(tmp_path: Path) -> None:
+    proc = launch(tmp_path, long=60)
+    try:
+        wait_for_long_run(tmp_path, proc)
+        assert len(owned(tmp_path / "owned")) == 2
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
+    assert len(assert_all_released_once(tmp_path)) == 2
+
+
+@pytest.mark.slow
+def test_after_kill_9_resume_releases_what_the_dead_controller_acquired(tmp_path: Path) -> None:
+    proc = launch(tmp_path, long=4)
+    try:
+        pids = wait_for_long_run(tmp_path, proc)
+        proc.kill()  # SIGKILL: no cleanup of any kind
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+    base = tmp_path / "owned"
+    try:
+        left = owned(base)
+        assert len(left) == 2 and released(base) == []  # nothing released by the dead one
+        before = set(lease_records(tmp_path))
+        res = launch(tmp_path, "--resume", long=4)
+        out, err = res.communicate(timeout=90)
+        assert res.returncode == 0, out + err
+        assert "released 2 of 2 hosts an earlier session left acquired" in out
+        leases = assert_all_released_once(tmp_path)  # the dead session's and the new one's
+        assert len(leases) == 4 and before < set(leases)
+        # the dead session's leases were released before the new session acquired its own
+        recs = read_records(journal_path(tmp_path / "res", "lease"))
+        old_released = [
+            i for i, r in enumerate(recs) if r["event"] == "host_released" and r["lease"] in before
+        ]
+        new_intents = [
+            i
+            for i, r in enumerate(recs)
+            if r["event"] == "host_intent" and r["lease"] not in before
+        ]
+        assert len(old_released) == 2 and max(old_released) < min(new_intents)
+    finally:
+        for pid in pids:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
