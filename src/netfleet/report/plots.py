@@ -135,16 +135,31 @@ def _rate_axes(
         )
     if est.peak is not None:
         ge = "≥ " if est.peak.lower_bound else ""
-        ax.axhline(est.peak.value / scale, color=COLORS["peak"], ls="--", lw=1.2,
-                   label=f"peak C {ge}{sig(est.peak.value / scale)} {unit}/s")  # fmt: skip
+        ax.axhline(
+            est.peak.value / scale,
+            color=COLORS["peak"],
+            ls="--",
+            lw=1.2,
+            label=f"peak C {ge}{sig(est.peak.value / scale)} {unit}/s",
+        )
     if est.baseline is not None:
-        ax.axhline(est.baseline.value / scale, color=COLORS["baseline"], ls="--", lw=1.2,
-                   label=f"baseline ρ {sig(est.baseline.value / scale)} {unit}/s")  # fmt: skip
+        ax.axhline(
+            est.baseline.value / scale,
+            color=COLORS["baseline"],
+            ls="--",
+            lw=1.2,
+            label=f"baseline ρ {sig(est.baseline.value / scale)} {unit}/s",
+        )
     if est.kind == "burst" and est.burst_seconds is not None:
         at, err = est.burst_seconds.value, est.burst_seconds.err
         ax.axvspan(at - err, at + err, color=COLORS["end"], alpha=0.15, lw=0)
-        ax.axvline(at, color=COLORS["end"], ls=":", lw=1.5,
-                   label=f"burst ends τ* {sig(at)} ± {sig(err, 2)} s")  # fmt: skip
+        ax.axvline(
+            at,
+            color=COLORS["end"],
+            ls=":",
+            lw=1.5,
+            label=f"burst ends τ* {sig(at)} ± {sig(err, 2)} s",
+        )
     ax.set_xlim(0, series.duration)
     ax.set_ylim(0, max(float(y.max()), 1e-12) * 1.15)
     ax.set_xlabel("seconds since the test began")
@@ -167,13 +182,28 @@ def _cumulative_axes(ax: Axes, a: RunAnalysis, rate: RateKind, scale: float, uni
         c, rho = est.peak.value / scale, est.baseline.value / scale
         sigma = est.bucket.value / scale
         grid = np.linspace(0.0, float(t[-1]), 200)
-        ax.plot(grid, np.minimum(c * grid, sigma + rho * grid), color="#222", ls="--", lw=1.2,
-                label="envelope min(C·t, σ + ρ·t)")  # fmt: skip
+        ax.plot(
+            grid,
+            np.minimum(c * grid, sigma + rho * grid),
+            color="#222",
+            ls="--",
+            lw=1.2,
+            label="envelope min(C·t, σ + ρ·t)",
+        )
         at = est.burst_seconds.value if est.burst_seconds else 0.0
-        ax.plot([at, at], [rho * at, sigma + rho * at], color=COLORS["end"], lw=2,
-                label=f"σ = {sig(sigma)} {unit} (bucket)")  # fmt: skip
-    ax.set_title("cumulative received A(t)" + (" vs the token-bucket envelope" if envelope else ""),
-                 loc="left", fontsize=10, fontweight="bold")  # fmt: skip
+        ax.plot(
+            [at, at],
+            [rho * at, sigma + rho * at],
+            color=COLORS["end"],
+            lw=2,
+            label=f"σ = {sig(sigma)} {unit} (bucket)",
+        )
+    ax.set_title(
+        "cumulative received A(t)" + (" vs the token-bucket envelope" if envelope else ""),
+        loc="left",
+        fontsize=10,
+        fontweight="bold",
+    )
     ax.set_xlim(0, float(t[-1]))
     ax.set_ylim(0, float(cum.max()) * 1.08 or 1.0)
     ax.set_xlabel("seconds since the test began")
@@ -290,8 +320,15 @@ def inout_bars(
             if v is not None:
                 ax.text(v / scale + top * 0.01, k + dy, sig(v / scale), va="center", fontsize=8)
         if o and i:
-            ax.text(top * 1.22, k, f"out ÷ in {o / i:.2f}", va="center", ha="right", fontsize=8,
-                    color="#444")  # fmt: skip
+            ax.text(
+                top * 1.22,
+                k,
+                f"out ÷ in {o / i:.2f}",
+                va="center",
+                ha="right",
+                fontsize=8,
+                color="#444",
+            )
     ax.set_yticks(y, [name for name, _, _ in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.25)
@@ -316,8 +353,14 @@ def rate_cdf(
     for n, (name, values) in enumerate(groups.items()):
         v = np.sort(np.asarray(values, dtype=float)) / scale
         if v.size:
-            ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", lw=1.8,
-                    label=f"{name} (n={v.size})", color=f"C{n % 10}")  # fmt: skip
+            ax.step(
+                v,
+                np.arange(1, v.size + 1) / v.size,
+                where="post",
+                lw=1.8,
+                label=f"{name} (n={v.size})",
+                color=f"C{n % 10}",
+            )
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.set_xlabel(f"{unit}/s ({basis}, per interval)")
     ax.set_ylabel("fraction of intervals ≤ x")
@@ -342,18 +385,23 @@ def price_scatter(
     for n, (name, price, sustained, peak) in enumerate(points):
         color = f"C{n % 10}"
         if sustained:
-            ax.scatter([sustained / scale], [price], color=color, s=60, zorder=3,
-                       label=f"{name}")  # fmt: skip
-            ax.annotate(name, (sustained / scale, price), textcoords="offset points",
-                        xytext=(6, 4), fontsize=8)  # fmt: skip
+            ax.scatter([sustained / scale], [price], color=color, s=60, zorder=3, label=f"{name}")
+            ax.annotate(
+                name,
+                (sustained / scale, price),
+                textcoords="offset points",
+                xytext=(6, 4),
+                fontsize=8,
+            )
         if peak and peak != sustained:
-            ax.scatter([peak / scale], [price], facecolors="none", edgecolors=color, s=60,
-                       zorder=3)  # fmt: skip
+            ax.scatter([peak / scale], [price], facecolors="none", edgecolors=color, s=60, zorder=3)
             if sustained:
-                ax.plot([sustained / scale, peak / scale], [price, price], color=color, lw=1,
-                        ls=":")  # fmt: skip
-    ax.set_title(title + " (filled: sustained, hollow: peak)", loc="left", fontsize=11,
-                 fontweight="bold")  # fmt: skip
+                ax.plot(
+                    [sustained / scale, peak / scale], [price, price], color=color, lw=1, ls=":"
+                )
+    ax.set_title(
+        title + " (filled: sustained, hollow: peak)", loc="left", fontsize=11, fontweight="bold"
+    )
     ax.set_xlabel(f"{unit}/s (goodput)")
     ax.set_ylabel("$ per hour")
     ax.set_xlim(left=0)
