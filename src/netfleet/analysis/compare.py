@@ -63,9 +63,9 @@ METRICS: dict[str, Metric] = {
         "Mbit/s",
         1e6,
         True,
-        "SELECT i.run_id, avg(i.bits_per_second) FROM intervals i JOIN r USING (run_id) "
+        "SELECT i.run_id, avg(i.bits_per_second) FROM intervals i JOIN r USING (run_id) "  # noqa: S608
         "WHERE i.kind = 'sum' AND i.role = 'receiver' AND NOT coalesce(i.omitted, false) "
-        f"AND i.seconds >= {STUB_FRACTION} * coalesce(r.interval, 1.0) GROUP BY i.run_id",  # noqa: S608
+        f"AND i.seconds >= {STUB_FRACTION} * coalesce(r.interval, 1.0) GROUP BY i.run_id",
     ),
     "rr_p50": Metric(
         "rr_p50",

@@ -335,7 +335,7 @@ def inout_bars(
     ax.set_xlabel(f"{unit}/s ({basis}, mean of runs)")
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     return to_bytes(fig, fmt)
 
 

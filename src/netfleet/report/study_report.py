@@ -584,3 +584,17 @@ def build_document(
     ]
     doc.sections = [s for s in built if s is not None]
     return doc
+
+
+def write_study(
+    catalog_dir: str | os.PathLike[str],
+    out: Path,
+    campaigns: Sequence[str] = (),
+    fmt: str = "html",
+    **options: Any,
+) -> Path:
+    """Build and write the study report in one call (``netfleet demo`` ends with this)."""
+    from netfleet.report.html import write_report
+
+    doc = build_document(catalog_dir, campaigns, **options)
+    return write_report(doc, out, "markdown" if fmt == "markdown" else "html")
