@@ -54,6 +54,7 @@ def _figure(rows: int = 1, cols: int = 1, height: float = 3.6, **kw: Any) -> tup
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    matplotlib.rcParams["svg.hashsalt"] = "netfleet"  # stable SVG ids: same input, same bytes
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(WIDTH_IN, height * rows), dpi=DPI, layout="constrained")
