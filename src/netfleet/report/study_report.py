@@ -35,6 +35,10 @@ ADVERTISED_LABEL = "advertised"
 BURST_KINDS = ("burst", "burst-unfinished")
 #: at most this many burst hosts get a plot and calculator answers
 MAX_BURST_HOSTS = 8
+#: a level whose ± exceeds this fraction of it is not a headline number
+WIDE = 0.25
+#: a cheat-sheet row whose max exceeds this × its min is flagged
+SPREAD = 2.0
 
 
 def _campaign_filter(campaigns: Sequence[str]) -> tuple[str, list[Any]]:
@@ -99,6 +103,11 @@ def summary_section(
             )
             heads.append(
                 f"{_label(g)}: bursts at {plots.sig(r.peak.value / scale)} {unit}, {base}."
+            )
+        elif r.sustained is not None and r.sustained.err > WIDE * r.sustained.value:
+            heads.append(
+                f"{_label(g)}: mean {plots.sig(r.sustained.value / scale)} {unit}, but the runs "
+                "disagree widely (no single level; see the cheat sheet and the appendix)."
             )
         elif r.sustained is not None:
             heads.append(
@@ -172,18 +181,24 @@ def cheatsheet_section(
     }
     flags = {}
     it, d = sheet.columns.index("instance_type"), sheet.columns.index("direction")
+    lo, hi = sheet.columns.index("min"), sheet.columns.index("max")
     for n, row in enumerate(sheet.rows):
         if kinds.get((row[it], row[d])) in BURST_KINDS:
             flags[n] = (
                 "burst-affected: min…max mix the burst and the baseline; see Burst vs baseline"
+            )
+        elif row[lo] and row[hi] and row[hi] > SPREAD * row[lo]:
+            flags[n] = (
+                f"rates span more than {SPREAD:g}×: a level change too short to classify "
+                "(a burst?); look at the series"
             )
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
     if flags:
         s.add(
             Paragraph(
-                f"{len(flags)} row(s) flagged: their runs show a credit burst, so one "
-                "average misdescribes them.",
+                f"{len(flags)} row(s) flagged: their runs change level (a credit burst), so "
+                "one average misdescribes them.",
                 "warn",
             )
         )
