@@ -120,6 +120,10 @@ def test_lab_report_opens_offline_in_chromium(tmp_path: Path) -> None:
 
     doc = build_document(catalog, compare=("client=a", "client=c"), target="150mbit")
     assert [x.id for x in doc.sections] == list(SECTIONS)
+    section = doc.section("compare")
+    assert section is not None
+    (cmp_table,) = [b for b in section.blocks if isinstance(b, Table)]
+    assert any(r[cmp_table.data.columns.index("verdict")] == "worse" for r in cmp_table.data.rows)
     out = write_report(doc, tmp_path / "report.html")
     html = out.read_text()
     for sid in SECTIONS:

@@ -156,6 +156,8 @@ class Comparison:
     resamples: int
     seed: int
     rows: list[Difference] = field(default_factory=list)
+    #: group keys left out because A and B share none of their values
+    dropped: list[str] = field(default_factory=list)
 
     def table(self) -> Tabular:
         columns = [
@@ -193,6 +195,11 @@ class Comparison:
                 f"verdict: better/worse when the interval excludes 0 (goodput: higher is better; "
                 f"latency: lower), needs ≥ {MIN_RUNS} runs per side.",
                 "goodput = receiver's mean of non-omitted sum intervals (Mbit/s) per complete run.",
+                *(
+                    [f"not grouped by {', '.join(self.dropped)}: A and B share no value of it."]
+                    if self.dropped
+                    else []
+                ),
             ],
             decimals=2,
         )
@@ -361,6 +368,20 @@ def compare(
 
     def side(rec: Mapping[str, Any], sel: Selector) -> bool:
         return all(str(rec.get(k)) == v for k, v in sel.match.items())
+
+    # a group key with no value common to A and B describes the selection, not a group (e.g.
+    # instance_type when A and B are two hosts): it is left out, and said so
+    every = [rec for name in metrics for rec in values[name]]
+    kept = []
+    for key in group_keys:
+        seen_a = {rec[key] for rec in every if side(rec, sa) and not side(rec, sb)}
+        seen_b = {rec[key] for rec in every if side(rec, sb) and not side(rec, sa)}
+        if seen_a & seen_b or not (seen_a and seen_b):
+            kept.append(key)
+        else:
+            result.dropped.append(key)
+    group_keys = tuple(kept)
+    result.by = group_keys
 
     found_a = found_b = False
     for name in metrics:
