@@ -1,0 +1,193 @@
+"""Price/performance: $ per sustained and per peak Gbit/s, $/month, and the cheapest type that
+meets a target.
+
+Prices come from a price table (instance type → $/hour; the cloud's shipped table) or from each
+run's ``price_per_hour`` label (lab and SSH hosts). Sustained is what a host keeps up forever
+(a credit host's baseline, a steady host's level); peak is its burst level. A type meets a
+target when the *lower end* of its sustained estimate reaches it in every measured direction.
+A month is 730 hours (365 × 24 / 12), the cloud providers' convention.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from netfleet.analysis import GroupAnalysis
+from netfleet.analysis.estimate import Estimate
+from netfleet.errors import InputError
+from netfleet.report import Tabular
+from netfleet.report.study import rates_of, throughput_groups
+from netfleet.units import parse_rate
+
+HOURS_PER_MONTH = 730.0
+PRICE_LABEL = "price_per_hour"
+GBIT = 1e9
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    instance_type: str
+    direction: str
+    price_per_hour: float | None
+    price_source: str
+    kind: str
+    sustained: Estimate | None
+    peak: Estimate | None
+
+    def per_gbps_hour(self, e: Estimate | None) -> float | None:
+        if self.price_per_hour is None or e is None or e.value <= 0:
+            return None
+        return self.price_per_hour / (e.value / GBIT)
+
+    @property
+    def per_month(self) -> float | None:
+        return None if self.price_per_hour is None else self.price_per_hour * HOURS_PER_MONTH
+
+
+@dataclass
+class PricePerformance:
+    rows: list[PriceRow]
+    target_bps: float | None = None
+    cheapest: str | None = None
+    verdict: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def table(self) -> Tabular:
+        columns = [
+            "instance_type", "direction", "kind", "usd_per_hour", "usd_per_month",
+            "sustained_gbps", "peak_gbps", "usd_per_sustained_gbps_hour",
+            "usd_per_peak_gbps_hour", "usd_per_sustained_gbps_month", "price_source",
+        ]  # fmt: skip
+        rows: list[list[Any]] = []
+        for r in self.rows:
+            ps = r.per_gbps_hour(r.sustained)
+            rows.append(
+                [
+                    r.instance_type,
+                    r.direction,
+                    r.kind,
+                    r.price_per_hour,
+                    r.per_month,
+                    None if r.sustained is None else r.sustained.value / GBIT,
+                    None if r.peak is None else r.peak.value / GBIT,
+                    ps,
+                    r.per_gbps_hour(r.peak),
+                    None if ps is None else ps * HOURS_PER_MONTH,
+                    r.price_source,
+                ]
+            )
+        notes = [
+            "sustained = a credit host's baseline or a steady host's level; peak = the burst "
+            "level; goodput, Gbit/s; a month = 730 h.",
+            *self.notes,
+        ]
+        if self.verdict:
+            notes.append(self.verdict)
+        return Tabular(columns, rows, title="Price per Gbit/s", notes=notes, decimals=4)
+
+    def records(self) -> dict[str, Any]:
+        return {
+            "rows": self.table().records(),
+            "target_gbps": None if self.target_bps is None else self.target_bps / GBIT,
+            "cheapest": self.cheapest,
+            "verdict": self.verdict,
+        }
+
+
+def _label_price(group: GroupAnalysis) -> tuple[float | None, str]:
+    found = {str(a.run.labels.get(PRICE_LABEL)) for a in group.runs if PRICE_LABEL in a.run.labels}
+    if not found:
+        return None, "none"
+    if len(found) > 1:
+        return None, f"conflicting {PRICE_LABEL} labels: {', '.join(sorted(found))}"
+    text = found.pop()
+    try:
+        value = float(text)
+    except ValueError:
+        return None, f"unreadable {PRICE_LABEL} label {text!r}"
+    if not math.isfinite(value) or value < 0:
+        return None, f"unreadable {PRICE_LABEL} label {text!r}"
+    return value, "label"
+
+
+def price_rows(
+    groups: Sequence[GroupAnalysis], prices: Mapping[str, float] | None = None
+) -> list[PriceRow]:
+    """One row per (instance type, direction) group."""
+    rows = []
+    for g in groups:
+        itype = str(g.keys.get("instance_type"))
+        price, source = _label_price(g)
+        if prices and itype in prices:
+            price, source = float(prices[itype]), "price table"
+        r = rates_of(g)
+        rows.append(
+            PriceRow(
+                itype, str(g.keys.get("direction")), price, source, r.kind, r.sustained, r.peak
+            )
+        )
+    return rows
+
+
+def parse_target(text: str) -> float:
+    try:
+        return parse_rate(text)
+    except ValueError as exc:
+        raise InputError(f"--target: {exc}", hint="e.g. --target 5gbit") from None
+
+
+def cheapest(rows: Sequence[PriceRow], target_bps: float) -> tuple[str | None, str]:
+    """The cheapest instance type whose sustained rate's lower end reaches the target in every
+    measured direction, and a sentence saying why (or why none)."""
+    by_type: dict[str, list[PriceRow]] = {}
+    for r in rows:
+        by_type.setdefault(r.instance_type, []).append(r)
+    meeting: list[tuple[float, str]] = []
+    unpriced = []
+    for itype, rs in by_type.items():
+        if any(r.sustained is None for r in rs):
+            continue
+        if all(r.sustained is not None and r.sustained.low >= target_bps for r in rs):
+            price = rs[0].price_per_hour
+            if price is None:
+                unpriced.append(itype)
+            else:
+                meeting.append((price, itype))
+    want = f"≥ {target_bps / GBIT:g} Gbit/s sustained"
+    if not meeting:
+        extra = f" ({', '.join(unpriced)} would, but has no price)" if unpriced else ""
+        return None, f"no measured type reaches {want} in every direction{extra}."
+    price, itype = min(meeting)
+    others = len(meeting) - 1
+    return itype, (
+        f"cheapest type reaching {want} in every measured direction: {itype} at "
+        f"${price:.4g}/h (${price * HOURS_PER_MONTH:,.0f}/month)"
+        + (f"; {others} other type(s) also reach it." if others else ".")
+    )
+
+
+def price_performance(
+    catalog_dir: str | os.PathLike[str],
+    campaigns: Sequence[str] = (),
+    prices: Mapping[str, float] | None = None,
+    target: str | None = None,
+    groups: Sequence[GroupAnalysis] | None = None,
+) -> PricePerformance:
+    """The price table of a catalog (or of ``groups`` already analysed)."""
+    groups = list(groups) if groups is not None else throughput_groups(catalog_dir, campaigns)
+    rows = price_rows(groups, prices)
+    out = PricePerformance(rows)
+    if not any(r.price_per_hour is not None for r in rows):
+        out.notes.append(
+            f"no prices: give hosts a {PRICE_LABEL} label ($/hour) or pass a price table."
+        )
+    bad = sorted({r.price_source for r in rows if r.price_source.startswith(("conflict", "unre"))})
+    out.notes += bad
+    if target is not None:
+        out.target_bps = parse_target(target)
+        out.cheapest, out.verdict = cheapest(rows, out.target_bps)
+    return out

@@ -1,0 +1,615 @@
+"""The study report's content: which sections the data supports, their tables and figures.
+
+::
+
+    doc = build_document("catalog/", campaigns=["r4-burst"], compare=("before", "after"))
+    write_html(doc, Path("study.html"))        # netfleet.report.html
+    write_markdown(doc, Path("study.md"))      # netfleet.report.markdown (+ PNG files beside)
+
+Sections, in order (each only when the data supports it): summary, cheat sheet (with
+distribution and overlay), out vs in, measured ÷ advertised, burst vs baseline, latency per
+topology, price, compare, per-run appendix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from netfleet.analysis import GroupAnalysis, RunAnalysis
+from netfleet.analysis.calculator import BucketModel, plan
+from netfleet.analysis.table import calc_table, groups_table
+from netfleet.catalog import cheatsheet, query
+from netfleet.errors import InputError, NetfleetError
+from netfleet.report import Tabular, plots
+from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
+from netfleet.report.price import price_performance
+from netfleet.report.study import rates_of, throughput_groups
+from netfleet.units import parse_rate
+
+ADVERTISED_LABELS = {"out": "advertised_out", "in": "advertised_in"}
+ADVERTISED_LABEL = "advertised"
+BURST_KINDS = ("burst", "burst-unfinished")
+#: at most this many burst hosts get a plot and calculator answers
+MAX_BURST_HOSTS = 8
+#: a level whose ± exceeds this fraction of it is not a headline number
+WIDE = 0.25
+#: a cheat-sheet row whose max exceeds this × its min is flagged
+SPREAD = 2.0
+
+
+def _campaign_filter(campaigns: Sequence[str]) -> tuple[str, list[Any]]:
+    if not campaigns:
+        return "", []
+    return f" AND campaign IN ({', '.join('?' for _ in campaigns)})", list(campaigns)
+
+
+def _label(g: GroupAnalysis) -> str:
+    return " · ".join(str(v) for v in g.keys.values() if v is not None)
+
+
+def _runs_info(catalog: str | os.PathLike[str], campaigns: Sequence[str]) -> Tabular:
+    cond, params = _campaign_filter(campaigns)
+    return query(
+        catalog,
+        "SELECT campaign, test, client, server, direction, engine, engine_version, status, "  # noqa: S608
+        "started_at, duration_s, labels, run_id, source, netfleet_version, repeat "
+        f"FROM runs WHERE true{cond} ORDER BY started_at",
+        params,
+    )
+
+
+def summary_section(
+    runs: Tabular,
+    groups: Sequence[GroupAnalysis],
+    advice: Sequence[Any],
+    advice_note: str,
+) -> Section:
+    recs = runs.records()
+    s = Section("summary", "Summary")
+    campaigns = sorted({str(r["campaign"]) for r in recs})
+    started = [r["started_at"] for r in recs if r["started_at"] is not None]
+    types = sorted(
+        {str(json.loads(r["labels"] or "{}").get("instance_type") or r["client"]) for r in recs}
+    )
+    engines = sorted({f"{r['engine']} {r['engine_version'] or '(version unknown)'}" for r in recs})
+    nf = sorted({str(r["netfleet_version"]) for r in recs if r["netfleet_version"]})
+    ok = sum(1 for r in recs if r["status"] == "ok")
+    when = f"{min(started):%Y-%m-%d %H:%M} to {max(started):%Y-%m-%d %H:%M} UTC" if started else "?"
+    s.add(
+        Bullets(
+            (
+                f"What: {len(recs)} runs ({ok} complete) of campaign(s) {', '.join(campaigns)}.",
+                f"On what: {', '.join(types)}.",
+                f"When: {when}.",
+                f"Engines: {'; '.join(engines)}; netfleet {', '.join(nf) or '?'}.",
+            )
+        )
+    )
+    heads = []
+    for g in groups:
+        r = rates_of(g)
+        if r.sustained is None and r.peak is None:
+            continue
+        scale, unit = (1e9, "Gbit/s") if (r.peak or r.sustained).value >= 1e9 else (1e6, "Mbit/s")  # type: ignore[union-attr]
+        if r.kind in BURST_KINDS and r.peak is not None:
+            base = (
+                f"baseline {plots.sig(r.sustained.value / scale)} {unit}"
+                if r.sustained
+                else ("baseline not reached")
+            )
+            heads.append(
+                f"{_label(g)}: bursts at {plots.sig(r.peak.value / scale)} {unit}, {base}."
+            )
+        elif r.sustained is not None and r.sustained.err > WIDE * r.sustained.value:
+            heads.append(
+                f"{_label(g)}: mean {plots.sig(r.sustained.value / scale)} {unit}, but the runs "
+                "disagree widely (no single level; see the cheat sheet and the appendix)."
+            )
+        elif r.sustained is not None:
+            heads.append(
+                f"{_label(g)}: {plots.sig(r.sustained.value / scale)} ± "
+                f"{plots.sig(r.sustained.err / scale, 2)} {unit} ({r.kind})."
+            )
+    if heads:
+        s.add(
+            Paragraph("Headline numbers (receiver goodput, mean over runs):"), Bullets(tuple(heads))
+        )
+    if advice:
+        rows = [
+            [
+                a.severity,
+                a.message,
+                a.fix,
+                a.evidence,
+                ", ".join(a.run_ids[:4])
+                + (f" (+{len(a.run_ids) - 4})" if len(a.run_ids) > 4 else ""),
+            ]
+            for a in advice
+        ]
+        s.add(
+            Paragraph("Advice, each with its evidence:"),
+            Table(Tabular(["severity", "finding", "fix", "evidence", "runs"], rows)),
+        )
+    else:
+        s.add(Paragraph(advice_note, tone="note"))
+    return s
+
+
+def _unit_for(groups: Sequence[GroupAnalysis]) -> str:
+    fastest = max(
+        (
+            float(a.series.rate.max())
+            for g in groups
+            for a in g.runs
+            if a.series is not None and a.series.n
+        ),
+        default=0.0,
+    )
+    return "gbit" if fastest >= 1e9 else "mbit"
+
+
+def cheatsheet_section(
+    catalog: str | os.PathLike[str],
+    campaigns: Sequence[str],
+    groups: Sequence[GroupAnalysis],
+    unit: str,
+) -> Section | None:
+    keys = (
+        ("instance_type", "direction")
+        if len(campaigns) <= 1
+        else ("campaign", "instance_type", "direction")
+    )
+    try:
+        sheet = cheatsheet(
+            catalog,
+            group_by=keys,
+            campaign=campaigns[0] if len(campaigns) == 1 else None,
+            unit=unit,
+        )
+    except NetfleetError as exc:
+        return Section("cheatsheet", "Cheat sheet").add(Paragraph(f"no cheat sheet: {exc}", "note"))
+    if len(campaigns) > 1:
+        sheet.rows = [r for r in sheet.rows if r[0] in campaigns]
+    if not sheet.rows:
+        return None
+    kinds = {
+        (g.keys.get("instance_type"), g.keys.get("direction")): rates_of(g).kind for g in groups
+    }
+    flags = {}
+    it, d = sheet.columns.index("instance_type"), sheet.columns.index("direction")
+    lo, hi = sheet.columns.index("min"), sheet.columns.index("max")
+    for n, row in enumerate(sheet.rows):
+        if kinds.get((row[it], row[d])) in BURST_KINDS:
+            flags[n] = (
+                "burst-affected: min…max mix the burst and the baseline; see Burst vs baseline"
+            )
+        elif row[lo] and row[hi] and row[hi] > SPREAD * row[lo]:
+            flags[n] = (
+                f"rates span more than {SPREAD:g}×: a level change too short to classify "
+                "(a burst?); look at the series"
+            )
+    s = Section("cheatsheet", "Cheat sheet")
+    s.add(Table(sheet, flags))
+    if flags:
+        s.add(
+            Paragraph(
+                f"{len(flags)} row(s) flagged: their runs change level (a credit burst), so "
+                "one average misdescribes them.",
+                "warn",
+            )
+        )
+    cdf: dict[str, list[float]] = {}
+    for g in groups:
+        vals = [float(v) for a in g.runs if a.series is not None for v in a.series.rate]
+        if vals:
+            cdf[_label(g)] = vals
+    if cdf:
+        s.add(
+            Figure(
+                "rate-cdf",
+                "Distribution of 1 s interval rates per instance type and direction",
+                plots.rate_cdf(cdf, fmt="png"),
+            )
+        )
+    firsts = [g.runs[0] for g in groups if g.runs and g.runs[0].series is not None]
+    if len(firsts) > 1:
+        s.add(
+            Figure(
+                "overlay",
+                "The first run of each group, overlaid",
+                plots.overlay_series(
+                    firsts,
+                    [_label(g) for g in groups if g.runs and g.runs[0].series is not None],
+                    fmt="png",
+                ),
+            )
+        )
+    return s
+
+
+def _mean_rate(g: GroupAnalysis) -> float | None:
+    r = rates_of(g)
+    if r.kind in BURST_KINDS:
+        return r.peak.value if r.peak else None
+    return r.sustained.value if r.sustained else None
+
+
+def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
+    by_type: dict[str, dict[str, float | None]] = {}
+    for g in groups:
+        d = g.keys.get("direction")
+        if d in ("out", "in"):
+            by_type.setdefault(str(g.keys.get("instance_type")), {})[str(d)] = _mean_rate(g)
+    if not by_type:
+        return None
+    rows = [(t, v.get("out"), v.get("in")) for t, v in by_type.items()]
+    table_rows = [
+        [t, o / 1e6 if o else None, i / 1e6 if i else None, (o / i) if o and i else None]
+        for t, o, i in rows
+    ]
+    s = Section("inout", "Out vs in")
+    s.add(
+        Figure(
+            "inout",
+            "Out vs in per instance type (burst hosts: the burst level)",
+            plots.inout_bars(rows, fmt="png"),
+        ),
+        Table(
+            Tabular(
+                ["instance_type", "out_mbps", "in_mbps", "out_over_in"],
+                table_rows,
+                notes=[
+                    "goodput, Mbit/s; out = the host sends; a ratio far from 1 is an "
+                    "asymmetric limit (seed 000's Fargate tiers)."
+                ],
+            )
+        ),
+    )
+    return s
+
+
+def _advertised(g: GroupAnalysis) -> float | None:
+    for a in g.runs:
+        labels = a.run.labels
+        raw = labels.get(ADVERTISED_LABELS.get(str(g.keys.get("direction")), "")) or labels.get(
+            ADVERTISED_LABEL
+        )
+        if raw is not None:
+            try:
+                return parse_rate(str(raw))
+            except ValueError:
+                return None
+    return None
+
+
+def advertised_section(groups: Sequence[GroupAnalysis]) -> Section | None:
+    rows = []
+    for g in groups:
+        adv = _advertised(g)
+        if adv is None:
+            continue
+        r = rates_of(g)
+        sus = r.sustained.value if r.sustained else None
+        peak = r.peak.value if r.peak else None
+        rows.append(
+            [
+                g.keys.get("instance_type"),
+                g.keys.get("direction"),
+                adv / 1e6,
+                None if sus is None else sus / 1e6,
+                None if peak is None else peak / 1e6,
+                None if sus is None else sus / adv,
+                None if peak is None else peak / adv,
+            ]
+        )
+    if not rows:
+        return None
+    return Section("advertised", "Measured ÷ advertised").add(
+        Table(
+            Tabular(
+                [
+                    "instance_type",
+                    "direction",
+                    "advertised_mbps",
+                    "sustained_mbps",
+                    "peak_mbps",
+                    "sustained_ratio",
+                    "peak_ratio",
+                ],
+                rows,
+                notes=[
+                    "advertised from the hosts' advertised / advertised_out / advertised_in "
+                    "labels (usually a wire rate); measured = goodput, which is at most "
+                    "1448/1514 ≈ 0.956 of the wire rate at MTU 1500."
+                ],
+            )
+        )
+    )
+
+
+def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
+    """Seed 004's table: baseline, peak, initial/max credit, maximum time at peak."""
+    rows = []
+    for g in bursts:
+        c = g.combined()
+        best = max(
+            (a.credit for a in g.runs if a.credit.bucket is not None),
+            key=lambda e: e.bucket.value if e.bucket else 0.0,
+            default=None,
+        )
+        at_peak = best.seconds_at_peak_full if best is not None else None
+        rows.append(
+            [
+                g.keys.get("instance_type"),
+                g.keys.get("direction"),
+                len(g.runs),
+                None if c.baseline is None else c.baseline.value / 1e6,
+                None if c.peak is None else c.peak.value / 1e6,
+                None if c.bucket is None else c.bucket.value / 1e9,
+                ("≥ " if c.bucket is not None and c.bucket.lower_bound else "")
+                + (f"{at_peak:.1f}" if at_peak else "?"),
+            ]
+        )
+    return Tabular(
+        [
+            "instance_type",
+            "direction",
+            "runs",
+            "baseline_mbps",
+            "peak_mbps",
+            "initial_max_credit_gbit",
+            "max_time_at_peak_s",
+        ],
+        rows,
+        title="Network credit per instance type (seed 004's table)",
+        notes=[
+            "goodput; 1 credit = 1 Gbit; initial/max credit = the largest bucket a run saw; "
+            "max time at peak = σ / (C − ρ)."
+        ],
+    )
+
+
+def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
+    bursts = [g for g in groups if rates_of(g).kind in BURST_KINDS]
+    if not bursts:
+        return None
+    s = Section("burst", "Burst vs baseline")
+    s.add(Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit")))
+    for g in bursts[:MAX_BURST_HOSTS]:
+        best = _best_burst_run(g)
+        if best is not None:
+            s.add(
+                Figure(
+                    f"burst-{len(s.blocks)}",
+                    f"{_label(g)}: series, levels, burst end and "
+                    "A(t) against the token-bucket envelope",
+                    plots.burst_plot(best, fmt="png"),
+                )
+            )
+        c = g.combined()
+        if c.baseline and c.peak and c.bucket and c.peak.value > c.baseline.value > 0:
+            model = BucketModel(c.baseline, c.peak, c.bucket)
+            half = c.bucket.value / (c.peak.value - c.baseline.value) / 2  # half the bucket
+            try:
+                answers = plan(model, use=0.0, seconds=round(half, 1) or None, duty=0.1)
+            except InputError:
+                answers = plan(model)
+            t = calc_table(answers, unit="mbit")
+            t.title = f"{_label(g)}: what the bucket allows"
+            s.add(Table(t))
+        else:
+            s.add(
+                Paragraph(
+                    f"{_label(g)}: no calculator answers — the runs did not show "
+                    "baseline, peak and bucket together (a longer run would).",
+                    "note",
+                )
+            )
+    return s
+
+
+def _best_burst_run(g: GroupAnalysis) -> RunAnalysis | None:
+    runs = [a for a in g.runs if a.series is not None and a.credit.kind in BURST_KINDS]
+    return max(runs, key=lambda a: a.credit.bucket.value if a.credit.bucket else 0.0, default=None)
+
+
+def latency_section(catalog: str | os.PathLike[str], campaigns: Sequence[str]) -> Section | None:
+    cond, params = _campaign_filter(campaigns)
+    sql = (
+        "SELECT coalesce(json_extract_string(r.labels, '$.topology'), "  # noqa: S608
+        "json_extract_string(r.labels, '$.instance_type'), r.client) AS topology, "
+        "l.kind, l.tool, count(*) AS runs, avg(l.mean_us) AS mean_us, avg(l.p50_us) AS p50_us, "
+        "avg(l.p99_us) AS p99_us, avg(l.p999_us) AS p999_us, avg(l.loss_percent) AS loss_percent, "
+        "bool_and(l.full_round_trip) AS full_round_trip "
+        "FROM runs r JOIN latency l USING (run_id) "
+        f"WHERE r.status = 'ok'{cond.replace('campaign', 'r.campaign')} "
+        "GROUP BY ALL ORDER BY 1, 2"
+    )
+    t = query(catalog, sql, params)
+    if not t.rows:
+        return None
+    t.notes = [
+        "µs, averaged over runs; rr = request/response over one TCP connection, icmp = "
+        "ping; p99.9 of ping comes from its reply lines. The tail drives the mean."
+    ]
+    rows = [(f"{r[0]} · {r[1]}", r[5], r[6], r[7]) for r in t.rows]
+    return Section("latency", "Latency per topology").add(
+        Figure("latency", "p50 / p99 / p99.9 per topology", plots.latency_bars(rows, fmt="png")),
+        Table(t),
+    )
+
+
+def price_section(
+    catalog: str | os.PathLike[str],
+    groups: Sequence[GroupAnalysis],
+    prices: Mapping[str, float] | None,
+    target: str | None,
+) -> Section | None:
+    pp = price_performance(catalog, groups=groups, prices=prices, target=target)
+    priced = [r for r in pp.rows if r.price_per_hour is not None]
+    if not priced:
+        return None
+    s = Section("price", "Price per Gbit/s")
+    points: dict[str, tuple[str, float, float | None, float | None]] = {}
+    for r in priced:
+        label = f"{r.instance_type} {r.direction}"
+        points[label] = (
+            label,
+            float(r.price_per_hour or 0.0),
+            r.sustained.value if r.sustained else None,
+            r.peak.value if r.peak else None,
+        )
+    s.add(
+        Table(pp.table(), digits=4),
+        Figure(
+            "price",
+            "Price vs sustained and peak goodput",
+            plots.price_scatter(list(points.values()), fmt="png"),
+        ),
+    )
+    if pp.verdict:
+        s.add(Paragraph(pp.verdict))
+    return s
+
+
+def compare_section(catalog: str | os.PathLike[str], a: str, b: str) -> Section:
+    from netfleet.analysis.compare import compare
+
+    cmp = compare(catalog, a, b)
+    s = Section("compare", f"Compare: {b} vs {a}")
+    t = cmp.table()
+    flags = {
+        n: "too few runs for a verdict"
+        for n, d in enumerate(cmp.rows)
+        if d.verdict == "too few runs"
+    }
+    s.add(Table(t, flags))
+    return s
+
+
+def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
+    cls = {
+        a.run.run_id: (a.segmentation.classification, a.credit.kind) for g in groups for a in g.runs
+    }
+    rows = []
+    for r in runs.records():
+        c = cls.get(str(r["run_id"]), (None, None))
+        rows.append(
+            [
+                r["campaign"],
+                r["test"],
+                r["repeat"],
+                r["client"],
+                r["server"],
+                r["direction"],
+                r["engine"],
+                r["status"],
+                r["started_at"],
+                r["duration_s"],
+                c[0],
+                c[1],
+                r["run_id"],
+            ]
+        )
+    return Section("appendix", "Appendix: every run").add(
+        Table(
+            Tabular(
+                [
+                    "campaign",
+                    "test",
+                    "repeat",
+                    "client",
+                    "server",
+                    "direction",
+                    "engine",
+                    "status",
+                    "started_at",
+                    "seconds",
+                    "class",
+                    "credit_kind",
+                    "run_id",
+                ],
+                rows,
+            )
+        )
+    )
+
+
+def _advice(runs: Tabular) -> tuple[list[Any], str]:
+    from netfleet.advice import advise
+    from netfleet.store import ResultsRoot
+
+    docs = []
+    missing = 0
+    for r in runs.records():
+        src = r.get("source")
+        if src and Path(str(src)).is_file():
+            docs.append(ResultsRoot.read(Path(str(src))))
+        else:
+            missing += 1
+    items = advise(docs)
+    note = "Advice: nothing to report — no limit other than the network was seen."
+    if missing:
+        note = (
+            f"Advice: {missing} raw result file(s) not found next to the catalog; "
+            "advice covers the rest."
+        )
+    return items, note
+
+
+def build_document(
+    catalog_dir: str | os.PathLike[str],
+    campaigns: Sequence[str] = (),
+    compare: tuple[str, str] | None = None,
+    prices: Mapping[str, float] | None = None,
+    target: str | None = None,
+    title: str | None = None,
+) -> Document:
+    """Every section the data supports, for ``campaigns`` (all when empty)."""
+    runs = _runs_info(catalog_dir, campaigns)
+    if not runs.rows:
+        raise InputError(
+            "no runs to report" + (f" for campaign(s) {', '.join(campaigns)}" if campaigns else ""),
+            hint="netfleet sql 'SELECT DISTINCT campaign FROM runs' lists the campaigns",
+        )
+    groups = throughput_groups(catalog_dir, campaigns)
+    advice, note = _advice(runs)
+    names = sorted({str(r[0]) for r in runs.rows})
+    doc = Document(
+        title or f"Network study: {', '.join(names)}",
+        f"{len(runs.rows)} runs · netfleet report",
+    )
+    unit = _unit_for(groups)
+    if compare is None and len(names) >= 2 and len(campaigns) >= 2:
+        compare = (campaigns[0], campaigns[1])
+    built = [
+        summary_section(runs, groups, advice, note),
+        cheatsheet_section(catalog_dir, campaigns, groups, unit),
+        inout_section(groups),
+        advertised_section(groups),
+        burst_section(groups),
+        latency_section(catalog_dir, campaigns),
+        price_section(catalog_dir, groups, prices, target),
+        compare_section(catalog_dir, *compare) if compare else None,
+        appendix_section(runs, groups),
+    ]
+    doc.sections = [s for s in built if s is not None]
+    return doc
+
+
+def write_study(
+    catalog_dir: str | os.PathLike[str],
+    out: Path,
+    campaigns: Sequence[str] = (),
+    fmt: str = "html",
+    **options: Any,
+) -> Path:
+    """Build and write the study report in one call (``netfleet demo`` ends with this)."""
+    from netfleet.report.html import write_report
+
+    doc = build_document(catalog_dir, campaigns, **options)
+    return write_report(doc, out, "markdown" if fmt == "markdown" else "html")
