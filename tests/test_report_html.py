@@ -17,10 +17,10 @@ import pytest
 
 from netfleet.analysis.compare import METRICS, Selector, difference
 from netfleet.errors import InputError
-from netfleet.report import Tabular
 from netfleet.report.document import Document, Figure, Paragraph, Section, Table, cell_text
 from netfleet.report.html import render_html
 from netfleet.report.markdown import md_escape
+from netfleet.tabular import Tabular
 from tests import pngkit
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,7 +38,7 @@ from netfleet.analysis.stats import t975
 from netfleet.catalog import connect
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.errors import CatalogError, InputError
-from netfleet.report import Tabular
+from netfleet.tabular import Tabular
 
 #: fewer runs than this on a side: no verdict
 MIN_RUNS = 3

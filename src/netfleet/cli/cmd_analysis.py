@@ -18,7 +18,6 @@ from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir,
 from netfleet.errors import InputError
 from netfleet.report import OutputFormat
 from netfleet.report.analysis_tables import calc_table, groups_table, runs_table
-from netfleet.report.series_plot import plot_svg
 from netfleet.units import parse_rate, parse_size
 
 RateOpt = Annotated[
@@ -78,7 +77,9 @@ def analyze(
     unit: UnitOpt = "auto",
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="write an SVG of the series, levels and burst end here"),
+        typer.Option(
+            "--plot", help="write a plot of the series, levels and burst end here (.svg or .png)"
+        ),
     ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -99,7 +100,10 @@ def analyze(
         )
     if plot is not None:
         try:
-            plot.write_text(plot_svg(analyses, rate, unit))
+            from netfleet.report.plots import analysis_figure
+
+            fmt_: Literal["svg", "png"] = "png" if plot.suffix.lower() == ".png" else "svg"
+            plot.write_bytes(analysis_figure(analyses, rate, unit, fmt=fmt_))
         except OSError as exc:
             raise InputError(f"cannot write the plot to {plot}: {exc}") from exc
     emit(table, fmt)

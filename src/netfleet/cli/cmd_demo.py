@@ -45,6 +45,10 @@ def demo(
         f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "
         f"raw results in {workdir / 'results'}, catalog in {workdir / 'catalog'}"
     )
+    if res.report is not None:
+        console.print(f"report: {res.report}", markup=False, highlight=False)
+    else:
+        console.print(f"no report: {res.report_problem}", markup=False, highlight=False)
     example = '"select direction, count(*) from runs group by 1"'
     console.print(f"try: netfleet sql --catalog {workdir / 'catalog'} {example}")
     if res.campaign.failed or not res.steady_ok:

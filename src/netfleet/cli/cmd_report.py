@@ -7,12 +7,15 @@ from typing import Annotated
 import typer
 
 from netfleet import api
+from netfleet.cli import cmd_study
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
 from netfleet.report.advice import advice_table
 from netfleet.report.topology import topology_table
 
 app = typer.Typer(help="Answers over the catalog and the raw results.", no_args_is_help=True)
+app.command("html")(cmd_study.html)
+app.command("price")(cmd_study.price)
 
 
 @app.command()

@@ -100,6 +100,14 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
         "group",
         _h("Network credits (token buckets): what a measured or given bucket lets you do."),
     ),
+    "compare": (
+        "cmd_compare",
+        "compare",
+        "command",
+        _h(
+            "Compare two campaigns or groups: difference with a bootstrap CI, effect size, verdict."
+        ),
+    ),
     "report": ("cmd_report", "app", "group", _h("Answers over the catalog and the raw results.")),
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netfleet.errors import EnvironmentProblem, InputError
+from netfleet.errors import EnvironmentProblem, InputError, NetfleetError
 from netfleet.report import Tabular
 from netfleet.runner import CampaignResult, Reporter, run_campaign
 from netfleet.spec import load_spec
@@ -37,6 +37,9 @@ class DemoResult:
     wall_s: float
     workdir: Path
     lab_removed: list[str]
+    #: the study report (HTML) written at the end, or None if it could not be built
+    report: Path | None = None
+    report_problem: str | None = None
 
     @property
     def steady_ok(self) -> bool:
@@ -102,4 +105,29 @@ def run_demo(
     for rec in sheet.records():
         if rec.get("instance_type") == steady_type:
             measured[str(rec.get("direction"))] = float(rec["avg"])
-    return DemoResult(campaign, sheet, expected, measured, time.monotonic() - t0, workdir, removed)
+    report, problem = _study_report(catalog, workdir / "report.html", spec.campaign, say)
+    return DemoResult(
+        campaign,
+        sheet,
+        expected,
+        measured,
+        time.monotonic() - t0,
+        workdir,
+        removed,
+        report,
+        problem,
+    )
+
+
+def _study_report(
+    catalog: Path, out: Path, campaign: str, say: Callable[[str], None]
+) -> tuple[Path | None, str | None]:
+    """The demo ends with the HTML study report; a report that cannot be built is said, never
+    a reason to lose the measured results."""
+    from netfleet.report.study_report import write_study
+
+    say("writing the study report")
+    try:
+        return write_study(catalog, out, campaigns=(campaign,), title="netfleet demo"), None
+    except NetfleetError as exc:
+        return None, str(exc)

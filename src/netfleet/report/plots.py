@@ -27,7 +27,7 @@ import numpy as np
 
 from netfleet.analysis import RunAnalysis
 from netfleet.analysis.credit import RateKind
-from netfleet.analysis.table import unit_scale
+from netfleet.units import rate_unit as unit_scale
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

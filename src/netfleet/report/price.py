@@ -19,8 +19,8 @@ from typing import Any
 from netfleet.analysis import GroupAnalysis
 from netfleet.analysis.estimate import Estimate
 from netfleet.errors import InputError
-from netfleet.report import Tabular
 from netfleet.report.study import rates_of, throughput_groups
+from netfleet.tabular import Tabular
 from netfleet.units import parse_rate
 
 HOURS_PER_MONTH = 730.0

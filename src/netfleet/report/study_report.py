@@ -21,13 +21,15 @@ from typing import Any
 
 from netfleet.analysis import GroupAnalysis, RunAnalysis
 from netfleet.analysis.calculator import BucketModel, plan
-from netfleet.analysis.table import calc_table, groups_table
-from netfleet.catalog import cheatsheet, query
+from netfleet.catalog import query
 from netfleet.errors import InputError, NetfleetError
-from netfleet.report import Tabular, plots
+from netfleet.report import plots
+from netfleet.report.analysis_tables import calc_table, groups_table
+from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
 from netfleet.report.price import price_performance
 from netfleet.report.study import rates_of, throughput_groups
+from netfleet.tabular import Tabular
 from netfleet.units import parse_rate
 
 ADVERTISED_LABELS = {"out": "advertised_out", "in": "advertised_in"}
@@ -165,7 +167,7 @@ def cheatsheet_section(
     )
     try:
         sheet = cheatsheet(
-            catalog,
+            Path(catalog),
             group_by=keys,
             campaign=campaigns[0] if len(campaigns) == 1 else None,
             unit=unit,
