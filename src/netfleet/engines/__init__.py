@@ -1,6 +1,6 @@
 """Engines: the trusted tools netfleet drives. One module per engine, one registry line."""
 
-from netfleet.engines.base import Engine, EngineInfo, Outcome
+from netfleet.engines.contract import Engine, EngineInfo, Outcome
 from netfleet.engines.credit import Credit
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3

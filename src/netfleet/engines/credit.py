@@ -16,14 +16,13 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf3 import Iperf3
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.credit import CreditParams
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.credit import CreditParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 
 class Credit:

@@ -11,16 +11,15 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, StopEarly, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
+from netfleet.engines.params import Iperf3Params
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
 from netfleet.units import parse_rate, parse_size
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 #: first iperf3 version with each option (FIELD-NOTES "Version landmarks")
 MIN_VERSION: dict[str, tuple[int, ...]] = {

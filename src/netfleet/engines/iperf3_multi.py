@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf3 import Iperf3
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 _IPERF3 = Iperf3()
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from netfleet.engines import bounceback, sockperf
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.params.latency import LatencyParams
 from netfleet.engines.probes import ToolsInfo, probe_tools
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params.latency import LatencyParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 TOOLS = ["sockperf", "iperf2"]
 #: iperf 2 gained --bounceback in 2.1

@@ -21,20 +21,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.iperf3_multi import interpret as multi_interpret
 from netfleet.engines.iperf3_multi import run_processes
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.iperf2 import Iperf2Params
+from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.engines.probes import ToolsInfo, probe_tools, version_text
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.iperf2 import Iperf2Params
-from netfleet.spec.params.throughput import ThroughputParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 TOOLS = ["iperf3", "iperf2"]
 THREADED_IPERF3 = (3, 16)

@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from netfleet.engines.params import EngineParams
 from netfleet.plan.topology import topology_rounds
 from netfleet.spec.models import CampaignSpec, TestBase
-from netfleet.spec.params import EngineParams
 
 #: seconds a run costs beyond its measured time (server start, connect, teardown) — an estimate
 RUN_OVERHEAD_S = 1.5

@@ -15,7 +15,7 @@ from typing import Any
 
 from netfleet import __version__
 from netfleet.doctor import ena
-from netfleet.engines.base import Engine, EngineInfo, Outcome, StopEarly
+from netfleet.engines.contract import Engine, EngineInfo, Outcome, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun

@@ -19,14 +19,14 @@ from pydantic import (
     model_validator,
 )
 
+from netfleet.engines.params import EngineParams, Iperf3Params
+from netfleet.engines.params.credit import CreditParams
+from netfleet.engines.params.iperf2 import Iperf2Params
+from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.params.latency import LatencyParams
+from netfleet.engines.params.ping import PingParams
+from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.spec.common import NAME, LabelValue, _check_labels, _Strict
-from netfleet.spec.params import EngineParams, Iperf3Params
-from netfleet.spec.params.credit import CreditParams
-from netfleet.spec.params.iperf2 import Iperf2Params
-from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
-from netfleet.spec.params.latency import LatencyParams
-from netfleet.spec.params.ping import PingParams
-from netfleet.spec.params.throughput import ThroughputParams
 from netfleet.spec.scheduling import RetryPolicy, check_budget
 from netfleet.spec.ssh import SshHostSpec
 from netfleet.spec.topology import Topology, check_topology
