@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from netfleet.catalog import iperf2_rows, iperf3_rows, latency_rows, multi_rows
 from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
+from netfleet.engines import ENGINES
 
 Row = dict[str, Any]
 
@@ -152,6 +153,12 @@ TABLE_PARSERS: dict[str, TableParser] = {
     "throughput": multi_rows.throughput_rows,
     "latency": latency_rows.latency_rows,
     "ping": latency_rows.ping_rows,
+    # engines that declare their own rows (``table_rows`` in their module) need no line here
+    **{
+        name: parser
+        for name, engine in ENGINES.items()
+        if callable(parser := getattr(engine, "table_rows", None))
+    },
 }
 
 

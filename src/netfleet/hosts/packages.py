@@ -7,6 +7,7 @@ root, through ``sudo -n`` for an SSH host with ``sudo: true``.
 
 from __future__ import annotations
 
+from netfleet.engines import ENGINES
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 
@@ -23,6 +24,12 @@ PACKAGES: dict[str, dict[str, str]] = {
     "ss": _IPROUTE,
     "tc": {**_IPROUTE, "dnf": "iproute-tc"},
     "ethtool": {"apt-get": "ethtool", "dnf": "ethtool", "yum": "ethtool", "apk": "ethtool"},
+    # engines that declare their packages (``packages`` in their module) need no line here
+    **{
+        tool: managers
+        for engine in ENGINES.values()
+        for tool, managers in getattr(engine, "packages", {}).items()
+    },
 }
 
 _MISSING = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 || printf "%s\\n" "$t"; done'
