@@ -5,6 +5,7 @@ from netfleet.engines.credit import Credit
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.iperf3_multi import Iperf3Multi
+from netfleet.engines.irtt import Irtt
 from netfleet.engines.latency import Latency
 from netfleet.engines.ping import Ping
 from netfleet.engines.throughput import Throughput
@@ -17,6 +18,7 @@ ENGINES: dict[str, Engine] = {
     "throughput": Throughput(),
     "latency": Latency(),
     "ping": Ping(),
+    "irtt": Irtt(),
 }
 
 __all__ = ["ENGINES", "Engine", "EngineInfo", "Iperf3", "Outcome"]
