@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
@@ -264,3 +265,34 @@ def _json_object(text: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             return None
     return doc if isinstance(doc, dict) else None
+
+
+def received_bps(result: Mapping[str, Any] | None, *, intervals: bool = True) -> float | None:
+    """THE received rate (goodput, bit/s) of one raw iperf3 JSON result: the receiver's end
+    summary (``sum_received``, or ``sum`` where iperf3 prints only that); with ``intervals``, a
+    run stopped early (its ``end`` is empty) falls back to the mean of its non-omitted intervals.
+    Used by progress lines, advice evidence and anything else that needs one number."""
+    if not isinstance(result, Mapping):
+        return None
+    end = result.get("end")
+    end = end if isinstance(end, Mapping) else {}
+    summary = end.get("sum_received") or (end.get("sum") if intervals else None)
+    if isinstance(summary, Mapping):
+        value = summary.get("bits_per_second")
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and (value or not intervals)
+        ):
+            return float(value)
+    if not intervals:
+        return None
+    rates = [
+        float(iv["sum"]["bits_per_second"])
+        for iv in result.get("intervals") or []
+        if isinstance(iv, Mapping)
+        and isinstance(iv.get("sum"), Mapping)
+        and not iv["sum"].get("omitted")
+        and isinstance(iv["sum"].get("bits_per_second"), int | float)
+    ]
+    return sum(rates) / len(rates) if rates else None
