@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from netfleet.engines.params.base import EngineParams
 
@@ -139,6 +139,10 @@ class Engine(Protocol):
     name: str
     #: does a run need a server process on the server host?
     needs_server: bool
+    #: commands the preflight checks on every host of a run
+    tools: tuple[str, ...]
+    #: tool → package providing it, per package manager (``hosts/packages.py`` merges these)
+    packages: ClassVar[dict[str, dict[str, str]]]
 
     async def probe(self, host: Host) -> EngineInfo: ...
     def unsupported(self, params: Any, info: EngineInfo) -> list[str]: ...

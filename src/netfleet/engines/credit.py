@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf3 import Iperf3
@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 
 class Credit:
     name = "credit"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf3",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
+    }
     needs_server = True
 
     def __init__(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.params.iperf2 import Iperf2Params
@@ -129,6 +129,12 @@ def summarize(client: str, server: str, params: Iperf2Params, subject: str) -> d
 
 class Iperf2:
     name = "iperf2"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
@@ -42,6 +42,12 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 class Iperf3:
     name = "iperf3"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf3",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
+    }
     needs_server = True
 
     async def execute(

@@ -109,7 +109,7 @@ class Irtt:
     name = "irtt"
     needs_server = True
     params_model = IrttParams
-    tools = ("irtt",)
+    tools: tuple[str, ...] = ("irtt",)
     #: package per package manager (irtt is packaged in Debian/Ubuntu and Alpine)
     packages: ClassVar[dict[str, dict[str, str]]] = {"irtt": {"apt-get": "irtt", "apk": "irtt"}}
 

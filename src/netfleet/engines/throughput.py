@@ -19,7 +19,7 @@ result is ``result``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf2 import Iperf2
@@ -112,6 +112,13 @@ def _common(params: ThroughputParams, parallel: int) -> dict[str, Any]:
 
 class Throughput:
     name = "throughput"
+    #: commands the preflight checks (the tool is chosen per host at run time)
+    tools: tuple[str, ...] = ()
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        **{"iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}},
+        **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:
