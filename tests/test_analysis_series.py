@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from netfleet.analysis import RunInfo, SeriesUnavailable, run_from_envelope, series_from_rows
-from netfleet.catalog.iperf3_rows import result_rows
+from netfleet.engines.iperf3_rows import result_rows
 from netfleet.store import ResultsRoot
 
 SERIES = Path(__file__).parent / "fixtures" / "series"

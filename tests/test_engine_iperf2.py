@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netfleet.catalog.iperf2_rows import result_rows
 from netfleet.engines.iperf2 import Iperf2, parse_csv, split_finals, summarize
-from netfleet.spec.params.iperf2 import Iperf2Params
+from netfleet.engines.iperf2_rows import result_rows
+from netfleet.engines.params.iperf2 import Iperf2Params
 
 FIX = Path(__file__).parent / "fixtures" / "iperf2"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.catalog.latency_rows import latency_rows, ping_rows
 from netfleet.engines import bounceback, sockperf
 from netfleet.engines.latency import choose
+from netfleet.engines.latency_rows import latency_rows, ping_rows
 from netfleet.engines.ping import summarize as ping_summary
 from netfleet.engines.probes import ToolsInfo
 

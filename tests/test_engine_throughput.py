@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from netfleet.catalog.multi_rows import multi_rows
 from netfleet.engines.iperf3_multi import merge_summary
+from netfleet.engines.multi_rows import multi_rows
+from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.engines.probes import ToolsInfo
 from netfleet.engines.throughput import choose
-from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
-from netfleet.spec.params.throughput import ThroughputParams
 
 FIX = Path(__file__).parent / "fixtures" / "iperf3"
 

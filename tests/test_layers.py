@@ -18,6 +18,7 @@ SRC = Path(__file__).parents[1] / "src" / "netfleet"
 RANKS: dict[str, int] = {
     "errors": 0,  # base: exit statuses and the error types, no dependencies
     "units": 0,  # base: rate/size units and the goodput/wire ratio
+    "values": 0,  # tolerant readers of raw JSON values (no netfleet imports)
     "aws": 0,  # base: the one boto3 client factory
     "tabular": 0,  # base: the neutral table value type every layer may return
     "durable": 0,  # base: fsync + atomic write-and-rename
@@ -43,12 +44,7 @@ RANKS: dict[str, int] = {
 }
 
 #: (importer, imported) edges that run back, each with its reason. Keep this short.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    # until helper "engines"' branch (issue 8) is merged; then delete these three lines
-    ("engines", "runner"): "engines run against runner.session: becomes a session Protocol",
-    ("engines", "hosts"): "engines import hosts for probes/sessions: becomes a Protocol",
-    ("engines", "spec"): "engine params live in spec.params: they move into engines",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def package_of(module: str) -> str | None:

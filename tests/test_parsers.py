@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from netfleet.catalog.cheatsheet import STUB_FRACTION
-from netfleet.catalog.iperf3_rows import result_rows
 from netfleet.catalog.rows import SCHEMAS, RowError, envelope_rows, run_row
-from netfleet.catalog.values import as_bool, as_float, as_int
+from netfleet.engines.iperf3_rows import result_rows
+from netfleet.values import as_bool, as_float, as_int
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"
 MANIFEST: dict[str, Any] = json.loads((FIXTURES / "MANIFEST.json").read_text())["fixtures"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from netfleet.engines.iperf3 import received_bps as iperf3_received_bps
+
 THROUGHPUT = ("iperf3", "iperf3-multi", "iperf2", "throughput")
 
 
@@ -28,7 +30,7 @@ def inner(env: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 def receiver_bps(env: Mapping[str, Any]) -> float | None:
     tool, r = inner(env)
     if tool == "iperf3":
-        return _num(_obj(_obj(r.get("end")).get("sum_received")).get("bits_per_second"))
+        return iperf3_received_bps(r, intervals=False)
     return _num(_obj(r.get("summary")).get("receiver_bps"))
 
 

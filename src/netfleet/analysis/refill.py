@@ -23,7 +23,7 @@ from netfleet.analysis.credit import bucket_from_series
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t975
-from netfleet.catalog.iperf3_rows import result_rows
+from netfleet.engines.iperf3_rows import result_rows
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from netfleet.catalog import iperf2_rows, iperf3_rows, latency_rows, multi_rows
-from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
+from netfleet.engines import ENGINES, iperf2_rows, iperf3_rows, latency_rows, multi_rows
+from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
 
@@ -129,11 +129,37 @@ ENDS_SCHEMA = pa.schema(
     ]
 )
 
+#: ``latency``: one row per request/response (sockperf, iperf2 bounceback), ping or irtt run
+LATENCY_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("tool", pa.string()),
+        ("kind", pa.string()),
+        ("full_round_trip", pa.bool_()),
+        ("size", pa.int64()),
+        ("transactions", pa.int64()),
+        ("transactions_per_s", pa.float64()),
+        ("seconds", pa.float64()),
+        ("sent", pa.int64()),
+        ("received", pa.int64()),
+        ("loss_percent", pa.float64()),
+        ("mean_us", pa.float64()),
+        ("stdev_us", pa.float64()),
+        ("min_us", pa.float64()),
+        ("max_us", pa.float64()),
+        ("p50_us", pa.float64()),
+        ("p90_us", pa.float64()),
+        ("p99_us", pa.float64()),
+        ("p999_us", pa.float64()),
+        ("percentile_source", pa.string()),
+    ]
+)
+
 #: table name → schema, in the order parts are published (``runs`` last: it commits a batch)
 SCHEMAS: dict[str, pa.Schema] = {
     "intervals": INTERVALS_SCHEMA,
     "ends": ENDS_SCHEMA,
-    "latency": latency_rows.LATENCY_SCHEMA,
+    "latency": LATENCY_SCHEMA,
     "runs": RUNS_SCHEMA,
 }
 
@@ -152,6 +178,12 @@ TABLE_PARSERS: dict[str, TableParser] = {
     "throughput": multi_rows.throughput_rows,
     "latency": latency_rows.latency_rows,
     "ping": latency_rows.ping_rows,
+    # engines that declare their own rows (``table_rows`` in their module) need no line here
+    **{
+        name: parser
+        for name, engine in ENGINES.items()
+        if callable(parser := getattr(engine, "table_rows", None))
+    },
 }
 
 

@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from netfleet.engines.iperf3 import received_bps as iperf3_received_bps
 from netfleet.plan.matrix import PlannedRun
 from netfleet.store.envelope import Envelope
 from netfleet.units import fmt_rate
@@ -29,20 +30,7 @@ def describe(run: PlannedRun) -> str:
 def received_bps(env: Envelope) -> float | None:
     """The run's average rate: iperf3's end summary, or (stopped early: its end is empty) the
     mean of its non-omitted intervals."""
-    result = env.result or {}
-    end: dict[str, Any] = result.get("end") or {}
-    summary = end.get("sum_received") or end.get("sum")
-    if isinstance(summary, dict) and summary.get("bits_per_second"):
-        return float(summary["bits_per_second"])
-    rates = [
-        float(iv["sum"]["bits_per_second"])
-        for iv in result.get("intervals") or []
-        if isinstance(iv, dict)
-        and isinstance(iv.get("sum"), dict)
-        and not iv["sum"].get("omitted")
-        and iv["sum"].get("bits_per_second") is not None
-    ]
-    return sum(rates) / len(rates) if rates else None
+    return iperf3_received_bps(env.result or {})
 
 
 class RichReporter:

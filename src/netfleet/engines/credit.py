@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf3 import Iperf3
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.credit import CreditParams
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.credit import CreditParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 
 class Credit:
     name = "credit"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf3",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
+    }
     needs_server = True
 
     def __init__(self) -> None:

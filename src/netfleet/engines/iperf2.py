@@ -13,17 +13,16 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params.iperf2 import Iperf2Params
 from netfleet.units import parse_rate, parse_size
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession, Started
+    from netfleet.engines.contract import RunSession, Started
 
 #: how long to wait after the client for the server's final CSV lines
 SERVER_DRAIN_S = 3.0
@@ -130,6 +129,12 @@ def summarize(client: str, server: str, params: Iperf2Params, subject: str) -> d
 
 class Iperf2:
     name = "iperf2"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, StopEarly, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
+from netfleet.engines.params import Iperf3Params
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
 from netfleet.units import parse_rate, parse_size
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 #: first iperf3 version with each option (FIELD-NOTES "Version landmarks")
 MIN_VERSION: dict[str, tuple[int, ...]] = {
@@ -42,6 +42,12 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 class Iperf3:
     name = "iperf3"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf3",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
+    }
     needs_server = True
 
     async def execute(
@@ -265,3 +271,34 @@ def _json_object(text: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             return None
     return doc if isinstance(doc, dict) else None
+
+
+def received_bps(result: Mapping[str, Any] | None, *, intervals: bool = True) -> float | None:
+    """THE received rate (goodput, bit/s) of one raw iperf3 JSON result: the receiver's end
+    summary (``sum_received``, or ``sum`` where iperf3 prints only that); with ``intervals``, a
+    run stopped early (its ``end`` is empty) falls back to the mean of its non-omitted intervals.
+    Used by progress lines, advice evidence and anything else that needs one number."""
+    if not isinstance(result, Mapping):
+        return None
+    end = result.get("end")
+    end = end if isinstance(end, Mapping) else {}
+    summary = end.get("sum_received") or (end.get("sum") if intervals else None)
+    if isinstance(summary, Mapping):
+        value = summary.get("bits_per_second")
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and (value or not intervals)
+        ):
+            return float(value)
+    if not intervals:
+        return None
+    rates = [
+        float(iv["sum"]["bits_per_second"])
+        for iv in result.get("intervals") or []
+        if isinstance(iv, Mapping)
+        and isinstance(iv.get("sum"), Mapping)
+        and not iv["sum"].get("omitted")
+        and isinstance(iv["sum"].get("bits_per_second"), int | float)
+    ]
+    return sum(rates) / len(rates) if rates else None

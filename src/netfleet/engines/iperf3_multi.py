@@ -10,16 +10,15 @@ every process is.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf3 import Iperf3
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 _IPERF3 = Iperf3()
 
@@ -70,6 +69,12 @@ def merge_summary(docs: list[dict[str, Any] | None]) -> dict[str, Any]:
 
 class Iperf3Multi:
     name = "iperf3-multi"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("iperf3",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:

@@ -8,17 +8,16 @@ it (percentiles from every sample), else iperf2 ``--bounceback`` (100 µs histog
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from netfleet.engines import bounceback, sockperf
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.params.latency import LatencyParams
 from netfleet.engines.probes import ToolsInfo, probe_tools
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params.latency import LatencyParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 TOOLS = ["sockperf", "iperf2"]
 #: iperf 2 gained --bounceback in 2.1
@@ -43,6 +42,13 @@ def choose(tool: str, client: EngineInfo, server: EngineInfo) -> str | None:
 
 class Latency:
     name = "latency"
+    #: commands the preflight checks (the tool is chosen per host at run time)
+    tools: tuple[str, ...] = ()
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        **{"sockperf": {"apt-get": "sockperf", "dnf": "sockperf", "yum": "sockperf"}},
+        **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:

@@ -7,15 +7,14 @@ every reply line for its own percentiles as well as ping's summary.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.params.ping import PingParams
 from netfleet.errors import EngineError, HostError
-from netfleet.hosts.base import Host
-from netfleet.spec.params.ping import PingParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 REPLY = re.compile(r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms")
 STATS = re.compile(r"(\d+) packets transmitted, (\d+) received.*?([\d.]+)% packet loss")
@@ -49,6 +48,12 @@ def summarize(stdout: str) -> dict[str, Any]:
 
 class Ping:
     name = "ping"
+    #: commands the preflight checks
+    tools: tuple[str, ...] = ("ping",)
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        "ping": {"apt-get": "iputils-ping", "dnf": "iputils", "yum": "iputils", "apk": "iputils"}
+    }
     needs_server = False
 
     async def probe(self, host: Host) -> EngineInfo:

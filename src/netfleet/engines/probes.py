@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from netfleet.engines.base import EngineInfo
+from netfleet.engines.contract import EngineInfo, Host
 from netfleet.errors import HostError
-from netfleet.hosts.base import Host
 
 Version = tuple[int, ...]
 

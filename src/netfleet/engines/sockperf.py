@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 SAMPLE = re.compile(r"^\s*\d+,\s*[\d.]+,\s*[\d.]+,\s*([\d.]+)\s*$")
 HEADER = re.compile(r"^packet, txTime\(sec\), rxTime\(sec\), (rtt|latency)\(usec\)")
@@ -96,6 +94,8 @@ def sample_stats(samples: list[float]) -> dict[str, Any]:
     0.1 %-step quantiles (linear interpolation, numpy's default)."""
     if not samples:
         return {"count": 0}
+    import numpy as np  # heavy: only when a sockperf log is summarised
+
     a = np.asarray(samples, dtype=float)
     steps = np.linspace(0, 100, QUANTILE_STEPS + 1)
     q = np.percentile(a, steps)

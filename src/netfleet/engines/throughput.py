@@ -19,22 +19,21 @@ result is ``result``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from netfleet.engines.base import EngineInfo, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.iperf3_multi import interpret as multi_interpret
 from netfleet.engines.iperf3_multi import run_processes
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.iperf2 import Iperf2Params
+from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.engines.probes import ToolsInfo, probe_tools, version_text
 from netfleet.errors import EngineError
-from netfleet.hosts.base import Host
-from netfleet.spec.params import Iperf3Params
-from netfleet.spec.params.iperf2 import Iperf2Params
-from netfleet.spec.params.throughput import ThroughputParams
 
 if TYPE_CHECKING:
-    from netfleet.runner.session import RunSession
+    from netfleet.engines.contract import RunSession
 
 TOOLS = ["iperf3", "iperf2"]
 THREADED_IPERF3 = (3, 16)
@@ -113,6 +112,13 @@ def _common(params: ThroughputParams, parallel: int) -> dict[str, Any]:
 
 class Throughput:
     name = "throughput"
+    #: commands the preflight checks (the tool is chosen per host at run time)
+    tools: tuple[str, ...] = ()
+    #: tool → package, per package manager
+    packages: ClassVar[dict[str, dict[str, str]]] = {
+        **{"iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}},
+        **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
+    }
     needs_server = True
 
     async def probe(self, host: Host) -> EngineInfo:

@@ -7,6 +7,7 @@ root, through ``sudo -n`` for an SSH host with ``sudo: true``.
 
 from __future__ import annotations
 
+from netfleet.engines import ENGINES
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 
@@ -15,14 +16,12 @@ MANAGERS = ("apt-get", "dnf", "yum", "apk")
 _IPROUTE = {"apt-get": "iproute2", "dnf": "iproute", "yum": "iproute", "apk": "iproute2"}
 #: tool → package providing it, per package manager
 PACKAGES: dict[str, dict[str, str]] = {
-    "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"},
-    "iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"},
-    "sockperf": {"apt-get": "sockperf", "dnf": "sockperf", "yum": "sockperf"},
-    "ping": {"apt-get": "iputils-ping", "dnf": "iputils", "yum": "iputils", "apk": "iputils"},
     "ip": _IPROUTE,
     "ss": _IPROUTE,
     "tc": {**_IPROUTE, "dnf": "iproute-tc"},
     "ethtool": {"apt-get": "ethtool", "dnf": "ethtool", "yum": "ethtool", "apk": "ethtool"},
+    # each engine declares its own (``packages`` in its module)
+    **{tool: managers for engine in ENGINES.values() for tool, managers in engine.packages.items()},
 }
 
 _MISSING = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 || printf "%s\\n" "$t"; done'

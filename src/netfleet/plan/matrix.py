@@ -10,10 +10,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from netfleet.engines.params import EngineParams
 from netfleet.plan.topology import topology_rounds
 from netfleet.spec.matrix import combinations
 from netfleet.spec.models import CampaignSpec, TestBase
-from netfleet.spec.params import EngineParams
 
 #: seconds a run costs beyond its measured time (server start, connect, teardown) — an estimate
 RUN_OVERHEAD_S = 1.5

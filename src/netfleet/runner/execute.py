@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from netfleet import __version__
-from netfleet.engines.base import Engine, EngineInfo, Outcome, StopEarly
+from netfleet.engines.contract import Engine, EngineInfo, Outcome, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts import ena
 from netfleet.hosts.base import Host

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netfleet.engines.base import EngineInfo, StopEarly
+from netfleet.engines.contract import EngineInfo, LineHandler, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process
 from netfleet.plan.matrix import PlannedRun
@@ -24,9 +24,6 @@ from netfleet.runner.events import Reporter
 PORT_BASE = 20000
 PORT_SPAN = 20000
 SERVER_READY_S = 10.0
-
-#: called with each complete stdout line of a followed process; return True to stop it early
-LineHandler = Callable[[str], bool | None]
 
 
 @dataclass
@@ -40,6 +37,8 @@ class Started:
 
 @dataclass
 class RunSession:
+    """Implements :class:`netfleet.engines.contract.RunSession` (engines see only that)."""
+
     run: PlannedRun
     client: Host
     server: Host

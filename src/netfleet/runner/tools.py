@@ -19,20 +19,12 @@ from netfleet.hosts.packages import install, install_hint, missing_tools
 from netfleet.plan.matrix import PlannedRun
 
 BASE_TOOLS = ("ip", "ss", "tc", "ethtool")
-ENGINE_TOOLS: dict[str, tuple[str, ...]] = {
-    "iperf3": ("iperf3",),
-    "iperf3-multi": ("iperf3",),
-    "credit": ("iperf3",),
-    "iperf2": ("iperf",),
-    "ping": ("ping",),
-}
 
 
 def engine_tools(engine: str) -> tuple[str, ...]:
-    declared = getattr(ENGINES.get(engine), "tools", None)
-    if isinstance(declared, tuple | list) and all(isinstance(t, str) for t in declared):
-        return tuple(declared)
-    return ENGINE_TOOLS.get(engine, ())
+    """The commands an engine declares (``tools`` in its module)."""
+    declared = ENGINES.get(engine)
+    return tuple(declared.tools) if declared is not None else ()
 
 
 def required_tools(runs: list[PlannedRun]) -> dict[str, list[str]]:

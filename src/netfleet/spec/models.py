@@ -19,14 +19,15 @@ from pydantic import (
     model_validator,
 )
 
+from netfleet.engines.irtt import IrttParams
+from netfleet.engines.params import EngineParams, Iperf3Params
+from netfleet.engines.params.credit import CreditParams
+from netfleet.engines.params.iperf2 import Iperf2Params
+from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.params.latency import LatencyParams
+from netfleet.engines.params.ping import PingParams
+from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.spec.common import NAME, LabelValue, _check_labels, _Strict
-from netfleet.spec.params import EngineParams, Iperf3Params
-from netfleet.spec.params.credit import CreditParams
-from netfleet.spec.params.iperf2 import Iperf2Params
-from netfleet.spec.params.iperf3_multi import Iperf3MultiParams
-from netfleet.spec.params.latency import LatencyParams
-from netfleet.spec.params.ping import PingParams
-from netfleet.spec.params.throughput import ThroughputParams
 from netfleet.spec.scheduling import RetryPolicy, check_budget
 from netfleet.spec.ssh import SshHostSpec
 from netfleet.spec.topology import Topology, check_topology
@@ -244,6 +245,13 @@ class PingTest(TestBase):
     params: PingParams = Field(default_factory=lambda: PingParams())
 
 
+class IrttTest(TestBase):
+    """Isochronous UDP round trips with irtt: RTT, one-way delays, IPDV, loss up/down."""
+
+    engine: Literal["irtt"] = "irtt"
+    params: IrttParams = Field(default_factory=lambda: IrttParams())
+
+
 #: every test kind, by engine name — adding an engine adds one line here
 TEST_KINDS: dict[str, type[TestBase]] = {
     "iperf3": Iperf3Test,
@@ -253,6 +261,7 @@ TEST_KINDS: dict[str, type[TestBase]] = {
     "latency": LatencyTest,
     "ping": PingTest,
     "credit": CreditTest,
+    "irtt": IrttTest,
 }
 
 
@@ -268,7 +277,8 @@ TestSpec = Annotated[
     | Annotated[ThroughputTest, Tag("engine=throughput")]
     | Annotated[LatencyTest, Tag("engine=latency")]
     | Annotated[PingTest, Tag("engine=ping")]
-    | Annotated[CreditTest, Tag("engine=credit")],
+    | Annotated[CreditTest, Tag("engine=credit")]
+    | Annotated[IrttTest, Tag("engine=irtt")],
     Discriminator(
         _engine_of,
         custom_error_type="unknown_engine",

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Mapping
 from statistics import fmean
 from typing import Any
 
-from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
 from netfleet.engines.iperf3_live import parse_text_intervals
+from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
 

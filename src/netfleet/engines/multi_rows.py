@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.catalog import iperf2_rows, iperf3_rows
-from netfleet.catalog.values import as_str, obj
+from netfleet.engines import iperf2_rows, iperf3_rows
+from netfleet.values import as_str, obj
 
 Row = dict[str, Any]
 

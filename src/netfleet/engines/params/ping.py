@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from netfleet.spec.params.base import EngineParams
+from netfleet.engines.params.base import EngineParams
 
 
 class PingParams(EngineParams):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from netfleet.spec.params.base import Direction, EngineParams, StreamsSummary
+from netfleet.engines.params.base import Direction, EngineParams, StreamsSummary
 from netfleet.units import parse_rate, parse_size
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from netfleet.spec.params.base import Direction, EngineParams
+from netfleet.engines.params.base import Direction, EngineParams
 
 
 class CreditParams(EngineParams):

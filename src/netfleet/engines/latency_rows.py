@@ -11,38 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pyarrow as pa
-
-from netfleet.catalog.values import as_bool, as_float, as_int, as_str, obj
 from netfleet.engines import bounceback
 from netfleet.engines import ping as ping_engine
+from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
 
-LATENCY_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("tool", pa.string()),
-        ("kind", pa.string()),
-        ("full_round_trip", pa.bool_()),
-        ("size", pa.int64()),
-        ("transactions", pa.int64()),
-        ("transactions_per_s", pa.float64()),
-        ("seconds", pa.float64()),
-        ("sent", pa.int64()),
-        ("received", pa.int64()),
-        ("loss_percent", pa.float64()),
-        ("mean_us", pa.float64()),
-        ("stdev_us", pa.float64()),
-        ("min_us", pa.float64()),
-        ("max_us", pa.float64()),
-        ("p50_us", pa.float64()),
-        ("p90_us", pa.float64()),
-        ("p99_us", pa.float64()),
-        ("p999_us", pa.float64()),
-        ("percentile_source", pa.string()),
-    ]
-)
 
 _STATS = ("mean_us", "min_us", "max_us", "p50_us", "p90_us", "p99_us", "p999_us")
 

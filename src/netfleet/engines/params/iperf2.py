@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from netfleet.spec.params.base import EngineParams, StreamsSummary
-from netfleet.spec.params.iperf3 import rate_str, size_str
+from netfleet.engines.params.base import EngineParams, StreamsSummary
+from netfleet.engines.params.iperf3 import rate_str, size_str
 
 
 class Iperf2Params(StreamsSummary, EngineParams):

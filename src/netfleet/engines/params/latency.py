@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from netfleet.spec.params.base import EngineParams
+from netfleet.engines.params.base import EngineParams
 
 LatencyTool = Literal["auto", "sockperf", "iperf2"]
 

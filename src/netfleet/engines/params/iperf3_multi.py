@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from netfleet.spec.params.iperf3 import Iperf3Params
+from netfleet.engines.params.iperf3 import Iperf3Params
 
 
 class Iperf3MultiParams(Iperf3Params):

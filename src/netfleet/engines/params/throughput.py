@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from netfleet.spec.params.base import Direction, EngineParams
-from netfleet.spec.params.iperf3 import size_str
+from netfleet.engines.params.base import Direction, EngineParams
+from netfleet.engines.params.iperf3 import size_str
 
 ThroughputTool = Literal["auto", "iperf3", "iperf3-multi", "iperf2"]
 

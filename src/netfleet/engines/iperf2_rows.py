@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.catalog.values import as_bool, as_float, obj
 from netfleet.engines.iperf2 import CsvLine, parse_csv, split_finals
+from netfleet.values import as_bool, as_float, obj
 
 Row = dict[str, Any]
 

@@ -1,0 +1,156 @@
+"""The engine contract: what the runner needs from an engine, and what an engine may use of the
+run session and its hosts. Engines never know where results are stored.
+
+An engine says how to probe a host for its tool, which options a version lacks, and how to run
+one planned run inside a :class:`RunSession` (which starts and stops the processes). ``salvage``
+turns whatever the processes printed into an outcome after a timeout or Ctrl-C.
+
+The session, its hosts and processes are *Protocols* here: ``runner/session.py`` and
+``hosts/base.py`` implement them, and engines import neither (engines rank just above the base
+modules: they import only ``errors``, ``units`` and this contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol
+
+from netfleet.engines.params.base import EngineParams
+
+
+class StopEarly(Exception):
+    """Raised by ``RunSession.follow`` when an engine's line handler asked to stop the
+    processes (adaptive duration): they got SIGINT and printed their report."""
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """An engine as installed on one host."""
+
+    name: str
+    version: str
+    version_tuple: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended, decided from the engine's own output. ``result`` is that output: the
+    engine's JSON untouched, or for text engines a dict of the raw texts."""
+
+    status: Literal["ok", "failed", "interrupted"]
+    reason: str | None
+    result: dict[str, Any] | None
+
+
+class CommandOutput(Protocol):
+    """A finished command on a host."""
+
+    @property
+    def returncode(self) -> int: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+class EngineProcess(Protocol):
+    """A background process on a host; output is collected as it arrives."""
+
+    stdout_chunks: list[bytes]
+
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+    def send(self, sig: int) -> None: ...
+    async def wait(self, timeout: float | None = None) -> int: ...
+    async def stop(self, grace: float = 2.0, first: int = ...) -> int: ...
+
+
+class Host(Protocol):
+    """What an engine may do on a host: run a command to completion (argv, never a shell)."""
+
+    name: str
+
+    @property
+    def address(self) -> str: ...
+
+    async def run(self, argv: list[str], timeout: float = 30) -> CommandOutput: ...
+
+
+class Started(Protocol):
+    """A process the session started for an engine (server or client)."""
+
+    role: str
+    port: int | None
+
+    @property
+    def host(self) -> Host: ...
+    @property
+    def process(self) -> EngineProcess: ...
+
+
+class PlannedRunView(Protocol):
+    """The part of a planned run an engine reads."""
+
+    @property
+    def subject(self) -> str: ...
+
+
+#: called with each complete stdout line of a followed process; return True to stop it early
+LineHandler = Callable[[str], bool | None]
+
+
+class RunSession(Protocol):
+    """One run's processes, as an engine sees them (``netfleet.runner.session`` implements it)."""
+
+    notes: dict[str, Any]
+    outputs: dict[str, str]
+    t0: float
+
+    @property
+    def run(self) -> PlannedRunView: ...
+    @property
+    def client(self) -> Host: ...
+    @property
+    def server(self) -> Host: ...
+    @property
+    def client_info(self) -> EngineInfo: ...
+    @property
+    def server_info(self) -> EngineInfo: ...
+
+    async def start_server(
+        self, make_argv: Callable[[int], list[str]], *, protocol: str = "tcp"
+    ) -> Started: ...
+    # ``Any`` where the implementation takes its own concrete host/process types back
+    # (a Protocol parameter must accept every implementation's narrower type).
+    async def start_client(self, argv: list[str], host: Any = None) -> Started: ...
+    async def follow(
+        self, *entries: Any, on_line: LineHandler | None = None, lines_of: Any = None
+    ) -> None: ...
+    def clients(self) -> Sequence[Started]: ...
+    def servers(self) -> Sequence[Started]: ...
+
+
+class Engine(Protocol):
+    name: str
+    #: does a run need a server process on the server host?
+    needs_server: bool
+    #: commands the preflight checks on every host of a run
+    tools: tuple[str, ...]
+    #: tool → package providing it, per package manager (``hosts/packages.py`` merges these)
+    packages: ClassVar[dict[str, dict[str, str]]]
+
+    async def probe(self, host: Host) -> EngineInfo: ...
+    def unsupported(self, params: Any, info: EngineInfo) -> list[str]: ...
+    async def execute(self, session: RunSession, params: Any) -> Outcome: ...
+    def salvage(self, session: RunSession, params: Any, interrupted: bool) -> Outcome: ...
+
+
+def check_params(params: EngineParams, model: type[EngineParams]) -> None:
+    """Engines receive their own params model; anything else is a programming error."""
+    if not isinstance(params, model):
+        raise TypeError(f"expected {model.__name__}, got {type(params).__name__}")
