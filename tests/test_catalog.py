@@ -567,12 +567,13 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
         "p50",
         "p95",
         "max",
+        "flag",
     ]
     assert "Gbit/s" in (sheet.title or "")
     assert [r[0] for r in sheet.rows] == sorted(groups)
     expected = expected_sheet(groups)
     for row in sheet.rows:
-        assert row[3:] == pytest.approx(expected[row[0]], rel=1e-9)
+        assert row[3:-1] == pytest.approx(expected[row[0]], rel=1e-9)
         # a text server's lines are its receiver series too
         ok_runs = [n for n in groups[row[0]] if MANIFEST[n]["status"] == "ok"]
         assert row[1] == len(ok_runs)
@@ -603,7 +604,7 @@ def test_cheatsheet_wire_rate(by_type: tuple[Path, dict[str, list[str]]]) -> Non
     sheet = cheatsheet(catalog, group_by="instance_type", rate="wire")
     expected = expected_sheet(tcp, factor)
     for row in sheet.rows:
-        assert row[3:] == pytest.approx(expected[row[0]], rel=1e-9)
+        assert row[3:-1] == pytest.approx(expected[row[0]], rel=1e-9)
     assert any("1514/1448" in n for n in sheet.notes)
     assert any("UDP" in n for n in sheet.notes)
 
@@ -620,7 +621,7 @@ def test_wire_rate_uses_the_path_mtu(
     ingest(root, tmp_path / "cat")
     good = cheatsheet(tmp_path / "cat", group_by=(), unit="bit")
     wire = cheatsheet(tmp_path / "cat", group_by=(), unit="bit", rate="wire")
-    assert wire.rows[0][2:] == pytest.approx([v / goodput_ratio(mtu) for v in good.rows[0][2:]])
+    assert wire.rows[0][2:-1] == pytest.approx([v / goodput_ratio(mtu) for v in good.rows[0][2:-1]])
 
 
 def test_cheatsheet_group_by_columns_and_filters(
@@ -643,11 +644,11 @@ def test_cheatsheet_group_by_columns_and_filters(
     parallel = cheatsheet(catalog, group_by=("parallel", "protocol"), side="sender", unit="mbit")
     assert {(r[0], r[1]) for r in parallel.rows} == {(1, "tcp"), (2, "tcp"), (1, "udp")}
     udp = next(r for r in parallel.rows if r[1] == "udp")
-    assert udp[4:] == pytest.approx([50.0] * 6, rel=0.05)  # -b 50M, in Mbit/s
+    assert udp[4:-1] == pytest.approx([50.0] * 6, rel=0.05)  # -b 50M, in Mbit/s
 
     only = cheatsheet(catalog, group_by=("instance_type",), where={"instance_type": "t3.large"})
     assert [r[0] for r in only.rows] == ["t3.large"]
-    assert only.rows[0][3:] == pytest.approx(expected_sheet(groups)["t3.large"], rel=1e-9)
+    assert only.rows[0][3:-1] == pytest.approx(expected_sheet(groups)["t3.large"], rel=1e-9)
     sql_where = cheatsheet(
         catalog, group_by=("label:instance_type",), where="reverse AND parallel = 1"
     )

@@ -21,6 +21,7 @@ from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t975
+from netfleet.engines.burstable import adaptive_verdict
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -35,6 +36,11 @@ class RunAnalysis:
 
     def estimate(self, rate: RateKind = "goodput") -> CreditEstimate:
         return self.credit.as_wire() if rate == "wire" else self.credit
+
+    @property
+    def classification(self) -> str:
+        """The segmentation's class, except that a flat level without evidence is "no-drop"."""
+        return "no-drop" if self.credit.kind == "no-drop" else self.segmentation.classification
 
 
 def analyze_series(
@@ -52,11 +58,24 @@ def analyze_series(
         baseline_hint=baseline_hint,
         config=config,
     )
+    credit = _without_evidence(run, credit)
     if run.status not in (None, "ok"):
         credit = replace(
             credit, notes=(*credit.notes, f"run {run.status}: the series may end early")
         )
     return RunAnalysis(run, series, seg, credit)
+
+
+def _without_evidence(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
+    """An adaptive run whose flat level has no evidence (no drop seen, host not known
+    fixed-rate, shorter than the longest documented burst) is "no-drop", never "steady"."""
+    adaptive = run.notes.get("adaptive")
+    if credit.kind != "steady" or not isinstance(adaptive, Mapping):
+        return credit
+    verdict = adaptive_verdict(adaptive)
+    if verdict is None:
+        return credit
+    return replace(credit, kind="no-drop", reason=verdict)
 
 
 def analyze_rows(
@@ -123,7 +142,7 @@ class GroupAnalysis:
 
     @property
     def classification(self) -> str:
-        counts = Counter(r.segmentation.classification for r in self.runs)
+        counts = Counter(r.classification for r in self.runs)
         return ", ".join(f"{k} ×{n}" for k, n in counts.most_common())
 
     def combined(self, rate: RateKind = "goodput") -> GroupCredit:
@@ -135,6 +154,7 @@ _PRECEDENCE: tuple[CreditKind, ...] = (
     "burst",
     "burst-unfinished",
     "baseline-only",
+    "no-drop",
     "steady",
     "erratic",
 )
@@ -182,7 +202,7 @@ def combine(credits: Sequence[CreditEstimate]) -> GroupCredit:
         pool(bases),
         best.bucket if best else None,
         best.burst_seconds if best else None,
-        pool(rates) if kind in ("steady", "erratic") else None,
+        pool(rates) if kind in ("steady", "no-drop", "erratic") else None,
         tuple(notes),
     )
 
@@ -206,7 +226,7 @@ def analyze_group(
     hint = baseline_hint or combine([a.credit for a in first]).baseline
     if hint is not None:
         first = [
-            analyze_rows(info, rows, config, hint) if a.credit.kind == "steady" else a
+            analyze_rows(info, rows, config, hint) if a.credit.kind in ("steady", "no-drop") else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
     refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]

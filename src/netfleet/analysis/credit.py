@@ -19,8 +19,10 @@ from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.segments import Segment, Segmentation, SegmentationConfig, log_rates
 from netfleet.analysis.series import DEFAULT_MTU, Series
 
+#: "no-drop": one flat level without evidence that it is not a burst still going on (an
+#: adaptive run that stopped before the longest possible burst); never called "steady"
 CreditKind = Literal[
-    "burst", "burst-unfinished", "steady", "baseline-only", "erratic", "inconclusive"
+    "burst", "burst-unfinished", "steady", "no-drop", "baseline-only", "erratic", "inconclusive"
 ]
 RateKind = Literal["goodput", "wire"]
 #: L2 header and the IP + TCP + timestamp option overhead of a full-sized segment

@@ -139,7 +139,7 @@ def runs_table(
             [
                 a.run.run_id,
                 *(a.run.key(k) for k in keys),
-                a.segmentation.classification,
+                a.classification,
                 est.kind,
                 *cells,
                 est.reason or None,
@@ -180,8 +180,8 @@ def groups_table(
         )
         notes += [f"{name}: {n}" for n in c.notes]
         for a in g.runs:
-            if a.credit.kind == "inconclusive":
-                notes.append(f"{name}: {a.run.run_id} inconclusive: {a.credit.reason}")
+            if a.credit.kind in ("inconclusive", "no-drop"):
+                notes.append(f"{name}: {a.run.run_id} {a.credit.kind}: {a.credit.reason}")
     notes.append(
         "peak and baseline: mean over the runs that show them; credit: the largest bucket a run "
         "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"

@@ -59,12 +59,14 @@ class Iperf3Params(StreamsSummary, EngineParams):
     steady_tolerance: float = Field(
         0.05, gt=0, lt=1, description="adaptive: relative spread still called steady"
     )
-    min_duration: float = Field(
-        0,
+    min_duration: float | None = Field(
+        None,
         ge=0,
         le=86400,
         description="adaptive: never stop on a steady rate before this many seconds unless a "
-        "level drop (the end of a credit burst) was seen",
+        "level drop (the end of a credit burst) was seen. Default: 0 on a host known fixed-rate "
+        "(label burstable: false), else the longest documented burst (60 min, capped at "
+        "duration)",
     )
 
     _bitrate = field_validator("bitrate")(rate_str)
