@@ -3,8 +3,10 @@ ambiguous bps family refused with both readings, and sane upper bounds (issue 10
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +85,30 @@ def test_credit_calc_refuses_mbps_and_reads_iperf3_style() -> None:
     good = netfleet("credit", "calc", "--baseline", "750M", *given)
     assert good.returncode == 0, good.stderr
     assert "291.9" in good.stdout
+
+
+def test_plan_shows_normalised_rates_and_the_expected_time(tmp_path: Path) -> None:
+    """bitrate 300M is shown as 300 Mbit/s; a credit test's estimate is its expected time with
+    the maximum beside it (it used to say 20 min for a run of about a minute)."""
+    spec = tmp_path / "p.yaml"
+    spec.write_text(
+        "campaign: p\n"
+        "hosts:\n"
+        "  a: {kind: local, address: 127.0.0.1}\n"
+        "  b: {kind: local, address: 127.0.0.1}\n"
+        "tests:\n"
+        "  - {name: t, client: a, server: b, params: {bitrate: 300M, window: 512K}}\n"
+        "  - name: refill\n"
+        "    engine: credit\n"
+        "    client: a\n"
+        "    server: b\n"
+        "    params: {idle: [2, 12], until_steady: 3}\n"
+    )
+    done = netfleet("plan", str(spec), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["test"]: r for r in json.loads(done.stdout)}
+    assert "300.00 Mbit/s (300000000 bit/s)" in rows["t"]["normalised"]
+    assert "window=524288 B" in rows["t"]["normalised"]
+    credit = rows["refill"]
+    assert credit["max_s"] == 600 + 14 + 2 * 600
+    assert credit["expected_s"] == 14 + 3 * (3 + 5)

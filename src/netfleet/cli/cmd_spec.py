@@ -10,6 +10,7 @@ import typer
 
 from netfleet.cli.options import FormatOpt, emit
 from netfleet.plan import estimate_seconds, expand
+from netfleet.plan.normalise import expected_wall_seconds, normalised
 from netfleet.report import OutputFormat, Tabular
 from netfleet.runner.scheduler import Limits, estimate_wall_seconds
 from netfleet.spec import load_spec, spec_schema
@@ -36,6 +37,7 @@ def plan_table(spec_path: Path) -> Tabular:
         if limits.concurrency > 1
         else estimate_seconds(spec, runs)
     )
+    expected = expected_wall_seconds(runs, est)
     rows = [
         [
             r.sequence,
@@ -47,7 +49,9 @@ def plan_table(spec_path: Path) -> Tabular:
             r.subject,
             r.params.run_direction(),
             r.params.summary(),
+            r.params.expected_seconds(),
             r.params.measured_seconds(),
+            normalised(r.params.model_dump(exclude_defaults=True)),
             r.params.model_dump(exclude_defaults=True),
         ]
         for r in runs
@@ -63,15 +67,20 @@ def plan_table(spec_path: Path) -> Tabular:
             "subject",
             "direction",
             "summary",
-            "seconds",
+            "expected_s",
+            "max_s",
+            "normalised",
             "params",
         ],
         rows,
         title=f"campaign {spec.campaign}",
         notes=[
-            f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
+            f"{len(runs)} runs, estimated wall time {expected:.0f} s ({expected / 60:.1f} min) "
+            f"expected, at most {est:.0f} s ({est / 60:.1f} min), "
             f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
-            + (f"; up to {limits.concurrency} at once" if limits.concurrency > 1 else "")
+            + (f"; up to {limits.concurrency} at once" if limits.concurrency > 1 else ""),
+            "expected_s: adaptive runs stop once steady (a burst adds its length); "
+            "max_s: every phase at its maximum. normalised: rates in bit/s, sizes in bytes.",
         ],
         decimals=1,
     )

@@ -69,6 +69,14 @@ class Iperf3Params(StreamsSummary, EngineParams):
         "duration)",
     )
 
+    def expected_seconds(self) -> float:
+        """Adaptive: the first possible stop (``until_steady``, or ``min_duration`` when given,
+        plus a few intervals); a burst adds its length. Otherwise ``duration + omit``."""
+        if self.until_steady is None:
+            return self.measured_seconds()
+        first = max(self.until_steady, self.min_duration or 0.0) + 5 * self.interval
+        return float(min(first, self.duration) + self.omit)
+
     _bitrate = field_validator("bitrate")(rate_str)
     _sizes = field_validator("window", "length")(size_str)
 
