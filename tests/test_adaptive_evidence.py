@@ -111,3 +111,33 @@ def test_without_evidence_the_run_says_no_drop(lab: tuple[str, Path], tmp_path: 
     assert analysis.credit.kind == "no-drop"
     assert "a longer burst is possible" in analysis.credit.reason
     assert analysis.classification == "no-drop"
+
+
+def test_a_burst_test_right_after_traffic_records_a_possibly_partial_bucket(
+    lab: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Issue 9 case 3 for real: a burst test minutes (here: seconds) after other traffic on the
+    credit host is recorded as ``bucket_state: possibly-partial`` and analyze says so."""
+    name, state = lab
+    path = write_spec(
+        tmp_path,
+        f"""\
+        campaign: partial
+        hosts:
+          srv: {{kind: netns, lab: {name}, host: srv}}
+          cr: {{kind: netns, lab: {name}, host: cr}}
+        tests:
+          - {{name: first, client: cr, server: srv, params: {{duration: 3}}}}
+          - name: burst
+            client: cr
+            server: srv
+            params: {{duration: 8, until_steady: 6, min_duration: 0}}
+        """,
+    )
+    result = run(path, tmp_path / "r", state)
+    first, burst = result.envelopes
+    assert "bucket_state" not in first.notes  # not a burst test
+    assert burst.notes["bucket_state"]["state"] == "possibly-partial"
+    assert burst.notes["bucket_state"]["hosts"][0]["host"] == "cr"
+    analysis = analyze_file(Path(result.paths[1]))
+    assert any("possibly-partial" in n for n in analysis.credit.notes)

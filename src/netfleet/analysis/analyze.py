@@ -59,6 +59,7 @@ def analyze_series(
         config=config,
     )
     credit = _without_evidence(run, credit)
+    credit = _bucket_state(run, credit)
     if run.status not in (None, "ok"):
         credit = replace(
             credit, notes=(*credit.notes, f"run {run.status}: the series may end early")
@@ -76,6 +77,23 @@ def _without_evidence(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
     if verdict is None:
         return credit
     return replace(credit, kind="no-drop", reason=verdict)
+
+
+def _bucket_state(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
+    """A run that began with a possibly drained bucket (``notes.bucket_state``, written by the
+    runner from the journal) says so: its bucket and time at peak may be low."""
+    state = run.notes.get("bucket_state")
+    if not isinstance(state, Mapping) or state.get("state") != "possibly-partial":
+        return credit
+    found = state.get("hosts")
+    hosts: list[Any] = found if isinstance(found, list) else []
+    why = "; ".join(f"{h.get('host')}: {h.get('why')}" for h in hosts if isinstance(h, Mapping))
+    note = (
+        "bucket_state possibly-partial: the bucket may not have been full when the run began"
+        + (f" ({why})" if why else "")
+        + ": the bucket and time at peak may be low"
+    )
+    return replace(credit, notes=(*credit.notes, note))
 
 
 def analyze_rows(
