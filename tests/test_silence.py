@@ -1,0 +1,31 @@
+"""Issue 9 case 7: silence that reads as success. A missing input directory and an unknown lab
+are errors (exit 2), and nothing is created for them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def netfleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netfleet", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def test_ingest_of_a_missing_directory_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    done = netfleet("ingest", "-r", str(tmp_path / "no" / "such"), "--catalog", "cat", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "not a directory" in done.stderr
+    assert not (tmp_path / "cat").exists()
+
+
+def test_lab_down_of_an_unknown_lab_says_so(tmp_path: Path) -> None:
+    done = netfleet("lab", "down", "typo", "--state-dir", str(tmp_path / "st"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no lab named 'typo'" in done.stderr
