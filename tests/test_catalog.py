@@ -32,7 +32,7 @@ from netfleet.catalog import (
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
 from netfleet.engines.iperf3_live import parse_text_intervals
-from netfleet.errors import CatalogError
+from netfleet.errors import CatalogError, InputError
 from netfleet.report.output import render
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.root import ResultsRoot
@@ -202,6 +202,10 @@ def test_runs_columns(built: tuple[ResultsRoot, Path, dict[str, Envelope]]) -> N
 def test_views_exist_and_empty_catalog_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=r"no catalog at .*: run netfleet ingest first"):
         connect(tmp_path / "nothing")
+    with pytest.raises(InputError, match="not a directory"):  # a missing root: nothing made
+        ingest(ResultsRoot(tmp_path / "raw"), tmp_path / "catalog")
+    assert not (tmp_path / "catalog").exists()
+    (tmp_path / "raw").mkdir()
     report = ingest(ResultsRoot(tmp_path / "raw"), tmp_path / "catalog")  # no raw files
     assert (report.seen, report.ingested) == (0, 0)
     with pytest.raises(CatalogError, match="no catalog"):
