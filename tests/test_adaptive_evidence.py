@@ -18,6 +18,8 @@ import pytest
 
 from netfleet.analysis.analyze import RunAnalysis
 from netfleet.analysis.sources import analyze_file
+from netfleet.catalog import ingest
+from netfleet.catalog.topology import topology_table
 from tests.labkit import lab_up, run, write_spec
 
 pytestmark = [
@@ -141,3 +143,10 @@ def test_a_burst_test_right_after_traffic_records_a_possibly_partial_bucket(
     assert burst.notes["bucket_state"]["hosts"][0]["host"] == "cr"
     analysis = analyze_file(Path(result.paths[1]))
     assert any("possibly-partial" in n for n in analysis.credit.notes)
+    # issue 9 case 5: the adaptive run has no end summary: blank with a reason, never 0.00
+    ingest(tmp_path / "r", tmp_path / "cat")
+    table = topology_table(tmp_path / "cat", by="test")
+    rows = {r[0]: dict(zip(table.columns, r, strict=True)) for r in table.rows}
+    assert rows["first"]["throughput_gbps"] > 0
+    assert rows["burst"]["throughput_gbps"] is None
+    assert any("no end summary" in n for n in table.notes)
