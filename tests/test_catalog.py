@@ -188,8 +188,10 @@ def test_runs_columns(built: tuple[ResultsRoot, Path, dict[str, Envelope]]) -> N
         rec = records[run_id]
         assert rec["status"] == env.status and rec["test"] == env.test
         assert rec["parallel"] == env.params["parallel"]
-        assert rec["reverse"] == env.params["reverse"] and rec["bidir"] == env.params["bidir"]
-        assert rec["protocol"] == ("udp" if env.params["udp"] else "tcp")
+        assert rec["reverse"] == (env.params["direction"] == "in") and rec["bidir"] == (
+            env.params["direction"] == "bidir"
+        )
+        assert rec["protocol"] == ("udp" if (env.params["protocol"] == "udp") else "tcp")
         assert rec["client_mtu"] == 1500 and rec["server_mtu"] == 9001
         assert str(rec["d"]) == "2026-11-22"
         assert rec["started_at"].isoformat() == "2026-11-22T05:23:19.250000"
@@ -602,7 +604,10 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
 
 def test_cheatsheet_wire_rate(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     catalog, groups = by_type
-    tcp = {g: [n for n in names if not MANIFEST[n]["params"]["udp"]] for g, names in groups.items()}
+    tcp = {
+        g: [n for n in names if MANIFEST[n]["params"]["protocol"] != "udp"]
+        for g, names in groups.items()
+    }
     factor = 1 / goodput_ratio(1500)  # client MTU 1500, server 9001: the path is 1500
     assert factor == pytest.approx(1514 / 1448)
     sheet = cheatsheet(catalog, group_by="instance_type", rate="wire")
