@@ -29,3 +29,24 @@ def test_lab_down_of_an_unknown_lab_says_so(tmp_path: Path) -> None:
     done = netfleet("lab", "down", "typo", "--state-dir", str(tmp_path / "st"), cwd=tmp_path)
     assert done.returncode == 2
     assert "no lab named 'typo'" in done.stderr
+
+
+CHILD = """
+import asyncio, signal
+from netfleet.hosts.local import LocalHost
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # as inherited from a launcher that ignores it
+res = asyncio.run(LocalHost(name="l", address="127.0.0.1").run(["sh", "-c", "exit 3"]))
+print("rc", res.returncode)
+"""
+
+
+def test_return_codes_are_real_under_an_inherited_sigchld_ignore(tmp_path: Path) -> None:
+    """The stray asyncio "Unknown child process pid N, will report returncode 255": SIGCHLD
+    ignored by whoever started netfleet (inherited across exec) let the kernel reap our
+    children. netfleet restores the default before starting any."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rc 3" in done.stdout
+    assert "Unknown child process" not in done.stderr

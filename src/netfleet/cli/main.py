@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from netfleet import __version__
+from netfleet.children import reap_own_children
 from netfleet.cli import (
     cmd_analysis,
     cmd_catalog,
@@ -64,4 +65,5 @@ app.add_typer(cmd_report.app, name="report")
 
 
 def main() -> None:
+    reap_own_children()
     sys.exit(guarded(lambda: app(standalone_mode=False)))
