@@ -21,6 +21,7 @@ from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.bucket import check_bucket
 from netfleet.runner.events import Reporter
+from netfleet.runner.hostcpu import SAME_KERNEL, busy_note, cpu_times
 from netfleet.runner.session import RunSession, Started
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
 
@@ -67,6 +68,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     # ENA allowance counters around the run (hosts without them record nothing)
     hosts = [ctx.client, ctx.server] if ctx.client is not ctx.server else [ctx.client]
     ena_before = await ena.snapshot(hosts, ctx.facts)
+    same_kernel = all(h.kind in SAME_KERNEL for h in hosts)
+    cpu_before = cpu_times() if same_kernel else None
     try:
         outcome = await ctx.engine.execute(session, run.params)
     except StopEarly:
@@ -83,6 +86,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         outcome = ctx.engine.salvage(session, run.params, interrupted=True)
     finally:
         await asyncio.shield(session.stop_all())
+    if (cpu := busy_note(cpu_before, cpu_times() if same_kernel else None)) is not None:
+        session.notes["host_cpu"] = cpu
     if ena_before and cancelled is None:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
