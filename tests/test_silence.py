@@ -50,3 +50,22 @@ def test_return_codes_are_real_under_an_inherited_sigchld_ignore(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "rc 3" in done.stdout
     assert "Unknown child process" not in done.stderr
+
+
+def test_an_empty_csv_cheat_sheet_says_why_on_stderr(tmp_path: Path) -> None:
+    """Client-only results under the default receiver-side cheat sheet: CSV used to be a bare
+    header, exit 0. The notes now go to stderr."""
+    from netfleet.catalog import ingest
+    from netfleet.store import ResultsRoot
+    from tests.test_catalog import make_envelope
+
+    root = ResultsRoot(tmp_path / "r")
+    root.write(make_envelope("tcp_1stream", "run-1"))
+    ingest(root, tmp_path / "cat")
+    done = netfleet(
+        "cheatsheet", "--catalog", "cat", "--campaign", "nosuch", "--format", "csv", cwd=tmp_path
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip().startswith("instance_type,direction,runs")
+    assert len(done.stdout.strip().splitlines()) == 1
+    assert "note: no rows" in done.stderr
