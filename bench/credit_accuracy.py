@@ -11,6 +11,13 @@ Runs real iperf3 in a lab (root needed):
      and printed beside the blog's numbers.
 
     uv run python bench/credit_accuracy.py [--profiles 4] [--seed 1] [--window 30] [--skip-r4]
+    uv run python bench/credit_accuracy.py --blind [--profiles 12] [--blind-max-duration S]
+
+Blind mode (issue 9): random shapers the test does not know (bursts 10–120 s, baselines 20–200
+Mbit/s, peak/baseline 3–12×, some steady, some with a busy-loop process in the namespace) run
+with the README burst example's defaults; prints per profile the class, errors, whether the
+truth lies inside the printed ±, and the counts (wrong class, "steady" on a burst host,
+coverage).
 
 Targets (issue 4): peak and baseline within 2 %, bucket and burst duration within 5 %, refill
 within 10 %, adaptive time ≤ burst + 30 s, a steady link in ≤ 45 s. Takes about 15 minutes.
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -291,6 +299,167 @@ def bench_r4(tmp: Path, window: float) -> None:
     )
 
 
+# ---------------------------------------------------------------------------------------- blind
+#: the README's burst example, as a user would copy it (its hosts: a burst host labelled by what
+#: a user knows of an "Up to" instance, nothing about the shaper)
+#: its own lab name and subnet: the other parts' lab may be up at the same time
+BLIND_LAB = "nfblind"
+README_PARAMS: dict[str, float] = {"duration": 3600, "until_steady": 30, "parallel": 2}
+
+
+@dataclass
+class BlindProfile:
+    name: str
+    rate: float
+    peak: float | None  # None: a steady link at ``rate``
+    burst_s: float
+    busy: bool  # a busy-loop process in the host's namespace (CPU contention)
+
+    @property
+    def bucket_bits(self) -> float:
+        return 0.0 if self.peak is None else (self.peak - self.rate) * self.burst_s
+
+
+def blind_profiles(n: int, seed: int) -> list[BlindProfile]:
+    """Bursts 10–120 s, baselines 20–200 Mbit/s, peak/baseline 3–12×; about one in four steady,
+    one in four with CPU contention. Profiles tbf cannot hold (bucket ≥ 4.29 GB, or bucket/rate
+    > 270 s) are drawn again — those limits are the lab's, not netfleet's."""
+    rng = random.Random(seed)
+    out: list[BlindProfile] = []
+    while len(out) < n:
+        rate = rng.uniform(20e6, 200e6)
+        busy = rng.random() < 0.25
+        if rng.random() < 0.25:
+            out.append(BlindProfile(f"b{len(out)}", rate, None, 0.0, busy))
+            continue
+        peak = rate * rng.uniform(3, 12)
+        burst = rng.uniform(10, 120)
+        bucket = (peak - rate) * burst
+        if bucket / 8 >= 2**32 - 1 or bucket / rate > 270:
+            continue
+        out.append(BlindProfile(f"b{len(out)}", rate, peak, burst, busy))
+    return out
+
+
+def _blind_lab(tmp: Path, profiles: list[BlindProfile]) -> Path:
+    lines = [f"name: {BLIND_LAB}", "subnet: 198.18.51.0/24", "hosts:", "  srv: {}"]
+    for p in profiles:
+        if p.peak is None:
+            lines.append(f"  {p.name}: {{out: {{rate: {p.rate / 1e6:.3f}mbit}}}}")
+        else:
+            lines.append(
+                f"  {p.name}: {{out: {{rate: {p.rate / 1e6:.3f}mbit, peak: {p.peak / 1e6:.3f}mbit,"
+                f" bucket: {p.bucket_bits / 1e6:.3f}mbit}}}}"
+            )
+    f = tmp / "blind-lab.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    return f
+
+
+def _busy_loop(tmp: Path, host: str) -> subprocess.Popen[bytes]:
+    """A CPU-bound process in the host's namespace (stopped by its PID afterwards)."""
+    ns = lab.resolve_host(BLIND_LAB, host, state_dir=tmp / "state").namespace
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", "while True: pass"])
+
+
+def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
+    flow = ", ".join(f"{k}: {v:g}" for k, v in params.items())
+    spec = tmp / f"blind-{p.name}.yaml"
+    # what the user knows: an "Up to" instance (the lab's own shaper-derived label is hidden)
+    spec.write_text(
+        textwrap.dedent(f"""\
+        campaign: blind-{p.name}
+        hosts:
+          srv: {{kind: netns, lab: {BLIND_LAB}, host: srv, labels: {{burstable: false}}}}
+          {p.name}: {{kind: netns, lab: {BLIND_LAB}, host: {p.name},
+                     labels: {{burstable: unknown, network_performance: "Up to 10 Gigabit"}}}}
+        tests:
+          - name: burst
+            client: {p.name}
+            server: srv
+            params: {{{flow}}}
+        """)
+    )
+    busy = _busy_loop(tmp, p.name) if p.busy else None
+    try:
+        res = asyncio.run(
+            run_campaign(load_spec(spec), ResultsRoot(tmp / "blind"), lab_state_dir=tmp / "state")
+        )
+    finally:
+        if busy is not None:
+            busy.terminate()
+            busy.wait(timeout=10)
+    [env] = res.envelopes
+    if env.status != "ok":
+        console.print(f"{p.name}: run {env.status}: {env.reason}")
+    return res.paths[0]
+
+
+def bench_blind(tmp: Path, profiles: list[BlindProfile], params: dict[str, float]) -> None:
+    """Blind: shapers the test does not know, run with the README's burst example as is."""
+    table = Table(title=f"blind profiles, README burst example params {params}")
+    for col in ("profile", "truth", "busy", "class", "peak err", "baseline err", "bucket err",
+                "rate err", "truth in ±", "test s", "verdict"):  # fmt: skip
+        table.add_column(col)
+    wrong = steady_on_burst = inside = checked = no_verdict = 0
+    lab.up(lab.load_lab(_blind_lab(tmp, profiles)), state_dir=tmp / "state")
+    try:
+        for p in profiles:
+            a = analyze_file(_blind_run(tmp, p, params))
+            c = a.credit.as_wire()
+            truths: list[tuple[str, object, float]] = []
+            if p.peak is None:
+                truth = f"steady {p.rate / 1e6:.1f}"
+                ok_kinds: tuple[str, ...] = ("steady", "no-drop", "baseline-only")
+                truths.append(("rate", c.rate, p.rate))
+                if c.kind == "no-drop":
+                    no_verdict += 1
+            else:
+                truth = f"{p.rate / 1e6:.1f}→{p.peak / 1e6:.1f} for {p.burst_s:.0f} s"
+                ok_kinds = ("burst",)
+                truths += [("peak", c.peak, p.peak), ("baseline", c.baseline, p.rate)]
+                truths.append(("bucket", c.bucket, p.bucket_bits))
+                if c.kind == "steady":
+                    steady_on_burst += 1
+            if c.kind not in ok_kinds:
+                wrong += 1
+            cells = {}
+            flags = []
+            for name, est, value in truths:
+                if est is None:
+                    cells[name] = "—"
+                    continue
+                cells[name] = err(est.value, value)  # type: ignore[attr-defined]
+                checked += 1
+                hit = est.contains(value)  # type: ignore[attr-defined]
+                inside += hit
+                flags.append(f"{name} {'✓' if hit else '✗'}")
+            table.add_row(
+                p.name,
+                truth,
+                "yes" if p.busy else "",
+                c.kind,
+                cells.get("peak", ""),
+                cells.get("baseline", ""),
+                cells.get("bucket", ""),
+                cells.get("rate", ""),
+                " ".join(flags),
+                f"{a.series.duration if a.series else 0:.0f}",
+                "ok" if c.kind in ok_kinds else "WRONG",
+            )
+    finally:
+        lab.down(BLIND_LAB, state_dir=tmp / "state")
+    console.print(table)
+    console.print(
+        f'wrong class: {wrong} of {len(profiles)} (target 0); "steady" on a burst host: '
+        f"{steady_on_burst} (target 0); truth inside ±: {inside} of {checked} "
+        f"({inside / checked:.0%} coverage, target ≥ 90 %); steady links without a verdict "
+        f"(no drop within the run: honest, not steady): {no_verdict}"
+        if checked
+        else f"wrong class: {wrong}; nothing to check"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--profiles", type=int, default=4)
@@ -303,7 +472,25 @@ def main() -> None:
         action="append",
         help="run only these parts (repeatable)",
     )
+    ap.add_argument(
+        "--blind",
+        action="store_true",
+        help="random unknown shapers run with the README's burst example defaults",
+    )
+    ap.add_argument(
+        "--blind-max-duration",
+        type=float,
+        default=None,
+        help="reduced blind run: cap the README's duration (3600 s) at this many seconds",
+    )
     args = ap.parse_args()
+    if args.blind:
+        params = dict(README_PARAMS)
+        if args.blind_max_duration:
+            params["duration"] = min(params["duration"], args.blind_max_duration)
+        with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
+            bench_blind(Path(d), blind_profiles(args.profiles, args.seed), params)
+        sys.exit(0)
     with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
         tmp = Path(d)
         parts = set(args.only or ["profiles", "steady", "refill", "r4"])

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from netfleet.engines.params import Iperf3Params
+
 HOST = "127.0.0.1"
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "iperf3"
 CLIENT_TIMEOUT = 30.0
@@ -138,19 +140,28 @@ def client_argv(port: int, *extra: str, duration: int = 3) -> list[str]:
     ]
 
 
-def params(duration: int = 3, **overrides: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "duration": duration,
-        "omit": 0,
-        "interval": 1,
-        "parallel": 1,
-        "reverse": False,
-        "bidir": False,
-        "udp": False,
-        "bitrate": None,
-    }
-    base.update(overrides)
-    return base
+def params(
+    duration: int = 3,
+    *,
+    reverse: bool = False,
+    bidir: bool = False,
+    udp: bool = False,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The params netfleet stores for this run: the real :class:`Iperf3Params` model, dumped as
+    the runner does (``direction`` relative to the client as subject, ``protocol``), so the
+    fixtures cannot drift from what a real run writes. ``reverse``/``bidir``/``udp`` are the
+    iperf3 flags the capture passes."""
+    direction = "bidir" if bidir else "in" if reverse else "out"
+    model = Iperf3Params.model_validate(
+        {
+            "duration": duration,
+            "direction": direction,
+            "protocol": "udp" if udp else "tcp",
+            **fields,
+        }
+    )
+    return model.model_dump()
 
 
 def run_client(argv: list[str]) -> tuple[int, str, str]:

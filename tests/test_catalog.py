@@ -188,8 +188,10 @@ def test_runs_columns(built: tuple[ResultsRoot, Path, dict[str, Envelope]]) -> N
         rec = records[run_id]
         assert rec["status"] == env.status and rec["test"] == env.test
         assert rec["parallel"] == env.params["parallel"]
-        assert rec["reverse"] == env.params["reverse"] and rec["bidir"] == env.params["bidir"]
-        assert rec["protocol"] == ("udp" if env.params["udp"] else "tcp")
+        assert rec["reverse"] == (env.params["direction"] == "in") and rec["bidir"] == (
+            env.params["direction"] == "bidir"
+        )
+        assert rec["protocol"] == ("udp" if (env.params["protocol"] == "udp") else "tcp")
         assert rec["client_mtu"] == 1500 and rec["server_mtu"] == 9001
         assert str(rec["d"]) == "2026-11-22"
         assert rec["started_at"].isoformat() == "2026-11-22T05:23:19.250000"
@@ -202,6 +204,10 @@ def test_runs_columns(built: tuple[ResultsRoot, Path, dict[str, Envelope]]) -> N
 def test_views_exist_and_empty_catalog_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=r"no catalog at .*: run netfleet ingest first"):
         connect(tmp_path / "nothing")
+    with pytest.raises(InputError, match="not a directory"):  # a missing root: nothing made
+        ingest(ResultsRoot(tmp_path / "raw"), tmp_path / "catalog")
+    assert not (tmp_path / "catalog").exists()
+    (tmp_path / "raw").mkdir()
     report = ingest(ResultsRoot(tmp_path / "raw"), tmp_path / "catalog")  # no raw files
     assert (report.seen, report.ingested) == (0, 0)
     with pytest.raises(CatalogError, match="no catalog"):
@@ -567,12 +573,13 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
         "p50",
         "p95",
         "max",
+        "flag",
     ]
     assert "Gbit/s" in (sheet.title or "")
     assert [r[0] for r in sheet.rows] == sorted(groups)
     expected = expected_sheet(groups)
     for row in sheet.rows:
-        assert row[3:] == pytest.approx(expected[row[0]], rel=1e-9)
+        assert row[3:-1] == pytest.approx(expected[row[0]], rel=1e-9)
         # a text server's lines are its receiver series too
         ok_runs = [n for n in groups[row[0]] if MANIFEST[n]["status"] == "ok"]
         assert row[1] == len(ok_runs)
@@ -597,13 +604,16 @@ def test_cheatsheet_math_by_label(by_type: tuple[Path, dict[str, list[str]]]) ->
 
 def test_cheatsheet_wire_rate(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     catalog, groups = by_type
-    tcp = {g: [n for n in names if not MANIFEST[n]["params"]["udp"]] for g, names in groups.items()}
+    tcp = {
+        g: [n for n in names if MANIFEST[n]["params"]["protocol"] != "udp"]
+        for g, names in groups.items()
+    }
     factor = 1 / goodput_ratio(1500)  # client MTU 1500, server 9001: the path is 1500
     assert factor == pytest.approx(1514 / 1448)
     sheet = cheatsheet(catalog, group_by="instance_type", rate="wire")
     expected = expected_sheet(tcp, factor)
     for row in sheet.rows:
-        assert row[3:] == pytest.approx(expected[row[0]], rel=1e-9)
+        assert row[3:-1] == pytest.approx(expected[row[0]], rel=1e-9)
     assert any("1514/1448" in n for n in sheet.notes)
     assert any("UDP" in n for n in sheet.notes)
 
@@ -620,7 +630,7 @@ def test_wire_rate_uses_the_path_mtu(
     ingest(root, tmp_path / "cat")
     good = cheatsheet(tmp_path / "cat", group_by=(), unit="bit")
     wire = cheatsheet(tmp_path / "cat", group_by=(), unit="bit", rate="wire")
-    assert wire.rows[0][2:] == pytest.approx([v / goodput_ratio(mtu) for v in good.rows[0][2:]])
+    assert wire.rows[0][2:-1] == pytest.approx([v / goodput_ratio(mtu) for v in good.rows[0][2:-1]])
 
 
 def test_cheatsheet_group_by_columns_and_filters(
@@ -643,11 +653,11 @@ def test_cheatsheet_group_by_columns_and_filters(
     parallel = cheatsheet(catalog, group_by=("parallel", "protocol"), side="sender", unit="mbit")
     assert {(r[0], r[1]) for r in parallel.rows} == {(1, "tcp"), (2, "tcp"), (1, "udp")}
     udp = next(r for r in parallel.rows if r[1] == "udp")
-    assert udp[4:] == pytest.approx([50.0] * 6, rel=0.05)  # -b 50M, in Mbit/s
+    assert udp[4:-1] == pytest.approx([50.0] * 6, rel=0.05)  # -b 50M, in Mbit/s
 
     only = cheatsheet(catalog, group_by=("instance_type",), where={"instance_type": "t3.large"})
     assert [r[0] for r in only.rows] == ["t3.large"]
-    assert only.rows[0][3:] == pytest.approx(expected_sheet(groups)["t3.large"], rel=1e-9)
+    assert only.rows[0][3:-1] == pytest.approx(expected_sheet(groups)["t3.large"], rel=1e-9)
     sql_where = cheatsheet(
         catalog, group_by=("label:instance_type",), where="reverse AND parallel = 1"
     )
@@ -703,7 +713,9 @@ def test_renders(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     assert float(table[1][5]) == pytest.approx(sheet.rows[0][5])
     markdown = render(sheet, "markdown").splitlines()
     assert markdown[0].startswith("| instance_type | runs | intervals | min | p5 | avg |")
-    assert len(markdown) == 2 + len(TYPES)
+    table = [line for line in markdown if line.startswith("|")]
+    assert len(table) == 2 + len(TYPES)
+    assert any(line.startswith("- ") and "goodput" in line for line in markdown)  # notes kept
     console = Console(record=True, width=200)
     console.print(render(sheet, "table"))
     text = console.export_text()

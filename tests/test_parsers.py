@@ -47,9 +47,9 @@ def test_every_fixture_is_in_the_manifest_and_every_shape_is_captured() -> None:
     files = {p.stem for p in FIXTURES.glob("*.json")} - {"MANIFEST"}
     assert files == set(MANIFEST)
     assert {"err_refused", "err_busy", "err_server_killed", "err_client_sigint"} <= files
-    assert any(MANIFEST[n]["params"]["reverse"] for n in NAMES)
-    assert any(MANIFEST[n]["params"]["bidir"] for n in NAMES)
-    assert any(MANIFEST[n]["params"]["udp"] for n in NAMES)
+    assert any((MANIFEST[n]["params"]["direction"] == "in") for n in NAMES)
+    assert any((MANIFEST[n]["params"]["direction"] == "bidir") for n in NAMES)
+    assert any((MANIFEST[n]["params"]["protocol"] == "udp") for n in NAMES)
     assert any(MANIFEST[n]["params"]["omit"] for n in NAMES)
 
 
@@ -79,9 +79,9 @@ def test_roles_and_flows(name: str) -> None:
     by_side = defaultdict(set)
     for r in intervals:
         by_side[r["side"]].add(r["role"])
-    if params["bidir"]:
+    if params["direction"] == "bidir":
         assert by_side == {"client": {"sender", "receiver"}, "server": {"sender", "receiver"}}
-    elif params["reverse"]:
+    elif params["direction"] == "in":
         assert by_side == {"client": {"receiver"}, "server": {"sender"}}
     else:
         assert by_side.get("client", {"sender"}) == {"sender"}
@@ -93,7 +93,7 @@ def test_interval_counts_follow_duration(name: str) -> None:
     intervals, _ = rows(name)
     params = MANIFEST[name]["params"]
     expected = math.ceil(params["duration"] / params["interval"]) + params["omit"]
-    main_flow = "server_to_client" if params["reverse"] else "client_to_server"
+    main_flow = "server_to_client" if (params["direction"] == "in") else "client_to_server"
     for side in ("client", "server"):
         series = sums(intervals, side=side, flow=main_flow)
         # full intervals, and at most one trailing stub (the receiver's, ≈0.5 ms on loopback)
@@ -135,15 +135,19 @@ def test_interval_bytes_add_up_to_end_totals(name: str) -> None:
     params = MANIFEST[name]["params"]
     flows = (
         ["client_to_server", "server_to_client"]
-        if params["bidir"]
-        else (["server_to_client"] if params["reverse"] else ["client_to_server"])
+        if (params["direction"] == "bidir")
+        else (["server_to_client"] if (params["direction"] == "in") else ["client_to_server"])
     )
     for flow in flows:
         receiver = sums(intervals, flow=flow, role="receiver", omitted=False)
         sender = sums(intervals, flow=flow, role="sender", omitted=False)
         recv_side = receiver[0]["side"]
         send_side = sender[0]["side"]
-        key = "_bidir_reverse" if flow == "server_to_client" and params["bidir"] else ""
+        key = (
+            "_bidir_reverse"
+            if flow == "server_to_client" and (params["direction"] == "bidir")
+            else ""
+        )
         got_recv = end_of(ends, recv_side)[f"sum_received{key}_bytes"]
         got_sent = end_of(ends, send_side)[f"sum_sent{key}_bytes"]
         assert got_recv and got_sent
@@ -279,7 +283,9 @@ def test_text_server_output_gives_server_sum_rows() -> None:
     assert ends[0]["sum_received_bytes"] > 0
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if not MANIFEST[n]["params"]["bidir"]])
+@pytest.mark.parametrize(
+    "name", [n for n in NAMES if MANIFEST[n]["params"]["direction"] != "bidir"]
+)
 def test_role_falls_back_to_reverse_when_flags_are_absent(name: str) -> None:
     """Older iperf3 versions have no ``sender`` flag (it came with --bidir): the role is
     derived from -R."""

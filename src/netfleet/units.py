@@ -1,75 +1,135 @@
 """Parsing and formatting of rates, sizes and durations used in specs and lab files.
 
-Rates are bits per second; sizes are bytes. Suffixes follow tc(8): ``kbit mbit gbit`` are
-decimal bits, ``kb mb gb`` decimal bytes (tc's ``k``/``m`` in sizes are binary: avoided here),
-``kib mib gib`` binary bytes.
+Rates are bits per second; sizes are bytes. Written so they cannot be misread:
+
+* rates in **bits**: ``300mbit``, ``300Mbit/s``, ``300Mb/s``, ``2.5gbit``, or iperf3's bare
+  suffix ``300M`` (iperf3's ``-b`` counts bits); decimal (k = 10³);
+* rates in **bytes** only with an explicit ``/s``: ``40MB/s``, ``40MByte/s``;
+* ``bps kbps mbps gbps`` are refused: AWS writes "Gbps" for gigabits, tc(8) reads ``mbps`` as
+  megabytes — the error offers both readings;
+* sizes: ``kb mb gb`` (any case) are decimal bytes, ``kib mib gib`` binary bytes, iperf3's bare
+  ``K M G`` binary bytes (as ``-w 512K``), ``kbit mbit gbit`` bits (a bucket of ``2700gbit``).
+
+A bare number is bits/s (rates) or bytes (sizes). Values above :data:`MAX_RATE` /
+:data:`MAX_SIZE` are refused as a unit mistake.
 """
 
 from __future__ import annotations
 
 import re
 
-_RATE = {
-    "bit": 1,
-    "kbit": 1e3,
-    "mbit": 1e6,
-    "gbit": 1e9,
-    "tbit": 1e12,
-    "bps": 8,
-    "kbps": 8e3,
-    "mbps": 8e6,
-    "gbps": 8e9,
-}
-_SIZE = {
-    "b": 1,
-    "kb": 1e3,
-    "mb": 1e6,
-    "gb": 1e9,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "kbit": 1e3 / 8,
-    "mbit": 1e6 / 8,
-    "gbit": 1e9 / 8,
-}
-_NUM = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+#: the fastest rate any spec may name: above every NIC and any fleet's total (a unit slip)
+MAX_RATE = 10e12
+#: the largest size any spec may name (1 PB): above any window, file or credit bucket
+MAX_SIZE = 1e15
+
+_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_BINARY = {"k": 1024.0, "m": 1024.0**2, "g": 1024.0**3, "t": 1024.0**4}
+_NUM = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$")
+#: "500mbit", "500Mbit/s", "500Mb/s", "500mb/s", "500M" (iperf3), "500bit"
+_RATE_BITS = re.compile(r"^(?P<p>[kKmMgGtT]?)(?:bits?(?:/s(?:ec)?)?|b/s)?$")
+#: "40MB/s", "40MByte/s", "40mbyte/s", "40B/s"
+_RATE_BYTES = re.compile(r"^(?P<p>[kKmMgGtT]?)(?:B|[bB]ytes?)/s$")
+_AMBIGUOUS = re.compile(r"^(?P<p>[kKmMgGtT]?)bps$", re.IGNORECASE)
+_RATE_UNITS = "bit kbit mbit gbit (or Mbit/s, iperf3's 300M), bytes as MB/s or MByte/s"
 
 
 def parse_rate(value: str | int | float) -> float:
-    """``"500mbit"`` → 500e6 bits/s. A bare number is bits/s."""
+    """``"500mbit"`` / ``"500Mbit/s"`` / ``"500M"`` → 500e6 bits/s; ``"40MB/s"`` → 320e6."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a rate: write e.g. 300mbit")
     if isinstance(value, int | float):
-        if value <= 0:
-            raise ValueError("a rate must be positive")
-        return float(value)
-    m = _NUM.match(str(value))
-    unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _RATE):
+        return _bounded_rate(float(value), str(value))
+    text = str(value)
+    m = _NUM.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a rate: write a number with a unit, e.g. 300mbit")
+    number, unit = float(m.group(1)), m.group(2)
+    if amb := _AMBIGUOUS.match(unit):
+        p = amb["p"].lower()
+        word = {"": "", "k": "kilo", "m": "mega", "g": "giga", "t": "tera"}[p]
+        n, big = m.group(1), p.upper()
         raise ValueError(
-            f"{value!r} is not a rate: write a number with a unit, e.g. 300mbit, 1.5gbit"
-            " (units: bit kbit mbit gbit; bps kbps mbps gbps are bytes/s)"
+            f"{text!r} is ambiguous: '{unit}' means {word}bits/s to AWS but {word}bytes/s to "
+            f"tc(8). Write {n}{p}bit for {big}bit/s (bits), or {n}{big}B/s for {big}Byte/s "
+            "(bytes, 8× more)"
         )
-    rate = float(m.group(1)) * _RATE.get(unit, 1)
+    if bits := _RATE_BITS.match(unit):
+        return _bounded_rate(number * _PREFIX[bits["p"].lower()], text)
+    if byte := _RATE_BYTES.match(unit):
+        return _bounded_rate(number * _PREFIX[byte["p"].lower()] * 8, text)
+    if re.fullmatch(r"[kKmMgGtT]?(B|[bB]ytes?)", unit):
+        raise ValueError(
+            f"{text!r}: a rate in bytes needs '/s' ({m.group(1)}{unit}/s), or write bits "
+            f"({_RATE_UNITS})"
+        )
+    raise ValueError(f"{text!r} is not a rate: units are {_RATE_UNITS}")
+
+
+def _bounded_rate(rate: float, text: str) -> float:
     if rate <= 0:
         raise ValueError("a rate must be positive")
+    if rate > MAX_RATE:
+        raise ValueError(
+            f"{text!r} is {fmt_rate(rate)}, above {fmt_rate(MAX_RATE)}: check the unit "
+            "(rates are bits/s: 300mbit, 10gbit)"
+        )
     return rate
 
 
+#: size units (lower case) → bytes; iperf3's bare K/M/G are handled case-sensitively below
+_SIZE = {
+    "": 1.0,
+    "b": 1.0,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kbyte": 1e3,
+    "mbyte": 1e6,
+    "gbyte": 1e9,
+    "tbyte": 1e12,
+    "kib": 1024.0,
+    "mib": 1024.0**2,
+    "gib": 1024.0**3,
+    "tib": 1024.0**4,
+    "bit": 1 / 8,
+    "kbit": 1e3 / 8,
+    "mbit": 1e6 / 8,
+    "gbit": 1e9 / 8,
+    "tbit": 1e12 / 8,
+}
+
+
 def parse_size(value: str | int | float) -> float:
-    """``"800mb"`` → 800e6 bytes; ``"6750mbit"`` → 843.75e6 bytes. A bare number is bytes."""
+    """``"800mb"`` → 800e6 bytes; ``"512K"`` (iperf3) → 524288; ``"6750mbit"`` → 843.75e6."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a size: write e.g. 64kb")
     if isinstance(value, int | float):
-        if value <= 0:
-            raise ValueError("a size must be positive")
-        return float(value)
-    m = _NUM.match(str(value))
-    unit = m.group(2).lower() if m else ""
-    if not m or (unit and unit not in _SIZE):
+        return _bounded_size(float(value), str(value))
+    text = str(value)
+    m = _NUM.match(text)
+    unit = m.group(2) if m else ""
+    if m and unit in ("K", "M", "G", "T"):
+        return _bounded_size(float(m.group(1)) * _BINARY[unit.lower()], text)
+    if not m or unit.lower() not in _SIZE:
         raise ValueError(
             f"{value!r} is not a size: write a number with a unit, e.g. 64kb, 800mb, 6750mbit"
-            " (units: b kb mb gb kib mib gib, or kbit mbit gbit)"
+            " (units: b kb mb gb (decimal bytes), kib mib gib or iperf3's K M G (binary bytes),"
+            " kbit mbit gbit (bits))"
         )
-    size = float(m.group(1)) * _SIZE.get(unit, 1)
+    return _bounded_size(float(m.group(1)) * _SIZE[unit.lower()], text)
+
+
+def _bounded_size(size: float, text: str) -> float:
     if size <= 0:
         raise ValueError("a size must be positive")
+    if size > MAX_SIZE:
+        raise ValueError(
+            f"{text!r} is {size:.3g} bytes, above {MAX_SIZE:.0e} (1 PB): check the unit"
+        )
     return size
 
 

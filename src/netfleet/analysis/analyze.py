@@ -21,6 +21,7 @@ from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t975
+from netfleet.engines.burstable import adaptive_verdict
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -35,6 +36,11 @@ class RunAnalysis:
 
     def estimate(self, rate: RateKind = "goodput") -> CreditEstimate:
         return self.credit.as_wire() if rate == "wire" else self.credit
+
+    @property
+    def classification(self) -> str:
+        """The segmentation's class, except that a flat level without evidence is "no-drop"."""
+        return "no-drop" if self.credit.kind == "no-drop" else self.segmentation.classification
 
 
 def analyze_series(
@@ -52,11 +58,74 @@ def analyze_series(
         baseline_hint=baseline_hint,
         config=config,
     )
+    credit = _without_evidence(run, credit)
+    credit = _bucket_state(run, credit)
+    credit = _host_limited(run, credit)
     if run.status not in (None, "ok"):
         credit = replace(
             credit, notes=(*credit.notes, f"run {run.status}: the series may end early")
         )
     return RunAnalysis(run, series, seg, credit)
+
+
+def _without_evidence(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
+    """An adaptive run whose flat level has no evidence (no drop seen, host not known
+    fixed-rate, shorter than the longest documented burst) is "no-drop", never "steady"."""
+    adaptive = run.notes.get("adaptive")
+    if credit.kind != "steady" or not isinstance(adaptive, Mapping):
+        return credit
+    verdict = adaptive_verdict(adaptive)
+    if verdict is None:
+        return credit
+    return replace(credit, kind="no-drop", reason=verdict)
+
+
+def _bucket_state(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
+    """A run that began with a possibly drained bucket (``notes.bucket_state``, written by the
+    runner from the journal) says so: its bucket and time at peak may be low."""
+    state = run.notes.get("bucket_state")
+    if not isinstance(state, Mapping) or state.get("state") != "possibly-partial":
+        return credit
+    found = state.get("hosts")
+    hosts: list[Any] = found if isinstance(found, list) else []
+    why = "; ".join(f"{h.get('host')}: {h.get('why')}" for h in hosts if isinstance(h, Mapping))
+    note = (
+        "bucket_state possibly-partial: the bucket may not have been full when the run began"
+        + (f" ({why})" if why else "")
+        + ": the bucket and time at peak may be low"
+    )
+    return replace(credit, notes=(*credit.notes, note))
+
+
+#: CPUs at least this busy during a run: its peak may be the host's limit, not the link's
+CPU_SATURATED_PERCENT = 90.0
+#: the ± a host-limited peak gets at least (relative): a single stream on a busy 2-core host
+#: read a 960 Mbit/s peak 9.6 % low (issue 9)
+HOST_LIMITED_ERR = 0.10
+
+
+def _host_limited(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
+    """Peak measured with the CPUs saturated (``notes.host_cpu``): labelled host-limited, with
+    the evidence, and a wider ±."""
+    cpu = run.notes.get("host_cpu")
+    cpu = cpu if isinstance(cpu, Mapping) else {}
+    busy = cpu.get("busy_percent")
+    if not isinstance(busy, int | float) or busy < CPU_SATURATED_PERCENT:
+        return credit
+    streams = f", {run.parallel} stream(s)" if run.parallel else ""
+    note = (
+        f"host-limited: CPUs {busy:.0f} % busy during the run{streams} "
+        f"({cpu.get('source', 'host_cpu')}): the peak may be the host's limit, not the link's; "
+        f"its ± is at least {HOST_LIMITED_ERR:.0%}"
+    )
+    peak, rate = credit.peak, credit.rate
+
+    def widen(e: Estimate | None) -> Estimate | None:
+        if e is None:
+            return None
+        return replace(e, err=max(e.err, HOST_LIMITED_ERR * e.value))
+
+    return replace(credit, peak=widen(peak), rate=widen(rate), notes=(*credit.notes, note))
 
 
 def analyze_rows(
@@ -123,7 +192,7 @@ class GroupAnalysis:
 
     @property
     def classification(self) -> str:
-        counts = Counter(r.segmentation.classification for r in self.runs)
+        counts = Counter(r.classification for r in self.runs)
         return ", ".join(f"{k} ×{n}" for k, n in counts.most_common())
 
     def combined(self, rate: RateKind = "goodput") -> GroupCredit:
@@ -135,6 +204,7 @@ _PRECEDENCE: tuple[CreditKind, ...] = (
     "burst",
     "burst-unfinished",
     "baseline-only",
+    "no-drop",
     "steady",
     "erratic",
 )
@@ -182,7 +252,7 @@ def combine(credits: Sequence[CreditEstimate]) -> GroupCredit:
         pool(bases),
         best.bucket if best else None,
         best.burst_seconds if best else None,
-        pool(rates) if kind in ("steady", "erratic") else None,
+        pool(rates) if kind in ("steady", "no-drop", "erratic") else None,
         tuple(notes),
     )
 
@@ -206,7 +276,7 @@ def analyze_group(
     hint = baseline_hint or combine([a.credit for a in first]).baseline
     if hint is not None:
         first = [
-            analyze_rows(info, rows, config, hint) if a.credit.kind == "steady" else a
+            analyze_rows(info, rows, config, hint) if a.credit.kind in ("steady", "no-drop") else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
     refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]

@@ -20,8 +20,10 @@ from netfleet.analysis.segments import Segment, Segmentation, SegmentationConfig
 from netfleet.analysis.series import Series
 from netfleet.units import DEFAULT_MTU, wire_factor
 
+#: "no-drop": one flat level without evidence that it is not a burst still going on (an
+#: adaptive run that stopped before the longest possible burst); never called "steady"
 CreditKind = Literal[
-    "burst", "burst-unfinished", "steady", "baseline-only", "erratic", "inconclusive"
+    "burst", "burst-unfinished", "steady", "no-drop", "baseline-only", "erratic", "inconclusive"
 ]
 RateKind = Literal["goodput", "wire"]
 

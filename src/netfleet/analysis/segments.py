@@ -64,6 +64,9 @@ class SegmentationConfig:
     noise_floor: float = 0.002
     #: a series whose relative 1 s noise exceeds this has no stable level: erratic
     erratic_noise: float = 0.25
+    #: a run noisier than ``erratic_noise`` whose levels only drop is still burst-then-baseline
+    #: when its cumulative bits stay this close (relative) to the token-bucket envelope
+    envelope_tolerance: float = 0.05
     #: a sample further than this many σ from its level is an outlier, not part of the level
     outlier_sigmas: float = 4.0
 
@@ -280,6 +283,21 @@ def _fit(y: FloatArray, noise: float, phi: float, cfg: SegmentationConfig) -> _F
     return _Fit(bounds if accepted else [n], clean, spikes, phi, test)
 
 
+def _envelope_error(series: Series, segments: tuple[Segment, ...]) -> float:
+    """How far the cumulative received bits stray from the token-bucket envelope
+    A(t) = min(C·t, σ + ρ·t) with C and ρ the first and last levels and σ = max[A(t) − ρt]:
+    the largest gap over the run, relative to the bits received. Cumulative sums average the
+    1 s noise out; a series that is not one bucket draining stays far from any envelope."""
+    t = series.times()
+    a = series.cumulative()
+    if a.size == 0 or a[-1] <= 0:
+        return math.inf
+    peak, base = segments[0].level, segments[-1].level
+    sigma = float(np.max(np.concatenate(([0.0], a - base * t))))
+    model = np.minimum(peak * t, sigma + base * t)
+    return float(np.max(np.abs(a - model)) / a[-1])
+
+
 def segment(series: Series, config: SegmentationConfig | None = None) -> Segmentation:
     """Find the levels of ``series`` and classify it (see the module docstring)."""
     cfg = config or SegmentationConfig()
@@ -316,6 +334,21 @@ def segment(series: Series, config: SegmentationConfig | None = None) -> Segment
         notes.append(f"{int(spikes.sum())} spike(s)/dip(s) of 1–2 intervals ignored")
     if phi > 0.05:
         notes.append(f"1 s noise is autocorrelated (φ = {phi:.2f}): penalty raised to match")
+    clean_drops = len(segments) > 1 and all(
+        segments[i].level < segments[i - 1].level for i in range(1, len(segments))
+    )
+    if (
+        noise > cfg.erratic_noise
+        and clean_drops
+        and (fit_err := _envelope_error(series, segments)) <= (cfg.envelope_tolerance)
+    ):
+        # classify by the token-bucket fit first: noisy 1 s intervals around clean levels (a
+        # busy host, a shaper's bursts) do not make a two-level run erratic
+        notes.append(
+            f"noisy intervals (±{noise:.0%}) around {len(segments)} clean levels: the "
+            f"cumulative data fit the token-bucket envelope within {fit_err:.1%}"
+        )
+        return Segmentation("burst-then-baseline", segments, noise, test, notes=tuple(notes))
     if noise > cfg.erratic_noise:
         return Segmentation(
             "erratic",

@@ -60,6 +60,8 @@ class RunInfo:
     interval: float = 1.0
     source: str = ""
     row: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the engine's and runner's notes (``notes.adaptive`` of an adaptive run, …)
+    notes: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RunInfo:
@@ -79,7 +81,8 @@ class RunInfo:
             mtu=int(min(mtus)) if mtus else None,
             interval=float(row.get("interval") or 1.0),
             source=str(row.get("source") or ""),
-            row={k: v for k, v in row.items() if k not in ("params", "labels")},
+            row={k: v for k, v in row.items() if k not in ("params", "labels", "notes")},
+            notes=_labels(row.get("notes")),
         )
 
     def key(self, name: str) -> Any:

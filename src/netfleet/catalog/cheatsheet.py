@@ -26,7 +26,10 @@ Rate = Literal["goodput", "wire"]
 LABEL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 LABEL_PREFIX = "label:"
 #: runs columns that cannot be grouped by (JSON blobs)
-_NOT_GROUPABLE = frozenset({"params", "labels"})
+_NOT_GROUPABLE = frozenset({"params", "labels", "notes"})
+#: the ``flag`` column of a group with adaptive runs that stopped on a flat level without
+#: evidence it was not a burst (``notes.adaptive.verdict = 'no-drop'``)
+NO_DROP_FLAG = "no drop within {s:.0f} s in {n} run(s) (a longer burst is possible)"
 #: intervals columns that can be grouped by: ``flow`` separates a --bidir run's two directions
 INTERVAL_KEYS = {"flow": "i.flow"}
 #: intervals shorter than this fraction of the run's reporting interval are the receiver's
@@ -80,6 +83,7 @@ class _Keys:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         described = con.execute("DESCRIBE runs").fetchall()
         self.columns = [str(r[0]) for r in described if r[0] not in _NOT_GROUPABLE]
+        self.has_notes = any(r[0] == "notes" for r in described)
         found = con.execute(
             "SELECT DISTINCT unnest(json_keys(labels)) AS k FROM runs ORDER BY k"
         ).fetchall()
@@ -182,7 +186,14 @@ def _cheatsheet(
         ", coalesce(r.bidir, false) OR r.direction = 'bidir' AS is_bidir"
         f", coalesce(least(r.client_mtu, r.server_mtu), {DEFAULT_MTU}) AS mtu"
         ", coalesce(r.interval, 1.0) AS report_interval"
-        " FROM runs r WHERE r.status = 'ok'"
+        + (
+            ", coalesce(json_extract_string(r.notes, '$.adaptive.verdict') = 'no-drop', false)"
+            " AS no_drop, TRY_CAST(json_extract(r.notes, '$.adaptive.stopped_at_s') AS DOUBLE)"
+            " AS stopped_at"
+            if keys.has_notes
+            else ", false AS no_drop, NULL::DOUBLE AS stopped_at"
+        )
+        + " FROM runs r WHERE r.status = 'ok'"
     )
     if campaign is not None:
         base.add(" AND r.campaign = ?", campaign)
@@ -213,10 +224,18 @@ def _cheatsheet(
 
     grouping = ", ".join(groups)
     stats = ", ".join(f"{fn} / {scale!r}" for fn in STATS.values())
-    select = f"SELECT {grouping + ', ' if groups else ''}count(DISTINCT run_id), count(*), {stats}"
+    select = (
+        f"SELECT {grouping + ', ' if groups else ''}count(DISTINCT run_id), count(*), {stats}"
+        ", count(DISTINCT CASE WHEN no_drop THEN run_id END)"
+        ", max(CASE WHEN no_drop THEN stopped_at END)"
+    )
     tail = f" GROUP BY {grouping} ORDER BY {grouping} NULLS LAST" if groups else ""
     found = con.execute(f"{cte}{select} FROM kept{tail}", params).fetchall()
-    rows = [list(row) for row in found if row[len(groups) + 1]]  # no intervals → no row
+    rows = [
+        [*row[:-2], NO_DROP_FLAG.format(s=row[-1] or 0, n=row[-2]) if row[-2] else None]
+        for row in found
+        if row[len(groups) + 1]  # no intervals → no row
+    ]
 
     counts = con.execute(
         f"{cte}SELECT (SELECT count(*) FROM r),"  # noqa: S608 -- the cte above

@@ -37,7 +37,7 @@ from netfleet.catalog.layout import (
 )
 from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
 from netfleet.durable import fsync_dir
-from netfleet.errors import CatalogError, StoreError
+from netfleet.errors import CatalogError, InputError, StoreError
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot, open_root
 
@@ -236,6 +236,12 @@ def ingest(
     if batch_runs < 1 or batch_rows < 1:
         raise ValueError("batch_runs and batch_rows must be positive")
     root = results_root if isinstance(results_root, ResultsRoot) else open_root(results_root)
+    if not root.path.is_dir():
+        # nothing to ingest is an error, not "0 raw files": and no catalog is created for it
+        raise InputError(
+            f"results root {root.path} is not a directory",
+            hint="give the directory `netfleet run` wrote to (-r/--results, or NETFLEET_RESULTS)",
+        )
     catalog = Path(catalog_dir)
     report = IngestReport(catalog)
     started = time.monotonic()

@@ -60,6 +60,7 @@ RUNS_SCHEMA = pa.schema(
         ("server_cpus", pa.int64()),
         ("params", pa.string()),
         ("labels", pa.string()),
+        ("notes", pa.string()),
         ("source", pa.string()),
     ]
 )
@@ -233,11 +234,36 @@ def _param(params: Mapping[str, Any], test_start: Mapping[str, Any], key: str, a
 
 
 def _protocol(params: Mapping[str, Any], test_start: Mapping[str, Any]) -> str | None:
+    """From what the params hold: ``protocol`` (today's models), ``udp`` (older results), else
+    what the engine reported."""
+    protocol = as_str(params.get("protocol"))
+    if protocol:
+        return protocol.lower()
     udp = params.get("udp")
     if udp is not None:
         return "udp" if as_bool(udp) else "tcp"
     reported = as_str(test_start.get("protocol"))
     return reported.lower() if reported else None
+
+
+def _reverse(params: Mapping[str, Any], test_start: Mapping[str, Any], subject: Any) -> Any:
+    """iperf3's ``--reverse`` (the server sends): an old ``reverse`` param, else derived from
+    ``direction`` and the subject as the engine does, else what the engine reported."""
+    if params.get("reverse") is not None:
+        return as_bool(params.get("reverse"))
+    direction = params.get("direction")
+    if direction in ("out", "in") and subject in ("client", "server"):
+        return (direction == "in") == (subject == "client")
+    if direction == "bidir":
+        return False
+    return as_bool(test_start.get("reverse"))
+
+
+def _bidir(params: Mapping[str, Any]) -> bool | None:
+    if params.get("bidir") is not None:
+        return as_bool(params.get("bidir"))
+    direction = params.get("direction")
+    return direction == "bidir" if isinstance(direction, str) else None
 
 
 def run_row(doc: Mapping[str, Any], source: str) -> Row:
@@ -282,8 +308,8 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "server_address": as_str(server.get("address")),
         "protocol": _protocol(params, test_start),
         "parallel": as_int(_param(params, test_start, "parallel", "num_streams")),
-        "reverse": as_bool(_param(params, test_start, "reverse", "reverse")),
-        "bidir": as_bool(params.get("bidir")),
+        "reverse": _reverse(params, test_start, doc.get("subject")),
+        "bidir": _bidir(params),
         "duration": as_float(_param(params, test_start, "duration", "duration")),
         "omit": as_float(_param(params, test_start, "omit", "omit")),
         "interval": as_float(params.get("interval")),
@@ -293,6 +319,7 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "server_cpus": as_int(sfacts.get("cpus")),
         "params": json.dumps(params, sort_keys=True, default=str),
         "labels": json.dumps(labels, sort_keys=True, default=str),
+        "notes": json.dumps(obj(doc.get("notes")), sort_keys=True, default=str),
         "source": source,
     }
 

@@ -32,9 +32,9 @@ COLUMNS = [
 
 def topology_rows(
     catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
-) -> list[list[Any]]:
+) -> tuple[list[list[Any]], int]:
     """One row per value of ``by`` (a label key or runs column): the value, then
-    :data:`COLUMNS`."""
+    :data:`COLUMNS`; and how many throughput runs had no end summary (blank, never 0)."""
     con = connect(catalog_dir)
     try:
         expr, params = _Keys(con).resolve(by)
@@ -51,19 +51,25 @@ def topology_rows(
                GROUP BY g),
         icmp AS (SELECT g, avg(mean_us) AS ping_us, avg(loss_percent) AS loss
                  FROM r JOIN latency l USING (run_id) WHERE l.kind = 'icmp' GROUP BY g),
-        tp AS (SELECT g, count(*) AS n, avg(e.sum_received_bps) / 1e9 AS gbps,
+        tp AS (SELECT g, count(nullif(e.sum_received_bps, 0)) AS n,
+                      avg(nullif(e.sum_received_bps, 0)) / 1e9 AS gbps,
+                      count(*) - count(nullif(e.sum_received_bps, 0)) AS missing,
                       string_agg(DISTINCT CAST(r.parallel AS VARCHAR), ',') AS streams
                FROM r JOIN ends e USING (run_id)
                WHERE e.side = 'client' AND r.engine IN ({engines}) GROUP BY g)
         SELECT k.g, rr.n, rr.mean_us, rr.p50, rr.p99, rr.tps, rr.full, icmp.ping_us, icmp.loss,
-               tp.n, tp.gbps, tp.streams
+               tp.n, tp.gbps, tp.streams, tp.missing
         FROM (SELECT DISTINCT g FROM r) k
         LEFT JOIN rr USING (g) LEFT JOIN icmp USING (g) LEFT JOIN tp USING (g)
         ORDER BY k.g NULLS LAST
         """  # noqa: S608 -- fixed identifiers; values are parameters
-        rows = [list(row) for row in con.execute(sql, params).fetchall()]
+        found = con.execute(sql, params).fetchall()
+        rows = [list(row[:-1]) for row in found]
+        # runs stopped early (adaptive) or cut short have an empty end summary: no total,
+        # which is blank with a reason, never 0
+        missing = sum(int(row[-1] or 0) for row in found)
     except duckdb.Error as exc:
         raise CatalogError(f"topology report failed: {exc}") from exc
     finally:
         con.close()
-    return rows
+    return rows, missing

@@ -38,7 +38,7 @@ def down(
     state_dir: LabStateOpt = None,
 ) -> None:
     """Remove exactly what the lab created (also after a crash). Idempotent."""
-    removed = labmod.down(name, state_dir=state_dir)
+    removed = labmod.down(name, state_dir=state_dir, missing_ok=False)
     console.print(
         f"lab {name}: removed {len(removed)} namespaces"
         + (f" ({', '.join(removed)})" if removed else "")

@@ -17,6 +17,7 @@ from typer import _click as click  # typer ≥0.29 vendors click: TyperGroup is 
 from typer.core import TyperCommand, TyperGroup
 
 from netfleet import __version__
+from netfleet.children import reap_own_children
 from netfleet.cli.boundary import DEBUG, guarded
 
 
@@ -181,4 +182,5 @@ def _root(
 
 
 def main() -> None:
+    reap_own_children()
     sys.exit(guarded(lambda: app(standalone_mode=False)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -56,5 +57,9 @@ def emit(data: Tabular, fmt: OutputFormat) -> None:
     out = render(data, fmt)
     if isinstance(out, str):
         print(out)
+        if not data.rows and data.notes and fmt in (OutputFormat.json, OutputFormat.csv):
+            # an empty machine-readable table must not read as success: say why, on stderr
+            for note in data.notes:
+                print(f"note: {note}", file=sys.stderr)
     else:
         console.print(out)

@@ -88,6 +88,9 @@ class RichReporter:
         if envelope.status == "ok":
             mark = "[green]ok[/]"
             rate = fmt_rate(bps) if bps is not None else ""
+            adaptive = envelope.notes.get("adaptive")
+            if isinstance(adaptive, dict) and adaptive.get("verdict") == "no-drop":
+                rate += f" [yellow]{adaptive.get('verdict_text', '')}[/]"
         else:
             mark = f"[red]{envelope.status}[/]"
             rate = envelope.reason or ""

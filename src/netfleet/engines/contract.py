@@ -74,6 +74,8 @@ class Host(Protocol):
     """What an engine may do on a host: run a command to completion (argv, never a shell)."""
 
     name: str
+    #: the host's labels (e.g. ``burstable``: what is known of its bandwidth)
+    labels: dict[str, Any]
 
     @property
     def address(self) -> str: ...

@@ -12,6 +12,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from netfleet.engines.burstable import (
+    default_min_duration,
+    fleet_burstability,
+    no_drop_text,
+    steady_evidence,
+)
 from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.engines.params import Iperf3Params
@@ -84,10 +90,15 @@ class Iperf3:
             params, address, server.port, session.run.subject, json_stream=stream
         )
         client = await session.start_client(argv)
+        minimum = default_min_duration(
+            params.min_duration,
+            fleet_burstability([session.client.labels, session.server.labels]),
+            params.duration,
+        )
         detector = SteadyDetector(
             window_s=params.until_steady,
             tolerance=params.steady_tolerance,
-            min_duration_s=params.min_duration,
+            min_duration_s=minimum.seconds,
             target=target_bps,
         )
         parser: JsonStreamParser | TextIntervalParser = (
@@ -105,14 +116,28 @@ class Iperf3:
             stop = "steady"
             await server.process.stop(grace=3)
         series = detector.series
+        span = series[-1].end if series else None
+        evidence = steady_evidence(
+            drop_seen_at=detector.drop_seen_at,
+            at_target=target_bps is not None and stop == "steady",
+            burstability=minimum.burstability,
+            span=span,
+        )
         session.notes["adaptive"] = {
             "stop": stop,
+            # "steady" only with evidence; a flat level without it may be a burst not yet ended
+            "verdict": "steady" if evidence else "no-drop",
+            "steady_evidence": evidence,
+            "verdict_text": evidence or no_drop_text(span),
+            "min_duration_s": minimum.seconds,
+            "min_duration_basis": minimum.basis,
+            "burstability": minimum.burstability,
             "live_source": "client json-stream" if stream else "server text (--forceflush)",
             "until_steady_s": params.until_steady,
             "steady_tolerance": params.steady_tolerance,
             "drop_seen_at_s": detector.drop_seen_at,
             "steady_since_s": detector.steady_since,
-            "stopped_at_s": series[-1].end if series else None,
+            "stopped_at_s": span,
             "level_bps": detector.level(),
             "target_bps": target_bps,
         }

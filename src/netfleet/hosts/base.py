@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from netfleet.children import reap_own_children
 from netfleet.errors import HostError
 
 
@@ -127,6 +128,7 @@ class Host(ABC):
     async def start(self, argv: list[str]) -> Process:
         """Start a background process; stop it with ``Process.stop`` (by its PID)."""
         full = self.wrap(argv)
+        reap_own_children()  # else an inherited SIGCHLD=SIG_IGN turns return codes into 255
         try:
             proc = await asyncio.create_subprocess_exec(
                 *full,

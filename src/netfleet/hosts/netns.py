@@ -57,7 +57,10 @@ class NetnsProvider(AttachProvider):
             from netfleet.lab import resolve_host
 
             lh = resolve_host(spec.lab, spec.host, state_dir=state_dir)
-            labels = {**lh.labels, **spec.labels}
+            # a lab knows its shapers: a credit shaper bursts, anything else does not
+            shaped = [x for x in (lh.out, lh.in_) if x is not None]
+            known = {"burstable": any(x.peak is not None for x in shaped)}
+            labels = {**known, **lh.labels, **spec.labels}
             address = lh.address
             if spec.via == "gateway":
                 from netfleet.lab.gateway import public_address

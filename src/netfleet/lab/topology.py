@@ -11,7 +11,7 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from netfleet.errors import LabError
+from netfleet.errors import InputError, LabError
 from netfleet.lab import netns
 from netfleet.lab.commands import ip, require_root, run, tc
 from netfleet.lab.models import LabSpec
@@ -24,6 +24,7 @@ from netfleet.lab.state import (
     LabState,
     claim_state,
     host_namespace,
+    lab_names,
     port_name,
     read_state,
     remove_state,
@@ -170,7 +171,7 @@ def _build(state: LabState, state_dir: str | Path | None) -> None:
     write_state(state, state_dir)
 
 
-def down(name: str, state_dir: str | Path | None = None) -> list[str]:
+def down(name: str, state_dir: str | Path | None = None, *, missing_ok: bool = True) -> list[str]:
     """Stop the lab's processes and delete exactly the namespaces its state file records.
 
     Idempotent: a lab that is not up gives ``[]``. Works after a crash or a partial ``up``. A
@@ -179,7 +180,13 @@ def down(name: str, state_dir: str | Path | None = None) -> list[str]:
     """
     state = read_state(name, state_dir)
     if state is None:
-        return []
+        if missing_ok:
+            return []
+        known = lab_names(state_dir)
+        raise InputError(
+            f"no lab named {name!r} is up",
+            hint=f"labs up: {', '.join(known)}" if known else "no lab is up (netfleet lab status)",
+        )
     require_root()
     removed: list[str] = []
     failed: list[str] = []

@@ -26,6 +26,8 @@ QUANTITIES = {
     "at_peak_s": "time",
     "refill_s": "time",
     "rate": "rate",
+    "refill_rate": "rate",
+    "refill_cap": "size",
 }
 
 
@@ -68,7 +70,15 @@ def _values(
         "at_peak_s": est.burst_seconds,
         "refill_s": refill_s,
         "rate": est.rate,
+        "refill_rate": refill.rate if refill is not None else None,
+        "refill_cap": refill.cap if refill is not None else None,
     }
+
+
+def _units(label: str, rate: RateKind, human: bool) -> list[Any]:
+    """Machine formats carry the units and the rate basis on every row (human formats say
+    them in the title)."""
+    return [] if human else [f"{label}/s", label, rate]
 
 
 def _cells(values: dict[str, Estimate | None], scale: float, human: bool) -> list[Any]:
@@ -90,7 +100,7 @@ def _cells(values: dict[str, Estimate | None], scale: float, human: bool) -> lis
 def _columns(human: bool) -> list[str]:
     if human:
         return list(QUANTITIES)
-    cols: list[str] = []
+    cols: list[str] = ["rate_unit", "credit_unit", "rate_basis"]
     for name in QUANTITIES:
         cols += [name, f"{name}_err"]
         if name == "credit":
@@ -120,12 +130,12 @@ def runs_table(
     notes: list[str] = []
     for a in analyses:
         est = a.estimate(rate)
-        cells = _cells(_values(est, a.refill), scale, human)
+        cells = [*_units(label, rate, human), *_cells(_values(est, a.refill), scale, human)]
         rows.append(
             [
                 a.run.run_id,
                 *(a.run.key(k) for k in keys),
-                a.segmentation.classification,
+                a.classification,
                 est.kind,
                 *cells,
                 est.reason or None,
@@ -161,13 +171,14 @@ def groups_table(
                 len(g.runs),
                 g.classification,
                 c.kind,
+                *_units(label, rate, human),
                 *_cells(_values(c, g.refill), scale, human),
             ]
         )
         notes += [f"{name}: {n}" for n in c.notes]
         for a in g.runs:
-            if a.credit.kind == "inconclusive":
-                notes.append(f"{name}: {a.run.run_id} inconclusive: {a.credit.reason}")
+            if a.credit.kind in ("inconclusive", "no-drop"):
+                notes.append(f"{name}: {a.run.run_id} {a.credit.kind}: {a.credit.reason}")
     notes.append(
         "peak and baseline: mean over the runs that show them; credit: the largest bucket a run "
         "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"

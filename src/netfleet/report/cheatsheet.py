@@ -55,10 +55,16 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             f"{d.bidir} --bidir runs count both directions' {d.side}s in their group: "
             "add 'flow' to the group keys to separate them."
         )
+    if any(row[-1] for row in d.rows):
+        notes.append(
+            "flag: adaptive runs stopped on a flat level with no evidence that it was the "
+            "baseline (no level drop seen, host not known fixed-rate, shorter than the longest "
+            "documented burst): their rate may be a burst's peak."
+        )
     if d.runs and not d.rows:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
     return Tabular(
-        columns=[*d.group_keys, "runs", "intervals", *STATS],
+        columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
         rows=d.rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
         f"{d.side} side",

@@ -50,6 +50,8 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
         ]
         for row in data.rows:
             lines.append("| " + " | ".join(_cell(v, data.decimals) for v in row) + " |")
+        if data.notes:  # the notes carry units, caveats and flags: never dropped
+            lines += ["", *(f"- {note}" for note in data.notes)]
         return "\n".join(lines)
     from rich.table import Table
 

@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 
 def plan_table(planned: Plan) -> Tabular:
     """One row per planned run, the wall-time estimate in the notes."""
+    from netfleet.plan.normalise import expected_wall_seconds, normalised
+
     spec, runs, est = planned.spec, planned.runs, planned.estimated_seconds
+    expected = expected_wall_seconds(runs, est)
     rows = [
         [
             r.sequence,
@@ -24,7 +27,9 @@ def plan_table(planned: Plan) -> Tabular:
             r.subject,
             r.params.run_direction(),
             r.params.summary(),
+            r.params.expected_seconds(),
             r.params.measured_seconds(),
+            normalised(r.params.model_dump(exclude_defaults=True)),
             r.params.model_dump(exclude_defaults=True),
         ]
         for r in runs
@@ -40,15 +45,20 @@ def plan_table(planned: Plan) -> Tabular:
             "subject",
             "direction",
             "summary",
-            "seconds",
+            "expected_s",
+            "max_s",
+            "normalised",
             "params",
         ],
         rows,
         title=f"campaign {spec.campaign}",
         notes=[
-            f"{len(runs)} runs, estimated wall time {est:.0f} s ({est / 60:.1f} min) "
+            f"{len(runs)} runs, estimated wall time {expected:.0f} s ({expected / 60:.1f} min) "
+            f"expected, at most {est:.0f} s ({est / 60:.1f} min), "
             f"incl. {spec.cooldown:g} s cooldown between runs; order {spec.order}"
-            + (f"; up to {planned.concurrency} at once" if planned.concurrency > 1 else "")
+            + (f"; up to {planned.concurrency} at once" if planned.concurrency > 1 else ""),
+            "expected_s: adaptive runs stop once steady (a burst adds its length); "
+            "max_s: every phase at its maximum. normalised: rates in bit/s, sizes in bytes.",
         ],
         decimals=1,
     )

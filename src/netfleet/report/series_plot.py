@@ -122,6 +122,9 @@ def _reference_lines(svg: Svg, frame: Frame, est: CreditEstimate, scale: float, 
         refs.append(("baseline", est.baseline.value, f"baseline ρ {est.baseline.text(scale)}"))
     if est.kind in ("steady", "erratic") and est.rate is not None:
         refs.append(("level", est.rate.value, f"rate {est.rate.text(scale)}"))
+    if est.kind == "no-drop" and est.rate is not None:
+        # a flat level that may still be a burst: say so on the line itself
+        refs.append(("level", est.rate.value, f"{est.reason}: level {est.rate.text(scale)}"))
     for key, value, text in refs:
         py = frame.y(value / scale)
         svg.line(

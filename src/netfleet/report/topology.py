@@ -13,7 +13,7 @@ def topology_table(
     catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
 ) -> Tabular:
     """One row per value of ``by`` (a label key or runs column), with what each column means."""
-    rows = topology_rows(catalog_dir, by, campaign)
+    rows, missing = topology_rows(catalog_dir, by, campaign)
     return Tabular(
         [by, *COLUMNS],
         rows,
@@ -23,6 +23,15 @@ def topology_table(
             "runs; full_round_trip false means half-RTT numbers (sockperf without --full-rtt).",
             "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
             "runs; streams = the parallel streams those runs used.",
+            *(
+                [
+                    f"{missing} throughput run(s) have no end summary (adaptive runs stopped "
+                    "once steady, or runs cut short): left out of throughput, blank when a group "
+                    "has no other — see netfleet analyze for their interval series."
+                ]
+                if missing
+                else []
+            ),
         ],
         decimals=2,
     )

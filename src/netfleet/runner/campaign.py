@@ -130,7 +130,10 @@ async def _run(
         tests = {t.name: t for t in spec.tests}
 
         def context(run: PlannedRun, on_start: Callable[[Started], None]) -> RunContext:
-            return _context(spec, run, hosts, ready, tests[run.test].labels, rep, on_start)
+            ctx = _context(spec, run, hosts, ready, tests[run.test].labels, rep, on_start)
+            ctx.last_traffic = journal.history.last_traffic_at
+            ctx.busy = journal.history.busy
+            return ctx
 
         def on_process(run: PlannedRun, entry: Started) -> None:
             pid = entry.process.pid

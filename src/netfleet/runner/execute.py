@@ -19,7 +19,9 @@ from netfleet.errors import HostError
 from netfleet.hosts import ena
 from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
+from netfleet.runner.bucket import check_bucket
 from netfleet.runner.events import Reporter
+from netfleet.runner.hostcpu import SAME_KERNEL, busy_note, cpu_times
 from netfleet.runner.session import RunSession, Started
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
 
@@ -37,6 +39,10 @@ class RunContext:
     reporter: Reporter
     #: told of every process the run starts, as it starts (see RunSession.on_start)
     on_start: Callable[[Started], None] | None = None
+    #: when a host last carried traffic / whether a run is using it now (the journal): a burst
+    #: test checks its hosts' credit buckets with them (see netfleet.runner.bucket)
+    last_traffic: Callable[[str], datetime | None] | None = None
+    busy: Callable[[str], bool] | None = None
 
 
 def _now() -> datetime:
@@ -50,15 +56,20 @@ def iso(t: datetime) -> str:
 async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     """Run once and return its envelope. Re-raises CancelledError after recording the run as
     interrupted (the envelope is attached to the exception as ``envelope``)."""
+    bucket = await _bucket_state(ctx, run)
     started = _now()
     session = RunSession(
         run, ctx.client, ctx.server, ctx.client_engine, ctx.server_engine, ctx.reporter
     )
     session.on_start = ctx.on_start
+    if bucket is not None:
+        session.notes["bucket_state"] = bucket
     cancelled: asyncio.CancelledError | None = None
     # ENA allowance counters around the run (hosts without them record nothing)
     hosts = [ctx.client, ctx.server] if ctx.client is not ctx.server else [ctx.client]
     ena_before = await ena.snapshot(hosts, ctx.facts)
+    same_kernel = all(h.kind in SAME_KERNEL for h in hosts)
+    cpu_before = cpu_times() if same_kernel else None
     try:
         outcome = await ctx.engine.execute(session, run.params)
     except StopEarly:
@@ -75,6 +86,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         outcome = ctx.engine.salvage(session, run.params, interrupted=True)
     finally:
         await asyncio.shield(session.stop_all())
+    if (cpu := busy_note(cpu_before, cpu_times() if same_kernel else None)) is not None:
+        session.notes["host_cpu"] = cpu
     if ena_before and cancelled is None:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
@@ -84,6 +97,19 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         cancelled.envelope = envelope  # type: ignore[attr-defined]
         raise cancelled
     return envelope
+
+
+async def _bucket_state(ctx: RunContext, run: PlannedRun) -> dict[str, Any] | None:
+    """Before a burst test: wait for a known refill, or say the bucket may be partial."""
+    if ctx.last_traffic is None:
+        return None
+    hosts = {ctx.client.name: ctx.client.labels, ctx.server.name: ctx.server.labels}
+    check = check_bucket(run, hosts, ctx.last_traffic, ctx.busy or (lambda _: False))
+    if check.message:
+        ctx.reporter.note(check.message)
+    if check.wait_s > 0:
+        await asyncio.sleep(check.wait_s)
+    return check.note
 
 
 def _record(host: Host, facts: dict[str, Any]) -> HostRecord:

@@ -61,6 +61,10 @@ class History:
     started_at: dict[str, str] = field(default_factory=dict)
     open_processes: dict[tuple[str, int], ProcessRecord] = field(default_factory=dict)
     sessions: int = 0
+    #: when each host last carried test traffic (ISO 8601 UTC: the end of its latest run), and
+    #: the hosts of runs still going — a credit bucket drains while they run
+    last_traffic: dict[str, str] = field(default_factory=dict)
+    hosts_of_run: dict[str, set[str]] = field(default_factory=dict)
 
     def apply(self, rec: dict[str, Any]) -> None:
         event = rec.get("event")
@@ -78,6 +82,8 @@ class History:
         elif event == "run_finished":
             self.outcomes[key] = str(rec.get("status"))
             self.unfinished.discard(key)
+            for host in self.hosts_of_run.pop(key, set()):
+                self.last_traffic[host] = str(rec.get("at", ""))
             for host, pid in rec.get("stopped", []):
                 self.open_processes.pop((host, int(pid)), None)
         elif event == "process":
@@ -85,8 +91,27 @@ class History:
                 str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
             )
             self.open_processes[(proc.host, proc.pid)] = proc
+            self.hosts_of_run.setdefault(key, set()).add(proc.host)
+            self.last_traffic[proc.host] = str(rec.get("at", ""))
         elif event == "stray" and rec.get("outcome") in CLOSING:
             self.open_processes.pop((str(rec["host"]), int(rec["pid"])), None)
+
+    def busy(self, host: str) -> bool:
+        """A run with a process on ``host`` has started and not finished (a fresh session
+        forgets the unfinished runs of earlier ones)."""
+        return any(
+            host in hosts and key in self.unfinished for key, hosts in self.hosts_of_run.items()
+        )
+
+    def last_traffic_at(self, host: str) -> datetime | None:
+        """When ``host`` last carried test traffic, as far as this journal knows."""
+        text = self.last_traffic.get(host)
+        if not text:
+            return None
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
 
 
 def journal_path(results_root: Path, campaign: str) -> Path:

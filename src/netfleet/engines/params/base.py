@@ -20,6 +20,11 @@ class EngineParams(BaseModel):
         """How long the engine runs (measurement plus anything omitted)."""
         return float(self.duration)
 
+    def expected_seconds(self) -> float:
+        """How long the engine is expected to run: :meth:`measured_seconds` unless it may stop
+        early (adaptive runs), then the time to its first possible stop."""
+        return self.measured_seconds()
+
     def summary(self) -> str:
         """A few words for progress lines and plans."""
         return f"{self.duration:g} s"

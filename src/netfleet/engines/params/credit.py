@@ -6,6 +6,9 @@ from pydantic import Field, field_validator, model_validator
 
 from netfleet.engines.params.base import Direction, EngineParams
 
+#: intervals a phase needs beyond ``until_steady`` (a level drop is seen over 3–5 intervals)
+PHASE_SLACK_INTERVALS = 5
+
 
 class CreditParams(EngineParams):
     """Drain to the baseline, then for each idle time T: idle T seconds, burst until the
@@ -44,6 +47,12 @@ class CreditParams(EngineParams):
     def measured_seconds(self) -> float:
         """Upper bound: the drain, every idle, and every burst at its maximum."""
         return float(self.duration + sum(self.idle) + len(self.idle) * self.burst_max)
+
+    def expected_seconds(self) -> float:
+        """Every idle, and each phase ending once steady (``until_steady`` plus the few
+        intervals a drop needs); a burst adds its own length, unknown before the run."""
+        phase = self.until_steady + PHASE_SLACK_INTERVALS * self.interval
+        return float(sum(self.idle) + (1 + len(self.idle)) * phase)
 
     def summary(self) -> str:
         idles = ",".join(f"{t:g}" for t in self.idle)

@@ -59,13 +59,23 @@ class Iperf3Params(StreamsSummary, EngineParams):
     steady_tolerance: float = Field(
         0.05, gt=0, lt=1, description="adaptive: relative spread still called steady"
     )
-    min_duration: float = Field(
-        0,
+    min_duration: float | None = Field(
+        None,
         ge=0,
         le=86400,
         description="adaptive: never stop on a steady rate before this many seconds unless a "
-        "level drop (the end of a credit burst) was seen",
+        "level drop (the end of a credit burst) was seen. Default: 0 on a host known fixed-rate "
+        "(label burstable: false), else the longest documented burst (60 min, capped at "
+        "duration)",
     )
+
+    def expected_seconds(self) -> float:
+        """Adaptive: the first possible stop (``until_steady``, or ``min_duration`` when given,
+        plus a few intervals); a burst adds its length. Otherwise ``duration + omit``."""
+        if self.until_steady is None:
+            return self.measured_seconds()
+        first = max(self.until_steady, self.min_duration or 0.0) + 5 * self.interval
+        return float(min(first, self.duration) + self.omit)
 
     _bitrate = field_validator("bitrate")(rate_str)
     _sizes = field_validator("window", "length")(size_str)

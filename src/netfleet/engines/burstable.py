@@ -1,0 +1,121 @@
+"""What is known about a host's bandwidth bursts, and the adaptive stop this allows.
+
+An adaptive run (``until_steady``) that sees one flat level cannot tell a baseline from a burst
+that has not ended yet. It may call the level *steady* only with evidence: a level drop seen, a
+known baseline reached, a host known to be fixed-rate, or a run longer than the longest burst
+the provider documents. Without any, the verdict is "no drop within N s (a longer burst is
+possible)".
+
+A host's labels say what is known: ``burstable: true|false``, or AWS's ``network_performance``
+("Up to 10 Gigabit" = burstable, "10 Gigabit" = fixed). Lab hosts get ``burstable`` from their
+shapers (a credit shaper = burstable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+#: AWS documents bursts of "up to 60 minutes" for instances with "Up to" network performance
+#: (EC2 user guide, "Amazon EC2 instance network bandwidth"): the longest burst to rule out.
+LONGEST_DOCUMENTED_BURST_S = 3600.0
+
+Burstability = Literal["burstable", "fixed", "unknown"]
+
+
+def host_burstability(labels: Mapping[str, Any]) -> Burstability:
+    """What one host's labels say about its bursts."""
+    flag = labels.get("burstable")
+    if isinstance(flag, bool):
+        return "burstable" if flag else "fixed"
+    if isinstance(flag, str) and flag.strip().lower() in ("true", "yes", "false", "no"):
+        return "burstable" if flag.strip().lower() in ("true", "yes") else "fixed"
+    perf = labels.get("network_performance")
+    if isinstance(perf, str) and perf.strip():
+        return "burstable" if perf.strip().lower().startswith("up to") else "fixed"
+    return "unknown"
+
+
+def fleet_burstability(labels: Iterable[Mapping[str, Any]]) -> Burstability:
+    """Of the hosts a run crosses: burstable if any is, fixed only if all are known fixed."""
+    kinds = [host_burstability(x) for x in labels]
+    if "burstable" in kinds:
+        return "burstable"
+    if kinds and all(k == "fixed" for k in kinds):
+        return "fixed"
+    return "unknown"
+
+
+@dataclass(frozen=True)
+class MinDuration:
+    """The ``min_duration`` an adaptive run uses, and why."""
+
+    seconds: float
+    basis: str
+    burstability: Burstability
+
+
+def default_min_duration(
+    given: float | None, burstability: Burstability, maximum: float
+) -> MinDuration:
+    """``given`` (the spec's ``min_duration``) wins; otherwise a burstable or unknown host waits
+    for the longest documented burst (capped at the run's maximum, ``duration``) and a host
+    known fixed-rate may stop as soon as the rate is steady."""
+    if given is not None:
+        return MinDuration(given, "min_duration from the spec", burstability)
+    if burstability == "fixed":
+        return MinDuration(0.0, "host known fixed-rate: may stop once steady", burstability)
+    why = (
+        "host labelled burstable"
+        if burstability == "burstable"
+        else "host burstability unknown (label it burstable: false to allow an early stop), "
+        "so assumed burstable"
+    )
+    seconds = min(LONGEST_DOCUMENTED_BURST_S, maximum)
+    return MinDuration(
+        seconds,
+        f"{why}: wait for the longest documented burst ({LONGEST_DOCUMENTED_BURST_S / 60:.0f} min"
+        f"{', capped at duration' if seconds < LONGEST_DOCUMENTED_BURST_S else ''})",
+        burstability,
+    )
+
+
+def steady_evidence(
+    *,
+    drop_seen_at: float | None,
+    at_target: bool,
+    burstability: Burstability,
+    span: float | None,
+) -> str | None:
+    """Why a flat level may be called steady, or None when it could still be a burst."""
+    if drop_seen_at is not None:
+        return f"level drop seen at {drop_seen_at:.1f} s"
+    if at_target:
+        return "at the known baseline"
+    if burstability == "fixed":
+        return "host known fixed-rate"
+    if span is not None and span >= LONGEST_DOCUMENTED_BURST_S:
+        return f"ran {span:.0f} s, longer than the longest documented burst"
+    return None
+
+
+def no_drop_text(span: float | None) -> str:
+    """The verdict of a flat run without evidence."""
+    n = f"{span:.0f}" if span is not None else "?"
+    return f"no drop within {n} s (a longer burst is possible)"
+
+
+def adaptive_verdict(adaptive: Mapping[str, Any]) -> str | None:
+    """``notes.adaptive`` of a stored run → None when its level is backed by evidence, else the
+    "no drop within N s" text. Older results (no ``steady_evidence`` key) count a drop only."""
+    if "steady_evidence" in adaptive:
+        return None if adaptive.get("steady_evidence") else no_drop_text(_span(adaptive))
+    if adaptive.get("drop_seen_at_s") is not None or adaptive.get("target_bps"):
+        return None
+    return no_drop_text(_span(adaptive))
+
+
+def _span(adaptive: Mapping[str, Any]) -> float | None:
+    v = adaptive.get("stopped_at_s")
+    return float(v) if isinstance(v, int | float) else None

@@ -1,0 +1,106 @@
+"""Bucket state is part of the measurement: before a burst or credit test, was the host's credit
+bucket possibly drained by recent traffic?
+
+The journal knows when each host last carried test traffic. A burst test (a ``credit`` run, or
+an adaptive iperf3 run) on a host that may burst (not known fixed-rate, see
+:mod:`netfleet.engines.burstable`) and carried traffic recently either waits for the bucket to
+refill — when the refill time is known, from the host label ``refill_s`` (seconds from empty to
+full, e.g. what ``netfleet analyze`` measured) — or goes ahead and records
+``notes.bucket_state = {"state": "possibly-partial", ...}`` so that analyze flags the bucket as
+possibly low.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from netfleet.engines.burstable import host_burstability
+from netfleet.plan.matrix import PlannedRun
+
+#: without a known refill time, a host idle at least this long is not flagged: a guess, said so
+#: in the note (r4.large: 2700 Gbit / 0.75 Gbit/s = 60 min from empty; most buckets refill
+#: faster, but a half-full one after 10 min is common)
+UNKNOWN_REFILL_S = 3600.0
+
+
+@dataclass(frozen=True)
+class BucketCheck:
+    """What to do before the run: wait ``wait_s`` (> 0: the refill time is known), and what
+    to record in ``notes.bucket_state`` (None: nothing to say)."""
+
+    wait_s: float
+    note: dict[str, Any] | None
+    message: str | None
+
+
+def is_burst_test(run: PlannedRun) -> bool:
+    return run.engine == "credit" or getattr(run.params, "until_steady", None) is not None
+
+
+def _refill_s(labels: Mapping[str, Any]) -> float | None:
+    value = labels.get("refill_s")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def check_bucket(
+    run: PlannedRun,
+    hosts: Mapping[str, Mapping[str, Any]],
+    last_traffic: Callable[[str], datetime | None],
+    busy: Callable[[str], bool],
+    now: datetime | None = None,
+) -> BucketCheck:
+    """``hosts``: host name → labels (client and server of ``run``)."""
+    if not is_burst_test(run):
+        return BucketCheck(0.0, None, None)
+    now = now or datetime.now(UTC)
+    wait = 0.0
+    partial: list[dict[str, Any]] = []
+    for name, labels in hosts.items():
+        if host_burstability(labels) == "fixed":
+            continue
+        last = last_traffic(name)
+        if last is None and not busy(name):
+            continue
+        idle = 0.0 if busy(name) or last is None else max(0.0, (now - last).total_seconds())
+        refill = _refill_s(labels)
+        if refill is not None and not busy(name):
+            wait = max(wait, refill - idle)
+            continue
+        needed = refill if refill is not None else UNKNOWN_REFILL_S
+        if idle < needed:
+            partial.append(
+                {
+                    "host": name,
+                    "idle_s": round(idle, 1),
+                    "refill_s": refill,
+                    "busy": busy(name),
+                    "why": "another run is using it"
+                    if busy(name)
+                    else f"it carried traffic {idle:.0f} s before; refill time unknown "
+                    f"(label refill_s), assumed up to {UNKNOWN_REFILL_S:.0f} s",
+                }
+            )
+    if partial:
+        names = ", ".join(p["host"] for p in partial)
+        return BucketCheck(
+            0.0,
+            {"state": "possibly-partial", "hosts": partial},
+            f"{run.test}: the credit bucket of {names} may be partly drained "
+            f"({partial[0]['why']}): the bucket measured may be low",
+        )
+    if wait > 0:
+        return BucketCheck(
+            wait,
+            {"state": "refilled", "waited_s": round(wait, 1)},
+            f"{run.test}: waiting {wait:.0f} s for the credit bucket to refill (label refill_s)",
+        )
+    return BucketCheck(0.0, None, None)

@@ -1,0 +1,84 @@
+"""Issue 9 case 3: a burst test on a host whose credit bucket may be partly drained says so (or
+waits for a known refill), and analyze flags it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from netfleet.analysis import token_bucket_series
+from netfleet.analysis.analyze import analyze_series
+from netfleet.analysis.series import RunInfo
+from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.credit import CreditParams
+from netfleet.plan.matrix import PlannedRun
+from netfleet.runner.bucket import UNKNOWN_REFILL_S, check_bucket
+from netfleet.runner.journal import History
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def planned(params: Iperf3Params | CreditParams, engine: str) -> PlannedRun:
+    return PlannedRun(
+        sequence=0,
+        run_key="k",
+        test="burst",
+        engine=engine,
+        client="cr",
+        server="srv",
+        subject="client",
+        params=params,
+        repeat=0,
+        timeout=3600,
+    )
+
+
+def history_with_a_run_on(host: str, ended: datetime) -> History:
+    h = History()
+    at = ended.isoformat().replace("+00:00", "Z")
+    h.apply({"event": "run_started", "run_key": "a", "at": at})
+    h.apply({"event": "process", "run_key": "a", "host": host, "pid": 1, "argv": [], "role": "c",
+             "at": at})  # fmt: skip
+    assert h.busy(host)
+    h.apply({"event": "run_finished", "run_key": "a", "status": "ok", "at": at})
+    assert not h.busy(host)
+    return h
+
+
+def test_a_recently_used_burst_host_is_possibly_partial() -> None:
+    h = history_with_a_run_on("cr", NOW - timedelta(seconds=120))
+    assert h.last_traffic_at("cr") == NOW - timedelta(seconds=120)
+    run = planned(Iperf3Params(duration=60, until_steady=5), "iperf3")
+    hosts = {"cr": {"burstable": True}, "srv": {"burstable": False}}
+    check = check_bucket(run, hosts, h.last_traffic_at, h.busy, now=NOW)
+    assert check.wait_s == 0
+    assert check.note is not None and check.note["state"] == "possibly-partial"
+    assert check.note["hosts"][0]["host"] == "cr" and check.note["hosts"][0]["idle_s"] == 120
+    assert check.message is not None and "partly drained" in check.message
+    # long enough idle: nothing to say
+    later = NOW + timedelta(seconds=UNKNOWN_REFILL_S)
+    assert check_bucket(run, hosts, h.last_traffic_at, h.busy, now=later).note is None
+    # a fixed-duration run is not a burst test; a fixed-rate host has no bucket
+    plain = planned(Iperf3Params(duration=10), "iperf3")
+    assert check_bucket(plain, hosts, h.last_traffic_at, h.busy, now=NOW).note is None
+    fixed = {"cr": {"burstable": False}, "srv": {"burstable": False}}
+    assert check_bucket(run, fixed, h.last_traffic_at, h.busy, now=NOW).note is None
+
+
+def test_a_known_refill_time_is_waited_for() -> None:
+    h = history_with_a_run_on("cr", NOW - timedelta(seconds=20))
+    run = planned(CreditParams(idle=[2]), "credit")
+    hosts = {"cr": {"refill_s": 50}, "srv": {"burstable": False}}
+    check = check_bucket(run, hosts, h.last_traffic_at, h.busy, now=NOW)
+    assert check.wait_s == 30
+    assert check.note == {"state": "refilled", "waited_s": 30.0}
+    assert check.message is not None and "waiting 30 s" in check.message
+
+
+def test_analyze_flags_a_possibly_partial_bucket() -> None:
+    series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20, jitter=0.002)
+    notes = {"bucket_state": {"state": "possibly-partial", "hosts": [{"host": "cr", "why": "x"}]}}
+    a = analyze_series(RunInfo("r", notes=notes), series)
+    assert a.credit.kind == "burst"
+    assert any("possibly-partial" in n for n in a.credit.notes)
+    clean = analyze_series(RunInfo("r"), series)
+    assert not any("possibly-partial" in n for n in clean.credit.notes)

@@ -1,0 +1,76 @@
+"""Which min_duration an adaptive run uses, and when a flat level may be called steady."""
+
+from __future__ import annotations
+
+import pytest
+
+from netfleet.analysis import token_bucket_series
+from netfleet.analysis.analyze import analyze_series
+from netfleet.analysis.series import RunInfo
+from netfleet.engines.burstable import (
+    LONGEST_DOCUMENTED_BURST_S,
+    adaptive_verdict,
+    default_min_duration,
+    fleet_burstability,
+    host_burstability,
+    steady_evidence,
+)
+
+
+@pytest.mark.parametrize(
+    ("labels", "kind"),
+    [
+        ({"burstable": True}, "burstable"),
+        ({"burstable": "false"}, "fixed"),
+        ({"network_performance": "Up to 10 Gigabit"}, "burstable"),
+        ({"network_performance": "25 Gigabit"}, "fixed"),
+        ({"instance_type": "r4.large"}, "unknown"),
+    ],
+)
+def test_labels_say_what_is_known(labels: dict[str, object], kind: str) -> None:
+    assert host_burstability(labels) == kind
+
+
+def test_any_burstable_host_makes_the_run_burstable() -> None:
+    assert fleet_burstability([{"burstable": False}, {"burstable": True}]) == "burstable"
+    assert fleet_burstability([{"burstable": False}, {}]) == "unknown"
+    assert fleet_burstability([{"burstable": False}, {"burstable": False}]) == "fixed"
+
+
+def test_default_min_duration_depends_on_the_host() -> None:
+    assert default_min_duration(None, "burstable", 7200).seconds == LONGEST_DOCUMENTED_BURST_S
+    assert default_min_duration(None, "burstable", 600).seconds == 600  # capped at duration
+    unknown = default_min_duration(None, "unknown", 7200)
+    assert unknown.seconds == LONGEST_DOCUMENTED_BURST_S
+    assert "unknown" in unknown.basis and "burstable: false" in unknown.basis
+    assert default_min_duration(None, "fixed", 7200).seconds == 0
+    assert default_min_duration(45, "burstable", 7200).seconds == 45  # the spec wins
+
+
+def test_steady_needs_evidence() -> None:
+    common = {"drop_seen_at": None, "at_target": False}
+    assert steady_evidence(**common, burstability="unknown", span=30) is None
+    assert steady_evidence(**common, burstability="burstable", span=3600) is not None
+    assert steady_evidence(**common, burstability="fixed", span=30) == "host known fixed-rate"
+    assert steady_evidence(drop_seen_at=32, at_target=False, burstability="unknown", span=62)
+
+
+def test_old_results_without_a_drop_are_no_drop() -> None:
+    """Results written before the fix: stop "steady" at 30 s with no drop seen."""
+    old = {"stop": "steady", "drop_seen_at_s": None, "stopped_at_s": 30.0}
+    assert adaptive_verdict(old) == "no drop within 30 s (a longer burst is possible)"
+    assert adaptive_verdict({**old, "drop_seen_at_s": 12.0}) is None
+
+
+def test_issue_9_case_1_a_32_s_burst_stopped_at_30_s_is_not_steady() -> None:
+    """The reported trap: until_steady 30 stopped at 30.0 s inside a 32 s burst at 95.6 Mbit/s
+    (baseline 19.1): analyze said "steady 95.64". Same series, same notes: now "no-drop"."""
+    series = token_bucket_series(95.6e6, 19.1e6, (95.6e6 - 19.1e6) * 32, 30, jitter=0.002)
+    notes = {"adaptive": {"stop": "steady", "drop_seen_at_s": None, "stopped_at_s": 30.0}}
+    a = analyze_series(RunInfo("r1", notes=notes), series)
+    assert a.segmentation.classification == "steady"  # one flat level, as before
+    assert a.credit.kind == "no-drop" and a.classification == "no-drop"
+    assert "no drop within 30 s" in a.credit.reason
+    # the same series from a host known fixed-rate may be steady
+    fixed = {"adaptive": {**notes["adaptive"], "steady_evidence": "host known fixed-rate"}}
+    assert analyze_series(RunInfo("r2", notes=fixed), series).credit.kind == "steady"
