@@ -13,6 +13,16 @@ LABEL_KEY = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 LabelValue = str | int | float | bool | None
 
 
+class LocatedError(ValueError):
+    """A validator's error that knows which field it is about (``loc``), so the message points
+    at that field's line instead of the top of the file (e.g. an unknown host in
+    ``tests.2.client``)."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
