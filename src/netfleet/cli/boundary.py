@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from netfleet.errors import ExitStatus, NetfleetError
+from netfleet.text import plain
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 DEBUG = {"on": False}
@@ -23,7 +24,7 @@ def guarded(fn: Callable[[], object]) -> int:
     except NetfleetError as exc:
         if DEBUG["on"]:
             traceback.print_exc()
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True)
+        err_console.print(f"[bold red]error:[/] {plain(exc)}", markup=True)
         return int(exc.exit_status)
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -35,7 +36,7 @@ def guarded(fn: Callable[[], object]) -> int:
         if callable(show):
             show()
         else:
-            err_console.print(f"error: {exc.format_message()}")
+            err_console.print(f"error: {plain(exc.format_message())}")
         return int(ExitStatus.INVALID_INPUT)
     except KeyboardInterrupt:
         err_console.print("interrupted")

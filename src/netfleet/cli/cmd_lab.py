@@ -10,6 +10,7 @@ from netfleet import lab as labmod
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.report import OutputFormat, Tabular
+from netfleet.text import plain
 
 app = typer.Typer(
     help="Emulated cloud on this machine: namespaces, a switch, tbf shapers.", no_args_is_help=True
@@ -26,9 +27,9 @@ def up(
     """Create the lab's namespaces, links, addresses and shapers (needs root)."""
     spec = labmod.load_lab(lab)
     state = labmod.up(spec, state_dir=state_dir)
-    console.print(f"lab [bold]{state.name}[/] is up:")
+    console.print(f"lab [bold]{plain(state.name)}[/] is up:")
     emit(_hosts_table(state.name, state_dir), OutputFormat.table)
-    console.print(f"tear it down with: netfleet lab down {state.name}")
+    console.print(f"tear it down with: netfleet lab down {plain(state.name)}")
 
 
 @app.command()
@@ -39,8 +40,10 @@ def down(
     """Remove exactly what the lab created (also after a crash). Idempotent."""
     removed = labmod.down(name, state_dir=state_dir)
     console.print(
-        f"lab {name}: removed {len(removed)} namespaces"
-        + (f" ({', '.join(removed)})" if removed else "")
+        plain(
+            f"lab {name}: removed {len(removed)} namespaces"
+            + (f" ({', '.join(removed)})" if removed else "")
+        )
     )
 
 

@@ -19,11 +19,16 @@ from rich.progress import (
 
 from netfleet.plan.matrix import PlannedRun
 from netfleet.store.envelope import Envelope
+from netfleet.text import plain
 from netfleet.units import fmt_rate
 
 
 def describe(run: PlannedRun) -> str:
-    return f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}"
+    """One line naming the run, safe to embed in Rich markup."""
+    return plain(
+        f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}",
+        keep_newlines=False,
+    )
 
 
 def received_bps(env: Envelope) -> float | None:
@@ -72,7 +77,7 @@ class RichReporter:
         self.progress.__exit__(None, None, None)
 
     def preflight(self, message: str) -> None:
-        self.console.print(f"[dim]preflight: {message}[/]")
+        self.console.print(f"[dim]preflight: {plain(message)}[/]")
 
     def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
         self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
@@ -101,8 +106,8 @@ class RichReporter:
             mark = "[green]ok[/]"
             rate = fmt_rate(bps) if bps is not None else ""
         else:
-            mark = f"[red]{envelope.status}[/]"
-            rate = envelope.reason or ""
+            mark = f"[red]{plain(envelope.status)}[/]"
+            rate = plain(envelope.reason or "", keep_newlines=False)
         self.console.print(f"{mark} {describe(run)}  {rate}", markup=True)
 
     def cooldown(self, seconds: float) -> None:
@@ -111,4 +116,4 @@ class RichReporter:
         self.current = self.progress.add_task(f"cooldown {seconds:.3g} s", total=None, rate="")
 
     def note(self, message: str) -> None:
-        self.console.print(f"[dim]{message}[/]")
+        self.console.print(f"[dim]{plain(message)}[/]")

@@ -66,12 +66,15 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
             lines.append("| " + " | ".join(_cell(v, data.decimals) for v in row) + " |")
         return "\n".join(lines)
     from rich.table import Table
+    from rich.text import Text
+
+    from netfleet.text import printable
 
     table = Table(title=data.title, caption="\n".join(data.notes) or None, caption_justify="left")
     for name in data.columns:
         table.add_column(name, justify="left")
     for row in data.rows:
-        table.add_row(*(_cell(v, data.decimals) for v in row))
+        table.add_row(*(Text(printable(_cell(v, data.decimals))) for v in row))
     for col, name in enumerate(data.columns):
         if data.rows and all(
             isinstance(r[col], int | float) for r in data.rows if r[col] is not None

@@ -27,7 +27,7 @@ import json
 import os
 import socket
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from netfleet.errors import StoreError
 
 JOURNAL_DIR = Path(".netfleet") / "journal"
 #: stray outcomes after which the process is known not to be ours any more
-CLOSING = frozenset({"killed", "gone", "replaced"})
+CLOSING = frozenset({"killed", "gone", "replaced", "unverified"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class ProcessRecord:
     argv: list[str]
     role: str
     run_key: str
+    #: who the process is (start time in clock ticks, boot id, network namespace), read from
+    #: /proc right after launch; None when it was never recorded (then it is never signalled)
+    identity: dict[str, str] | None = None
 
 
 @dataclass
@@ -84,6 +87,12 @@ class History:
                 str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
             )
             self.open_processes[(proc.host, proc.pid)] = proc
+        elif event == "process_identity":
+            at = (str(rec["host"]), int(rec["pid"]))
+            known = self.open_processes.get(at)
+            if known is not None and isinstance(rec.get("identity"), dict):
+                ident = {str(k): str(v) for k, v in rec["identity"].items()}
+                self.open_processes[at] = replace(known, identity=ident)
         elif event == "stray" and rec.get("outcome") in CLOSING:
             self.open_processes.pop((str(rec["host"]), int(rec["pid"])), None)
 
@@ -207,6 +216,10 @@ class Journal:
 
     def process(self, run_key: str, host: str, pid: int, argv: list[str], role: str) -> None:
         self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role)
+
+    def process_identity(self, host: str, pid: int, identity: dict[str, str]) -> None:
+        """Who the process ``pid`` on ``host`` is: checked again before it is ever signalled."""
+        self.append("process_identity", host=host, pid=pid, identity=identity)
 
     def run_finished(
         self,
