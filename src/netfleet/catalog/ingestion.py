@@ -36,7 +36,7 @@ from netfleet.catalog.layout import (
     write_format,
 )
 from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
-from netfleet.errors import CatalogError, StoreError
+from netfleet.errors import CatalogError, EnvironmentProblem, StoreError
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot, open_root
 
@@ -197,7 +197,7 @@ def _locked(catalog_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise CatalogError(
+            raise EnvironmentProblem(
                 f"{catalog_dir}: another ingest is running",
                 hint="wait for it to finish, then run netfleet ingest again",
             ) from exc
