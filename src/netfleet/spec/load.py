@@ -32,6 +32,18 @@ def _with_inventory(data: Any, path: Path, lines: LineMap) -> Any:
     from netfleet.spec.inventory import load_inventory
 
     inventory = (path.parent / Path(data["inventory"]).expanduser()).resolve()
+    if not inventory.is_file():
+        raise SpecError(
+            f"{path}: invalid campaign spec",
+            file=str(path),
+            problems=[
+                (
+                    "inventory",
+                    lines.get(("inventory",)),
+                    f"{inventory} is not a file: fix the path (relative to the spec)",
+                )
+            ],
+        )
     listed = load_inventory(inventory)
     own = data.get("hosts") or {}
     clash = sorted(set(listed) & set(own)) if isinstance(own, dict) else []

@@ -250,10 +250,10 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
         try:
             node = loader.get_single_node()
             if node is None:
-                return {}, lines
+                return {}, {(): 1}  # an empty file: what is missing is missing at line 1
             if _expanded_size(node, {}) > MAX_NODES:
                 raise _Refused(
-                    None,
+                    node.start_mark.line + 1,
                     f"more than {MAX_NODES:,} values once aliases are expanded (an alias "
                     "bomb?): write the values out, without nested aliases",
                 )
@@ -267,6 +267,8 @@ def load_yaml(path: str | Path) -> tuple[Any, LineMap]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
+        if isinstance(exc, yaml.reader.ReaderError):  # a control character: where is it?
+            line = text.count("\n", 0, exc.position) + 1
         raise SpecError(
             f"{p}: not valid YAML",
             file=str(p),
