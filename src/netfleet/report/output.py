@@ -70,9 +70,14 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
 
     from netfleet.text import printable
 
-    table = Table(title=data.title, caption="\n".join(data.notes) or None, caption_justify="left")
+    # user and stored text (labels, names, notes) is shown, never read as markup or control codes
+    table = Table(
+        title=Text(printable(data.title)) if data.title else None,
+        caption=Text(printable("\n".join(data.notes))) if data.notes else None,
+        caption_justify="left",
+    )
     for name in data.columns:
-        table.add_column(name, justify="left")
+        table.add_column(Text(printable(name)), justify="left")
     for row in data.rows:
         table.add_row(*(Text(printable(_cell(v, data.decimals))) for v in row))
     for col, name in enumerate(data.columns):
