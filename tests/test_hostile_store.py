@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from netfleet.catalog import ingest
 from netfleet.store.root import ResultsRoot
 from tests.test_catalog import make_envelope, populate
@@ -92,3 +94,55 @@ def test_a_regular_file_inside_the_root_is_still_read(tmp_path: Path) -> None:
     envs = populate(root, ["tcp_1stream"])
     path = next(root.files())
     assert ResultsRoot.read(path)["run_id"] in envs
+
+
+def test_a_journal_that_is_a_symlink_is_never_written_or_read(tmp_path: Path) -> None:
+    from netfleet.errors import StoreError
+    from netfleet.runner.journal import Journal, journal_path, read_history
+
+    victim = tmp_path / "passwd"
+    victim.write_text("root:x:0:0\n")
+    path = journal_path(tmp_path / "raw", "c")
+    path.parent.mkdir(parents=True)
+    path.symlink_to(victim)
+    with pytest.raises(StoreError), Journal(path) as j:
+        j.session("fresh", 1, 1)
+    with pytest.raises(StoreError):
+        read_history(path)
+    assert victim.read_text() == "root:x:0:0\n"
+
+
+def test_a_symlinked_journal_directory_is_refused(tmp_path: Path) -> None:
+    from netfleet.errors import StoreError
+    from netfleet.runner.journal import Journal, journal_path
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "raw" / ".netfleet").mkdir(parents=True)
+    (tmp_path / "raw" / ".netfleet" / "journal").symlink_to(elsewhere)
+    journal = Journal(journal_path(tmp_path / "raw", "c"))
+    with pytest.raises(StoreError, match="symbolic link"), journal as j:
+        j.session("fresh", 1, 1)
+    assert not list(elsewhere.iterdir())
+
+
+def test_malformed_journal_records_are_skipped(tmp_path: Path) -> None:
+    from netfleet.runner.journal import journal_path, read_history
+
+    path = journal_path(tmp_path, "c")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"event": "process"}\n{"event": "process", "host": "a", "pid": "x"}\n[1]\n')
+    assert not read_history(path).open_processes
+
+
+def test_results_are_never_written_through_a_symlinked_partition(tmp_path: Path) -> None:
+    from netfleet.errors import StoreError
+
+    elsewhere = tmp_path / "etc"
+    elsewhere.mkdir()
+    root = ResultsRoot(tmp_path / "raw")
+    (root.path / DAY).mkdir(parents=True)
+    (root.path / DAY / "campaign=camp").symlink_to(elsewhere)
+    with pytest.raises(StoreError, match="symbolic link"):
+        root.write(make_envelope("tcp_1stream", "r1"))
+    assert not list(elsewhere.iterdir())

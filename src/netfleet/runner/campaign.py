@@ -22,7 +22,7 @@ from netfleet.runner.preflight import Ready, preflight
 from netfleet.runner.resume import Selection, recover, select
 from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
 from netfleet.runner.session import Started
-from netfleet.runner.strays import identity, sweep
+from netfleet.runner.strays import LOCAL_KINDS, identity, local_identity, sweep
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot
@@ -133,6 +133,10 @@ async def _run(
         def on_process(run: PlannedRun, entry: Started) -> None:
             pid = entry.process.pid
             mine.add((entry.host.name, pid))
+            if entry.host.kind in LOCAL_KINDS:  # same kernel: identity in the same record
+                ident = local_identity(pid)
+                journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role, ident)
+                return
             journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role)
             identities.append(asyncio.ensure_future(_record_identity(journal, entry.host, pid)))
 

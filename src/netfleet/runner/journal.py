@@ -86,6 +86,9 @@ class History:
             proc = ProcessRecord(
                 str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
             )
+            if isinstance(rec.get("identity"), dict):
+                ident = {str(k): str(v) for k, v in rec["identity"].items()}
+                proc = replace(proc, identity=ident)
             self.open_processes[(proc.host, proc.pid)] = proc
         elif event == "process_identity":
             at = (str(rec["host"]), int(rec["pid"]))
@@ -103,10 +106,18 @@ def journal_path(results_root: Path, campaign: str) -> Path:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Every complete record; a torn or unreadable line (a crash mid-write) is skipped."""
+    _check_inside(path)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the campaign journal {path}: {exc.strerror}",
+            hint="it must be a regular file (not a symbolic link) netfleet can read",
+        ) from None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
     records = []
     for line in data.split(b"\n"):
         if not line.strip():
@@ -123,8 +134,23 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def read_history(path: Path) -> History:
     history = History()
     for rec in read_records(path):
-        history.apply(rec)
+        try:
+            history.apply(rec)
+        except (KeyError, TypeError, ValueError):
+            continue  # a malformed (or forged) record is no instruction
     return history
+
+
+def _check_inside(path: Path) -> None:
+    """The journal's directory is the results root's own ``.netfleet/journal``, not a symbolic
+    link out of it (root would otherwise append to, or read, a file elsewhere)."""
+    top = path.parent.parent.parent
+    expected = os.path.join(os.path.realpath(top), *JOURNAL_DIR.parts)
+    if path.parent.exists() and os.path.realpath(path.parent) != expected:
+        raise StoreError(
+            f"{path.parent} is a symbolic link out of the results root: refused",
+            hint="remove the link; netfleet keeps its journal inside the results root",
+        )
 
 
 class Journal:
@@ -154,7 +180,9 @@ class Journal:
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            _check_inside(self.path)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+            flags |= os.O_CREAT if create else 0
             fd = os.open(self.path, flags, 0o644)
         except OSError as exc:
             raise StoreError(
@@ -214,8 +242,17 @@ class Journal:
     def run_started(self, run_key: str, sequence: int) -> None:
         self.append("run_started", run_key=run_key, sequence=sequence)
 
-    def process(self, run_key: str, host: str, pid: int, argv: list[str], role: str) -> None:
-        self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role)
+    def process(
+        self,
+        run_key: str,
+        host: str,
+        pid: int,
+        argv: list[str],
+        role: str,
+        identity: dict[str, str] | None = None,
+    ) -> None:
+        extra = {"identity": identity} if identity else {}
+        self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role, **extra)
 
     def process_identity(self, host: str, pid: int, identity: dict[str, str]) -> None:
         """Who the process ``pid`` on ``host`` is: checked again before it is ever signalled."""

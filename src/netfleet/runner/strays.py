@@ -15,9 +15,11 @@ Works on every host kind through ``Host.run``: ``sh``, ``cat`` and ``kill`` are 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable
 from itertools import groupby
+from pathlib import Path
 
 from netfleet.errors import NetfleetError
 from netfleet.hosts.base import Host
@@ -49,6 +51,23 @@ async def identity(host: Host, pid: int) -> dict[str, str] | None:
     if res.returncode != 0:
         return None
     return parse_identity(res.stdout)
+
+
+#: host kinds whose processes run on this kernel: their identity is read from /proc directly
+LOCAL_KINDS = frozenset({"local", "netns"})
+
+
+def local_identity(pid: int) -> dict[str, str] | None:
+    """:func:`identity` for a process on this machine, read synchronously — so that it is in the
+    journal together with the process record (a crash a moment later leaves no unverifiable
+    record behind)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        netns = os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+    return parse_identity(f"{boot.strip()}\n{stat.strip()}\n{netns}\n")
 
 
 def parse_identity(text: str) -> dict[str, str] | None:

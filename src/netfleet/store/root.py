@@ -49,6 +49,7 @@ class ResultsRoot:
         rel = partition_path(envelope)
         final = self.path / rel
         final.parent.mkdir(parents=True, exist_ok=True)
+        _check_not_linked(final)  # never write through a d=/campaign= link out of the root
         data = gzip.compress(
             envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
         )
