@@ -31,7 +31,7 @@ from netfleet.catalog import (
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
 from netfleet.engines.iperf3_live import parse_text_intervals
-from netfleet.errors import CatalogError, InputError
+from netfleet.errors import CatalogError, EnvironmentProblem, InputError
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.output import render
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
@@ -488,7 +488,7 @@ def test_catalog_format_and_lock(built: tuple[ResultsRoot, Path, dict[str, Envel
     root, catalog, _ = built
     with open(catalog / ".lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(CatalogError, match="another ingest"):
+        with pytest.raises(EnvironmentProblem, match="another ingest"):
             ingest(root, catalog)
     (catalog / META).write_text(json.dumps({"catalog_format": 99}))
     with pytest.raises(CatalogError, match="catalog format 99"):

@@ -20,6 +20,7 @@ RANKS: dict[str, int] = {
     "units": 0,  # base: rate/size units and the goodput/wire ratio
     "values": 0,  # tolerant readers of raw JSON values (no netfleet imports)
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts
+    "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it
     "aws": 0,  # base: the one boto3 client factory
     "tabular": 0,  # base: the neutral table value type every layer may return
     "durable": 0,  # base: fsync + atomic write-and-rename

@@ -22,7 +22,7 @@ from netfleet.plan import expand
 from netfleet.runner import run_campaign
 from netfleet.runner.journal import Journal, journal_path, read_records
 from netfleet.runner.resume import select
-from netfleet.runner.strays import sweep
+from netfleet.runner.strays import identity, sweep
 from netfleet.spec import load_spec
 from netfleet.spec.scheduling import RetryPolicy
 from netfleet.store import ResultsRoot
@@ -107,8 +107,12 @@ def test_sweep_stops_a_recorded_process_by_pid(
     tmp_path: Path, sleeper: subprocess.Popen[bytes]
 ) -> None:
     with Journal(journal_path(tmp_path, "c")) as j:
+        host = LocalHost("a", "127.0.0.1")
         j.process("run-1", "a", sleeper.pid, ["sleep", "300"], "server")
-        counts = asyncio.run(sweep(j, {"a": LocalHost("a", "127.0.0.1")}))
+        who = asyncio.run(identity(host, sleeper.pid))
+        assert who is not None
+        j.process_identity("a", sleeper.pid, who)  # as run_campaign records it at launch
+        counts = asyncio.run(sweep(j, {"a": host}))
         assert counts == {"killed": 1}
         assert sleeper.wait(5) == -signal.SIGTERM
         assert not j.history.open_processes
@@ -126,6 +130,31 @@ def test_sweep_leaves_a_recycled_pid_alone(
         assert counts == {"replaced": 1, "unreachable": 1}
         assert sleeper.poll() is None, "a process that is not ours must survive"
         assert list(j.history.open_processes) == [("gone-host", 1)]  # checked again next time
+
+
+def test_a_forged_process_record_never_makes_netfleet_kill(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
+) -> None:
+    """A line appended to the journal by someone else (the results directory may be shared)
+    names a live process netfleet never started, with the right argv: it must survive."""
+    path = journal_path(tmp_path, "c")
+    with Journal(path) as j:
+        j.session("fresh", 1, 1)
+    forged = {"event": "process", "host": "a", "pid": sleeper.pid, "argv": ["sleep", "300"]}
+    with path.open("a") as fh:
+        fh.write(json.dumps({**forged, "role": "server", "run_key": "x"}) + "\n")
+    said: list[str] = []
+    with Journal(path) as j:
+        counts = asyncio.run(sweep(j, {"a": LocalHost("a", "127.0.0.1")}, said.append))
+    assert counts == {"unverified": 1}
+    assert sleeper.poll() is None, "a process netfleet cannot prove it started must survive"
+    assert any("left sleep" in m and "by hand" in m for m in said)
+    # a forged identity that does not match the live process is refused too
+    with Journal(path) as j:
+        j.process("x", "a", sleeper.pid, ["sleep", "300"], "server")
+        j.process_identity("a", sleeper.pid, {"start": "1", "boot_id": "b", "netns": "n"})
+        assert asyncio.run(sweep(j, {"a": LocalHost("a", "127.0.0.1")})) == {"unverified": 1}
+    assert sleeper.poll() is None
 
 
 # ------------------------------------------------------------------------------------- resume

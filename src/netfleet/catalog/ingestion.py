@@ -37,7 +37,7 @@ from netfleet.catalog.layout import (
 )
 from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
 from netfleet.durable import fsync_dir
-from netfleet.errors import CatalogError, InputError, StoreError
+from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreError
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot, open_root
 
@@ -190,7 +190,7 @@ def _locked(catalog_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise CatalogError(
+            raise EnvironmentProblem(
                 f"{catalog_dir}: another ingest is running",
                 hint="wait for it to finish, then run netfleet ingest again",
             ) from exc

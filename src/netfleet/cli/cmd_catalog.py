@@ -14,6 +14,7 @@ from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir,
 from netfleet.report import OutputFormat
 from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 from netfleet.store import open_root
+from netfleet.text import plain
 
 
 def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
@@ -31,7 +32,7 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
         report = run_ingest(root, cat, progress=tick)
     console.print(report.summary())
     for path, reason in report.bad:
-        console.print(f"  [yellow]skipped[/] {path}: {reason}")
+        console.print(f"  [yellow]skipped[/] {plain(path)}: {plain(reason)}")
 
 
 def cheatsheet(

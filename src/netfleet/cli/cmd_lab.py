@@ -11,6 +11,7 @@ from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.report import OutputFormat
 from netfleet.report.lab import lab_hosts_table, lab_profiles_table
+from netfleet.text import plain
 
 app = typer.Typer(
     help="Emulated cloud on this machine: namespaces, a switch, tbf shapers.", no_args_is_help=True
@@ -27,9 +28,9 @@ def up(
     """Create the lab's namespaces, links, addresses and shapers (needs root)."""
     spec = labmod.load_lab(lab)
     state = labmod.up(spec, state_dir=state_dir)
-    console.print(f"lab [bold]{state.name}[/] is up:")
+    console.print(f"lab [bold]{plain(state.name)}[/] is up:")
     emit(lab_hosts_table(labmod.status(state.name, state_dir=state_dir)), OutputFormat.table)
-    console.print(f"tear it down with: netfleet lab down {state.name}")
+    console.print(f"tear it down with: netfleet lab down {plain(state.name)}")
 
 
 @app.command()
@@ -40,8 +41,10 @@ def down(
     """Remove exactly what the lab created (also after a crash). Idempotent."""
     removed = labmod.down(name, state_dir=state_dir, missing_ok=False)
     console.print(
-        f"lab {name}: removed {len(removed)} namespaces"
-        + (f" ({', '.join(removed)})" if removed else "")
+        plain(
+            f"lab {name}: removed {len(removed)} namespaces"
+            + (f" ({', '.join(removed)})" if removed else "")
+        )
     )
 
 

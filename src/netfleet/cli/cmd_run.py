@@ -18,6 +18,7 @@ from netfleet.runner import CampaignResult, run_campaign
 from netfleet.spec import load_spec
 from netfleet.spec.models import CampaignSpec
 from netfleet.store import ResultsRoot, open_root
+from netfleet.text import plain
 
 
 async def _with_sigterm(coro):  # type: ignore[no-untyped-def]
@@ -59,7 +60,7 @@ def execute_campaign(
         f"raw results under {root.url}"
     )
     for env in result.failed:
-        console.print(f"  [red]{env.status}[/] {env.run_id}: {env.reason}")
+        console.print(f"  [red]{plain(env.status)}[/] {plain(env.run_id)}: {plain(env.reason)}")
     if result.kept_failed:
         console.print(
             f"  [yellow]{len(result.kept_failed)} runs failed in earlier sessions and were not "

@@ -20,11 +20,16 @@ from rich.progress import (
 from netfleet.engines.iperf3 import received_bps as iperf3_received_bps
 from netfleet.plan.matrix import PlannedRun
 from netfleet.store.envelope import Envelope
+from netfleet.text import plain
 from netfleet.units import fmt_rate
 
 
 def describe(run: PlannedRun) -> str:
-    return f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}"
+    """One line naming the run, safe to embed in Rich markup."""
+    return plain(
+        f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}",
+        keep_newlines=False,
+    )
 
 
 def received_bps(env: Envelope) -> float | None:
@@ -60,7 +65,7 @@ class RichReporter:
         self.progress.__exit__(None, None, None)
 
     def preflight(self, message: str) -> None:
-        self.console.print(f"[dim]preflight: {message}[/]")
+        self.console.print(f"[dim]preflight: {plain(message)}[/]")
 
     def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
         self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
@@ -92,8 +97,8 @@ class RichReporter:
             if isinstance(adaptive, dict) and adaptive.get("verdict") == "no-drop":
                 rate += f" [yellow]{adaptive.get('verdict_text', '')}[/]"
         else:
-            mark = f"[red]{envelope.status}[/]"
-            rate = envelope.reason or ""
+            mark = f"[red]{plain(envelope.status)}[/]"
+            rate = plain(envelope.reason or "", keep_newlines=False)
         self.console.print(f"{mark} {describe(run)}  {rate}", markup=True)
 
     def cooldown(self, seconds: float) -> None:
@@ -102,4 +107,4 @@ class RichReporter:
         self.current = self.progress.add_task(f"cooldown {seconds:.3g} s", total=None, rate="")
 
     def note(self, message: str) -> None:
-        self.console.print(f"[dim]{message}[/]")
+        self.console.print(f"[dim]{plain(message)}[/]")

@@ -11,6 +11,7 @@ server may ignore the first SIGTERM (Process.stop escalates to SIGKILL).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -72,6 +73,8 @@ def parse_csv(text: str) -> list[CsvLine]:
             )  # fmt: skip
         except ValueError:
             continue
+        if not all(math.isfinite(x) for x in (start, end, line.bps)):
+            continue  # "nan"/"inf" from a misbehaving (or hostile) host is not a measurement
         out.append(line)
     return out
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-SAMPLE = re.compile(r"^\s*\d+,\s*[\d.]+,\s*[\d.]+,\s*([\d.]+)\s*$")
+SAMPLE = re.compile(r"^\s*\d+,\s*\d+(?:\.\d+)?,\s*\d+(?:\.\d+)?,\s*(\d+(?:\.\d+)?)\s*$")
 HEADER = re.compile(r"^packet, txTime\(sec\), rxTime\(sec\), (rtt|latency)\(usec\)")
 #: the quantiles kept in the result: every 0.1 %, plus the far tail
 QUANTILE_STEPS = 1000
@@ -63,13 +63,13 @@ def _first(pattern: str, text: str) -> re.Match[str] | None:
 def parse_report(report: str) -> dict[str, Any]:
     """sockperf's own numbers from its (ANSI-stripped) report; missing ones are None."""
     out: dict[str, Any] = {}
-    m = _first(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
+    m = _first(r"\[Valid Duration\] RunTime=(\d+(?:\.\d+)?) sec; SentMessages=(\d+); "
                r"ReceivedMessages=(\d+)", report)  # fmt: skip
     if m:
         out["valid_seconds"] = float(m.group(1))
         out["sent"] = int(m.group(2))
         out["received"] = int(m.group(3))
-    m = _first(r"avg-(rtt|latency)=([\d.]+) \(std-dev=([\d.]+)\)", report)
+    m = _first(r"avg-(rtt|latency)=(\d+(?:\.\d+)?) \(std-dev=(\d+(?:\.\d+)?)\)", report)
     if m:
         out["full_rtt"] = m.group(1) == "rtt"
         out["mean_us"] = float(m.group(2))
@@ -79,12 +79,12 @@ def parse_report(report: str) -> dict[str, Any]:
     if m:
         out["dropped"], out["duplicated"], out["out_of_order"] = (int(x) for x in m.groups())
     pct: dict[str, float] = {}
-    for p, v in re.findall(r"percentile ([\d.]+) =\s*([\d.]+)", report):
+    for p, v in re.findall(r"percentile (\d+(?:\.\d+)?) =\s*(\d+(?:\.\d+)?)", report):
         pct.setdefault(f"{float(p):g}", float(v))
     out["percentiles_us"] = pct
-    m = _first(r"<MAX> observation =\s*([\d.]+)", report)
+    m = _first(r"<MAX> observation =\s*(\d+(?:\.\d+)?)", report)
     out["max_us"] = float(m.group(1)) if m else None
-    m = _first(r"<MIN> observation =\s*([\d.]+)", report)
+    m = _first(r"<MIN> observation =\s*(\d+(?:\.\d+)?)", report)
     out["min_us"] = float(m.group(1)) if m else None
     return out
 

@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from netfleet.spec.common import _check_labels
 from netfleet.units import fmt_rate, parse_rate, parse_size
 
 #: Addresses reserved for benchmarking (RFC 2544): the only ones a lab may use.
@@ -160,6 +161,8 @@ class HostSpec(BaseModel):
 
     labels: dict[str, LabelValue] = Field(default_factory=dict)
     mtu: int | None = Field(default=None, description="link MTU, overriding the lab's")
+
+    _labels = field_validator("labels")(_check_labels)  # no secrets, sane keys (as in specs)
     address: IPv4Address | None = Field(
         default=None, description="default: next free in the subnet"
     )

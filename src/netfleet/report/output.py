@@ -54,12 +54,20 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
             lines += ["", *(f"- {note}" for note in data.notes)]
         return "\n".join(lines)
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=data.title, caption="\n".join(data.notes) or None, caption_justify="left")
+    from netfleet.text import printable
+
+    # user and stored text (labels, names, notes) is shown, never read as markup or control codes
+    table = Table(
+        title=Text(printable(data.title)) if data.title else None,
+        caption=Text(printable("\n".join(data.notes))) if data.notes else None,
+        caption_justify="left",
+    )
     for name in data.columns:
-        table.add_column(name, justify="left")
+        table.add_column(Text(printable(name)), justify="left")
     for row in data.rows:
-        table.add_row(*(_cell(v, data.decimals) for v in row))
+        table.add_row(*(Text(printable(_cell(v, data.decimals))) for v in row))
     for col, name in enumerate(data.columns):
         if data.rows and all(
             isinstance(r[col], int | float) for r in data.rows if r[col] is not None

@@ -24,7 +24,7 @@ from netfleet.runner.preflight import Ready, preflight
 from netfleet.runner.resume import Selection, recover, select
 from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
 from netfleet.runner.session import Started
-from netfleet.runner.strays import sweep
+from netfleet.runner.strays import LOCAL_KINDS, identity, local_identity, sweep
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import ResultsRoot
@@ -121,6 +121,7 @@ async def _run(
     if not todo:
         return result
     mine: set[tuple[str, int]] = set()
+    identities: list[asyncio.Future[None]] = []
     try:
         used = {r.client for r in todo} | {r.server for r in todo}
         rep.preflight(f"checking {len(used)} hosts")
@@ -138,7 +139,12 @@ async def _run(
         def on_process(run: PlannedRun, entry: Started) -> None:
             pid = entry.process.pid
             mine.add((entry.host.name, pid))
+            if entry.host.kind in LOCAL_KINDS:  # same kernel: identity in the same record
+                ident = local_identity(pid)
+                journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role, ident)
+                return
             journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role)
+            identities.append(asyncio.ensure_future(_record_identity(journal, entry.host, pid)))
 
         def on_finished(run: PlannedRun, envelope: Envelope, started: list[Started]) -> None:
             path = root.write(envelope)
@@ -156,10 +162,22 @@ async def _run(
         except asyncio.CancelledError:
             raise _interrupted(result, root) from None
     finally:
+        await asyncio.shield(asyncio.gather(*identities, return_exceptions=True))
         left = {k for k in journal.history.open_processes if k in mine}
         if left:  # this session's processes that could not be confirmed stopped
             await asyncio.shield(sweep(journal, hosts, rep.note, only=left))
     return result
+
+
+async def _record_identity(journal: Journal, host: Host, pid: int) -> None:
+    """Journal who ``pid`` is (start time, boot id, namespace) so that no later session — and no
+    forged journal line — can make netfleet signal a process it did not start."""
+    try:
+        ident = await identity(host, pid)
+    except NetfleetError:
+        return
+    if ident is not None:
+        journal.process_identity(host.name, pid, ident)
 
 
 def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:

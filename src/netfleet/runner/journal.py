@@ -27,7 +27,7 @@ import json
 import os
 import socket
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from netfleet.errors import StoreError
 
 JOURNAL_DIR = Path(".netfleet") / "journal"
 #: stray outcomes after which the process is known not to be ours any more
-CLOSING = frozenset({"killed", "gone", "replaced"})
+CLOSING = frozenset({"killed", "gone", "replaced", "unverified"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class ProcessRecord:
     argv: list[str]
     role: str
     run_key: str
+    #: who the process is (start time in clock ticks, boot id, network namespace), read from
+    #: /proc right after launch; None when it was never recorded (then it is never signalled)
+    identity: dict[str, str] | None = None
 
 
 @dataclass
@@ -90,9 +93,18 @@ class History:
             proc = ProcessRecord(
                 str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
             )
+            if isinstance(rec.get("identity"), dict):
+                ident = {str(k): str(v) for k, v in rec["identity"].items()}
+                proc = replace(proc, identity=ident)
             self.open_processes[(proc.host, proc.pid)] = proc
             self.hosts_of_run.setdefault(key, set()).add(proc.host)
             self.last_traffic[proc.host] = str(rec.get("at", ""))
+        elif event == "process_identity":
+            at = (str(rec["host"]), int(rec["pid"]))
+            known = self.open_processes.get(at)
+            if known is not None and isinstance(rec.get("identity"), dict):
+                ident = {str(k): str(v) for k, v in rec["identity"].items()}
+                self.open_processes[at] = replace(known, identity=ident)
         elif event == "stray" and rec.get("outcome") in CLOSING:
             self.open_processes.pop((str(rec["host"]), int(rec["pid"])), None)
 
@@ -120,10 +132,18 @@ def journal_path(results_root: Path, campaign: str) -> Path:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Every complete record; a torn or unreadable line (a crash mid-write) is skipped."""
+    _check_inside(path)
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the campaign journal {path}: {exc.strerror}",
+            hint="it must be a regular file (not a symbolic link) netfleet can read",
+        ) from None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read()
     records = []
     for line in data.split(b"\n"):
         if not line.strip():
@@ -140,8 +160,23 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 def read_history(path: Path) -> History:
     history = History()
     for rec in read_records(path):
-        history.apply(rec)
+        try:
+            history.apply(rec)
+        except (KeyError, TypeError, ValueError):
+            continue  # a malformed (or forged) record is no instruction
     return history
+
+
+def _check_inside(path: Path) -> None:
+    """The journal's directory is the results root's own ``.netfleet/journal``, not a symbolic
+    link out of it (root would otherwise append to, or read, a file elsewhere)."""
+    top = path.parent.parent.parent
+    expected = os.path.join(os.path.realpath(top), *JOURNAL_DIR.parts)
+    if path.parent.exists() and os.path.realpath(path.parent) != expected:
+        raise StoreError(
+            f"{path.parent} is a symbolic link out of the results root: refused",
+            hint="remove the link; netfleet keeps its journal inside the results root",
+        )
 
 
 class Journal:
@@ -171,7 +206,9 @@ class Journal:
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+            _check_inside(self.path)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+            flags |= os.O_CREAT if create else 0
             fd = os.open(self.path, flags, 0o644)
         except OSError as exc:
             raise StoreError(
@@ -231,8 +268,21 @@ class Journal:
     def run_started(self, run_key: str, sequence: int) -> None:
         self.append("run_started", run_key=run_key, sequence=sequence)
 
-    def process(self, run_key: str, host: str, pid: int, argv: list[str], role: str) -> None:
-        self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role)
+    def process(
+        self,
+        run_key: str,
+        host: str,
+        pid: int,
+        argv: list[str],
+        role: str,
+        identity: dict[str, str] | None = None,
+    ) -> None:
+        extra = {"identity": identity} if identity else {}
+        self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role, **extra)
+
+    def process_identity(self, host: str, pid: int, identity: dict[str, str]) -> None:
+        """Who the process ``pid`` on ``host`` is: checked again before it is ever signalled."""
+        self.append("process_identity", host=host, pid=pid, identity=identity)
 
     def run_finished(
         self,

@@ -2,23 +2,33 @@
 controller was killed, or a host's connection was lost. They are checked and stopped **by PID**
 on their host, on exit and on the next run (``--resume`` or not), never by name.
 
-Before signalling, the PID's command line (``/proc/PID/cmdline``) must still end with the argv
-the journal recorded — a recycled PID running something else is left alone (``replaced``).
+The journal sits in the results directory, which may be shared: a record in it is a claim, not
+a fact. Right after launch netfleet records who the process is — its start time
+(``/proc/PID/stat`` field 22), the host's boot id and its network namespace — and before it
+signals a recorded PID all three must match again *and* its command line (``/proc/PID/cmdline``)
+must still end with the recorded argv. A recycled PID is left alone (``replaced``); a record
+without that identity, or whose identity does not match, is refused (``unverified``) and the
+reason is said: netfleet never signals a process it cannot prove it started.
 Works on every host kind through ``Host.run``: ``sh``, ``cat`` and ``kill`` are all it needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable
 from itertools import groupby
+from pathlib import Path
 
 from netfleet.errors import NetfleetError
 from netfleet.hosts.base import Host
 from netfleet.runner.journal import Journal, ProcessRecord
 
 _KILL = 'kill -s "$1" "$2"'
+_IDENTITY = (
+    'cat /proc/sys/kernel/random/boot_id && cat /proc/"$1"/stat && readlink /proc/"$1"/ns/net'
+)
 POLL_S = 0.1
 GRACE_S = 3.0
 
@@ -32,6 +42,43 @@ async def cmdline(host: Host, pid: int) -> list[str] | None:
     if parts and parts[-1] == "":
         parts.pop()
     return parts or None  # a zombie has an empty cmdline: it is gone
+
+
+async def identity(host: Host, pid: int) -> dict[str, str] | None:
+    """Who ``pid`` is on ``host``: start time (clock ticks after boot), boot id, network
+    namespace; None when there is no such process."""
+    res = await host.run(["sh", "-c", _IDENTITY, "sh", str(pid)], timeout=15)
+    if res.returncode != 0:
+        return None
+    return parse_identity(res.stdout)
+
+
+#: host kinds whose processes run on this kernel: their identity is read from /proc directly
+LOCAL_KINDS = frozenset({"local", "netns"})
+
+
+def local_identity(pid: int) -> dict[str, str] | None:
+    """:func:`identity` for a process on this machine, read synchronously — so that it is in the
+    journal together with the process record (a crash a moment later leaves no unverifiable
+    record behind)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        netns = os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+    return parse_identity(f"{boot.strip()}\n{stat.strip()}\n{netns}\n")
+
+
+def parse_identity(text: str) -> dict[str, str] | None:
+    lines = text.splitlines()
+    if len(lines) < 3:
+        return None
+    stat = lines[1]
+    fields = stat[stat.rfind(")") + 2 :].split()  # comm may hold spaces and ')'
+    if len(fields) < 20:
+        return None
+    return {"start": fields[19], "boot_id": lines[0].strip(), "netns": lines[2].strip()}
 
 
 def is_ours(running: list[str], argv: list[str]) -> bool:
@@ -48,6 +95,13 @@ async def stop_stray(host: Host, proc: ProcessRecord) -> str:
         return "gone"
     if not is_ours(running, proc.argv):
         return "replaced"
+    if proc.identity is None:
+        return "unverified"
+    who = await identity(host, proc.pid)
+    if who is None:
+        return "gone"
+    if who != proc.identity:
+        return "unverified"
     for sig in (signal.SIGTERM, signal.SIGKILL):
         name = sig.name.removeprefix("SIG")
         await host.run(["sh", "-c", _KILL, "sh", name, str(proc.pid)], timeout=15)
@@ -82,6 +136,12 @@ async def sweep(
         what = f"{proc.argv[0] if proc.argv else '?'} (pid {proc.pid}, run {proc.run_key})"
         if outcome == "killed":
             say(f"stopped a stray {what} on host {proc.host}")
+        elif outcome == "unverified":
+            say(
+                f"left {what} on host {proc.host} alone: the journal's record of it does not "
+                "match the running process (start time, boot id, namespace) — netfleet only "
+                "stops processes it can prove it started; stop it by hand if it is yours"
+            )
         elif outcome in ("unreachable", "survived"):
             say(
                 f"could not stop {what} on host {proc.host}: {detail or outcome}; netfleet "
@@ -99,7 +159,11 @@ async def sweep(
             except NetfleetError as exc:
                 note(proc, "unreachable", exc.message)
                 continue
-            note(proc, outcome, None if outcome != "survived" else "still runs after SIGKILL")
+            detail = {
+                "survived": "still runs after SIGKILL",
+                "unverified": "its start time, boot id or namespace differ from the record",
+            }.get(outcome)
+            note(proc, outcome, detail)
 
     groups = [(name, list(procs)) for name, procs in groupby(open_procs, key=lambda p: p.host)]
     await asyncio.gather(*(visit(name, procs) for name, procs in groups))

@@ -8,9 +8,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo
 
+from netfleet.keymaterial import looks_like_key_material, looks_like_secret_name
+
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 LABEL_KEY = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
 LabelValue = str | int | float | bool | None
+
+
+class LocatedError(ValueError):
+    """A validator's error that knows which field it is about (``loc``), so the message points
+    at that field's line instead of the top of the file (e.g. an unknown host in
+    ``tests.2.client``)."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 class _Strict(BaseModel):
@@ -18,7 +30,17 @@ class _Strict(BaseModel):
 
 
 def _check_labels(labels: dict[str, Any]) -> dict[str, Any]:
-    for key in labels:
+    for key, value in labels.items():
+        if looks_like_secret_name(key):
+            raise ValueError(
+                f"label {key!r} looks like a secret: labels are copied into every result file "
+                "(often in a shared directory): remove it and keep secrets out of specs"
+            )
+        if isinstance(value, str) and looks_like_key_material(value):
+            raise ValueError(
+                f"label {key!r} holds what looks like private-key material: remove it "
+                "(labels are copied into every result file)"
+            )
         if not re.match(LABEL_KEY, key):
             raise ValueError(
                 f"label key {key!r} is not allowed: use letters, digits, '_', '.', '-' and start "

@@ -4,6 +4,8 @@ anything runs or is written."""
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,18 @@ def _with_inventory(data: Any, path: Path, lines: LineMap) -> Any:
     from netfleet.spec.inventory import load_inventory
 
     inventory = (path.parent / Path(data["inventory"]).expanduser()).resolve()
+    if not inventory.is_file():
+        raise SpecError(
+            f"{path}: invalid campaign spec",
+            file=str(path),
+            problems=[
+                (
+                    "inventory",
+                    lines.get(("inventory",)),
+                    f"{inventory} is not a file: fix the path (relative to the spec)",
+                )
+            ],
+        )
     listed = load_inventory(inventory)
     own = data.get("hosts") or {}
     clash = sorted(set(listed) & set(own)) if isinstance(own, dict) else []
@@ -51,6 +65,7 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
     from netfleet.spec.matrix import combinations
 
     problems: list[tuple[str, int | None, str]] = []
+    _check_matrix_size(spec, lines, file)
     for ti, test in enumerate(spec.tests):
         for combo in combinations(test):
             params = {k: v for k, v in combo.items() if k not in ("client", "server")}
@@ -76,6 +91,36 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
                 break
     if problems:
         raise SpecError(f"{file}: invalid campaign spec", file=file, problems=problems)
+
+
+#: matrix combinations one test may have (override: NETFLEET_MAX_COMBINATIONS)
+MAX_COMBINATIONS = 10_000
+
+
+def _check_matrix_size(spec: CampaignSpec, lines: LineMap, file: str) -> None:
+    """Refuse a matrix whose product is too large *before* expanding it (a 100×100×100 matrix
+    would otherwise validate a million combinations)."""
+    raw = os.environ.get("NETFLEET_MAX_COMBINATIONS", "").strip()
+    cap = int(raw) if raw.isdigit() else MAX_COMBINATIONS
+    for ti, test in enumerate(spec.tests):
+        sizes = [len(v) for v in test.matrix.values()]
+        total = math.prod(sizes) + len(test.include)
+        if total > cap:
+            shape = " × ".join(f"{len(v)} {k}" for k, v in test.matrix.items())
+            line = lines.get(("tests", ti, "matrix")) or lines.get(("tests", ti))
+            raise SpecError(
+                f"{file}: invalid campaign spec",
+                file=file,
+                problems=[
+                    (
+                        f"tests.{ti}.matrix",
+                        line,
+                        f"test {test.name!r} has {shape} = {total:,} combinations, over the cap "
+                        f"of {cap:,}: shrink the matrix, split the test, or set "
+                        "NETFLEET_MAX_COMBINATIONS",
+                    )
+                ],
+            )
 
 
 def _short(combo: dict[str, Any]) -> str:

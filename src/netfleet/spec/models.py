@@ -27,7 +27,7 @@ from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
 from netfleet.engines.params.latency import LatencyParams
 from netfleet.engines.params.ping import PingParams
 from netfleet.engines.params.throughput import ThroughputParams
-from netfleet.spec.common import NAME, LabelValue, _check_labels, _Strict
+from netfleet.spec.common import NAME, LabelValue, LocatedError, _check_labels, _Strict
 from netfleet.spec.scheduling import RetryPolicy, check_budget
 from netfleet.spec.ssh import SshHostSpec
 from netfleet.spec.topology import Topology, check_topology
@@ -339,30 +339,42 @@ class CampaignSpec(_Strict):
     @model_validator(mode="after")
     def _references(self) -> CampaignSpec:
         names = [t.name for t in self.tests]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"test names must be unique: {dupes} repeat")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise LocatedError(
+                    f"test name {name!r} is used twice: test names must be unique, rename one",
+                    ("tests", i, "name"),
+                )
         if not self.hosts:
             raise ValueError("list at least one host (under 'hosts:' or in the inventory file)")
         overlap = self.allow_host_overlap
         for h in overlap if isinstance(overlap, list) else []:
             if h not in self.hosts:
-                raise ValueError(f"allow_host_overlap: {h!r} is not in hosts")
-        for t in self.tests:
+                raise LocatedError(
+                    f"allow_host_overlap: {h!r} is not in hosts", ("allow_host_overlap",)
+                )
+        for ti, t in enumerate(self.tests):
             if t.topology is not None:
-                check_topology(t.name, t.topology, t, list(self.hosts))
+                try:
+                    check_topology(t.name, t.topology, t, list(self.hosts))
+                except ValueError as exc:
+                    raise LocatedError(str(exc), ("tests", ti, "topology")) from None
                 continue
             for role in ("client", "server"):
                 fixed = getattr(t, role)
                 listed = t.matrix.get(role, [])
                 if fixed is None and not listed:
-                    raise ValueError(
-                        f"test {t.name!r} has no {role}: set '{role}:' or matrix.{role}"
+                    raise LocatedError(
+                        f"test {t.name!r} has no {role}: set '{role}:' or matrix.{role}",
+                        ("tests", ti),
                     )
                 for h in ([fixed] if fixed else []) + list(listed):
                     if h not in self.hosts:
-                        raise ValueError(
+                        where = ("tests", ti, role) if h == fixed else ("tests", ti, "matrix", role)
+                        raise LocatedError(
                             f"test {t.name!r}: {role} {h!r} is not in hosts "
-                            f"(known: {', '.join(sorted(self.hosts))})"
+                            f"(known: {', '.join(sorted(self.hosts))}): add it under hosts "
+                            "or fix the name",
+                            where,
                         )
         return self

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from netfleet.keymaterial import looks_like_key_material
 from netfleet.spec.common import LabelValue, _check_labels, _Strict, resolve_path
 
 #: a DNS name (RFC 1123 labels); never starts with '-', so it cannot pass for an option
@@ -56,7 +57,7 @@ class SshEndpoint(_Strict):
     @field_validator("key", "known_hosts", mode="before")
     @classmethod
     def _no_key_material(cls, value: object) -> object:
-        if isinstance(value, str) and "PRIVATE KEY" in value:
+        if isinstance(value, str) and looks_like_key_material(value):
             raise ValueError(
                 "this looks like key material: give the path of the key file, never the key"
             )

@@ -1,0 +1,36 @@
+"""Safe terminal text: user- or disk-supplied strings shown, never obeyed.
+
+A label, a host name, a spec path or a remote tool's output may hold Rich markup (``[/]``,
+``[bold]``) or terminal control sequences (``ESC ] 0 ; title BEL``, ``ESC [ 31 m``). Printed as
+is, the first crashes or garbles Rich output and the second re-titles, recolours or rewrites the
+user's terminal. :func:`printable` makes every C0/C1 control character (and DEL) visible as an
+escape such as ``\\x1b``; :func:`plain` does that and escapes Rich markup, for text that is
+embedded in a markup string. (A base module: it imports only the standard library and Rich's
+escape helper.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.markup import escape
+
+#: C0 controls except newline and tab, DEL, and the C1 controls (U+0080..U+009F)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+def printable(text: object, *, keep_newlines: bool = True) -> str:
+    """``text`` as a string with every control character shown as an ``\\xNN`` escape."""
+    s = _CONTROLS.sub(_visible, str(text))
+    if not keep_newlines:
+        s = s.replace("\n", "\\n").replace("\t", "\\t")
+    return s
+
+
+def plain(text: object, *, keep_newlines: bool = True) -> str:
+    """``text`` made printable and with Rich markup escaped: safe inside a markup string."""
+    return escape(printable(text, keep_newlines=keep_newlines))
