@@ -25,7 +25,7 @@ from netfleet.runner.session import Started
 from netfleet.runner.strays import sweep
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
-from netfleet.store.root import ResultsRoot
+from netfleet.store.root import RawStore
 
 
 @dataclass
@@ -58,7 +58,7 @@ class CampaignInterrupted(NetfleetError):
 
 async def run_campaign(
     spec: CampaignSpec,
-    root: ResultsRoot,
+    root: RawStore,
     reporter: Reporter | None = None,
     lab_state_dir: Path | None = None,
     *,
@@ -80,7 +80,8 @@ async def run_campaign(
     limits = Limits.of(spec, concurrency)
     hosts = {name: build_host(name, hs, lab_state_dir) for name, hs in spec.hosts.items()}
     try:
-        with Journal(journal_path(root.path, spec.campaign)) as journal:
+        root.flush_pending()  # results a failed upload left spooled (S3 roots)
+        with Journal(journal_path(root.journal_root, spec.campaign)) as journal:
             return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
     finally:
         await asyncio.shield(asyncio.gather(*(h.close() for h in hosts.values())))
@@ -88,7 +89,7 @@ async def run_campaign(
 
 async def _run(
     spec: CampaignSpec,
-    root: ResultsRoot,
+    root: RawStore,
     rep: Reporter,
     runs: list[PlannedRun],
     limits: Limits,
@@ -156,7 +157,7 @@ async def _run(
     return result
 
 
-def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:
+def _interrupted(result: CampaignResult, root: RawStore) -> CampaignInterrupted:
     return CampaignInterrupted(
         f"interrupted: {result.ok} of {result.total} runs completed, their results kept under "
         f"{root.url}",

@@ -1,5 +1,7 @@
-"""Where raw results live. The root is a URL: a local path or ``file://`` today; ``s3://`` is the
-layout's purpose (Athena/Trino/Spark read it as it is) and plugs in here as another root kind."""
+"""Where raw results live. The root is a URL: a local path, ``file://`` or ``s3://bucket/prefix``
+(:mod:`netfleet.store.s3`; Athena/Trino/Spark read the layout as it is). Both kinds offer the
+same small interface, :data:`RawStore`: ``url``, ``write``, ``files``, ``glob``, ``read``,
+``journal_root`` (always local) and ``flush_pending``."""
 
 from __future__ import annotations
 
@@ -7,15 +9,16 @@ import gzip
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 from urllib.parse import urlparse
 
 from netfleet.errors import InputError, StoreError
+from netfleet.store.durable import atomic_write_bytes
 from netfleet.store.envelope import Envelope, upgrade
+from netfleet.store.s3 import RAW_GLOB, parse_s3_url
 
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -42,64 +45,91 @@ class ResultsRoot:
     def url(self) -> str:
         return str(self.path)
 
+    @property
+    def journal_root(self) -> Path:
+        """Where the campaign journals live: inside the root (``.netfleet/``)."""
+        return self.path
+
+    def flush_pending(self) -> list[str]:
+        """Nothing is ever pending locally (writes are synchronous); see :class:`S3Root`."""
+        return []
+
+    def glob(self, pattern: str) -> list[Path]:
+        """Raw files whose path relative to the root matches ``pattern`` (sorted)."""
+        if not self.path.exists():
+            return []
+        return sorted(self.path.glob(pattern))
+
     def write(self, envelope: Envelope) -> Path:
         rel = partition_path(envelope)
-        final = self.path / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
         data = gzip.compress(
             envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
         )
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=final.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(final.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-        return final
+        return atomic_write_bytes(self.path / rel, data)
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""
-        if not self.path.exists():
-            return iter(())
-        return iter(sorted(self.path.glob("d=*/campaign=*/*.json.gz")))
+        return iter(self.glob(RAW_GLOB))
 
     @staticmethod
-    def read(path: Path) -> dict[str, Any]:
+    def read(path: Path | str) -> dict[str, Any]:
         """Decode one raw file and bring it to the current format version."""
-        try:
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, EOFError, ValueError) as exc:
-            raise StoreError(
-                f"{path}: unreadable raw result ({exc})",
-                hint="move the file aside; it was not written by netfleet",
-            ) from exc
-        if not isinstance(doc, dict):
-            raise StoreError(f"{path}: a raw result must be a JSON object")
-        return upgrade(doc, str(path))
+        return decode_raw(path, str(path))
 
 
-def open_root(url: str | os.PathLike[str]) -> ResultsRoot:
+def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
+    """Decode a raw result (a file path or a binary stream; ``where`` names it in errors) and
+    bring it to the current format version."""
+    try:
+        with gzip.open(source, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, EOFError, ValueError) as exc:
+        raise StoreError(
+            f"{where}: unreadable raw result ({exc})",
+            hint="move it aside; it was not written by netfleet",
+        ) from exc
+    if not isinstance(doc, dict):
+        raise StoreError(f"{where}: a raw result must be a JSON object")
+    return upgrade(doc, where)
+
+
+class RawStore(Protocol):
+    """A results root of either kind (:class:`ResultsRoot` local, :class:`S3Root`). A *ref* is
+    what ``files``/``glob`` return (a ``Path`` or an ``S3Object``) and ``read`` accepts."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def journal_root(self) -> Path: ...
+
+    def write(self, envelope: Envelope) -> Any: ...
+
+    def files(self) -> Iterator[Any]: ...
+
+    def glob(self, pattern: str) -> list[Any]: ...
+
+    def read(self, ref: Any) -> dict[str, Any]: ...
+
+    def flush_pending(self) -> list[str]: ...
+
+
+def open_root(url: str | os.PathLike[str]) -> RawStore:
     """Open a results root from a path or URL."""
     text = os.fspath(url)
     parsed = urlparse(text)
     if parsed.scheme in ("", "file"):
         return ResultsRoot(Path(parsed.path if parsed.scheme else text).expanduser())
     if parsed.scheme == "s3":
-        raise InputError(
-            f"results root {text!r}: the S3 store is not available in this version",
-            hint="use a local directory; the same layout can be synced to S3",
-        )
+        return parse_s3_url(text)
     raise InputError(
         f"results root {text!r}: unknown scheme {parsed.scheme!r}",
-        hint="use a local path or file:// URL",
+        hint="use a local path, a file:// URL or s3://BUCKET/PREFIX",
     )
+
+
+def as_root(root: RawStore | str | os.PathLike[str]) -> RawStore:
+    """``root`` itself if it is already an opened root, else :func:`open_root` of it."""
+    if isinstance(root, str | os.PathLike):
+        return open_root(root)
+    return root

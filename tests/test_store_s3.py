@@ -1,0 +1,132 @@
+"""The S3 results root against moto's server as its own process: write, list, read, ingest,
+a run to S3, and a server that dies mid-upload (nothing half-written listed; the result is
+spooled locally and uploaded again by the next run/--resume)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from netfleet import aws
+from netfleet.catalog.ingestion import ingest
+from netfleet.catalog.query import query
+from netfleet.errors import StoreError
+from netfleet.runner import run_campaign
+from netfleet.spec import load_spec
+from netfleet.store import ResultsRoot, S3Root, open_root
+from tests.motokit import moto_server
+from tests.test_runner_local import SPEC, spec_file
+from tests.test_store import envelope
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "state"
+    monkeypatch.setenv("NETFLEET_STATE_DIR", str(d))
+    return d
+
+
+def make_bucket(name: str = "results") -> None:
+    aws.client("s3", region="us-east-1").create_bucket(Bucket=name)
+
+
+def test_write_list_read_round_trip_and_ingest_same_as_local(tmp_path: Path) -> None:
+    with moto_server():
+        make_bucket()
+        root = open_root("s3://results/fleet/x")
+        assert isinstance(root, S3Root)
+        local = ResultsRoot(tmp_path / "local")
+        envs = [
+            envelope(run_id=f"t-abc-r{i}-20260101T00000000000{i}Z", run_key=f"t-abc-r{i}")
+            for i in range(3)
+        ]
+        urls = [root.write(e) for e in envs]
+        for e in envs:
+            local.write(e)
+        assert urls[0] == (
+            "s3://results/fleet/x/d=2026-01-01/campaign=c/t-abc-r0-20260101T000000000000Z.json.gz"
+        )
+        listed = list(root.files())
+        assert [str(r) for r in listed] == sorted(urls)
+        assert [r.name for r in listed] == [p.name for p in local.files()]
+        assert [root.read(r) for r in listed] == [local.read(p) for p in local.files()]
+        assert root.pending() == []  # the spool is emptied after each successful PUT
+        # a stray object outside the layout is not listed
+        s3 = aws.client("s3", region="us-east-1")
+        s3.put_object(Bucket="results", Key="fleet/x/d=2026-01-01/notes.txt", Body=b"x")
+        assert len(list(root.files())) == 3
+        rep = ingest(root, tmp_path / "cat")
+        assert (rep.seen, rep.ingested, rep.bad) == (3, 3, [])
+        again = ingest(root, tmp_path / "cat")
+        assert (again.ingested, again.skipped) == (0, 3)
+        rows = query(tmp_path / "cat", "SELECT run_id, source FROM runs ORDER BY run_id").rows
+        assert [r[1] for r in rows] == sorted(urls)
+
+
+def test_errors_name_the_root_and_the_fix() -> None:
+    with moto_server():
+        root = open_root("s3://no-such-bucket/p")
+        with pytest.raises(StoreError, match=r"s3://no-such-bucket/p/: listing failed") as exc:
+            list(root.files())
+        assert "AWS_ENDPOINT_URL" in (exc.value.hint or "")
+
+
+def test_loopback_guard_refuses_a_real_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETFLEET_AWS_LOOPBACK_ONLY", "1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.amazonaws.com")
+    with pytest.raises(Exception, match="loopback"):
+        list(open_root("s3://b/p").files())
+
+
+def test_server_dies_mid_upload_result_spooled_and_reuploaded(tmp_path: Path) -> None:
+    big = envelope(result={"intervals": [], "end": {}, "blob": os.urandom(6_000_000).hex()})
+    with moto_server() as first:
+        make_bucket()
+        root = open_root("s3://results/p")
+        assert isinstance(root, S3Root)
+        errors: list[BaseException] = []
+
+        def upload() -> None:
+            try:
+                root.write(big)
+            except BaseException as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=upload)
+        t.start()
+        time.sleep(0.3)  # the 12 MB body is on its way
+        os.kill(first.proc.pid, signal.SIGKILL)  # the PID this test's server has
+        first.proc.wait()
+        t.join(60)
+        assert errors and isinstance(errors[0], StoreError), errors
+        assert "spooled" in (errors[0].hint or "")
+        assert len(root.pending()) == 1  # the completed result is kept locally
+    with moto_server():
+        make_bucket()
+        root = open_root("s3://results/p")
+        assert isinstance(root, S3Root)
+        assert list(root.files()) == []  # nothing half-written is listed
+        assert len(root.flush_pending()) == 1
+        (ref,) = root.files()
+        assert root.read(ref)["result"]["blob"] == big.result["blob"]
+        assert root.pending() == []
+
+
+def test_campaign_writes_to_s3_journal_stays_local(tmp_path: Path, state_dir: Path) -> None:
+    with moto_server():
+        make_bucket()
+        root = open_root("s3://results/runs")
+        spec = load_spec(spec_file(tmp_path, SPEC))
+        result = asyncio.run(run_campaign(spec, root))
+        assert result.ok == 2, [e.reason for e in result.envelopes]
+        assert all(str(p).startswith("s3://results/runs/d=") for p in result.paths)
+        assert len(list(root.files())) == 2
+        assert list(state_dir.glob("s3/results/runs/.netfleet/journal/*.jsonl"))
+        again = asyncio.run(run_campaign(spec, root, resume=True))
+        assert (again.done_before, again.total) == (2, 0)  # all done: nothing re-run
