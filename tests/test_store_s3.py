@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +28,7 @@ from tests.test_store import envelope
 @pytest.fixture(autouse=True)
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "state"
-    monkeypatch.setenv("NETFLEET_STATE_DIR", str(d))
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(d))
     return d
 
 
@@ -84,29 +84,65 @@ def test_loopback_guard_refuses_a_real_endpoint(monkeypatch: pytest.MonkeyPatch)
         list(open_root("s3://b/p").files())
 
 
-def test_server_dies_mid_upload_result_spooled_and_reuploaded(tmp_path: Path) -> None:
-    big = envelope(result={"intervals": [], "end": {}, "blob": os.urandom(6_000_000).hex()})
+class CutProxy:
+    """A loopback TCP proxy in front of moto that forwards the first ``cut`` bytes of the upload,
+    then kills the server (by the PID the test started) and drops the connection: a server
+    dying in the middle of a PUT body."""
+
+    def __init__(self, target_port: int, pid: int, cut: int) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.target, self.pid, self.cut = target_port, pid, cut
+        self.forwarded = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    up = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                except OSError:
+                    continue  # the server is gone: the client sees the connection drop
+                with up:
+                    while self.forwarded < self.cut:
+                        data = conn.recv(65536)
+                        if not data:
+                            break
+                        up.sendall(data)
+                        self.forwarded += len(data)
+                    os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_server_dies_mid_upload_result_spooled_and_reuploaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = envelope(result={"intervals": [], "end": {}, "blob": os.urandom(3_000_000).hex()})
     with moto_server() as first:
         make_bucket()
+        port = int(first.url.rsplit(":", 1)[1])
+        proxy = CutProxy(port, first.proc.pid, cut=1_000_000)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
         root = open_root("s3://results/p")
         assert isinstance(root, S3Root)
-        errors: list[BaseException] = []
-
-        def upload() -> None:
-            try:
+        try:
+            with pytest.raises(StoreError, match="upload of d=2026-01-01/campaign=c/") as exc:
                 root.write(big)
-            except BaseException as exc:
-                errors.append(exc)
-
-        t = threading.Thread(target=upload)
-        t.start()
-        time.sleep(0.3)  # the 12 MB body is on its way
-        os.kill(first.proc.pid, signal.SIGKILL)  # the PID this test's server has
-        first.proc.wait()
-        t.join(60)
-        assert errors and isinstance(errors[0], StoreError), errors
-        assert "spooled" in (errors[0].hint or "")
+        finally:
+            proxy.close()
+        first.proc.wait(10)
+        assert proxy.forwarded >= 1_000_000  # the body was on its way when the server died
+        assert "spooled" in (exc.value.hint or "")
         assert len(root.pending()) == 1  # the completed result is kept locally
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with moto_server():
         make_bucket()
         root = open_root("s3://results/p")

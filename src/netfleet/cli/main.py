@@ -13,6 +13,7 @@ from netfleet.cli import (
     cmd_catalog,
     cmd_demo,
     cmd_doctor,
+    cmd_import,
     cmd_inventory,
     cmd_lab,
     cmd_report,
@@ -53,6 +54,7 @@ app.command()(cmd_spec.plan)
 app.command()(cmd_run.run)
 app.add_typer(cmd_lab.app, name="lab")
 app.add_typer(cmd_inventory.app, name="inventory")
+app.command(name="import")(cmd_import.import_)
 app.command()(cmd_catalog.ingest)
 app.command()(cmd_catalog.cheatsheet)
 app.command()(cmd_catalog.sql)

@@ -7,7 +7,7 @@
   the completed result is not lost — ``flush_pending`` (run at the start of every ``run``, hence
   ``--resume``) uploads it again.
 * The campaign journal stays local too, under the same state directory (S3 has no append):
-  ``$NETFLEET_STATE_DIR`` or ``$XDG_STATE_HOME/netfleet`` or ``~/.local/state/netfleet``, then
+  ``$NETFLEET_S3_STATE`` or ``$XDG_STATE_HOME/netfleet`` or ``~/.local/state/netfleet``, then
   ``s3/<bucket>/<prefix>/``.
 * Credentials come only from boto3's standard chain via :func:`netfleet.aws.client`.
 """
@@ -49,7 +49,7 @@ class S3Object:
 
 
 def state_home() -> Path:
-    explicit = os.environ.get("NETFLEET_STATE_DIR")
+    explicit = os.environ.get("NETFLEET_S3_STATE")
     if explicit:
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_STATE_HOME")
