@@ -120,3 +120,32 @@ def test_missing_source_and_bad_label_are_input_errors(tmp_path: Path) -> None:
         cli("import", ok, "--label", "no-equals", "--results", results) == ExitStatus.INVALID_INPUT
     )
     assert cli("import", ok, "--label", "k=v", "--results", results) == 0
+
+
+def test_iperf2_csv_imports_as_an_iperf2_run_and_ingests(tmp_path: Path) -> None:
+    src = Path(__file__).parent / "fixtures" / "iperf2" / "tcp_p2.txt"  # real iperf2 -y C
+    copy = tmp_path / "tcp_p2.csv.gz"
+    copy.write_bytes(gzip.compress(src.read_bytes()))
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(copy)], root, labels=["tool=iperf2"])
+    assert report.bad == [] and report.flagged == []
+    (doc,) = (root.read(p) for p in root.files())
+    assert doc["engine"]["name"] == "iperf2" and doc["result"]["client_output"] == src.read_text()
+    assert doc["started_at"].startswith("2026-11-22T06:03:27")
+    assert "started_at" in doc["notes"]["imported"]["inferred"]
+    rep = ingest(root, tmp_path / "c")
+    assert (rep.ingested, rep.bad) == (1, [])
+    got = query(
+        tmp_path / "c",
+        "SELECT idx, bytes FROM intervals WHERE kind = 'sum' AND role = 'sender' ORDER BY idx",
+    ).rows
+    assert got == [[0, 2158755900 + 2708734012], [1, 2955149312 + 2699165696]]
+
+
+def test_iperf2_rate_that_does_not_add_up_is_flagged(tmp_path: Path) -> None:
+    src = Path(__file__).parent / "fixtures" / "iperf2" / "tcp_p2.txt"
+    text = src.read_text().replace(",17270047200", ",99", 1)
+    bad = tmp_path / "x.csv"
+    bad.write_text(text)
+    report = import_files([str(bad)], ResultsRoot(tmp_path / "r"))
+    assert report.flagged == [(str(bad), 1)]

@@ -34,7 +34,7 @@ from netfleet.errors import InputError
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
-SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz")
+SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz")
 #: relative tolerance of the interval checks (iperf3 rounds to microseconds / float)
 TOLERANCE = 0.01
 
@@ -165,17 +165,37 @@ def _stamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def build_envelope(
-    path: Path,
-    data: bytes,
-    *,
-    campaign: str,
-    labels: dict[str, str],
-    pattern: re.Pattern[str] | None,
-) -> Envelope:
-    doc = decode(data)
-    start = doc.get("start") or {}
-    inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
+IPERF2_CSV = re.compile(r"^\d{14}(?:\.\d+)?,[^,]*,\d+,[^,]*,\d+,-?\d+,[\d.]+-[\d.]+,\d+,\d+")
+
+
+def _plain(data: bytes) -> bytes:
+    if data[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    return data
+
+
+def iperf2_csv_flags(text: str) -> list[dict[str, Any]]:
+    """iperf2 ``-y C`` lines whose rate is not bytes × 8 / (end − start)."""
+    flags: list[dict[str, Any]] = []
+    for i, line in enumerate(ln for ln in text.splitlines() if IPERF2_CSV.match(ln)):
+        f = line.split(",")
+        start, end = (float(x) for x in f[6].split("-", 1))
+        nbytes, bps = float(f[7]), float(f[8])
+        secs = end - start
+        if secs > 0:
+            expect = nbytes * 8 / secs
+            if abs(expect - bps) > TOLERANCE * max(expect, bps, 1.0):
+                detail = f"{bps:.0f} ≠ bytes×8/seconds = {expect:.0f}"
+                flags.append({"line": i, "field": "bits_per_second", "detail": detail})
+    return flags
+
+
+def _labels(
+    path: Path, labels: dict[str, str], pattern: re.Pattern[str] | None
+) -> tuple[dict[str, Any], list[str], str | None]:
     found: dict[str, str] = {}
     if pattern is not None:
         m = pattern.search(path.as_posix())
@@ -184,7 +204,97 @@ def build_envelope(
         found = {k: v for k, v in m.groupdict().items() if v is not None}
     all_labels: dict[str, Any] = {**found, **labels}
     all_labels.pop("date", None)
-    epoch_label = all_labels.pop("epoch", None)
+    epoch = all_labels.pop("epoch", None)
+    return all_labels, sorted(found), epoch
+
+
+def _provenance(
+    path: Path, data: bytes, inferred: list[str], found: list[str], flags: list[dict[str, Any]]
+) -> tuple[str, dict[str, Any]]:
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        original: str = data.decode("utf-8")
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        original, encoding = base64.b64encode(data).decode(), "base64"
+    return f"import-{digest[:16]}", {
+        "imported": {
+            "from": str(path),
+            "sha256": digest,
+            "size": len(data),
+            "inferred": inferred,
+            "pattern_labels": found,
+            "flags": flags,
+            "original_encoding": encoding,
+            "original": original,
+        }
+    }
+
+
+def _imported(run_id: str, campaign: str, **fields: Any) -> Envelope:
+    """An imported run's envelope: one run of its own (no test, repeat or sequence recorded)."""
+    return Envelope(
+        netfleet_version=__version__,
+        run_id=run_id,
+        run_key=run_id,
+        campaign=campaign,
+        test="imported",
+        repeat=0,
+        sequence=0,
+        **fields,
+    )
+
+
+def build_iperf2_envelope(
+    path: Path, data: bytes, text: str, *, campaign: str, labels: dict[str, Any], found: list[str]
+) -> Envelope:
+    """iperf2 ``-y C`` (client side) → an iperf2 envelope; the time stamp of the first line is
+    iperf2's local time, taken as UTC (listed as inferred)."""
+    lines = [ln for ln in text.splitlines() if IPERF2_CSV.match(ln)]
+    first = lines[0].split(",")
+    started = datetime.strptime(first[0][:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    ends = [float(ln.split(",")[6].split("-", 1)[1]) for ln in lines]
+    inferred = ["run_key", "test", "repeat", "sequence", "client", "server", "started_at"]
+    run_id, notes = _provenance(path, data, inferred, found, iperf2_csv_flags(text))
+    secs = max(ends)
+    return _imported(
+        run_id,
+        campaign,
+        status="ok",
+        direction="out",
+        subject="client",
+        params={},
+        labels=labels,
+        client=HostRecord(name="client", kind="imported", address=first[1]),
+        server=HostRecord(name="server", kind="imported", address=first[3]),
+        engine=EngineRecord(name="iperf2", version="unknown", argv=[]),
+        started_at=_stamp(started.timestamp()),
+        ended_at=_stamp(started.timestamp() + secs),
+        duration_s=secs,
+        result={"client_output": text, "summary": {"reverse": False}},
+        notes=notes,
+    )
+
+
+def build_envelope(
+    path: Path,
+    data: bytes,
+    *,
+    campaign: str,
+    labels: dict[str, str],
+    pattern: re.Pattern[str] | None,
+) -> Envelope:
+    all_labels, found, epoch_label = _labels(path, labels, pattern)
+    plain = _plain(data)
+    head = plain.lstrip()[:200].decode("utf-8", errors="replace")
+    if IPERF2_CSV.match(head):
+        text = plain.decode("utf-8")
+        return build_iperf2_envelope(
+            path, data, text, campaign=campaign, labels=all_labels, found=found
+        )
+    doc = decode(plain)
+    start = doc.get("start") or {}
+    inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
     secs = (start.get("timestamp") or {}).get("timesecs")
     if not isinstance(secs, int | float):
         if epoch_label is None or not str(epoch_label).isdigit():
@@ -201,37 +311,13 @@ def build_envelope(
     server_side = "accepted_connection" in start and "connecting_to" not in start
     direction = "bidir" if test.get("bidir") else ("in" if test.get("reverse") else "out")
     version = str(start.get("version", "iperf3 (unknown version)"))
-    digest = hashlib.sha256(data).hexdigest()
-    run_id = f"import-{digest[:16]}"
     status = "failed" if doc.get("error") else "ok"
-    try:
-        original: str = data.decode("utf-8")
-        encoding = "utf-8"
-    except UnicodeDecodeError:
-        original, encoding = base64.b64encode(data).decode(), "base64"
-    flags = check_intervals(doc)
+    run_id, notes = _provenance(path, data, inferred, found, check_intervals(doc))
     peer = (start.get("connecting_to") or {}).get("host") or ""
     accepted = (start.get("accepted_connection") or {}).get("host") or ""
-    notes = {
-        "imported": {
-            "from": str(path),
-            "sha256": digest,
-            "size": len(data),
-            "inferred": inferred,
-            "pattern_labels": sorted(found),
-            "flags": flags,
-            "original_encoding": encoding,
-            "original": original,
-        }
-    }
-    return Envelope(
-        netfleet_version=__version__,
-        run_id=run_id,
-        run_key=run_id,
-        campaign=campaign,
-        test="imported",
-        repeat=0,
-        sequence=0,
+    return _imported(
+        run_id,
+        campaign,
         status=status,
         reason=str(doc["error"]) if doc.get("error") else None,
         direction=direction,
