@@ -166,3 +166,26 @@ def test_campaign_writes_to_s3_journal_stays_local(tmp_path: Path, state_dir: Pa
         assert list(state_dir.glob("s3/results/runs/.netfleet/journal/*.jsonl"))
         again = asyncio.run(run_campaign(spec, root, resume=True))
         assert (again.done_before, again.total) == (2, 0)  # all done: nothing re-run
+
+
+def test_duckdb_reads_raw_results_on_s3_through_httpfs_by_path(tmp_path: Path) -> None:
+    import duckdb
+
+    from netfleet.catalog.httpfs import enable_s3
+
+    with moto_server():
+        make_bucket()
+        root = open_root("s3://results/raw")
+        envs = [
+            envelope(run_id=f"t-abc-r{i}-20260101T00000000000{i}Z", run_key=f"t-abc-r{i}")
+            for i in range(3)
+        ]
+        for e in envs:
+            root.write(e)
+        con = duckdb.connect()
+        enable_s3(con)
+        rows = con.execute(
+            "SELECT d, campaign, count(*) FROM read_json("
+            "'s3://results/raw/d=*/campaign=*/*.json.gz', hive_partitioning=true) GROUP BY ALL"
+        ).fetchall()
+        assert [tuple(map(str, r)) for r in rows] == [("2026-01-01", "c", "3")]
