@@ -13,6 +13,7 @@ from netfleet.cli import (
     cmd_catalog,
     cmd_demo,
     cmd_doctor,
+    cmd_export,
     cmd_import,
     cmd_inventory,
     cmd_lab,
@@ -56,6 +57,7 @@ app.add_typer(cmd_lab.app, name="lab")
 app.add_typer(cmd_inventory.app, name="inventory")
 app.command(name="import")(cmd_import.import_)
 app.command()(cmd_catalog.ingest)
+app.command()(cmd_export.export)
 app.command()(cmd_catalog.cheatsheet)
 app.command()(cmd_catalog.sql)
 app.command()(cmd_analysis.analyze)
