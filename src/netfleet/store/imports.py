@@ -35,6 +35,8 @@ from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz")
+#: larger files are refused (memory: a file is decoded whole)
+MAX_BYTES = 512 * 1024 * 1024
 #: relative tolerance of the interval checks (iperf3 rounds to microseconds / float)
 TOLERANCE = 0.01
 
@@ -360,6 +362,11 @@ def import_files(
     report = ImportReport()
     for path in expand_sources(sources):
         try:
+            size = path.stat().st_size
+            if size > MAX_BYTES:
+                raise ImportProblem(
+                    f"{size} bytes is more than the {MAX_BYTES} an iperf3 output can plausibly be"
+                )
             data = path.read_bytes()
             env = build_envelope(path, data, campaign=campaign, labels=fixed, pattern=regex)
         except ImportProblem as exc:
