@@ -21,6 +21,7 @@ import base64
 import glob as globmod
 import gzip
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -91,11 +92,7 @@ def pattern_regex(pattern: str) -> re.Pattern[str]:
 
 def decode(data: bytes) -> dict[str, Any]:
     """iperf3 JSON (one document, or --json-stream lines) → the ``-J`` document shape."""
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    data = _plain(data)
     text = data.decode("utf-8", errors="strict")
     stripped = text.strip()
     if not stripped:
@@ -171,12 +168,17 @@ IPERF2_CSV = re.compile(r"^\d{14}(?:\.\d+)?,[^,]*,\d+,[^,]*,\d+,-?\d+,[\d.]+-[\d
 
 
 def _plain(data: bytes) -> bytes:
-    if data[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
-    return data
+    """The file's content, gunzipped when it is gzip (at most :data:`MAX_BYTES` of it)."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            out = fh.read(MAX_BYTES + 1)
+    except (OSError, EOFError) as exc:
+        raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    if len(out) > MAX_BYTES:
+        raise ImportProblem(f"expands to more than {MAX_BYTES} bytes once gunzipped")
+    return out
 
 
 def iperf2_csv_flags(text: str) -> list[dict[str, Any]]:
