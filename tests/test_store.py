@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.errors import FormatError, InputError, StoreError
+from netfleet.errors import FormatError, StoreError
 from netfleet.store import Envelope, HostRecord, ResultsRoot, open_root
 from netfleet.store.envelope import EngineRecord
 
@@ -70,9 +70,13 @@ def test_newer_format_is_refused_with_a_fix(tmp_path: Path) -> None:
         ResultsRoot.read(p)
 
 
-def test_s3_root_is_explained() -> None:
-    with pytest.raises(InputError, match="S3"):
-        open_root("s3://bucket/prefix")
+def test_s3_url_opens_an_s3_root_and_bad_prefixes_are_explained() -> None:
+    root = open_root("s3://bucket/a/b/")
+    assert root.url == "s3://bucket/a/b/"
+    with pytest.raises(StoreError, match=r"'\.\.'"):
+        open_root("s3://bucket/a/../b")
+    with pytest.raises(StoreError, match="no bucket"):
+        open_root("s3:///x")
 
 
 WRITER = """

@@ -23,7 +23,8 @@ from netfleet.analysis.series import RunInfo, run_from_envelope
 from netfleet.catalog import connect
 from netfleet.catalog.rows import RowError
 from netfleet.errors import CatalogError, InputError, StoreError
-from netfleet.store import ResultsRoot, open_root
+from netfleet.store import RawStore, ResultsRoot
+from netfleet.store.root import as_root
 
 #: engines whose series the catalog does not index (phases): analysed from the raw file
 RAW_ONLY_ENGINES = frozenset({"credit"})
@@ -31,16 +32,16 @@ RAW_ONLY_ENGINES = frozenset({"credit"})
 _COLUMNS = 'run_id, side, role, flow, kind, idx, start, "end", seconds, bytes, omitted'
 
 
-def find_run(results: ResultsRoot | str | os.PathLike[str], run_id: str) -> Path:
+def find_run(results: RawStore | str | os.PathLike[str], run_id: str) -> Any:
     """The raw file of ``run_id`` under a results root; ``run_id`` may also be a path to a
     ``.json.gz`` file."""
     direct = Path(run_id)
     if run_id.endswith(".json.gz") and direct.is_file():
         return direct
-    root = results if isinstance(results, ResultsRoot) else open_root(results)
+    root = as_root(results)
     if "/" in run_id or run_id.startswith("."):
         raise InputError(f"{run_id!r} is neither a run id nor a raw .json.gz file")
-    found = sorted(root.path.glob(f"d=*/campaign=*/{run_id}.json.gz"))
+    found = root.glob(f"d=*/campaign=*/{run_id}.json.gz")
     if not found:
         raise InputError(
             f"no run {run_id!r} under {root.url}",
@@ -51,10 +52,13 @@ def find_run(results: ResultsRoot | str | os.PathLike[str], run_id: str) -> Path
 
 
 def analyze_file(
-    path: Path, config: SegmentationConfig | None = None, flow: str | None = None
+    path: Any,
+    config: SegmentationConfig | None = None,
+    flow: str | None = None,
+    root: RawStore | None = None,
 ) -> RunAnalysis:
-    """Analyse one raw result file (any status, any run)."""
-    doc = ResultsRoot.read(path)
+    """Analyse one raw result file or object of ``root`` (any status, any run)."""
+    doc = root.read(path) if root is not None else ResultsRoot.read(path)
     try:
         info, rows = run_from_envelope(doc, str(path))
     except RowError as exc:
@@ -67,13 +71,14 @@ def analyze_file(
 
 
 def analyze_run(
-    results: ResultsRoot | str | os.PathLike[str],
+    results: RawStore | str | os.PathLike[str],
     run_id: str,
     config: SegmentationConfig | None = None,
     flow: str | None = None,
 ) -> RunAnalysis:
     """Find ``run_id`` under ``results`` and analyse it."""
-    return analyze_file(find_run(results, run_id), config, flow)
+    root = as_root(results)
+    return analyze_file(find_run(root, run_id), config, flow, root)
 
 
 def catalog_runs(

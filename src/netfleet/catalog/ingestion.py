@@ -39,7 +39,7 @@ from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
 from netfleet.durable import fsync_dir
 from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreError
 from netfleet.store.envelope import Envelope
-from netfleet.store.root import ResultsRoot, open_root
+from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 Progress = Callable[[int, int], None]
 
@@ -207,11 +207,11 @@ def _validation_reason(exc: ValidationError) -> str:
     return f"not a valid netfleet envelope: {where}: {first['msg']}{more}"
 
 
-def read_rows(path: Path) -> RunRows:
+def read_rows(path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot.read) -> RunRows:
     """Read one raw file and turn it into rows; raise :class:`CatalogError` whose message is
     the reason (without the path)."""
     try:
-        doc = ResultsRoot.read(path)
+        doc = read(path)
         Envelope.model_validate(doc)
         return envelope_rows(doc, source=str(path))
     except StoreError as exc:
@@ -225,7 +225,7 @@ def read_rows(path: Path) -> RunRows:
 
 
 def ingest(
-    results_root: ResultsRoot | str | os.PathLike[str],
+    results_root: RawStore | str | os.PathLike[str],
     catalog_dir: str | os.PathLike[str],
     progress: Progress | None = None,
     *,
@@ -235,8 +235,8 @@ def ingest(
     """Add every raw result not yet in the catalog. Safe to re-run; safe to interrupt."""
     if batch_runs < 1 or batch_rows < 1:
         raise ValueError("batch_runs and batch_rows must be positive")
-    root = results_root if isinstance(results_root, ResultsRoot) else open_root(results_root)
-    if not root.path.is_dir():
+    root = as_root(results_root)
+    if isinstance(root, ResultsRoot) and not root.path.is_dir():
         # nothing to ingest is an error, not "0 raw files": and no catalog is created for it
         raise InputError(
             f"results root {root.path} is not a directory",
@@ -266,7 +266,7 @@ def ingest(
                 report.skipped += 1
             else:
                 try:
-                    rows = read_rows(path)
+                    rows = read_rows(path, root.read)
                 except CatalogError as exc:
                     report.bad.append(BadFile(str(path), exc.message))
                 else:

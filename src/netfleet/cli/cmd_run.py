@@ -17,7 +17,7 @@ from netfleet.report import OutputFormat
 from netfleet.runner import CampaignResult, run_campaign
 from netfleet.spec import load_spec
 from netfleet.spec.models import CampaignSpec
-from netfleet.store import ResultsRoot, open_root
+from netfleet.store import RawStore, open_root
 from netfleet.text import plain
 
 
@@ -34,7 +34,7 @@ async def _with_sigterm(coro):  # type: ignore[no-untyped-def]
 
 def execute_campaign(
     spec: CampaignSpec,
-    root: ResultsRoot,
+    root: RawStore,
     state_dir: Path | None = None,
     *,
     resume: bool = False,

@@ -49,6 +49,18 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "exit 3 if any run failed."
         ),
     ),
+    "import": (
+        "cmd_import",
+        "import_",
+        "command",
+        _h("Import iperf3 JSON / iperf2 CSV results netfleet did not run, keeping their bytes."),
+    ),
+    "export": (
+        "cmd_export",
+        "export",
+        "command",
+        _h("Print Athena / Trino / Spark DDL for the raw layout and the cheat-sheet query."),
+    ),
     "ingest": (
         "cmd_catalog",
         "ingest",

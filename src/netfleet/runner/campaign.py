@@ -27,7 +27,7 @@ from netfleet.runner.session import Started
 from netfleet.runner.strays import LOCAL_KINDS, identity, local_identity, sweep
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
-from netfleet.store.root import ResultsRoot
+from netfleet.store.root import RawStore
 
 
 @dataclass
@@ -60,7 +60,7 @@ class CampaignInterrupted(NetfleetError):
 
 async def run_campaign(
     spec: CampaignSpec,
-    root: ResultsRoot,
+    root: RawStore,
     reporter: Reporter | None = None,
     lab_state_dir: Path | None = None,
     *,
@@ -81,7 +81,8 @@ async def run_campaign(
     runs = expand(spec)
     limits = Limits.of(spec, concurrency)
     requests = [HostRequest(name, hs, lab_state_dir) for name, hs in spec.hosts.items()]
-    with Journal(journal_path(root.path, spec.campaign)) as journal:
+    root.flush_pending()  # results a failed upload left spooled (S3 roots)
+    with Journal(journal_path(root.journal_root, spec.campaign)) as journal:
         log = JournalLeases(journal)
         # hosts an earlier session acquired and could not release (kill -9), before ours
         await asyncio.shield(release_leftovers(log.open_leases(), get_provider, log, rep.note))
@@ -91,7 +92,7 @@ async def run_campaign(
 
 async def _run(
     spec: CampaignSpec,
-    root: ResultsRoot,
+    root: RawStore,
     rep: Reporter,
     runs: list[PlannedRun],
     limits: Limits,
@@ -180,7 +181,7 @@ async def _record_identity(journal: Journal, host: Host, pid: int) -> None:
         journal.process_identity(host.name, pid, ident)
 
 
-def _interrupted(result: CampaignResult, root: ResultsRoot) -> CampaignInterrupted:
+def _interrupted(result: CampaignResult, root: RawStore) -> CampaignInterrupted:
     return CampaignInterrupted(
         f"interrupted: {result.ok} of {result.total} runs completed, their results kept under "
         f"{root.url}",

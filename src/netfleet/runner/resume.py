@@ -9,12 +9,11 @@ never finished (the controller was killed) runs again too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.journal import Journal
 from netfleet.spec.scheduling import RetryPolicy
-from netfleet.store.root import ResultsRoot
+from netfleet.store.root import RawStore
 
 
 @dataclass
@@ -45,7 +44,7 @@ def select(runs: list[PlannedRun], journal: Journal, policy: RetryPolicy) -> Sel
     return sel
 
 
-def recover(journal: Journal, root: ResultsRoot, campaign: str) -> list[str]:
+def recover(journal: Journal, root: RawStore, campaign: str) -> list[str]:
     """Runs the journal saw start but not finish whose result file was written anyway (the
     controller died between the two): their outcome is taken from the file and journaled.
     Returns the run keys recovered."""
@@ -53,8 +52,8 @@ def recover(journal: Journal, root: ResultsRoot, campaign: str) -> list[str]:
     history = journal.history
     for key in sorted(history.unfinished):
         since = history.started_at.get(key, "")
-        for path in sorted(Path(root.path).glob(f"d=*/campaign={campaign}/{key}-*.json.gz")):
-            doc = ResultsRoot.read(path)
+        for path in root.glob(f"d=*/campaign={campaign}/{key}-*.json.gz"):
+            doc = root.read(path)
             if str(doc.get("started_at", "")) >= since:  # this attempt's, not an older one's
                 status, run_id = str(doc.get("status")), str(doc.get("run_id"))
                 journal.run_finished(key, status, run_id, str(path), stopped=[])

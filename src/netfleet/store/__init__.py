@@ -8,7 +8,8 @@ from netfleet.store.envelope import (
     HostRecord,
     upgrade,
 )
-from netfleet.store.root import ResultsRoot, open_root
+from netfleet.store.root import RawStore, ResultsRoot, open_root
+from netfleet.store.s3 import S3Root
 
 __all__ = [
     "FORMAT_VERSION",
@@ -16,7 +17,9 @@ __all__ = [
     "EngineRecord",
     "Envelope",
     "HostRecord",
+    "RawStore",
     "ResultsRoot",
+    "S3Root",
     "open_root",
     "upgrade",
 ]

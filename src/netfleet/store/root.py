@@ -1,5 +1,7 @@
-"""Where raw results live. The root is a URL: a local path or ``file://`` today; ``s3://`` is the
-layout's purpose (Athena/Trino/Spark read it as it is) and plugs in here as another root kind."""
+"""Where raw results live. The root is a URL: a local path, ``file://`` or ``s3://bucket/prefix``
+(:mod:`netfleet.store.s3`; Athena/Trino/Spark read the layout as it is). Both kinds offer the
+same small interface, :data:`RawStore`: ``url``, ``write``, ``files``, ``glob``, ``read``,
+``journal_root`` (always local) and ``flush_pending``."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 from urllib.parse import urlparse
 
 from netfleet.durable import atomic_write
 from netfleet.errors import InputError, StoreError
 from netfleet.store.envelope import Envelope, upgrade
+from netfleet.store.s3 import RAW_GLOB, parse_s3_url
 
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -45,6 +48,21 @@ class ResultsRoot:
     def url(self) -> str:
         return str(self.path)
 
+    @property
+    def journal_root(self) -> Path:
+        """Where the campaign journals live: inside the root (``.netfleet/``)."""
+        return self.path
+
+    def flush_pending(self) -> list[str]:
+        """Nothing is ever pending locally (writes are synchronous); see :class:`S3Root`."""
+        return []
+
+    def glob(self, pattern: str) -> list[Path]:
+        """Raw files whose path relative to the root matches ``pattern`` (sorted)."""
+        if not self.path.exists():
+            return []
+        return sorted(self.path.glob(pattern))
+
     def write(self, envelope: Envelope) -> Path:
         rel = partition_path(envelope)
         final = self.path / rel
@@ -57,14 +75,12 @@ class ResultsRoot:
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""
-        if not self.path.exists():
-            return iter(())
-        return iter(sorted(self.path.glob("d=*/campaign=*/*.json.gz")))
+        return iter(self.glob(RAW_GLOB))
 
     @staticmethod
-    def read(path: Path) -> dict[str, Any]:
+    def read(path: Path | str) -> dict[str, Any]:
         """Decode one raw file and bring it to the current format version (see :func:`read_raw`)."""
-        return read_raw(path)
+        return read_raw(Path(path))
 
 
 #: bytes a raw result may inflate to (override: NETFLEET_MAX_RAW_BYTES)
@@ -164,18 +180,75 @@ def _check_partition(path: Path, doc: dict[str, Any]) -> None:
         )
 
 
-def open_root(url: str | os.PathLike[str]) -> ResultsRoot:
+def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
+    """Decode a raw result (a file path or a binary stream; ``where`` names it in errors) and
+    bring it to the current format version."""
+    limit = max_raw_bytes()
+    try:
+        with gzip.open(source, "rb") as fh:
+            data = fh.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise StoreError(
+            f"{where}: unreadable raw result (not gzip, or cut short: {type(exc).__name__})",
+            hint="move it aside; it was not written by netfleet",
+        ) from None
+    if len(data) > limit:
+        raise StoreError(
+            f"{where}: inflates to more than {limit:,} bytes: skipped",
+            hint="a raw result this large is not netfleet's; raise NETFLEET_MAX_RAW_BYTES if it is",
+        )
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise StoreError(
+            f"{where}: unreadable raw result (not UTF-8 JSON)",
+            hint="move it aside; it was not written by netfleet",
+        ) from None
+    if not isinstance(doc, dict):
+        raise StoreError(f"{where}: a raw result must be a JSON object")
+    doc = upgrade(doc, where)
+    # an object's key is what it claims to be, as for a local file's directory
+    _check_partition(Path(where.split("://", 1)[-1]), doc)
+    return doc
+
+
+class RawStore(Protocol):
+    """A results root of either kind (:class:`ResultsRoot` local, :class:`S3Root`). A *ref* is
+    what ``files``/``glob`` return (a ``Path`` or an ``S3Object``) and ``read`` accepts."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def journal_root(self) -> Path: ...
+
+    def write(self, envelope: Envelope) -> Any: ...
+
+    def files(self) -> Iterator[Any]: ...
+
+    def glob(self, pattern: str) -> list[Any]: ...
+
+    def read(self, ref: Any) -> dict[str, Any]: ...
+
+    def flush_pending(self) -> list[str]: ...
+
+
+def open_root(url: str | os.PathLike[str]) -> RawStore:
     """Open a results root from a path or URL."""
     text = os.fspath(url)
     parsed = urlparse(text)
     if parsed.scheme in ("", "file"):
         return ResultsRoot(Path(parsed.path if parsed.scheme else text).expanduser())
     if parsed.scheme == "s3":
-        raise InputError(
-            f"results root {text!r}: the S3 store is not available in this version",
-            hint="use a local directory; the same layout can be synced to S3",
-        )
+        return parse_s3_url(text)
     raise InputError(
         f"results root {text!r}: unknown scheme {parsed.scheme!r}",
-        hint="use a local path or file:// URL",
+        hint="use a local path, a file:// URL or s3://BUCKET/PREFIX",
     )
+
+
+def as_root(root: RawStore | str | os.PathLike[str]) -> RawStore:
+    """``root`` itself if it is already an opened root, else :func:`open_root` of it."""
+    if isinstance(root, str | os.PathLike):
+        return open_root(root)
+    return root

@@ -1,0 +1,49 @@
+"""``netfleet import``: iperf3 JSON produced elsewhere → envelopes in the results root."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from netfleet.cli.console import console
+from netfleet.cli.options import ResultsOpt, results_url
+from netfleet.errors import InputError
+from netfleet.store import open_root
+from netfleet.store.imports import PRESETS, import_files
+
+
+def import_(
+    sources: Annotated[list[str], typer.Argument(help="files, folders or quoted globs")],
+    results: ResultsOpt = None,
+    campaign: Annotated[str, typer.Option(help="campaign the runs are filed under")] = "imported",
+    label: Annotated[
+        list[str] | None, typer.Option("--label", help="key=value label for every run")
+    ] = None,
+    pattern: Annotated[
+        str | None,
+        typer.Option(
+            help="labels from the path: a preset ("
+            + ", ".join(f"{k} = {v}" for k, v in PRESETS.items())
+            + ") or a pattern with {name} placeholders"
+        ),
+    ] = None,
+) -> None:
+    """Import iperf3 JSON (-J or --json-stream; client or server side; .gz or not) keeping each
+    file's bytes untouched inside an envelope. Exit 2 if any file could not be imported."""
+    root = open_root(results_url(results))
+    report = import_files(sources, root, campaign=campaign, labels=label or (), pattern=pattern)
+    console.print(f"imported {len(report.imported)} file(s) into {escape(root.url)}")
+    for path, count in report.flagged:
+        console.print(
+            f"  [yellow]flagged[/] {escape(path)}: {count} interval value(s) that don't add up "
+            "(see notes.imported.flags)"
+        )
+    for path, reason in report.bad:
+        console.print(f"  [red]not imported[/] {escape(path)}: {escape(reason)}")
+    if report.bad:
+        raise InputError(
+            f"{len(report.bad)} file(s) could not be imported",
+            hint="the reasons are listed above; the other files were imported",
+        )

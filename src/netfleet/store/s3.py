@@ -1,0 +1,201 @@
+"""An S3 results root: the same Hive layout as a local root, under ``s3://bucket/prefix/``.
+
+* Write = one ``PutObject`` per result (S3 makes a whole object visible or none: atomic), with a
+  Content-MD5 so a body damaged in transit is refused by the server instead of stored.
+* A result is first spooled to a local directory (atomic write, fsync) and removed from the
+  spool only after the PUT succeeded: if the upload fails (endpoint down, credentials expired)
+  the completed result is not lost — ``flush_pending`` (run at the start of every ``run``, hence
+  ``--resume``) uploads it again.
+* The campaign journal stays local too, under the same state directory (S3 has no append):
+  ``$NETFLEET_S3_STATE`` or ``$XDG_STATE_HOME/netfleet`` or ``~/.local/state/netfleet``, then
+  ``s3/<bucket>/<prefix>/``.
+* Credentials come only from boto3's standard chain via :func:`netfleet.aws.client`.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import gzip
+import hashlib
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netfleet import aws
+from netfleet.errors import StoreError
+from netfleet.durable import atomic_write
+from netfleet.store.envelope import Envelope
+
+SPOOL_DIR = "pending-uploads"
+RAW_GLOB = "d=*/campaign=*/*.json.gz"
+
+
+@dataclass(frozen=True, order=True)
+class S3Object:
+    """A raw result in S3: sorts and prints as its URL; ``name`` is the file name."""
+
+    url: str
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def state_home() -> Path:
+    explicit = os.environ.get("NETFLEET_S3_STATE")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "netfleet"
+
+
+def matches(rel: str, pattern: str) -> bool:
+    """``pattern`` matched segment by segment (``*`` never crosses a ``/``, as in Path.glob)."""
+    parts, pats = rel.split("/"), pattern.split("/")
+    return len(parts) == len(pats) and all(
+        fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pats, strict=True)
+    )
+
+
+def _aws_error(exc: Exception) -> bool:
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:  # pragma: no cover - boto3 is a dependency
+        return False
+    return isinstance(exc, BotoCoreError | ClientError)
+
+
+@dataclass(frozen=True)
+class S3Root:
+    bucket: str
+    prefix: str = ""  # "" or "a/b/" (always ends with "/")
+    _client: list[Any] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    @property
+    def state_dir(self) -> Path:
+        """Local directory for this root's journal and upload spool."""
+        return state_home() / "s3" / self.bucket / self.prefix.strip("/")
+
+    @property
+    def journal_root(self) -> Path:
+        return self.state_dir
+
+    @property
+    def client(self) -> Any:
+        if not self._client:
+            self._client.append(aws.client("s3"))
+        return self._client[0]
+
+    def _fail(self, what: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"{self.url}: {what} failed ({type(exc).__name__}: {exc})",
+            hint="check AWS_ENDPOINT_URL, the credentials (boto3's standard chain) and the "
+            "bucket; completed results stay spooled and are uploaded by the next run/--resume",
+        )
+
+    def write(self, envelope: Envelope) -> str:
+        from netfleet.store.root import partition_path
+
+        rel = partition_path(envelope)
+        data = gzip.compress(
+            envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
+        )
+        spooled = self.state_dir / SPOOL_DIR / rel
+        spooled.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(spooled, data)
+        self._upload(rel, data)
+        spooled.unlink(missing_ok=True)
+        return self.url + rel
+
+    def _upload(self, rel: str, data: bytes) -> None:
+        md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+        try:
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=self.prefix + rel,
+                Body=data,
+                ContentMD5=md5,
+                ContentType="application/json",
+                ContentEncoding="gzip",
+            )
+        except Exception as exc:
+            if _aws_error(exc):
+                raise self._fail(f"upload of {rel}", exc) from exc
+            raise
+
+    def pending(self) -> list[Path]:
+        spool = self.state_dir / SPOOL_DIR
+        if not spool.is_dir():
+            return []
+        return sorted(p for p in spool.glob(RAW_GLOB) if not p.name.startswith(".tmp-"))
+
+    def flush_pending(self) -> list[str]:
+        """Upload every spooled result (left by a failed upload); returns their relative keys."""
+        spool = self.state_dir / SPOOL_DIR
+        done = []
+        for path in self.pending():
+            rel = path.relative_to(spool).as_posix()
+            self._upload(rel, path.read_bytes())
+            path.unlink()
+            done.append(rel)
+        return done
+
+    def _keys(self) -> Iterator[str]:
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=self.prefix + "d="
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    yield obj["Key"][len(self.prefix) :]
+        except Exception as exc:
+            if _aws_error(exc):
+                raise self._fail("listing", exc) from exc
+            raise
+
+    def glob(self, pattern: str) -> list[S3Object]:
+        return sorted(S3Object(self.url + k) for k in self._keys() if matches(k, pattern))
+
+    def files(self) -> Iterator[S3Object]:
+        """Every raw result object, in a stable order (only whole objects exist in S3)."""
+        return iter(self.glob(RAW_GLOB))
+
+    def read(self, ref: Any) -> dict[str, Any]:
+        url = str(ref)
+        if not url.startswith(self.url):
+            raise StoreError(f"{url}: not under {self.url}")
+        key = self.prefix + url[len(self.url) :]
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except Exception as exc:
+            if _aws_error(exc):
+                raise self._fail(f"reading {key}", exc) from exc
+            raise
+        from netfleet.store.root import decode_raw
+
+        return decode_raw(io.BytesIO(body), url)
+
+
+def parse_s3_url(text: str) -> S3Root:
+    rest = text[len("s3://") :]
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise StoreError(f"results root {text!r}: no bucket", hint="use s3://BUCKET/PREFIX")
+    prefix = prefix.strip("/")
+    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
+        raise StoreError(
+            f"results root {text!r}: the prefix has an empty, '.' or '..' segment",
+            hint="use s3://BUCKET/a/b",
+        )
+    return S3Root(bucket, prefix + "/" if prefix else "")
