@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from netfleet import aws
 from netfleet.cloud import faults
@@ -74,6 +75,14 @@ def live_instances(ec2: Any, campaign: str) -> list[str]:
     return out
 
 
+def remaining_placement(ec2: Any, campaign: str) -> int:
+    """Tagged placement groups; 0 where the API is unavailable (moto: HTTP 500)."""
+    try:
+        return len(ec2.describe_placement_groups(Filters=_tag_filter(campaign))["PlacementGroups"])
+    except (ClientError, BotoCoreError, ResponseParserError):
+        return 0
+
+
 def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
     """Per resource type, how many carry the campaign's tag (None: the API is unavailable)."""
     f = _tag_filter(campaign)
@@ -84,7 +93,7 @@ def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
         counts["placement-groups"] = len(
             ec2.describe_placement_groups(Filters=f)["PlacementGroups"]
         )
-    except (ClientError, NotImplementedError):
+    except (ClientError, BotoCoreError, ResponseParserError):
         counts["placement-groups"] = None  # moto: not implemented (Stubber-tested instead)
     keys = ec2.describe_key_pairs(
         Filters=[{"Name": "key-name", "Values": [resource_name(campaign)]}]
@@ -133,13 +142,12 @@ def teardown_region(
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=open_ids)
     faults.point("after:spot-requests")
     name = resource_name(campaign)
-    if journal is None or any(r.kind == "placement-group" for r in journal.read().resources):
-        try:
-            _ignore_missing(lambda: retry(lambda: ec2.delete_placement_group(GroupName=name)))
-            note("placement-group", name)
-        except ClientError as exc:
-            if _code(exc) not in ("InternalError", "InternalFailure") or journal is not None:
-                raise
+    planned = journal is not None and any(
+        r.kind == "placement-group" for r in journal.read().resources
+    )
+    if planned or (journal is None and remaining_placement(ec2, campaign)):
+        _ignore_missing(lambda: retry(lambda: ec2.delete_placement_group(GroupName=name)))
+        note("placement-group", name)
     _ignore_missing(lambda: ec2.delete_key_pair(KeyName=name))
     note("key-pair", name)
     faults.point("after:key-pair")

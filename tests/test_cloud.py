@@ -1,0 +1,194 @@
+"""The AWS provider against moto's server (its own process, loopback only).
+
+Where moto lacks an API — placement groups, DependencyViolation, the Pricing API — the tests use
+botocore's Stubber with responses shaped like AWS's (said at each test)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+from netfleet import aws
+from netfleet.cloud import catalogue, prices, teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.journal import Journal, client_token
+from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.userdata import render
+from netfleet.errors import InputError
+from tests.motokit import MotoServer, moto_server
+
+SPEC = {
+    "campaign": "nf-test",
+    "region": "us-east-1",
+    "fleets": [
+        {"instance_type": "t3.micro", "count": 1, "role": "server"},
+        {"instance_type": "r4.large", "count": 1, "role": "client"},
+    ],
+    "duration_minutes": 5,
+}
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    with moto_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    moto.reset()
+    return moto
+
+
+def test_catalogue_reads_advertised_network_figures(fresh: MotoServer) -> None:
+    info = catalogue.describe(aws.client("ec2", "us-east-1"), ["r4.large", "c5n.large"])
+    r4 = info["r4.large"]
+    assert (r4.baseline_gbps, r4.peak_gbps, r4.burstable) == (0.75, 10.0, True)
+    assert r4.labels()["network_performance"].startswith("Up to")
+    assert info["c5n.large"].baseline_gbps == 3.0
+    assert catalogue.measured_ratio(0.6, r4) == pytest.approx(0.8)
+
+
+def test_acquire_release_leaves_nothing(fresh: MotoServer, tmp_path: Path) -> None:
+    prov = Provisioner(CloudSpec(**SPEC), tmp_path)
+    hosts = prov.acquire()
+    assert [h.instance_type for h in hosts] == ["t3.micro", "r4.large"]
+    assert hosts[1].labels["burstable"] == "true"
+    ec2 = aws.client("ec2", "us-east-1")
+    inst = ec2.describe_instances(InstanceIds=[hosts[0].instance_id])["Reservations"][0]
+    tags = {t["Key"]: t["Value"] for t in inst["Instances"][0]["Tags"]}
+    assert tags[TAG_CAMPAIGN] == "nf-test" and "netfleet:expires-at" in tags
+    # host keys pinned before any connection: one line per address, ed25519
+    pinned = hosts[0].known_hosts.read_text().splitlines()
+    assert any(line.startswith(hosts[0].private_ip + " ssh-ed25519 ") for line in pinned)
+    assert oct(hosts[0].identity_file.stat().st_mode & 0o777) == "0o600"
+    # the journal: an intent before every create, the id after
+    recs = [json.loads(x) for x in prov.journal.path.read_text().splitlines()]
+    assert [r["op"] for r in recs[:2]] == ["intent", "created"]
+    assert "PRIVATE KEY" not in prov.journal.path.read_text()
+    before = teardown.remaining(ec2, "nf-test")
+    assert before["instances"] == 2 and before["vpcs"] == 1 and before["key-pairs"] == 1
+    totals = prov.release()
+    assert not any(totals.values())
+    assert all(r.deleted for r in Journal(tmp_path, "nf-test").read().resources)
+
+
+def test_destroy_only_deletes_tagged_resources(fresh: MotoServer, tmp_path: Path) -> None:
+    """A journal edited to name a foreign instance must not make netfleet terminate it."""
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    foreign = ec2.run_instances(ImageId=ami, InstanceType="t3.micro", MinCount=1, MaxCount=1)
+    fid = foreign["Instances"][0]["InstanceId"]
+    j = Journal(tmp_path, "nf-test")
+    j.intent("instance", "us-east-1", "x")
+    j.created("instance", "us-east-1", "x", fid)
+    teardown.destroy(tmp_path, "nf-test")
+    state = ec2.describe_instances(InstanceIds=[fid])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] == "running"
+
+
+def test_reap_finds_expired_by_tag(fresh: MotoServer, tmp_path: Path) -> None:
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(hours=5)
+    spec = CloudSpec(**{**SPEC, "campaign": "nf-old", "expires_after_minutes": 60})
+    Provisioner(spec, tmp_path, now=past).acquire()
+    Provisioner(CloudSpec(**SPEC), tmp_path).acquire()  # not expired: must survive
+    now = dt.datetime.now(dt.UTC)
+    dry = teardown.reap(tmp_path, [], now, delete=False, poll_s=0.1)
+    assert [e.campaign for e in dry] == ["nf-old"] and dry[0].counts["instances"] == 2
+    teardown.reap(tmp_path, [], now, delete=True, poll_s=0.1)
+    ec2 = aws.client("ec2", "us-east-1")
+    assert not any(teardown.remaining(ec2, "nf-old").values())
+    assert teardown.remaining(ec2, "nf-test")["instances"] == 2
+    teardown.destroy(tmp_path, "nf-test")
+
+
+def test_client_token_is_deterministic() -> None:
+    assert client_token("a", "vpc", "main") == client_token("a", "vpc", "main")
+    assert client_token("a", "vpc", "main") != client_token("b", "vpc", "main")
+    assert len(client_token("a", "instance", "x" * 200)) <= 64  # AWS's limit
+
+
+def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
+    from netfleet.cloud.hostkeys import generate
+
+    hk = generate("h")
+    doc = json.loads(render(hk, 90).split("\n", 1)[1])
+    assert doc["ssh_keys"]["ed25519_public"] == hk.public_openssh
+    assert doc["bootcmd"] == [["shutdown", "-P", "+90"]] and "iperf3" in doc["packages"]
+
+
+def test_cost_guard_and_stale_prices() -> None:
+    from netfleet.cli.cmd_cloud import guard
+
+    table = prices.load(None)
+    est = prices.estimate(table, "us-east-1", [("r4.large", 4)], duration_minutes=52)
+    assert est.usd == pytest.approx(0.133 * 4 * 1.0)  # 52 min + 8 min overhead = 1 h
+    guard(est, max_cost=1.0, max_instances=4, yes=False)
+    with pytest.raises(InputError, match="max-cost"):
+        guard(est, max_cost=0.5, max_instances=4, yes=False)
+    with pytest.raises(InputError, match="max-instances"):
+        guard(est, max_cost=9, max_instances=3, yes=False)
+    guard(est, max_cost=0.5, max_instances=3, yes=True)
+    unknown = prices.estimate(table, "us-east-1", [("x9.huge", 1)], 5)
+    with pytest.raises(InputError, match="cannot be bounded"):
+        guard(unknown, max_cost=100, max_instances=9, yes=False)
+    warn = prices.stale_warning(table, today=table.as_of + dt.timedelta(days=91))
+    assert warn and "refresh" in warn
+    assert prices.stale_warning(table, today=table.as_of) is None
+
+
+def test_prices_refresh_from_pricing_api(tmp_path: Path) -> None:
+    """moto has no Pricing API: Stubber with a GetProducts answer shaped like AWS's."""
+    import botocore.session
+
+    pricing = botocore.session.get_session().create_client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    item = {
+        "product": {"attributes": {"instanceType": "r4.large", "regionCode": "us-east-1"}},
+        "terms": {
+            "OnDemand": {
+                "T1": {
+                    "priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": "0.1400"}}}
+                }
+            }
+        },
+    }
+    with Stubber(pricing) as stub:
+        stub.add_response("get_products", {"PriceList": [json.dumps(item)]})
+        stub.add_response("get_products", {"PriceList": []})
+        new, missing = prices.refresh(
+            pricing, prices.load(None), ["us-east-1"], ["r4.large", "zz.nano"], dt.date(2026, 11, 1)
+        )
+    assert new.ec2_hourly("us-east-1", "r4.large") == 0.14
+    assert missing == ["us-east-1/zz.nano"] and new.as_of == dt.date(2026, 11, 1)
+    prices.save(new, tmp_path)
+    assert prices.load(tmp_path).ec2_hourly("us-east-1", "r4.large") == 0.14
+
+
+def test_security_group_delete_retries_dependency_violation() -> None:
+    """moto deletes an in-use group at once; AWS answers DependencyViolation until the ENIs are
+    gone — Stubber replays that sequence."""
+    import botocore.session
+
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(ec2) as stub:
+        for _ in range(2):
+            stub.add_client_error("delete_security_group", "DependencyViolation", "in use")
+        stub.add_response("delete_security_group", {})
+        teardown.retry(lambda: ec2.delete_security_group(GroupId="sg-1"), delay=0.01)
+        stub.assert_no_pending_responses()
+    with Stubber(ec2) as stub:
+        stub.add_client_error("delete_security_group", "InvalidGroup.NotFound", "gone")
+        teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
+        stub.add_client_error("delete_security_group", "UnauthorizedOperation", "no")
+        with pytest.raises(ClientError):
+            teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
