@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -192,3 +195,55 @@ def test_security_group_delete_retries_dependency_violation() -> None:
         stub.add_client_error("delete_security_group", "UnauthorizedOperation", "no")
         with pytest.raises(ClientError):
             teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
+
+
+PROVISION_POINTS = [
+    f"{when}:{kind}"
+    for kind in ("vpc", "subnet", "security-group", "key-pair", "instance")
+    for when in ("before", "after")
+] + ["after:acquire"]
+TEARDOWN_POINTS = [
+    "teardown:before-terminate",
+    "teardown:after-terminate",
+    "teardown:after-wait-terminated",
+    "teardown:after-spot-requests",
+    "teardown:after-key-pair",
+    "teardown:after-security-group",
+    "teardown:after-subnet",
+    "teardown:after-vpc",
+]
+CLI = "from netfleet.cli.cmd_cloud import app; app(prog_name='netfleet cloud')"
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_path: Path) -> None:
+    """The controller (a real subprocess: ``netfleet cloud up --release``) SIGKILLs itself at each
+    provisioning and teardown step in turn; ``cloud destroy`` (also a subprocess) from the
+    journal alone must then leave 0 tagged resources of every type, counted through the API."""
+    spec = tmp_path / "c.yaml"
+    spec.write_text(
+        "campaign: nf-fault\nfleets: [{instance_type: t3.micro, count: 2}]\nduration_minutes: 1\n"
+    )
+    ec2 = aws.client("ec2", "us-east-1")
+    rows = []
+    for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
+        state = tmp_path / f"s{n}"
+        env = {**os.environ, "NETFLEET_FAULT_AT": point}
+        killed = _cli(["up", str(spec), "--state-dir", str(state), "--release"], env)
+        assert killed.returncode == -9, (point, killed.stderr[-2000:])
+        left_after_kill = sum(v or 0 for v in teardown.remaining(ec2, "nf-fault").values())
+        env.pop("NETFLEET_FAULT_AT")
+        done = _cli(["destroy", "nf-fault", "--state-dir", str(state)], env)
+        assert done.returncode == 0, (point, done.stderr[-2000:])
+        counts = teardown.remaining(ec2, "nf-fault")
+        rows.append((point, left_after_kill, counts))
+        assert not any(counts.values()), (point, counts)
+    kinds = ["instances", "spot-requests", "key-pairs", "security-groups", "subnets", "vpcs"]
+    print("\nkill -9 at            left by kill  after destroy: " + " ".join(kinds))
+    for point, before, counts in rows:
+        print(f"{point:32} {before:4}   " + " ".join(f"{counts[k]:>{len(k)}}" for k in kinds))

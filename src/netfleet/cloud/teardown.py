@@ -75,10 +75,24 @@ def live_instances(ec2: Any, campaign: str) -> list[str]:
     return out
 
 
+def _no_retry(ec2: Any) -> Any:
+    """The same endpoint without botocore's retries: an emulator's HTTP 500 for an API it lacks
+    (moto: placement groups) should cost one request, not a backoff series."""
+    from botocore.config import Config
+
+    return aws.client(
+        "ec2",
+        ec2.meta.region_name,
+        endpoint_url=ec2.meta.endpoint_url if aws.endpoint_url("ec2") else None,
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+    )
+
+
 def remaining_placement(ec2: Any, campaign: str) -> int:
     """Tagged placement groups; 0 where the API is unavailable (moto: HTTP 500)."""
     try:
-        return len(ec2.describe_placement_groups(Filters=_tag_filter(campaign))["PlacementGroups"])
+        groups = _no_retry(ec2).describe_placement_groups(Filters=_tag_filter(campaign))
+        return len(groups["PlacementGroups"])
     except (ClientError, BotoCoreError, ResponseParserError):
         return 0
 
@@ -90,9 +104,8 @@ def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     counts["spot-requests"] = sum(1 for s in spot if s["State"] in ("open", "active"))
     try:
-        counts["placement-groups"] = len(
-            ec2.describe_placement_groups(Filters=f)["PlacementGroups"]
-        )
+        groups = _no_retry(ec2).describe_placement_groups(Filters=f)
+        counts["placement-groups"] = len(groups["PlacementGroups"])
     except (ClientError, BotoCoreError, ResponseParserError):
         counts["placement-groups"] = None  # moto: not implemented (Stubber-tested instead)
     keys = ec2.describe_key_pairs(
@@ -122,10 +135,10 @@ def teardown_region(
             journal.deleted(kind, region, rid)
 
     ids = live_instances(ec2, campaign)
-    faults.point("before:terminate")
+    faults.point("teardown:before-terminate")
     if ids:
         ec2.terminate_instances(InstanceIds=ids)
-    faults.point("after:terminate")
+    faults.point("teardown:after-terminate")
     deadline = time.monotonic() + wait_s
     delay = poll_s
     while live_instances(ec2, campaign):
@@ -135,12 +148,12 @@ def teardown_region(
         delay = min(delay * 2, 10.0)
     for iid in ids:
         note("instance", iid)
-    faults.point("after:wait-terminated")
+    faults.point("teardown:after-wait-terminated")
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     open_ids = [s["SpotInstanceRequestId"] for s in spot if s["State"] in ("open", "active")]
     if open_ids:
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=open_ids)
-    faults.point("after:spot-requests")
+    faults.point("teardown:after-spot-requests")
     name = resource_name(campaign)
     planned = journal is not None and any(
         r.kind == "placement-group" for r in journal.read().resources
@@ -150,22 +163,22 @@ def teardown_region(
         note("placement-group", name)
     _ignore_missing(lambda: ec2.delete_key_pair(KeyName=name))
     note("key-pair", name)
-    faults.point("after:key-pair")
+    faults.point("teardown:after-key-pair")
     for sg in ec2.describe_security_groups(Filters=f)["SecurityGroups"]:
         sg_id = sg["GroupId"]
         _ignore_missing(partial(retry, partial(ec2.delete_security_group, GroupId=sg_id)))
         note("security-group", sg_id)
-    faults.point("after:security-group")
+    faults.point("teardown:after-security-group")
     for sn in ec2.describe_subnets(Filters=f)["Subnets"]:
         sn_id = sn["SubnetId"]
         _ignore_missing(partial(retry, partial(ec2.delete_subnet, SubnetId=sn_id)))
         note("subnet", sn_id)
-    faults.point("after:subnet")
+    faults.point("teardown:after-subnet")
     for vpc in ec2.describe_vpcs(Filters=f)["Vpcs"]:
         vpc_id = vpc["VpcId"]
         _ignore_missing(partial(retry, partial(ec2.delete_vpc, VpcId=vpc_id)))
         note("vpc", vpc_id)
-    faults.point("after:vpc")
+    faults.point("teardown:after-vpc")
 
 
 def destroy(
