@@ -7,8 +7,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncssh
-
 
 @dataclass(frozen=True)
 class KeyPair:
@@ -17,6 +15,8 @@ class KeyPair:
 
 
 def generate(comment: str) -> KeyPair:
+    import asyncssh  # heavy: only when keys are made
+
     key = asyncssh.generate_private_key("ssh-ed25519", comment=comment)
     return KeyPair(
         key.export_private_key().decode(),
