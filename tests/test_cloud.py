@@ -250,3 +250,27 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
     print("\nkill -9 at            left by kill  after destroy: " + " ".join(kinds))
     for point, before, counts in rows:
         print(f"{point:32} {before:4}   " + " ".join(f"{counts[k]:>{len(k)}}" for k in kinds))
+
+
+def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
+    """The generated lab shapes r4.large exactly like the hand-written r4 profile (seed 004)."""
+    from netfleet.cloud.sim import lab_spec
+    from netfleet.lab import load_lab
+
+    types = ["r4.large", "c5n.large", "c5n.18xlarge"]
+    info = catalogue.describe(aws.client("ec2", "us-east-1"), types)
+    lab = lab_spec(
+        "awssim",
+        [
+            ("r4l", info["r4.large"], {}),
+            ("c5n", info["c5n.large"], {}),
+            ("big", info[types[2]], {}),
+        ],
+    )
+    profile = load_lab("r4").hosts["r4-large"].out
+    got = lab.hosts["r4l"].out
+    assert profile is not None and got is not None
+    assert (got.rate, got.peak, got.bucket) == (profile.rate, profile.peak, profile.bucket)
+    assert lab.hosts["c5n"].labels["credit_source"] == "assumed"  # "Up to 25", no seed figure
+    steady = lab.hosts["big"].out
+    assert steady is not None and steady.peak is None and steady.rate == 100e9 * 0.05
