@@ -274,3 +274,57 @@ def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
     assert lab.hosts["c5n"].labels["credit_source"] == "assumed"  # "Up to 25", no seed figure
     steady = lab.hosts["big"].out
     assert steady is not None and steady.peak is None and steady.rate == 100e9 * 0.05
+
+
+def test_ena_and_cloudwatch_cross_check(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto keeps no real metrics: the datapoints are put first (put_metric_data), then read
+    back by the same call a real run makes."""
+    from netfleet.cloud.checks import cross_check
+
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    iid = ec2.run_instances(ImageId=ami, InstanceType="c5n.large", MinCount=1, MaxCount=1)[
+        "Instances"
+    ][0]["InstanceId"]
+    cw = aws.client("cloudwatch", "us-east-1")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=5)
+    end = start + dt.timedelta(minutes=10)
+    empty = cross_check(cw, iid, "NetworkOut", start, end, 1e9)
+    assert empty.cloudwatch_bytes is None and empty.verdict.startswith("no data")
+    for minute, value in ((1, 6e8), (2, 5e8)):
+        cw.put_metric_data(
+            Namespace="AWS/EC2",
+            MetricData=[
+                {
+                    "MetricName": "NetworkOut",
+                    "Dimensions": [{"Name": "InstanceId", "Value": iid}],
+                    "Timestamp": start + dt.timedelta(minutes=minute),
+                    "Value": value,
+                    "Unit": "Bytes",
+                }
+            ],
+        )
+    ok = cross_check(cw, iid, "NetworkOut", start, end, 1.05e9)
+    assert ok.cloudwatch_bytes == 1.1e9 and ok.verdict.startswith("agrees")
+    bad = cross_check(cw, iid, "NetworkOut", start, end, 2e9)
+    assert bad.verdict.startswith("mismatch")
+
+
+def test_ena_attribute_check() -> None:
+    """moto rejects the enaSupport attribute ("Unknown attribute"): Stubber with AWS's shape."""
+    import botocore.session
+
+    from netfleet.cloud.checks import ena_enabled
+
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(ec2) as stub:
+        stub.add_response(
+            "describe_instance_attribute",
+            {"InstanceId": "i-1", "EnaSupport": {"Value": True}},
+            {"InstanceId": "i-1", "Attribute": "enaSupport"},
+        )
+        stub.add_response("describe_instance_attribute", {"InstanceId": "i-2"})
+        assert ena_enabled(ec2, "i-1") is True
+        assert ena_enabled(ec2, "i-2") is False
