@@ -1,4 +1,4 @@
-"""Cross-checks after a run: ENA per instance (seed 003) and CloudWatch bytes vs iperf3 (seed 004)."""
+"""Cross-checks after a run: ENA per instance (seed 003), CloudWatch bytes vs iperf3 (seed 004)."""
 
 from __future__ import annotations
 
