@@ -353,3 +353,12 @@ def test_up_refuses_above_max_cost_without_launching(fresh: MotoServer, tmp_path
     assert out.returncode == 2 and "max-instances" in out.stderr + out.stdout
     assert teardown.remaining(aws.client("ec2", "us-east-1"), "aws-credits")["instances"] == 0
     assert not (tmp_path / "aws-credits").exists()
+
+
+def test_spot_market_acquire_release(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto launches the spot instance but records no spot request for run_instances' market
+    options, so only the instance side of spot is exercised here."""
+    spec = CloudSpec(campaign="nf-spot", market="spot", fleets=[{"instance_type": "t3.micro"}])
+    prov = Provisioner(spec, tmp_path)
+    assert len(prov.acquire()) == 1
+    assert not any(prov.release().values())
