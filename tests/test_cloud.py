@@ -362,3 +362,14 @@ def test_spot_market_acquire_release(fresh: MotoServer, tmp_path: Path) -> None:
     prov = Provisioner(spec, tmp_path)
     assert len(prov.acquire()) == 1
     assert not any(prov.release().values())
+
+
+def test_sigterm_during_acquire_tears_down(fresh: MotoServer, tmp_path: Path) -> None:
+    """SIGTERM (not -9) while launching: the controller releases everything and exits 130."""
+    spec = tmp_path / "c.yaml"
+    spec.write_text("campaign: nf-term\nfleets: [{instance_type: t3.micro, count: 1}]\n")
+    env = {**os.environ, "NETFLEET_FAULT_AT": "after:key-pair", "NETFLEET_FAULT_SIGNAL": "TERM"}
+    out = _cli(["up", str(spec), "--state-dir", str(tmp_path)], env)
+    assert out.returncode == 130, out.stderr[-2000:]
+    left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-term")
+    assert not any(left.values()), left

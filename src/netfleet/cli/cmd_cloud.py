@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,10 @@ StateOpt = Annotated[
     ),
 ]
 SpecArg = Annotated[Path, typer.Argument(metavar="SPEC", help="cloud campaign file (YAML)")]
+
+
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def state_root(opt: Path | None) -> Path:
@@ -147,11 +152,16 @@ def up(
     guard(est, max_cost, max_instances, yes)
     teardown.reap(root, [cs.region], dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         hosts = prov.acquire()
     except BaseException:
+        # error, Ctrl-C or SIGTERM: tear down before going; a SIGKILL skips this, and then
+        # `cloud destroy` / `cloud reap` / the instances' own shutdown timer finish the job
         prov.release()
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     rows = [[h.name, h.instance_id, h.instance_type, h.private_ip, h.public_ip] for h in hosts]
     emit(
         Tabular(

@@ -7,9 +7,12 @@ import os
 import signal
 
 FAULT_ENV = "NETFLEET_FAULT_AT"
+#: ``TERM`` sends SIGTERM instead (the orderly-stop path); default KILL
+SIGNAL_ENV = "NETFLEET_FAULT_SIGNAL"
 
 
 def point(name: str) -> None:
     """A named step boundary; kills this process if ``NETFLEET_FAULT_AT`` names it."""
     if os.environ.get(FAULT_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+        sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
+        os.kill(os.getpid(), sig)
