@@ -373,3 +373,25 @@ def test_sigterm_during_acquire_tears_down(fresh: MotoServer, tmp_path: Path) ->
     assert out.returncode == 130, out.stderr[-2000:]
     left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-term")
     assert not any(left.values()), left
+
+
+def test_placement_group_journalled_and_deleted(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto has no placement groups (HTTP 500): Stubber answers as AWS does, including one
+    "still in use" error on delete while instances finish terminating."""
+    import botocore.session
+
+    spec = CloudSpec(**{**SPEC, "placement": "cluster"})
+    prov = Provisioner(spec, tmp_path)
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    prov.ec2 = ec2
+    with Stubber(ec2) as stub:
+        stub.add_response("create_placement_group", {})
+        assert prov._placement_group() == "netfleet-nf-test"
+        stub.add_client_error("delete_placement_group", "InvalidPlacementGroup.InUse", "in use")
+        stub.add_response("delete_placement_group", {})
+        teardown.retry(lambda: ec2.delete_placement_group(GroupName="netfleet-nf-test"), delay=0)
+        stub.assert_no_pending_responses()
+    res = Journal(tmp_path, "nf-test").read().resources
+    assert [(r.kind, r.id) for r in res] == [("placement-group", "netfleet-nf-test")]

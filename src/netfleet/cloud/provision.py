@@ -122,20 +122,7 @@ class Provisioner:
                 TagSpecifications=self.tag_spec("key-pair", t),
             )["KeyName"],
         )
-        group = None
-        if spec.placement == "cluster":
-            group = self._step(
-                "placement-group",
-                "main",
-                lambda t: (
-                    self.ec2.create_placement_group(
-                        GroupName=resource_name(spec.campaign),
-                        Strategy="cluster",
-                        TagSpecifications=self.tag_spec("placement-group", t),
-                    )
-                    and resource_name(spec.campaign)
-                ),
-            )
+        group = self._placement_group() if spec.placement == "cluster" else None
         known_hosts = self.journal.dir / "known_hosts"
         hosts: list[CloudHost] = []
         pinned: list[str] = []
@@ -163,6 +150,20 @@ class Provisioner:
                 known_hosts.write_text("\n".join(pinned) + "\n")
         faults.point("after:acquire")
         return hosts
+
+    def _placement_group(self) -> str:
+        """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
+        name = resource_name(self.spec.campaign)
+
+        def create(token: str) -> str:
+            self.ec2.create_placement_group(
+                GroupName=name,
+                Strategy="cluster",
+                TagSpecifications=self.tag_spec("placement-group", token),
+            )
+            return name
+
+        return self._step("placement-group", "main", create)
 
     def _first_az(self) -> str:
         zones = self.ec2.describe_availability_zones()["AvailabilityZones"]

@@ -33,7 +33,12 @@ RESOURCE_TYPES = (
     "subnets",
     "vpcs",
 )
-RETRYABLE = ("DependencyViolation", "InvalidGroup.InUse", "RequestLimitExceeded")
+RETRYABLE = (
+    "DependencyViolation",
+    "InvalidGroup.InUse",
+    "InvalidPlacementGroup.InUse",
+    "RequestLimitExceeded",
+)
 
 
 def _tag_filter(campaign: str) -> list[dict[str, Any]]:
