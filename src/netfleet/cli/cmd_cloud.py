@@ -1,0 +1,255 @@
+"""``netfleet cloud``: launch, price, destroy and reap AWS resources (the lead registers this
+sub-app in cli/main.py as ``app.add_typer(cmd_cloud.app, name="cloud")``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from netfleet import aws
+from netfleet.cli.console import console
+from netfleet.cli.options import FormatOpt, emit
+from netfleet.cloud import prices, teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.provision import Provisioner
+from netfleet.errors import InputError
+from netfleet.report import OutputFormat, Tabular
+from netfleet.spec.yamlsrc import load_model
+
+app = typer.Typer(
+    help="AWS: launch what a campaign measures, price it, tear it down.", no_args_is_help=True
+)
+prices_app = typer.Typer(help="The dated EC2/Fargate price table.", no_args_is_help=True)
+app.add_typer(prices_app, name="prices")
+
+CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
+StateOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--state-dir",
+        help=f"intent journals and keys [env {CLOUD_DIR_ENV}; default "
+        "~/.local/state/netfleet/cloud]",
+    ),
+]
+SpecArg = Annotated[Path, typer.Argument(metavar="SPEC", help="cloud campaign file (YAML)")]
+
+
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def state_root(opt: Path | None) -> Path:
+    if opt:
+        return opt
+    env = os.environ.get(CLOUD_DIR_ENV)
+    return Path(env) if env else Path.home() / ".local" / "state" / "netfleet" / "cloud"
+
+
+def _load(spec: Path) -> CloudSpec:
+    return load_model(CloudSpec, spec, what="cloud campaign")
+
+
+def _plan_table(cs: CloudSpec, table: prices.PriceTable) -> tuple[Tabular, prices.Estimate]:
+    est = prices.estimate(
+        table, cs.region, [(f.instance_type, f.count) for f in cs.fleets], cs.duration_minutes
+    )
+    rows = []
+    for f in cs.fleets:
+        p = table.ec2_hourly(cs.region, f.instance_type)
+        rows.append(
+            [
+                f.instance_type,
+                f.role,
+                f.count,
+                p,
+                None if p is None else round(p * f.count * est.hours_each, 4),
+            ]
+        )
+    notes = [
+        f"{est.instances} instances in {cs.region}, {est.hours_each * 60:.0f} min each "
+        "(duration + 8 min boot/teardown overhead)",
+        "estimated cost: "
+        + (
+            "unknown (no price for " + ", ".join(est.unknown) + ")"
+            if est.usd is None
+            else f"${est.usd:.2f} USD"
+        ),
+        f"prices: {table.source}, as of {table.as_of}",
+    ]
+    if cs.market == "spot":
+        notes.append("spot: estimate uses on-demand prices (an upper bound)")
+    return Tabular(
+        ["instance_type", "role", "count", "usd_per_hour", "usd"],
+        rows,
+        title=f"cloud plan {cs.campaign}",
+        notes=notes,
+    ), est
+
+
+@app.command()
+def plan(spec: SpecArg, state_dir: StateOpt = None, fmt: FormatOpt = OutputFormat.table) -> None:
+    """Estimated cost and instance count (nothing is launched)."""
+    cs = _load(spec)
+    table = prices.load(state_root(state_dir))
+    tab, _ = _plan_table(cs, table)
+    warn = prices.stale_warning(table)
+    if warn:
+        tab.notes.append("warning: " + warn)
+    emit(tab, fmt)
+
+
+def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool) -> None:
+    """Refuse above --max-cost / --max-instances unless --yes."""
+    if yes:
+        return
+    if est.instances > max_instances:
+        raise InputError(
+            f"{est.instances} instances exceed --max-instances {max_instances}",
+            hint="raise --max-instances or pass --yes",
+        )
+    if est.usd is None:
+        raise InputError(
+            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
+            hint="run `netfleet cloud prices refresh` or pass --yes",
+        )
+    if est.usd > max_cost:
+        raise InputError(
+            f"estimated ${est.usd:.2f} exceeds --max-cost ${max_cost:.2f}",
+            hint="raise --max-cost or pass --yes",
+        )
+
+
+MaxCost = Annotated[float, typer.Option("--max-cost", help="refuse above this estimate (USD)")]
+MaxInst = Annotated[int, typer.Option("--max-instances", help="refuse above this many instances")]
+Yes = Annotated[bool, typer.Option("--yes", help="launch even above the limits")]
+
+
+@app.command()
+def up(
+    spec: SpecArg,
+    state_dir: StateOpt = None,
+    max_cost: MaxCost = 5.0,
+    max_instances: MaxInst = 10,
+    yes: Yes = False,
+    release: Annotated[
+        bool,
+        typer.Option(
+            "--release",
+            help="tear down right after (a check that the account can launch and clean up)",
+        ),
+    ] = False,
+) -> None:
+    """Reap expired leftovers, then launch the campaign's machines (torn down on any error)."""
+    cs = _load(spec)
+    root = state_root(state_dir)
+    _, est = _plan_table(cs, prices.load(root))
+    guard(est, max_cost, max_instances, yes)
+    teardown.reap(root, [cs.region], dt.datetime.now(dt.UTC), delete=True)
+    prov = Provisioner(cs, root)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        hosts = prov.acquire()
+    except BaseException:
+        # error, Ctrl-C or SIGTERM: tear down before going; a SIGKILL skips this, and then
+        # `cloud destroy` / `cloud reap` / the instances' own shutdown timer finish the job
+        prov.release()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    rows = [[h.name, h.instance_id, h.instance_type, h.private_ip, h.public_ip] for h in hosts]
+    emit(
+        Tabular(
+            ["host", "instance", "type", "private_ip", "public_ip"],
+            rows,
+            title=f"campaign {cs.campaign}",
+            notes=[
+                f"known_hosts pinned: {prov.journal.dir / 'known_hosts'}",
+                f"expires at {prov.expires_at:%Y-%m-%dT%H:%M:%SZ}",
+            ],
+        ),
+        OutputFormat.table,
+    )
+    if release:
+        prov.release()
+        console.print("released: 0 resources remain")
+
+
+@app.command()
+def destroy(
+    campaign: Annotated[str, typer.Argument(help="campaign name")],
+    state_dir: StateOpt = None,
+    region: Annotated[list[str] | None, typer.Option(help="also sweep this region by tag")] = None,
+) -> None:
+    """Delete everything of CAMPAIGN, from its intent journal alone; fails if anything remains."""
+    counts = teardown.destroy(state_root(state_dir), campaign, regions=region or [])
+    console.print(
+        f"destroyed {escape(campaign)}: " + ", ".join(f"{k}={v}" for k, v in counts.items())
+    )
+
+
+@app.command()
+def reap(
+    state_dir: StateOpt = None,
+    region: Annotated[list[str] | None, typer.Option(help="also look in this region")] = None,
+    delete: Annotated[bool, typer.Option("--delete", help="delete (default: dry run)")] = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Find resources whose expires-at tag has passed, in every region used (dry run default)."""
+    found = teardown.reap(
+        state_root(state_dir), region or [], dt.datetime.now(dt.UTC), delete=delete
+    )
+    rows = [[e.region, e.campaign, e.expires_at, e.counts] for e in found]
+    emit(
+        Tabular(
+            ["region", "campaign", "expires_at", "resources"],
+            rows,
+            title="expired campaigns" + ("" if delete else " (dry run: --delete to remove)"),
+        ),
+        fmt,
+    )
+
+
+@prices_app.command("show")
+def prices_show(state_dir: StateOpt = None, fmt: FormatOpt = OutputFormat.table) -> None:
+    """The price table in use, with its source and date."""
+    t = prices.load(state_root(state_dir))
+    rows = [[r, ty, p] for r, types in sorted(t.ec2.items()) for ty, p in sorted(types.items())]
+    notes = [f"source: {t.source}", f"as of {t.as_of} ({t.path})"]
+    warn = prices.stale_warning(t)
+    if warn:
+        notes.append("warning: " + warn)
+    emit(
+        Tabular(
+            ["region", "instance_type", "usd_per_hour"],
+            rows,
+            title="EC2 on-demand",
+            notes=notes,
+            decimals=4,
+        ),
+        fmt,
+    )
+
+
+@prices_app.command("refresh")
+def prices_refresh(
+    state_dir: StateOpt = None,
+    region: Annotated[list[str] | None, typer.Option(help="regions (default: the table's)")] = None,
+) -> None:
+    """Update the table from the AWS Pricing API (needs network and pricing:GetProducts)."""
+    root = state_root(state_dir)
+    t = prices.load(root)
+    regions = region or sorted(t.ec2)
+    types = sorted({ty for r in t.ec2.values() for ty in r})
+    new, missing = prices.refresh(
+        aws.client("pricing", "us-east-1"), t, regions, types, dt.date.today()
+    )
+    path = prices.save(new, root)
+    console.print(f"prices refreshed as of {new.as_of}: {path}")
+    for m in missing:
+        console.print(f"  not found (old price kept): {escape(m)}")

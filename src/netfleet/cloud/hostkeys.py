@@ -1,0 +1,37 @@
+"""SSH keys netfleet generates itself: the campaign's client key pair and one host key per
+instance, injected through user-data and pinned in the campaign's known_hosts (no TOFU)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    private_openssh: str  #: secret: goes only to a 0600 file or into the instance's user-data
+    public_openssh: str  #: "ssh-ed25519 AAAA..."
+
+
+def generate(comment: str) -> KeyPair:
+    import asyncssh  # heavy: only when keys are made
+
+    key = asyncssh.generate_private_key("ssh-ed25519", comment=comment)
+    return KeyPair(
+        key.export_private_key().decode(),
+        key.export_public_key().decode().strip(),
+    )
+
+
+def write_private(path: Path, pair: KeyPair) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(pair.private_openssh)
+    path.with_suffix(".pub").write_text(pair.public_openssh + "\n")
+
+
+def known_hosts_line(address: str, host_public: str) -> str:
+    key_type, blob = host_public.split()[:2]
+    return f"{address} {key_type} {blob}"

@@ -1,0 +1,139 @@
+"""The intent journal: one JSON line per record, appended with one ``write`` and fsynced.
+
+Before each create netfleet appends an ``intent`` record (kind, region, deterministic client
+token); after the call returns it appends a ``created`` record with the id. A ``kill -9`` between
+the two leaves an intent without an id: ``destroy`` then finds the resource by its tags (every
+resource carries the campaign tag and its token), so nothing is lost. ``deleted`` records mark
+what teardown removed. The file is never rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netfleet.errors import InputError
+
+CAMPAIGN_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw)-[0-9a-zA-Z]{1,40}$")
+KINDS = ("vpc", "subnet", "security-group", "key-pair", "placement-group", "instance")
+
+
+def check_campaign(name: str) -> str:
+    if not CAMPAIGN_RE.match(name):
+        raise InputError(
+            f"campaign name {name!r} is not usable for cloud resources",
+            hint="use 1-40 characters: a lowercase letter, then lowercase letters, digits or '-'",
+        )
+    return name
+
+
+def client_token(campaign: str, kind: str, key: str) -> str:
+    """Deterministic: the same campaign/step always sends the same token (AWS idempotency)."""
+    return "nf-" + hashlib.sha256(f"{campaign}/{kind}/{key}".encode()).hexdigest()[:40]
+
+
+@dataclass
+class Resource:
+    kind: str
+    region: str
+    token: str
+    key: str
+    id: str | None = None
+    deleted: bool = False
+
+
+@dataclass
+class JournalState:
+    campaign: str
+    resources: list[Resource] = field(default_factory=list)
+    bad_lines: int = 0
+
+    @property
+    def regions(self) -> list[str]:
+        return sorted({r.region for r in self.resources})
+
+    def live(self) -> list[Resource]:
+        return [r for r in self.resources if not r.deleted]
+
+
+class Journal:
+    """Append-only JSONL file ``<dir>/<campaign>/journal.jsonl``."""
+
+    def __init__(self, root: Path, campaign: str) -> None:
+        self.campaign = check_campaign(campaign)
+        self.dir = root / campaign
+        self.path = self.dir / "journal.jsonl"
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        line = (json.dumps({"campaign": self.campaign, **record}, sort_keys=True) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def intent(self, kind: str, region: str, key: str) -> str:
+        token = client_token(self.campaign, kind, key)
+        self.append({"op": "intent", "kind": kind, "region": region, "key": key, "token": token})
+        return token
+
+    def created(self, kind: str, region: str, key: str, rid: str) -> None:
+        self.append({"op": "created", "kind": kind, "region": region, "key": key, "id": rid})
+
+    def deleted(self, kind: str, region: str, rid: str) -> None:
+        self.append({"op": "deleted", "kind": kind, "region": region, "id": rid})
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def read(self) -> JournalState:
+        """Replay the file; malformed or foreign lines are counted and ignored (never trusted)."""
+        state = JournalState(self.campaign)
+        if not self.path.exists():
+            return state
+        by_key: dict[tuple[str, str, str], Resource] = {}
+        for raw in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(raw)
+                op, kind, region = rec["op"], rec["kind"], rec["region"]
+                ok = (
+                    rec.get("campaign") == self.campaign
+                    and kind in KINDS
+                    and REGION_RE.match(region)
+                )
+                rid = rec.get("id")
+                if rid is not None and not (isinstance(rid, str) and _valid_id(kind, rid)):
+                    ok = False
+            except (ValueError, KeyError, TypeError):
+                ok = False
+            if not ok:
+                state.bad_lines += 1
+                continue
+            if op == "intent":
+                res = Resource(kind, region, str(rec["token"]), str(rec["key"]))
+                by_key[(kind, region, res.key)] = res
+                state.resources.append(res)
+            elif op == "created":
+                made = by_key.get((kind, region, str(rec["key"])))
+                if made is not None:
+                    made.id = rid
+            elif op == "deleted":
+                for res in state.resources:
+                    if res.kind == kind and res.region == region and res.id == rid:
+                        res.deleted = True
+        return state
+
+
+def _valid_id(kind: str, rid: str) -> bool:
+    if kind in ("key-pair", "placement-group"):
+        return bool(re.match(r"^netfleet-[a-z0-9-]{1,60}$", rid))
+    return bool(ID_RE.match(rid))

@@ -1,0 +1,75 @@
+"""Simulated backing: each launched instance becomes a lab namespace shaped from its type's
+advertised figures, scaled like the lab profiles (``lab/profiles/r4.yaml``).
+
+Scale: rate × ``rate`` (default 1/20) and time × ``time`` (1/20), hence a credit bucket
+(rate × time) × 1/400. Burstable types ("Up to") get a tbf credit shaper: baseline ``rate``,
+``peak``, and a ``bucket`` from :data:`CREDIT_GBIT` — seed 004's measured r4 credits; for other
+burstable families no credit size is documented, so :data:`DEFAULT_CREDIT_S` seconds at peak
+is assumed and the host is labelled ``credit_source: assumed``. Steady types get ``rate`` only.
+Both directions are shaped (AWS limits in and out separately).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.lab.models import LabSpec
+
+#: Gbit of network credit per type, seed 004 (r4 family, "Up to 10 Gigabit")
+CREDIT_GBIT = {"r4.large": 2700.0, "r4.xlarge": 5145.0, "r4.2xlarge": 8925.0, "r4.4xlarge": 11950.0}
+#: seconds at (peak - baseline) assumed when a family's credit is not documented
+DEFAULT_CREDIT_S = 300.0
+
+
+def shaper(info: InstanceInfo, rate_scale: float, time_scale: float) -> dict[str, Any] | None:
+    if not info.baseline_gbps:
+        return None
+    rate_mbit = info.baseline_gbps * 1000 * rate_scale
+    if not info.burstable or not info.peak_gbps or info.peak_gbps <= info.baseline_gbps:
+        return {"rate": f"{rate_mbit:g}mbit"}
+    credit_gbit = CREDIT_GBIT.get(
+        info.instance_type, (info.peak_gbps - info.baseline_gbps) * DEFAULT_CREDIT_S
+    )
+    bucket_mbit = credit_gbit * 1000 * rate_scale * time_scale
+    return {
+        "rate": f"{rate_mbit:g}mbit",
+        "peak": f"{info.peak_gbps * 1000 * rate_scale:g}mbit",
+        "bucket": f"{bucket_mbit:g}mbit",
+    }
+
+
+def lab_spec(
+    name: str,
+    hosts: list[tuple[str, InstanceInfo, dict[str, str]]],
+    *,
+    rate_scale: float = 0.05,
+    time_scale: float = 0.05,
+    subnet: str = "198.18.0.0/24",
+) -> LabSpec:
+    """A lab with one namespace per (host name ≤10 chars, type info, extra labels)."""
+    lab_hosts: dict[str, Any] = {}
+    for host, info, extra in hosts:
+        shaping = shaper(info, rate_scale, time_scale)
+        labels: dict[str, Any] = {**info.labels(), **extra}
+        if info.burstable and info.instance_type not in CREDIT_GBIT:
+            labels["credit_source"] = "assumed"
+        entry: dict[str, Any] = {"labels": labels}
+        if shaping:
+            entry["out"] = shaping
+            entry["in"] = dict(shaping)
+        lab_hosts[host] = entry
+    return LabSpec.model_validate(
+        {
+            "name": name,
+            "description": "simulated AWS backing (netfleet.cloud.sim)",
+            "subnet": subnet,
+            "scale": {
+                "rate": rate_scale,
+                "time": time_scale,
+                "note": f"rate x{rate_scale:g}, time x{time_scale:g}, bucket x"
+                f"{rate_scale * time_scale:g}",
+            },
+            "hosts": lab_hosts,
+        }
+    )

@@ -1,0 +1,275 @@
+"""Teardown in order, from the journal and the tags; then count what remains through the API.
+
+Order: instances → wait terminated → spot requests → placement group, key pair, security group
+(DependencyViolation retried while ENIs detach) → subnet → VPC. Only resources carrying the
+campaign's tag are deleted: an id read back from the journal is never trusted on its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
+
+from netfleet import aws
+from netfleet.cloud import faults
+from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
+from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES, resource_name
+from netfleet.errors import EnvironmentProblem
+
+RESOURCE_TYPES = (
+    "instances",
+    "spot-requests",
+    "placement-groups",
+    "key-pairs",
+    "security-groups",
+    "subnets",
+    "vpcs",
+)
+RETRYABLE = (
+    "DependencyViolation",
+    "InvalidGroup.InUse",
+    "InvalidPlacementGroup.InUse",
+    "RequestLimitExceeded",
+)
+
+
+def _tag_filter(campaign: str) -> list[dict[str, Any]]:
+    return [{"Name": f"tag:{TAG_CAMPAIGN}", "Values": [campaign]}]
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def retry(call: Callable[[], Any], *, attempts: int = 8, delay: float = 0.2) -> Any:
+    """Retry AWS's "not yet" answers (DependencyViolation while ENIs detach) with backoff."""
+    for n in range(attempts):
+        try:
+            return call()
+        except ClientError as exc:
+            if _code(exc) not in RETRYABLE or n == attempts - 1:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 15.0)
+    return None
+
+
+def _ignore_missing(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except ClientError as exc:
+        if "NotFound" not in _code(exc) and "Malformed" not in _code(exc):
+            raise
+
+
+def live_instances(ec2: Any, campaign: str) -> list[str]:
+    out = []
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=_tag_filter(campaign)):
+        for res in page["Reservations"]:
+            for inst in res["Instances"]:
+                if inst["State"]["Name"] != "terminated":
+                    out.append(inst["InstanceId"])
+    return out
+
+
+def _no_retry(ec2: Any) -> Any:
+    """The same endpoint without botocore's retries: an emulator's HTTP 500 for an API it lacks
+    (moto: placement groups) should cost one request, not a backoff series."""
+    from botocore.config import Config
+
+    return aws.client(
+        "ec2",
+        ec2.meta.region_name,
+        endpoint_url=ec2.meta.endpoint_url if aws.endpoint_url("ec2") else None,
+        config=Config(retries={"max_attempts": 1, "mode": "standard"}),
+    )
+
+
+def remaining_placement(ec2: Any, campaign: str) -> int:
+    """Tagged placement groups; 0 where the API is unavailable (moto: HTTP 500)."""
+    try:
+        groups = _no_retry(ec2).describe_placement_groups(Filters=_tag_filter(campaign))
+        return len(groups["PlacementGroups"])
+    except (ClientError, BotoCoreError, ResponseParserError):
+        return 0
+
+
+def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
+    """Per resource type, how many carry the campaign's tag (None: the API is unavailable)."""
+    f = _tag_filter(campaign)
+    counts: dict[str, int | None] = {"instances": len(live_instances(ec2, campaign))}
+    spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
+    counts["spot-requests"] = sum(1 for s in spot if s["State"] in ("open", "active"))
+    try:
+        groups = _no_retry(ec2).describe_placement_groups(Filters=f)
+        counts["placement-groups"] = len(groups["PlacementGroups"])
+    except (ClientError, BotoCoreError, ResponseParserError):
+        counts["placement-groups"] = None  # moto: not implemented (Stubber-tested instead)
+    keys = ec2.describe_key_pairs(
+        Filters=[{"Name": "key-name", "Values": [resource_name(campaign)]}]
+    )
+    counts["key-pairs"] = len(keys["KeyPairs"])
+    counts["security-groups"] = len(ec2.describe_security_groups(Filters=f)["SecurityGroups"])
+    counts["subnets"] = len(ec2.describe_subnets(Filters=f)["Subnets"])
+    counts["vpcs"] = len(ec2.describe_vpcs(Filters=f)["Vpcs"])
+    return counts
+
+
+def teardown_region(
+    ec2: Any,
+    campaign: str,
+    region: str,
+    journal: Journal | None,
+    *,
+    poll_s: float = 0.2,
+    wait_s: float = 900,
+) -> None:
+    """Delete everything the campaign has in one region, in dependency order."""
+    f = _tag_filter(campaign)
+
+    def note(kind: str, rid: str) -> None:
+        if journal is not None:
+            journal.deleted(kind, region, rid)
+
+    ids = live_instances(ec2, campaign)
+    faults.point("teardown:before-terminate")
+    if ids:
+        ec2.terminate_instances(InstanceIds=ids)
+    faults.point("teardown:after-terminate")
+    deadline = time.monotonic() + wait_s
+    delay = poll_s
+    while live_instances(ec2, campaign):
+        if time.monotonic() > deadline:
+            raise EnvironmentProblem(f"instances of {campaign} still not terminated in {region}")
+        time.sleep(delay)
+        delay = min(delay * 2, 10.0)
+    for iid in ids:
+        note("instance", iid)
+    faults.point("teardown:after-wait-terminated")
+    spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
+    open_ids = [s["SpotInstanceRequestId"] for s in spot if s["State"] in ("open", "active")]
+    if open_ids:
+        ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=open_ids)
+    faults.point("teardown:after-spot-requests")
+    name = resource_name(campaign)
+    planned = journal is not None and any(
+        r.kind == "placement-group" for r in journal.read().resources
+    )
+    if planned or (journal is None and remaining_placement(ec2, campaign)):
+        _ignore_missing(lambda: retry(lambda: ec2.delete_placement_group(GroupName=name)))
+        note("placement-group", name)
+    _ignore_missing(lambda: ec2.delete_key_pair(KeyName=name))
+    note("key-pair", name)
+    faults.point("teardown:after-key-pair")
+    for sg in ec2.describe_security_groups(Filters=f)["SecurityGroups"]:
+        sg_id = sg["GroupId"]
+        _ignore_missing(partial(retry, partial(ec2.delete_security_group, GroupId=sg_id)))
+        note("security-group", sg_id)
+    faults.point("teardown:after-security-group")
+    for sn in ec2.describe_subnets(Filters=f)["Subnets"]:
+        sn_id = sn["SubnetId"]
+        _ignore_missing(partial(retry, partial(ec2.delete_subnet, SubnetId=sn_id)))
+        note("subnet", sn_id)
+    faults.point("teardown:after-subnet")
+    for vpc in ec2.describe_vpcs(Filters=f)["Vpcs"]:
+        vpc_id = vpc["VpcId"]
+        _ignore_missing(partial(retry, partial(ec2.delete_vpc, VpcId=vpc_id)))
+        note("vpc", vpc_id)
+    faults.point("teardown:after-vpc")
+
+
+def destroy(
+    state_root: Path, campaign: str, *, poll_s: float = 0.2, regions: list[str] | None = None
+) -> dict[str, int]:
+    """``netfleet cloud destroy``: from the intent journal alone (plus tags), in every region the
+    journal names; then count what remains and fail loudly if anything does."""
+    journal = Journal(state_root, check_campaign(campaign))
+    state = journal.read()
+    todo = sorted(set(state.regions) | set(regions or []))
+    if not todo:
+        raise EnvironmentProblem(
+            f"no intent journal for campaign {campaign!r} under {state_root}",
+            hint="pass --region to sweep by tag anyway, or use `netfleet cloud reap`",
+        )
+    totals: dict[str, int] = {}
+    for region in todo:
+        ec2 = aws.client("ec2", region)
+        teardown_region(ec2, campaign, region, journal, poll_s=poll_s)
+        left = remaining(ec2, campaign)
+        for kind, n in left.items():
+            totals[kind] = totals.get(kind, 0) + (n or 0)
+    if any(totals.values()):
+        raise EnvironmentProblem(
+            f"teardown of {campaign!r} left resources behind: "
+            + ", ".join(f"{k}={v}" for k, v in totals.items() if v),
+            hint=f"run `netfleet cloud destroy {campaign}` again; check the console if it persists",
+        )
+    return totals
+
+
+@dataclass
+class Expired:
+    region: str
+    campaign: str
+    expires_at: str
+    counts: dict[str, int | None] = field(default_factory=dict)
+
+
+def journal_regions(state_root: Path) -> list[str]:
+    regions: set[str] = set()
+    if state_root.is_dir():
+        for d in state_root.iterdir():
+            if d.is_dir() and CAMPAIGN_RE.match(d.name):  # a foreign directory is not ours
+                regions |= set(Journal(state_root, d.name).read().regions)
+    return sorted(regions)
+
+
+def find_expired(regions: list[str], now: dt.datetime) -> list[Expired]:
+    """Campaigns whose resources carry an ``expires-at`` tag in the past."""
+    out: dict[tuple[str, str], Expired] = {}
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    for region in regions:
+        ec2 = aws.client("ec2", region)
+        tagged = ec2.describe_tags(Filters=[{"Name": "key", "Values": [TAG_EXPIRES]}])["Tags"]
+        by_id = {t["ResourceId"]: t["Value"] for t in tagged}
+        names = ec2.describe_tags(Filters=[{"Name": "key", "Values": [TAG_CAMPAIGN]}])["Tags"]
+        for t in names:
+            exp = by_id.get(t["ResourceId"])
+            if exp is None or exp >= stamp:
+                continue
+            campaign = str(t["Value"])
+            if not CAMPAIGN_RE.match(campaign):  # not a name netfleet would have written
+                continue
+            key = (region, campaign)
+            if key not in out:
+                out[key] = Expired(region, campaign, exp)
+    for e in out.values():
+        e.counts = remaining(aws.client("ec2", e.region), e.campaign)
+    return sorted(out.values(), key=lambda e: (e.region, e.campaign))
+
+
+def reap(
+    state_root: Path, extra_regions: list[str], now: dt.datetime, *, delete: bool, poll_s: float = 1
+) -> list[Expired]:
+    """Find (and with ``delete`` remove) expired campaigns in every region used."""
+    regions = sorted(set(journal_regions(state_root)) | set(extra_regions))
+    found = find_expired(regions, now)
+    if delete:
+        for e in found:
+            journal = Journal(state_root, e.campaign)
+            teardown_region(
+                aws.client("ec2", e.region),
+                e.campaign,
+                e.region,
+                journal if journal.exists() else None,
+                poll_s=poll_s,
+            )
+    return found

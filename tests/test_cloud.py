@@ -1,0 +1,397 @@
+"""The AWS provider against moto's server (its own process, loopback only).
+
+Where moto lacks an API — placement groups, DependencyViolation, the Pricing API — the tests use
+botocore's Stubber with responses shaped like AWS's (said at each test)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+from netfleet import aws
+from netfleet.cloud import catalogue, prices, teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.journal import Journal, client_token
+from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.userdata import render
+from netfleet.errors import InputError
+from tests.motokit import MotoServer, moto_server
+
+SPEC = {
+    "campaign": "nf-test",
+    "region": "us-east-1",
+    "fleets": [
+        {"instance_type": "t3.micro", "count": 1, "role": "server"},
+        {"instance_type": "r4.large", "count": 1, "role": "client"},
+    ],
+    "duration_minutes": 5,
+}
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    with moto_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    moto.reset()
+    return moto
+
+
+def test_catalogue_reads_advertised_network_figures(fresh: MotoServer) -> None:
+    info = catalogue.describe(aws.client("ec2", "us-east-1"), ["r4.large", "c5n.large"])
+    r4 = info["r4.large"]
+    assert (r4.baseline_gbps, r4.peak_gbps, r4.burstable) == (0.75, 10.0, True)
+    assert r4.labels()["network_performance"].startswith("Up to")
+    assert info["c5n.large"].baseline_gbps == 3.0
+    assert catalogue.measured_ratio(0.6, r4) == pytest.approx(0.8)
+
+
+def test_acquire_release_leaves_nothing(fresh: MotoServer, tmp_path: Path) -> None:
+    prov = Provisioner(CloudSpec(**SPEC), tmp_path)
+    hosts = prov.acquire()
+    assert [h.instance_type for h in hosts] == ["t3.micro", "r4.large"]
+    assert hosts[1].labels["burstable"] == "true"
+    ec2 = aws.client("ec2", "us-east-1")
+    inst = ec2.describe_instances(InstanceIds=[hosts[0].instance_id])["Reservations"][0]
+    tags = {t["Key"]: t["Value"] for t in inst["Instances"][0]["Tags"]}
+    assert tags[TAG_CAMPAIGN] == "nf-test" and "netfleet:expires-at" in tags
+    # host keys pinned before any connection: one line per address, ed25519
+    pinned = hosts[0].known_hosts.read_text().splitlines()
+    assert any(line.startswith(hosts[0].private_ip + " ssh-ed25519 ") for line in pinned)
+    assert oct(hosts[0].identity_file.stat().st_mode & 0o777) == "0o600"
+    # the journal: an intent before every create, the id after
+    recs = [json.loads(x) for x in prov.journal.path.read_text().splitlines()]
+    assert [r["op"] for r in recs[:2]] == ["intent", "created"]
+    assert "PRIVATE KEY" not in prov.journal.path.read_text()
+    before = teardown.remaining(ec2, "nf-test")
+    assert before["instances"] == 2 and before["vpcs"] == 1 and before["key-pairs"] == 1
+    totals = prov.release()
+    assert not any(totals.values())
+    assert all(r.deleted for r in Journal(tmp_path, "nf-test").read().resources)
+
+
+def test_destroy_only_deletes_tagged_resources(fresh: MotoServer, tmp_path: Path) -> None:
+    """A journal edited to name a foreign instance must not make netfleet terminate it."""
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    foreign = ec2.run_instances(ImageId=ami, InstanceType="t3.micro", MinCount=1, MaxCount=1)
+    fid = foreign["Instances"][0]["InstanceId"]
+    j = Journal(tmp_path, "nf-test")
+    j.intent("instance", "us-east-1", "x")
+    j.created("instance", "us-east-1", "x", fid)
+    teardown.destroy(tmp_path, "nf-test")
+    state = ec2.describe_instances(InstanceIds=[fid])["Reservations"][0]["Instances"][0]["State"]
+    assert state["Name"] == "running"
+
+
+def test_reap_finds_expired_by_tag(fresh: MotoServer, tmp_path: Path) -> None:
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(hours=5)
+    spec = CloudSpec(**{**SPEC, "campaign": "nf-old", "expires_after_minutes": 60})
+    Provisioner(spec, tmp_path, now=past).acquire()
+    Provisioner(CloudSpec(**SPEC), tmp_path).acquire()  # not expired: must survive
+    now = dt.datetime.now(dt.UTC)
+    dry = teardown.reap(tmp_path, [], now, delete=False, poll_s=0.1)
+    assert [e.campaign for e in dry] == ["nf-old"] and dry[0].counts["instances"] == 2
+    teardown.reap(tmp_path, [], now, delete=True, poll_s=0.1)
+    ec2 = aws.client("ec2", "us-east-1")
+    assert not any(teardown.remaining(ec2, "nf-old").values())
+    assert teardown.remaining(ec2, "nf-test")["instances"] == 2
+    teardown.destroy(tmp_path, "nf-test")
+
+
+def test_client_token_is_deterministic() -> None:
+    assert client_token("a", "vpc", "main") == client_token("a", "vpc", "main")
+    assert client_token("a", "vpc", "main") != client_token("b", "vpc", "main")
+    assert len(client_token("a", "instance", "x" * 200)) <= 64  # AWS's limit
+
+
+def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
+    from netfleet.cloud.hostkeys import generate
+
+    hk = generate("h")
+    doc = json.loads(render(hk, 90).split("\n", 1)[1])
+    assert doc["ssh_keys"]["ed25519_public"] == hk.public_openssh
+    assert doc["bootcmd"] == [["shutdown", "-P", "+90"]] and "iperf3" in doc["packages"]
+
+
+def test_cost_guard_and_stale_prices() -> None:
+    from netfleet.cli.cmd_cloud import guard
+
+    table = prices.load(None)
+    est = prices.estimate(table, "us-east-1", [("r4.large", 4)], duration_minutes=52)
+    assert est.usd == pytest.approx(0.133 * 4 * 1.0)  # 52 min + 8 min overhead = 1 h
+    guard(est, max_cost=1.0, max_instances=4, yes=False)
+    with pytest.raises(InputError, match="max-cost"):
+        guard(est, max_cost=0.5, max_instances=4, yes=False)
+    with pytest.raises(InputError, match="max-instances"):
+        guard(est, max_cost=9, max_instances=3, yes=False)
+    guard(est, max_cost=0.5, max_instances=3, yes=True)
+    unknown = prices.estimate(table, "us-east-1", [("x9.huge", 1)], 5)
+    with pytest.raises(InputError, match="cannot be bounded"):
+        guard(unknown, max_cost=100, max_instances=9, yes=False)
+    warn = prices.stale_warning(table, today=table.as_of + dt.timedelta(days=91))
+    assert warn and "refresh" in warn
+    assert prices.stale_warning(table, today=table.as_of) is None
+
+
+def test_prices_refresh_from_pricing_api(tmp_path: Path) -> None:
+    """moto has no Pricing API: Stubber with a GetProducts answer shaped like AWS's."""
+    import botocore.session
+
+    pricing = botocore.session.get_session().create_client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    item = {
+        "product": {"attributes": {"instanceType": "r4.large", "regionCode": "us-east-1"}},
+        "terms": {
+            "OnDemand": {
+                "T1": {
+                    "priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": "0.1400"}}}
+                }
+            }
+        },
+    }
+    with Stubber(pricing) as stub:
+        stub.add_response("get_products", {"PriceList": [json.dumps(item)]})
+        stub.add_response("get_products", {"PriceList": []})
+        new, missing = prices.refresh(
+            pricing, prices.load(None), ["us-east-1"], ["r4.large", "zz.nano"], dt.date(2026, 11, 1)
+        )
+    assert new.ec2_hourly("us-east-1", "r4.large") == 0.14
+    assert missing == ["us-east-1/zz.nano"] and new.as_of == dt.date(2026, 11, 1)
+    prices.save(new, tmp_path)
+    assert prices.load(tmp_path).ec2_hourly("us-east-1", "r4.large") == 0.14
+
+
+def test_security_group_delete_retries_dependency_violation() -> None:
+    """moto deletes an in-use group at once; AWS answers DependencyViolation until the ENIs are
+    gone — Stubber replays that sequence."""
+    import botocore.session
+
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(ec2) as stub:
+        for _ in range(2):
+            stub.add_client_error("delete_security_group", "DependencyViolation", "in use")
+        stub.add_response("delete_security_group", {})
+        teardown.retry(lambda: ec2.delete_security_group(GroupId="sg-1"), delay=0.01)
+        stub.assert_no_pending_responses()
+    with Stubber(ec2) as stub:
+        stub.add_client_error("delete_security_group", "InvalidGroup.NotFound", "gone")
+        teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
+        stub.add_client_error("delete_security_group", "UnauthorizedOperation", "no")
+        with pytest.raises(ClientError):
+            teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
+
+
+PROVISION_POINTS = [
+    f"{when}:{kind}"
+    for kind in ("vpc", "subnet", "security-group", "key-pair", "instance")
+    for when in ("before", "after")
+] + ["after:acquire"]
+TEARDOWN_POINTS = [
+    "teardown:before-terminate",
+    "teardown:after-terminate",
+    "teardown:after-wait-terminated",
+    "teardown:after-spot-requests",
+    "teardown:after-key-pair",
+    "teardown:after-security-group",
+    "teardown:after-subnet",
+    "teardown:after-vpc",
+]
+# cmd_cloud is not registered in cli/main.py yet (the lead wires it): run the sub-app through the
+# same error boundary main() uses.
+CLI = (
+    "import sys; from netfleet.cli.boundary import guarded; from netfleet.cli.cmd_cloud import app;"
+    " sys.exit(guarded(lambda: app(prog_name='netfleet cloud', standalone_mode=False)))"
+)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_path: Path) -> None:
+    """The controller (a real subprocess: ``netfleet cloud up --release``) SIGKILLs itself at each
+    provisioning and teardown step in turn; ``cloud destroy`` (also a subprocess) from the
+    journal alone must then leave 0 tagged resources of every type, counted through the API."""
+    spec = tmp_path / "c.yaml"
+    spec.write_text(
+        "campaign: nf-fault\nfleets: [{instance_type: t3.micro, count: 2}]\nduration_minutes: 1\n"
+    )
+    ec2 = aws.client("ec2", "us-east-1")
+    rows = []
+    for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
+        state = tmp_path / f"s{n}"
+        env = {**os.environ, "NETFLEET_FAULT_AT": point}
+        killed = _cli(["up", str(spec), "--state-dir", str(state), "--release"], env)
+        assert killed.returncode == -9, (point, killed.stderr[-2000:])
+        left_after_kill = sum(v or 0 for v in teardown.remaining(ec2, "nf-fault").values())
+        env.pop("NETFLEET_FAULT_AT")
+        if n % 4 == 0:  # the CLI itself now and then; the library call otherwise (faster)
+            done = _cli(["destroy", "nf-fault", "--state-dir", str(state)], env)
+            assert done.returncode == 0, (point, done.stderr[-2000:])
+        else:
+            teardown.destroy(state, "nf-fault", poll_s=0.1)
+        counts = teardown.remaining(ec2, "nf-fault")
+        rows.append((point, left_after_kill, counts))
+        assert not any(counts.values()), (point, counts)
+    kinds = ["instances", "spot-requests", "key-pairs", "security-groups", "subnets", "vpcs"]
+    print("\nkill -9 at            left by kill  after destroy: " + " ".join(kinds))
+    for point, before, counts in rows:
+        print(f"{point:32} {before:4}   " + " ".join(f"{counts[k]:>{len(k)}}" for k in kinds))
+
+
+def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
+    """The generated lab shapes r4.large exactly like the hand-written r4 profile (seed 004)."""
+    from netfleet.cloud.sim import lab_spec
+    from netfleet.lab import load_lab
+
+    types = ["r4.large", "c5n.large", "c5n.18xlarge"]
+    info = catalogue.describe(aws.client("ec2", "us-east-1"), types)
+    lab = lab_spec(
+        "awssim",
+        [
+            ("r4l", info["r4.large"], {}),
+            ("c5n", info["c5n.large"], {}),
+            ("big", info[types[2]], {}),
+        ],
+    )
+    profile = load_lab("r4").hosts["r4-large"].out
+    got = lab.hosts["r4l"].out
+    assert profile is not None and got is not None
+    assert (got.rate, got.peak, got.bucket) == (profile.rate, profile.peak, profile.bucket)
+    assert lab.hosts["c5n"].labels["credit_source"] == "assumed"  # "Up to 25", no seed figure
+    steady = lab.hosts["big"].out
+    assert steady is not None and steady.peak is None and steady.rate == 100e9 * 0.05
+
+
+def test_ena_and_cloudwatch_cross_check(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto keeps no real metrics: the datapoints are put first (put_metric_data), then read
+    back by the same call a real run makes."""
+    from netfleet.cloud.checks import cross_check
+
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    iid = ec2.run_instances(ImageId=ami, InstanceType="c5n.large", MinCount=1, MaxCount=1)[
+        "Instances"
+    ][0]["InstanceId"]
+    cw = aws.client("cloudwatch", "us-east-1")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(minutes=5)
+    end = start + dt.timedelta(minutes=10)
+    empty = cross_check(cw, iid, "NetworkOut", start, end, 1e9)
+    assert empty.cloudwatch_bytes is None and empty.verdict.startswith("no data")
+    for minute, value in ((1, 6e8), (2, 5e8)):
+        cw.put_metric_data(
+            Namespace="AWS/EC2",
+            MetricData=[
+                {
+                    "MetricName": "NetworkOut",
+                    "Dimensions": [{"Name": "InstanceId", "Value": iid}],
+                    "Timestamp": start + dt.timedelta(minutes=minute),
+                    "Value": value,
+                    "Unit": "Bytes",
+                }
+            ],
+        )
+    ok = cross_check(cw, iid, "NetworkOut", start, end, 1.05e9)
+    assert ok.cloudwatch_bytes == 1.1e9 and ok.verdict.startswith("agrees")
+    bad = cross_check(cw, iid, "NetworkOut", start, end, 2e9)
+    assert bad.verdict.startswith("mismatch")
+
+
+def test_ena_attribute_check() -> None:
+    """moto rejects the enaSupport attribute ("Unknown attribute"): Stubber with AWS's shape."""
+    import botocore.session
+
+    from netfleet.cloud.checks import ena_enabled
+
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(ec2) as stub:
+        stub.add_response(
+            "describe_instance_attribute",
+            {"InstanceId": "i-1", "EnaSupport": {"Value": True}},
+            {"InstanceId": "i-1", "Attribute": "enaSupport"},
+        )
+        stub.add_response("describe_instance_attribute", {"InstanceId": "i-2"})
+        assert ena_enabled(ec2, "i-1") is True
+        assert ena_enabled(ec2, "i-2") is False
+
+
+@pytest.mark.parametrize("name", ["aws-cheatsheet", "aws-credits"])
+def test_example_cloud_specs_plan(name: str, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "NETFLEET_CLOUD_DIR": str(tmp_path)}
+    out = _cli(["plan", str(root / "examples" / f"{name}.cloud.yaml")], env)
+    assert out.returncode == 0, out.stderr
+    assert "estimated cost: $" in out.stdout and "instances in us-east-1" in out.stdout
+
+
+def test_up_refuses_above_max_cost_without_launching(fresh: MotoServer, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    spec = str(root / "examples" / "aws-credits.cloud.yaml")
+    out = _cli(["up", spec, "--state-dir", str(tmp_path), "--max-cost", "0.01"], dict(os.environ))
+    assert out.returncode == 2 and "max-cost" in out.stderr + out.stdout
+    out = _cli(["up", spec, "--state-dir", str(tmp_path), "--max-instances", "2"], dict(os.environ))
+    assert out.returncode == 2 and "max-instances" in out.stderr + out.stdout
+    assert teardown.remaining(aws.client("ec2", "us-east-1"), "aws-credits")["instances"] == 0
+    assert not (tmp_path / "aws-credits").exists()
+
+
+def test_spot_market_acquire_release(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto launches the spot instance but records no spot request for run_instances' market
+    options, so only the instance side of spot is exercised here."""
+    spec = CloudSpec(campaign="nf-spot", market="spot", fleets=[{"instance_type": "t3.micro"}])
+    prov = Provisioner(spec, tmp_path)
+    assert len(prov.acquire()) == 1
+    assert not any(prov.release().values())
+
+
+def test_sigterm_during_acquire_tears_down(fresh: MotoServer, tmp_path: Path) -> None:
+    """SIGTERM (not -9) while launching: the controller releases everything and exits 130."""
+    spec = tmp_path / "c.yaml"
+    spec.write_text("campaign: nf-term\nfleets: [{instance_type: t3.micro, count: 1}]\n")
+    env = {**os.environ, "NETFLEET_FAULT_AT": "after:key-pair", "NETFLEET_FAULT_SIGNAL": "TERM"}
+    out = _cli(["up", str(spec), "--state-dir", str(tmp_path)], env)
+    assert out.returncode == 130, out.stderr[-2000:]
+    left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-term")
+    assert not any(left.values()), left
+
+
+def test_placement_group_journalled_and_deleted(fresh: MotoServer, tmp_path: Path) -> None:
+    """moto has no placement groups (HTTP 500): Stubber answers as AWS does, including one
+    "still in use" error on delete while instances finish terminating."""
+    import botocore.session
+
+    spec = CloudSpec(**{**SPEC, "placement": "cluster"})
+    prov = Provisioner(spec, tmp_path)
+    ec2 = botocore.session.get_session().create_client(
+        "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    prov.ec2 = ec2
+    with Stubber(ec2) as stub:
+        stub.add_response("create_placement_group", {})
+        assert prov._placement_group() == "netfleet-nf-test"
+        stub.add_client_error("delete_placement_group", "InvalidPlacementGroup.InUse", "in use")
+        stub.add_response("delete_placement_group", {})
+        teardown.retry(lambda: ec2.delete_placement_group(GroupName="netfleet-nf-test"), delay=0)
+        stub.assert_no_pending_responses()
+    res = Journal(tmp_path, "nf-test").read().resources
+    assert [(r.kind, r.id) for r in res] == [("placement-group", "netfleet-nf-test")]
