@@ -12,10 +12,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from netfleet.engines.iperf3_rows import result_rows
 
 from netfleet.engines.iperf2 import parse_csv
 from netfleet.engines.iperf3_live import parse_text_intervals
+from netfleet.engines.iperf3_rows import result_rows
 from netfleet.engines.sockperf import parse_report
 from netfleet.errors import SpecError
 from netfleet.spec.yamlsrc import load_yaml

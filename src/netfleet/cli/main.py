@@ -121,6 +121,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "Compare two campaigns or groups: difference with a bootstrap CI, effect size, verdict."
         ),
     ),
+    "cloud": (
+        "cmd_cloud",
+        "app",
+        "group",
+        _h("AWS: plan the cost, launch, destroy and reap a campaign's machines (tag-verified)."),
+    ),
     "report": ("cmd_report", "app", "group", _h("Answers over the catalog and the raw results.")),
 }
 

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.errors import StoreError
 from netfleet.durable import atomic_write
+from netfleet.errors import StoreError
 from netfleet.store.envelope import Envelope
 
 SPOOL_DIR = "pending-uploads"
