@@ -377,15 +377,15 @@ def test_a_run_whose_values_arrow_refuses_is_bad_alone(
 ) -> None:
     """Rows are converted to Arrow several runs at a time; a refused value rejects one run."""
     rows_module = importlib.import_module("netfleet.catalog.rows")
-    real = rows_module.ENGINE_PARSERS["iperf3"]
+    real = rows_module.TABLE_PARSERS["iperf3"]
 
-    def sloppy(run_id: str, result: Any, params: Any) -> Any:
-        intervals, ends = real(run_id, result, params)
+    def sloppy(run_id: str, result: Any, params: Any, outputs: Any) -> Any:
+        tables = real(run_id, result, params, outputs)
         if run_id == "run-0001-tcp_p2":
-            intervals[0]["bytes"] = "lots"  # a future parser's mistake
-        return intervals, ends
+            tables["intervals"][0]["bytes"] = "lots"  # a future parser's mistake
+        return tables
 
-    monkeypatch.setitem(rows_module.ENGINE_PARSERS, "iperf3", sloppy)
+    monkeypatch.setitem(rows_module.TABLE_PARSERS, "iperf3", sloppy)
     root = ResultsRoot(tmp_path / "raw")
     populate(root, ["tcp_1stream", "tcp_p2", "udp_50m"])
     report = ingest(root, tmp_path / "cat")

@@ -8,7 +8,8 @@ import pytest
 
 from netfleet.engines import bounceback, sockperf
 from netfleet.engines.latency import choose
-from netfleet.engines.latency_rows import latency_rows, ping_rows
+from netfleet.engines.latency_rows import latency_rows
+from netfleet.engines.ping import ping_rows
 from netfleet.engines.ping import summarize as ping_summary
 from netfleet.engines.probes import ToolsInfo
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.engines.iperf3 import received_bps as iperf3_received_bps
+from netfleet.engines import measuring, summary
 
-THROUGHPUT = ("iperf3", "iperf3-multi", "iperf2", "throughput")
+THROUGHPUT = measuring("throughput")
 
 
 def _obj(v: Any) -> Mapping[str, Any]:
@@ -28,10 +28,10 @@ def inner(env: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 
 
 def receiver_bps(env: Mapping[str, Any]) -> float | None:
-    tool, r = inner(env)
-    if tool == "iperf3":
-        return iperf3_received_bps(r, intervals=False)
-    return _num(_obj(r.get("summary")).get("receiver_bps"))
+    """The received rate of a complete run, from its engine's own summary."""
+    engine = str(_obj(env.get("engine")).get("name"))
+    found = summary(engine, env.get("result"))
+    return found.received_bps if found is not None else None
 
 
 def cpu(env: Mapping[str, Any]) -> dict[str, float]:

@@ -22,12 +22,13 @@ from netfleet.analysis.segments import SegmentationConfig
 from netfleet.analysis.series import RunInfo, run_from_envelope
 from netfleet.catalog import connect
 from netfleet.catalog.rows import RowError
+from netfleet.engines import measuring
 from netfleet.errors import CatalogError, InputError, StoreError
 from netfleet.store import RawStore, ResultsRoot
 from netfleet.store.root import as_root
 
 #: engines whose series the catalog does not index (phases): analysed from the raw file
-RAW_ONLY_ENGINES = frozenset({"credit"})
+RAW_ONLY_ENGINES = frozenset(measuring("credit"))
 #: the interval columns the analysis reads
 _COLUMNS = 'run_id, side, role, flow, kind, idx, start, "end", seconds, bytes, omitted'
 

@@ -1,8 +1,7 @@
 """Raw envelope → table rows: the three table schemas, the engine-independent ``runs`` row, and
-the registry of engine parsers that produce ``intervals`` and ``ends`` rows.
-
-Adding an engine is one module with a ``result_rows(run_id, result, params)`` function plus one
-line in :data:`ENGINE_PARSERS`. A run of an engine without a parser still gets its ``runs`` row.
+the engine parsers (each engine's ``table_rows``, from the engine registry) that produce
+``intervals``, ``ends`` and ``latency`` rows. A run whose result is unusable still gets its ``runs``
+row.
 Column meanings are documented in docs/catalog.md.
 """
 
@@ -16,10 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from netfleet.engines import ENGINES, iperf2_rows, iperf3_rows, latency_rows, multi_rows
+from netfleet.engines import ENGINES
+from netfleet.engines.contract import Row, TableRows
 from netfleet.values import as_bool, as_float, as_int, as_str, obj
-
-Row = dict[str, Any]
 
 RUNS_SCHEMA = pa.schema(
     [
@@ -164,28 +162,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS_SCHEMA,
 }
 
-ResultParser = Callable[[str, Mapping[str, Any], Mapping[str, Any]], tuple[list[Row], list[Row]]]
+TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], TableRows]
 
-#: engine name (``engine.name`` in the envelope) → parser of its ``result``
-ENGINE_PARSERS: dict[str, ResultParser] = {"iperf3": iperf3_rows.result_rows}
-
-TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any]], dict[str, list[Row]]]
-
-#: engines whose parser returns rows for any table (table name → rows); a ``runs`` entry holds
+#: engine name (``engine.name`` in the envelope) → its catalog parser, derived from the engine
+#: registry: ``(run_id, result, params, outputs)`` → table name → rows; a ``runs`` entry holds
 #: one partial row whose non-NULL values fill the run's NULL columns (e.g. the chosen streams)
-TABLE_PARSERS: dict[str, TableParser] = {
-    "iperf2": iperf2_rows.result_rows,
-    "iperf3-multi": multi_rows.multi_rows,
-    "throughput": multi_rows.throughput_rows,
-    "latency": latency_rows.latency_rows,
-    "ping": latency_rows.ping_rows,
-    # engines that declare their own rows (``table_rows`` in their module) need no line here
-    **{
-        name: parser
-        for name, engine in ENGINES.items()
-        if callable(parser := getattr(engine, "table_rows", None))
-    },
-}
+TABLE_PARSERS: dict[str, TableParser] = {name: e.table_rows for name, e in ENGINES.items()}
 
 
 class RowError(ValueError):
@@ -330,21 +312,13 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     unusable (no run_id, bad timestamps)."""
     run = run_row(doc, source)
     result = doc.get("result")
-    table_parser = TABLE_PARSERS.get(run["engine"] or "")
-    if table_parser is not None and isinstance(result, Mapping):
-        tables = table_parser(run["run_id"], result, obj(doc.get("params")))
-        for key, value in (tables.pop("runs", None) or [{}])[0].items():
-            if run.get(key) is None and value is not None:
-                run[key] = value
-        intervals = tables.pop("intervals", [])
-        ends = tables.pop("ends", [])
-        return RunRows(run, intervals, ends, tables)
-    parser = ENGINE_PARSERS.get(run["engine"] or "")
+    parser = TABLE_PARSERS.get(run["engine"] or "")
     if parser is None or not isinstance(result, Mapping):
         return RunRows(run)
-    outputs = obj(doc.get("outputs"))
-    if "server_stdout" in outputs and "server_output_text" not in result:
-        # a live text server (adaptive runs) kept its own stdout beside the client's JSON
-        result = {**result, "server_output_text": outputs["server_stdout"]}
-    intervals, ends = parser(run["run_id"], result, obj(doc.get("params")))
-    return RunRows(run, intervals, ends)
+    tables = parser(run["run_id"], result, obj(doc.get("params")), obj(doc.get("outputs")))
+    for key, value in (tables.pop("runs", None) or [{}])[0].items():
+        if run.get(key) is None and value is not None:
+            run[key] = value
+    intervals = tables.pop("intervals", [])
+    ends = tables.pop("ends", [])
+    return RunRows(run, intervals, ends, tables)

@@ -20,9 +20,10 @@ import duckdb
 
 from netfleet.catalog.cheatsheet import _Keys
 from netfleet.catalog.views import connect
+from netfleet.engines import measuring
 from netfleet.errors import CatalogError
 
-THROUGHPUT_ENGINES = ("iperf3", "iperf3-multi", "iperf2", "throughput")
+THROUGHPUT_ENGINES = measuring("throughput")
 COLUMNS = [
     "latency_runs", "rr_mean_us", "rr_p50_us", "rr_p99_us", "transactions_per_s",
     "full_round_trip", "ping_avg_us", "ping_loss_percent", "throughput_runs",

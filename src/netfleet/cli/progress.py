@@ -17,7 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from netfleet.engines.iperf3 import received_bps as iperf3_received_bps
+from netfleet.engines import summary
 from netfleet.plan.matrix import PlannedRun
 from netfleet.store.envelope import Envelope
 from netfleet.text import plain
@@ -32,10 +32,10 @@ def describe(run: PlannedRun) -> str:
     )
 
 
-def received_bps(env: Envelope) -> float | None:
-    """The run's average rate: iperf3's end summary, or (stopped early: its end is empty) the
-    mean of its non-omitted intervals."""
-    return iperf3_received_bps(env.result or {})
+def summary_text(env: Envelope) -> str:
+    """The engine's one-line summary of the run (its received rate, for throughput engines)."""
+    found = summary(env.engine.name, env.result)
+    return found.text if found is not None else ""
 
 
 class RichReporter:
@@ -89,10 +89,9 @@ class RichReporter:
             self.progress.remove_task(task)
         if self.overall is not None:
             self.progress.advance(self.overall)
-        bps = received_bps(envelope)
         if envelope.status == "ok":
             mark = "[green]ok[/]"
-            rate = fmt_rate(bps) if bps is not None else ""
+            rate = plain(summary_text(envelope), keep_newlines=False)
             adaptive = envelope.notes.get("adaptive")
             if isinstance(adaptive, dict) and adaptive.get("verdict") == "no-drop":
                 rate += f" [yellow]{adaptive.get('verdict_text', '')}[/]"

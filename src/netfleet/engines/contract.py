@@ -12,7 +12,7 @@ modules: they import only ``errors``, ``units`` and this contract).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -41,6 +41,25 @@ class Outcome:
     status: Literal["ok", "failed", "interrupted"]
     reason: str | None
     result: dict[str, Any] | None
+
+
+#: one catalog row (column → value); ``table_rows`` returns them per table name
+Row = dict[str, Any]
+#: table name (``runs``, ``intervals``, ``ends``, ``latency``, ...) → rows
+TableRows = dict[str, list[Row]]
+#: what a test measures: which reports read it (cheat sheet/topology: throughput; latency
+#: tables: latency; the credit model: credit)
+Measure = Literal["throughput", "latency", "credit"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """An engine's one-line summary of its raw result: the received rate in bit/s (goodput,
+    receiver side; ``None`` where the engine measures no rate or the result holds none) and a
+    few words for the run's progress line."""
+
+    received_bps: float | None
+    text: str
 
 
 class CommandOutput(Protocol):
@@ -138,7 +157,30 @@ class RunSession(Protocol):
 
 
 class Engine(Protocol):
+    """Everything netfleet knows about an engine, in one place. The registry
+    (``engines/__init__.py``) maps names to these; the spec's test union
+    (``spec/models.TEST_KINDS``), the preflight tool list, the package list, the catalog parsers
+    and the progress/advice summary are all derived from it."""
+
     name: str
+
+    # read-only members (engines set them as class attributes of their own narrower types)
+    @property
+    def title(self) -> str:
+        """One line describing the test kind (the spec schema's description)."""
+        ...
+
+    @property
+    def params_model(self) -> type[EngineParams]:
+        """The model of its ``params:`` block in a spec (a test without ``params`` gets the
+        model's defaults when every field has one)."""
+        ...
+
+    @property
+    def measures(self) -> Measure:
+        """Which reports read its results."""
+        ...
+
     #: does a run need a server process on the server host?
     needs_server: bool
     #: commands the preflight checks on every host of a run
@@ -150,6 +192,21 @@ class Engine(Protocol):
     def unsupported(self, params: Any, info: EngineInfo) -> list[str]: ...
     async def execute(self, session: RunSession, params: Any) -> Outcome: ...
     def salvage(self, session: RunSession, params: Any, interrupted: bool) -> Outcome: ...
+    def table_rows(
+        self,
+        run_id: str,
+        result: Mapping[str, Any],
+        params: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+    ) -> TableRows:
+        """Catalog rows of one stored ``result`` (with the run's stored ``params`` and the raw
+        ``outputs`` the session kept beside it). A ``runs`` entry holds one partial row whose
+        non-NULL values fill the run's NULL columns. Never raises on odd engine output."""
+        ...
+
+    def summary(self, result: Mapping[str, Any]) -> Summary:
+        """The received rate and a few words, read from a stored ``result``."""
+        ...
 
 
 def check_params(params: EngineParams, model: type[EngineParams]) -> None:

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+)
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.params.credit import CreditParams
+from netfleet.engines.summaries import no_rows
 
 if TYPE_CHECKING:
     from netfleet.engines.contract import RunSession
@@ -27,6 +36,11 @@ if TYPE_CHECKING:
 
 class Credit:
     name = "credit"
+    title: ClassVar[str] = (
+        'Drain the credit bucket, idle for T, burst again: the refill behind "up to".'
+    )
+    params_model: ClassVar[type[CreditParams]] = CreditParams
+    measures: ClassVar[Measure] = "credit"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
     #: tool → package, per package manager
@@ -37,6 +51,16 @@ class Credit:
 
     def __init__(self) -> None:
         self.iperf3 = Iperf3()
+
+    #: the credit model reads the phases from the raw file (analysis/sources): no rows
+    table_rows = staticmethod(no_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        phases = result.get("phases")
+        phases = phases if isinstance(phases, list) else []
+        bursts = sum(1 for p in phases if isinstance(p, Mapping) and p.get("phase") == "burst")
+        return Summary(None, f"drain + {bursts} burst(s): see netfleet credit")
 
     async def probe(self, host: Host) -> EngineInfo:
         info = await self.iperf3.probe(host)

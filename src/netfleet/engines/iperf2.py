@@ -11,14 +11,23 @@ server may ignore the first SIGTERM (Process.stop escalates to SIGKILL).
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines import iperf2_rows
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+)
+from netfleet.engines.iperf2_csv import parse_csv, split_finals
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.probes import tool_version, version_text
+from netfleet.engines.summaries import rate_summary
 from netfleet.errors import EngineError
 from netfleet.units import parse_rate, parse_size
 
@@ -27,75 +36,6 @@ if TYPE_CHECKING:
 
 #: how long to wait after the client for the server's final CSV lines
 SERVER_DRAIN_S = 3.0
-
-
-@dataclass(frozen=True)
-class CsvLine:
-    """One ``-y C`` line."""
-
-    src: str
-    sport: int
-    dst: str
-    dport: int
-    stream: int
-    start: float
-    end: float
-    bytes: int
-    bps: float
-    jitter_ms: float | None = None
-    lost: int | None = None
-    total: int | None = None
-    lost_percent: float | None = None
-    out_of_order: int | None = None
-
-
-def parse_csv(text: str) -> list[CsvLine]:
-    """Every well-formed CSV line of iperf2 output; anything else is skipped."""
-    out = []
-    for raw in text.splitlines():
-        f = raw.strip().split(",")
-        if len(f) not in (9, 14) or "-" not in f[6]:
-            continue
-        try:
-            start, end = (float(x) for x in f[6].split("-", 1))
-            udp: dict[str, Any] = {}
-            if len(f) == 14:
-                udp = {
-                    "jitter_ms": float(f[9]),
-                    "lost": int(f[10]),
-                    "total": int(f[11]),
-                    "lost_percent": float(f[12]),
-                    "out_of_order": int(f[13]),
-                }
-            line = CsvLine(
-                f[1], int(f[2]), f[3], int(f[4]), int(f[5]), start, end, int(f[7]), float(f[8]),
-                **udp,
-            )  # fmt: skip
-        except ValueError:
-            continue
-        if not all(math.isfinite(x) for x in (start, end, line.bps)):
-            continue  # "nan"/"inf" from a misbehaving (or hostile) host is not a measurement
-        out.append(line)
-    return out
-
-
-def split_finals(lines: list[CsvLine], interval: float) -> tuple[list[CsvLine], list[CsvLine]]:
-    """(interval lines, final summary lines). A stream's final line starts at 0 and spans more
-    than one interval, or repeats the span of its first interval (a run of one interval)."""
-    intervals: list[CsvLine] = []
-    finals: list[CsvLine] = []
-    seen: dict[tuple[int, float, float], int] = {}
-    for line in lines:
-        if line.stream < 0:
-            continue  # a sum line: netfleet sums the streams itself
-        key = (line.stream, round(line.start, 3), round(line.end, 3))
-        long_span = line.start == 0 and line.end - line.start > interval * 1.5
-        if long_span or key in seen:
-            finals.append(line)
-        else:
-            seen[key] = 1
-            intervals.append(line)
-    return intervals, finals
 
 
 def summarize(client: str, server: str, params: Iperf2Params, subject: str) -> dict[str, Any]:
@@ -130,8 +70,18 @@ def summarize(client: str, server: str, params: Iperf2Params, subject: str) -> d
     return out
 
 
+def receiver_bps(result: Mapping[str, Any]) -> float | None:
+    """The received rate (goodput, bit/s) of one stored iperf2 result."""
+    summary = result.get("summary")
+    value = summary.get("receiver_bps") if isinstance(summary, Mapping) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 class Iperf2:
     name = "iperf2"
+    title: ClassVar[str] = "A throughput test with iperf 2 (one thread per stream)."
+    params_model: ClassVar[type[Iperf2Params]] = Iperf2Params
+    measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf",)
     #: tool → package, per package manager
@@ -139,6 +89,12 @@ class Iperf2:
         "iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}
     }
     needs_server = True
+
+    table_rows = staticmethod(iperf2_rows.result_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        return rate_summary(receiver_bps(result))
 
     async def probe(self, host: Host) -> EngineInfo:
         v = await tool_version(host, "iperf2")

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.engines.iperf2 import CsvLine, parse_csv, split_finals
+from netfleet.engines.iperf2_csv import CsvLine, parse_csv, split_finals
 from netfleet.values import as_bool, as_float, obj
 
 Row = dict[str, Any]
@@ -89,7 +89,10 @@ def _values(
 
 
 def result_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
 ) -> dict[str, list[Row]]:
     summary = obj(result.get("summary"))
     reverse = bool(as_bool(summary.get("reverse")))

@@ -12,16 +12,27 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from netfleet.engines import iperf3_rows
 from netfleet.engines.burstable import (
     default_min_duration,
     fleet_burstability,
     no_drop_text,
     steady_evidence,
 )
-from netfleet.engines.contract import EngineInfo, Host, Outcome, StopEarly, check_params
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    StopEarly,
+    Summary,
+    TableRows,
+    check_params,
+)
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.probes import tool_version, version_text
+from netfleet.engines.summaries import rate_summary
 from netfleet.errors import EngineError
 from netfleet.units import parse_rate, parse_size
 
@@ -48,6 +59,9 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 class Iperf3:
     name = "iperf3"
+    title: ClassVar[str] = "A throughput test with iperf3."
+    params_model: ClassVar[type[Iperf3Params]] = Iperf3Params
+    measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
     #: tool → package, per package manager
@@ -55,6 +69,23 @@ class Iperf3:
         "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
     }
     needs_server = True
+
+    @staticmethod
+    def table_rows(
+        run_id: str,
+        result: Mapping[str, Any],
+        params: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+    ) -> TableRows:
+        if "server_stdout" in outputs and "server_output_text" not in result:
+            # a live text server (adaptive runs) kept its own stdout beside the client's JSON
+            result = {**result, "server_output_text": outputs["server_stdout"]}
+        intervals, ends = iperf3_rows.result_rows(run_id, result, params)
+        return {"intervals": intervals, "ends": ends}
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        return rate_summary(received_bps(result))
 
     async def execute(
         self, session: RunSession, params: Iperf3Params, *, target_bps: float | None = None

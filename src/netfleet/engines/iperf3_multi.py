@@ -10,12 +10,23 @@ every process is.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines import multi_rows
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+)
+from netfleet.engines.iperf2 import receiver_bps
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
+from netfleet.engines.summaries import rate_summary
 
 if TYPE_CHECKING:
     from netfleet.engines.contract import RunSession
@@ -69,6 +80,11 @@ def merge_summary(docs: list[dict[str, Any] | None]) -> dict[str, Any]:
 
 class Iperf3Multi:
     name = "iperf3-multi"
+    title: ClassVar[str] = (
+        "A throughput test with several iperf3 processes on several ports, merged."
+    )
+    params_model: ClassVar[type[Iperf3MultiParams]] = Iperf3MultiParams
+    measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
     #: tool → package, per package manager
@@ -76,6 +92,12 @@ class Iperf3Multi:
         "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
     }
     needs_server = True
+
+    table_rows = staticmethod(multi_rows.multi_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        return rate_summary(receiver_bps(result))  # the merged ``summary`` has iperf2's shape
 
     async def probe(self, host: Host) -> EngineInfo:
         info = await _IPERF3.probe(host)

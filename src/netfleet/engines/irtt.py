@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.contract import EngineInfo, Host, Measure, Outcome, Summary, check_params
 from netfleet.engines.params.base import EngineParams
 from netfleet.errors import EngineError, HostError
 
@@ -86,7 +86,10 @@ def one_line(summary: dict[str, Any]) -> str:
 
 
 def table_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Catalog rows: one ``latency`` row per run, re-derived from irtt's own JSON."""
     s = summarize(result.get("json") or {})
@@ -107,8 +110,12 @@ def table_rows(
 
 class Irtt:
     name = "irtt"
+    title: ClassVar[str] = (
+        "Isochronous UDP round trips with irtt: RTT, one-way delays, IPDV, loss up/down."
+    )
+    params_model: ClassVar[type[IrttParams]] = IrttParams
+    measures: ClassVar[Measure] = "latency"
     needs_server = True
-    params_model = IrttParams
     tools: tuple[str, ...] = ("irtt",)
     #: package per package manager (irtt is packaged in Debian/Ubuntu and Alpine)
     packages: ClassVar[dict[str, dict[str, str]]] = {"irtt": {"apt-get": "irtt", "apk": "irtt"}}
@@ -130,6 +137,11 @@ class Irtt:
         return EngineInfo(self.name, m.group(1), digits)
 
     table_rows = staticmethod(table_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        summary = result.get("summary")
+        return Summary(None, one_line(summary if isinstance(summary, dict) else {}))
 
     def unsupported(self, params: IrttParams, info: EngineInfo) -> list[str]:
         return []

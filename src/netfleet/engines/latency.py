@@ -8,12 +8,21 @@ it (percentiles from every sample), else iperf2 ``--bounceback`` (100 µs histog
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines import bounceback, sockperf
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines import bounceback, latency_rows, sockperf
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+)
 from netfleet.engines.params.latency import LatencyParams
 from netfleet.engines.probes import ToolsInfo, probe_tools
+from netfleet.engines.summaries import latency_summary
 from netfleet.errors import EngineError
 
 if TYPE_CHECKING:
@@ -42,6 +51,9 @@ def choose(tool: str, client: EngineInfo, server: EngineInfo) -> str | None:
 
 class Latency:
     name = "latency"
+    title: ClassVar[str] = "Request/response latency: sockperf ping-pong or iperf2 --bounceback."
+    params_model: ClassVar[type[LatencyParams]] = LatencyParams
+    measures: ClassVar[Measure] = "latency"
     #: commands the preflight checks (the tool is chosen per host at run time)
     tools: tuple[str, ...] = ()
     #: tool → package, per package manager
@@ -50,6 +62,13 @@ class Latency:
         **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
     }
     needs_server = True
+
+    table_rows = staticmethod(latency_rows.latency_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        summary = result.get("summary")
+        return latency_summary(summary if isinstance(summary, Mapping) else {})
 
     async def probe(self, host: Host) -> EngineInfo:
         info = await probe_tools(host, self.name, TOOLS)

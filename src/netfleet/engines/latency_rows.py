@@ -1,4 +1,5 @@
-"""``latency`` table rows: one per request/response (sockperf, iperf2 bounceback) or ping run.
+"""``latency`` table rows: one per request/response run (sockperf, iperf2 bounceback); ping's
+rows use :func:`latency_row` too.
 
 All times in µs. ``full_round_trip`` says whether they are whole round trips (sockperf without
 ``--full-rtt`` reports half). ``percentile_source`` says where p50…p99.9 come from: ``samples``
@@ -12,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from netfleet.engines import bounceback
-from netfleet.engines import ping as ping_engine
 from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
@@ -21,7 +21,7 @@ Row = dict[str, Any]
 _STATS = ("mean_us", "min_us", "max_us", "p50_us", "p90_us", "p99_us", "p999_us")
 
 
-def _row(run_id: str, tool: str, kind: str, s: Mapping[str, Any]) -> Row:
+def latency_row(run_id: str, tool: str, kind: str, s: Mapping[str, Any]) -> Row:
     row: Row = {
         "run_id": run_id,
         "tool": tool,
@@ -43,7 +43,10 @@ def _row(run_id: str, tool: str, kind: str, s: Mapping[str, Any]) -> Row:
 
 
 def latency_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
 ) -> dict[str, list[Row]]:
     """Rows of a ``latency`` engine result."""
     tool = as_str(result.get("tool")) or ""
@@ -53,16 +56,4 @@ def latency_rows(
         if isinstance(text, str):
             summary = {**summary, **bounceback.summarize(text)}
     summary.setdefault("size", params.get("size"))
-    return {"latency": [_row(run_id, tool, "request_response", summary)]}
-
-
-def ping_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
-) -> dict[str, list[Row]]:
-    """Rows of a ``ping`` result, re-parsed from ping's own output."""
-    text = result.get("output")
-    summary = ping_engine.summarize(text) if isinstance(text, str) else dict(obj(result))
-    summary["percentile_source"] = "replies"
-    summary["size"] = params.get("size")
-    summary["transactions"] = summary.get("received")
-    return {"latency": [_row(run_id, "ping", "icmp", summary)]}
+    return {"latency": [latency_row(run_id, tool, "request_response", summary)]}

@@ -39,7 +39,10 @@ def _add(a: Any, b: Any) -> Any:
 
 
 def multi_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
 ) -> dict[str, list[Row]]:
     intervals: list[Row] = []
     merged: dict[tuple[Any, ...], Row] = {}
@@ -86,7 +89,10 @@ def multi_rows(
 
 
 def throughput_rows(
-    run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
 ) -> dict[str, list[Row]]:
     inner = obj(result.get("result"))
     chosen = as_str(result.get("chosen"))

@@ -7,11 +7,23 @@ every reply line for its own percentiles as well as ping's summary.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    TableRows,
+    check_params,
+)
+from netfleet.engines.latency_rows import latency_row
 from netfleet.engines.params.ping import PingParams
+from netfleet.engines.summaries import latency_summary
 from netfleet.errors import EngineError, HostError
+from netfleet.values import obj
 
 if TYPE_CHECKING:
     from netfleet.engines.contract import RunSession
@@ -46,8 +58,28 @@ def summarize(stdout: str) -> dict[str, Any]:
     return out
 
 
+def ping_rows(
+    run_id: str,
+    result: Mapping[str, Any],
+    params: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
+) -> TableRows:
+    """Rows of a ``ping`` result, re-parsed from ping's own output."""
+    text = result.get("output")
+    summary = summarize(text) if isinstance(text, str) else dict(obj(result))
+    summary["percentile_source"] = "replies"
+    summary["size"] = params.get("size")
+    summary["transactions"] = summary.get("received")
+    return {"latency": [latency_row(run_id, "ping", "icmp", summary)]}
+
+
 class Ping:
     name = "ping"
+    title: ClassVar[str] = (
+        "ICMP echo from the client to the server host's address (no server process)."
+    )
+    params_model: ClassVar[type[PingParams]] = PingParams
+    measures: ClassVar[Measure] = "latency"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("ping",)
     #: tool → package, per package manager
@@ -55,6 +87,13 @@ class Ping:
         "ping": {"apt-get": "iputils-ping", "dnf": "iputils", "yum": "iputils", "apk": "iputils"}
     }
     needs_server = False
+
+    table_rows = staticmethod(ping_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        summary = result.get("summary")
+        return latency_summary(summary if isinstance(summary, Mapping) else {})
 
     async def probe(self, host: Host) -> EngineInfo:
         try:

@@ -18,18 +18,28 @@ result is ``result``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from netfleet.engines.contract import EngineInfo, Host, Outcome, check_params
-from netfleet.engines.iperf2 import Iperf2
-from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines import multi_rows
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+)
+from netfleet.engines.iperf2 import Iperf2, receiver_bps
+from netfleet.engines.iperf3 import Iperf3, received_bps
 from netfleet.engines.iperf3_multi import interpret as multi_interpret
 from netfleet.engines.iperf3_multi import run_processes
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.params.throughput import ThroughputParams
 from netfleet.engines.probes import ToolsInfo, probe_tools, version_text
+from netfleet.engines.summaries import rate_summary
 from netfleet.errors import EngineError
 
 if TYPE_CHECKING:
@@ -112,6 +122,9 @@ def _common(params: ThroughputParams, parallel: int) -> dict[str, Any]:
 
 class Throughput:
     name = "throughput"
+    title: ClassVar[str] = "A throughput test whose tool is chosen per run (``tool: auto``)."
+    params_model: ClassVar[type[ThroughputParams]] = ThroughputParams
+    measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks (the tool is chosen per host at run time)
     tools: tuple[str, ...] = ()
     #: tool → package, per package manager
@@ -120,6 +133,15 @@ class Throughput:
         **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
     }
     needs_server = True
+
+    table_rows = staticmethod(multi_rows.throughput_rows)
+
+    @staticmethod
+    def summary(result: Mapping[str, Any]) -> Summary:
+        inner = result.get("result")
+        inner = inner if isinstance(inner, Mapping) else {}
+        bps = received_bps(inner) if result.get("chosen") == "iperf3" else receiver_bps(inner)
+        return rate_summary(bps)
 
     async def probe(self, host: Host) -> EngineInfo:
         info = await probe_tools(host, self.name, TOOLS)

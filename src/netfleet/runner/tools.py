@@ -1,9 +1,9 @@
 """The tools every host of a campaign needs, checked before run 1 (installed with --install).
 
 netfleet itself needs ``ip``, ``ss``, ``tc`` and ``ethtool`` (iproute2, ethtool) on each host:
-facts (MTU, qdisc, offloads) and waiting for a server to listen. Each engine adds its binaries:
-an engine may declare ``tools``; the table below covers the single-tool engines. Engines that
-choose among several tools (latency, throughput) check for themselves in their probe.
+facts (MTU, qdisc, offloads) and waiting for a server to listen. Each engine adds the binaries it
+declares (``tools`` in its module). Engines that choose among several tools (latency,
+throughput) declare none and check for themselves in their probe.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def required_tools(runs: list[PlannedRun]) -> dict[str, list[str]]:
     """host name → the tools it needs for these runs (base tools first)."""
     need: dict[str, list[str]] = {}
     for run in runs:
-        serves = getattr(ENGINES.get(run.engine), "needs_server", True)
+        engine = ENGINES.get(run.engine)
+        serves = engine.needs_server if engine is not None else True
         for host in (run.client, *([run.server] if serves else [])):
             tools = need.setdefault(host, list(BASE_TOOLS))
             tools += [t for t in engine_tools(run.engine) if t not in tools]

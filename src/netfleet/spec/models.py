@@ -9,24 +9,19 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import (
     Discriminator,
     Field,
     Tag,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from netfleet.engines.irtt import IrttParams
-from netfleet.engines.params import EngineParams, Iperf3Params
-from netfleet.engines.params.credit import CreditParams
-from netfleet.engines.params.iperf2 import Iperf2Params
-from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
-from netfleet.engines.params.latency import LatencyParams
-from netfleet.engines.params.ping import PingParams
-from netfleet.engines.params.throughput import ThroughputParams
+from netfleet.engines import ENGINES, Engine
+from netfleet.engines.params import EngineParams
 from netfleet.spec.common import NAME, LabelValue, LocatedError, _check_labels, _Strict
 from netfleet.spec.scheduling import RetryPolicy, check_budget
 from netfleet.spec.ssh import SshHostSpec
@@ -196,72 +191,26 @@ class TestBase(_Strict):
         return v
 
 
-class Iperf3Test(TestBase):
-    """A throughput test with iperf3."""
-
-    engine: Literal["iperf3"] = "iperf3"
-    params: Iperf3Params = Field(default_factory=lambda: Iperf3Params())
-
-
-class Iperf2Test(TestBase):
-    """A throughput test with iperf 2 (one thread per stream)."""
-
-    engine: Literal["iperf2"] = "iperf2"
-    params: Iperf2Params = Field(default_factory=lambda: Iperf2Params())
-
-
-class Iperf3MultiTest(TestBase):
-    """A throughput test with several iperf3 processes on several ports, merged."""
-
-    engine: Literal["iperf3-multi"] = "iperf3-multi"
-    params: Iperf3MultiParams = Field(default_factory=lambda: Iperf3MultiParams())
+def _test_kind(name: str, engine: Engine) -> type[TestBase]:
+    """The spec model of one engine's tests: ``engine`` fixed to its name, ``params`` typed by
+    its params model (defaulted when every field has a default)."""
+    model = engine.params_model
+    required = any(f.is_required() for f in model.model_fields.values())
+    params: Any = Field(...) if required else Field(default_factory=model)
+    kind: type[TestBase] = create_model(
+        type(engine).__name__ + "Test",
+        __base__=TestBase,
+        __doc__=engine.title,
+        __module__=__name__,
+        engine=(Literal[name], name),  # type: ignore[arg-type]
+        params=(model, params),
+    )
+    return kind
 
 
-class ThroughputTest(TestBase):
-    """A throughput test whose tool is chosen per run (``tool: auto``)."""
-
-    engine: Literal["throughput"] = "throughput"
-    params: ThroughputParams = Field(default_factory=lambda: ThroughputParams())
-
-
-class LatencyTest(TestBase):
-    """Request/response latency: sockperf ping-pong or iperf2 --bounceback."""
-
-    engine: Literal["latency"] = "latency"
-    params: LatencyParams = Field(default_factory=lambda: LatencyParams())
-
-
-class CreditTest(TestBase):
-    """Drain the credit bucket, idle for T, burst again: the refill behind "up to"."""
-
-    engine: Literal["credit"] = "credit"
-    params: CreditParams
-
-
-class PingTest(TestBase):
-    """ICMP echo from the client to the server host's address (no server process)."""
-
-    engine: Literal["ping"] = "ping"
-    params: PingParams = Field(default_factory=lambda: PingParams())
-
-
-class IrttTest(TestBase):
-    """Isochronous UDP round trips with irtt: RTT, one-way delays, IPDV, loss up/down."""
-
-    engine: Literal["irtt"] = "irtt"
-    params: IrttParams = Field(default_factory=lambda: IrttParams())
-
-
-#: every test kind, by engine name — adding an engine adds one line here
+#: every test kind, by engine name — derived from the engine registry
 TEST_KINDS: dict[str, type[TestBase]] = {
-    "iperf3": Iperf3Test,
-    "iperf2": Iperf2Test,
-    "iperf3-multi": Iperf3MultiTest,
-    "throughput": ThroughputTest,
-    "latency": LatencyTest,
-    "ping": PingTest,
-    "credit": CreditTest,
-    "irtt": IrttTest,
+    name: _test_kind(name, engine) for name, engine in ENGINES.items()
 }
 
 
@@ -270,21 +219,17 @@ def _engine_of(value: Any) -> str:
     return f"engine={engine}"
 
 
-TestSpec = Annotated[
-    Annotated[Iperf3Test, Tag("engine=iperf3")]
-    | Annotated[Iperf2Test, Tag("engine=iperf2")]
-    | Annotated[Iperf3MultiTest, Tag("engine=iperf3-multi")]
-    | Annotated[ThroughputTest, Tag("engine=throughput")]
-    | Annotated[LatencyTest, Tag("engine=latency")]
-    | Annotated[PingTest, Tag("engine=ping")]
-    | Annotated[CreditTest, Tag("engine=credit")]
-    | Annotated[IrttTest, Tag("engine=irtt")],
-    Discriminator(
-        _engine_of,
-        custom_error_type="unknown_engine",
-        custom_error_message="unknown engine: use one of " + ", ".join(TEST_KINDS),
-    ),
-]
+if TYPE_CHECKING:
+    TestSpec = TestBase
+else:
+    TestSpec = Annotated[
+        Union[tuple(Annotated[kind, Tag(f"engine={name}")] for name, kind in TEST_KINDS.items())],  # noqa: UP007
+        Discriminator(
+            _engine_of,
+            custom_error_type="unknown_engine",
+            custom_error_message="unknown engine: use one of " + ", ".join(TEST_KINDS),
+        ),
+    ]
 
 
 class CampaignSpec(_Strict):
