@@ -89,6 +89,23 @@ def test_hive_partitions_of_a_local_catalog_are_declared(tmp_path: Path) -> None
     assert "PARTITIONED BY (`d` date)" in athena and "`d` date," not in athena
 
 
+def hive_copy(catalog: Path, out: Path) -> Path:
+    """The catalog with ``runs`` Hive-partitioned by ``d`` (``runs/d=YYYY-MM-DD/…``), written by
+    DuckDB, and ``intervals``/``ends`` as they are."""
+    con = duckdb.connect()
+    out.mkdir()
+    con.execute(
+        f"COPY (SELECT * FROM read_parquet('{catalog}/runs/part-*.parquet')) TO '{out}/runs' "
+        "(FORMAT parquet, PARTITION_BY (d))"
+    )
+    for table in ("intervals", "ends"):
+        (out / table).mkdir()
+        for part in (catalog / table).glob("part-*.parquet"):
+            (out / table / part.name).write_bytes(part.read_bytes())
+    assert catalog_partitions(out)["runs"] == ["d"]
+    return out
+
+
 @pytest.mark.slow
 def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
     pyspark_sql = pytest.importorskip("pyspark.sql")
@@ -108,10 +125,15 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
+    hive = hive_copy(tmp_path / "catalog", tmp_path / "hive")
     results = []
     try:
         script = export_sql("spark", str(raw), str(tmp_path / "catalog"))
-        for stmt in script.split(";\n"):
+        # then the same catalog with runs Hive-partitioned by d: PARTITIONED BY + MSCK REPAIR
+        again = export_sql("spark", str(raw), str(hive)).split("-- the Parquet catalog")[1]
+        drops = "".join(f"DROP TABLE netfleet_{t};\n" for t in ("runs", "intervals", "ends"))
+        assert "MSCK REPAIR TABLE netfleet_runs" in again
+        for stmt in (script + drops + "--" + again).split(";\n"):
             body = "\n".join(ln for ln in stmt.splitlines() if not ln.startswith("--")).strip()
             if body:
                 rows = spark.sql(body).collect()
@@ -119,8 +141,9 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
                     results.append([tuple(r) for r in rows])
     finally:
         spark.stop()
-    assert len(results) == 2
-    for got, expected in zip(results, (expected_raw, expected_catalog), strict=True):
+    assert len(results) == 3
+    expected_all = (expected_raw, expected_catalog, expected_catalog)
+    for got, expected in zip(results, expected_all, strict=True):
         assert len(got) == len(expected)
         for g, e in zip(got, expected, strict=True):
             assert g[:4] == e[:4]
