@@ -1,5 +1,5 @@
 """Capture iperf 2 outputs for `netfleet import` tests: enhanced text (`-e`) from both ends (TCP
-with two streams, UDP) and `-y C` CSV from both ends, on loopback, 2 s runs limited to 100 Mbit/s.
+with two streams, TCP `-R`, UDP) and `-y C` CSV from both ends, on loopback, 2 s runs limited to 100 Mbit/s.
 Each side's stdout is saved byte for byte; the server is stopped by the PID this script started.
 
     .venv/bin/python scripts/capture_iperf2_import_fixtures.py
@@ -19,6 +19,7 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "import" /
 
 CASES = {
     "tcp_p2_e": (["-e"], ["-e", "-P", "2", "-b", "50M"]),
+    "tcp_reverse_e": (["-e"], ["-e", "-R", "-b", "50M"]),
     "udp_e": (["-e", "-u"], ["-e", "-u", "-b", "10M"]),
     "tcp_csv": (["-y", "C"], ["-y", "C", "-b", "100M"]),
 }

@@ -184,7 +184,7 @@ def test_iperf3_server_side_is_catalogued_as_the_server(
 IPERF2 = FIX / "iperf2"  # scripts/capture_iperf2_import_fixtures.py (iperf 2.1.8, loopback)
 
 
-@pytest.mark.parametrize("case", ["tcp_p2_e", "udp_e", "tcp_csv"])
+@pytest.mark.parametrize("case", ["tcp_p2_e", "tcp_reverse_e", "udp_e", "tcp_csv"])
 def test_iperf2_both_sides_import_and_ingest(tmp_path: Path, case: str) -> None:
     root = ResultsRoot(tmp_path / "r")
     files = [IPERF2 / f"{case}.client.txt", IPERF2 / f"{case}.server.txt"]
@@ -202,7 +202,10 @@ def test_iperf2_both_sides_import_and_ingest(tmp_path: Path, case: str) -> None:
         "SELECT i.side, i.role, count(*), sum(i.bytes) FROM intervals i"
         " WHERE i.kind = 'sum' GROUP BY ALL ORDER BY 1",
     )
-    assert [r[:3] for r in got] == [["client", "sender", 2], ["server", "receiver", 2]]
+    reverse = case == "tcp_reverse_e"  # -R: the text says "(reverse)"; the server sends
+    roles = ("receiver", "sender") if reverse else ("sender", "receiver")
+    assert [r[:3] for r in got] == [["client", roles[0], 2], ["server", roles[1], 2]]
+    assert docs[f"{case}.client.txt"]["direction"] == ("in" if reverse else "out")
     # each side's interval bytes are within 2 % of each other (text rounds to 3 digits)
     assert abs(got[0][3] - got[1][3]) <= 0.02 * got[1][3]
     if case == "udp_e":

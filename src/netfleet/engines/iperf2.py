@@ -81,9 +81,9 @@ def parse_csv(text: str) -> list[CsvLine]:
 
 
 #: an interval line of iperf2's text output (``-e`` or plain): ``[  1] 0.0000-1.0000 sec  547 MBytes
-#: 4.59 Gbits/sec ...``; UDP server lines add ``0.001 ms 0/893 (0%)``
+#: 4.59 Gbits/sec ...`` (``[ *1]`` on a ``-R`` client); UDP server lines add ``0.001 ms 0/893 (0%)``
 TEXT_LINE = re.compile(
-    r"^\[\s*(?P<id>\d+)\]\s+(?P<start>[\d.]+)\s*-\s*(?P<end>[\d.]+)\s+sec\s+"
+    r"^\[\s*\*?(?P<id>\d+)\]\s+(?P<start>[\d.]+)\s*-\s*(?P<end>[\d.]+)\s+sec\s+"
     r"(?P<xfer>[\d.]+)\s+(?P<xunit>[KMGT]?Bytes)\s+(?P<rate>[\d.]+)\s+(?P<runit>[KMGT]?(?:bits|Bytes))/sec"
     r"(?:\s+(?P<jitter>[\d.]+)\s+ms\s+(?P<lost>-?\d+)/\s*(?P<total>\d+)\s+\((?P<pct>[\d.eE+-]+)%\))?"
 )

@@ -4,6 +4,8 @@
 * Side: the text says it ("Client connecting to" / "Server listening on"); CSV does not (both
   ends print the same address order), so it comes from ``--side``, else from the file name
   (``server`` in it), else client — listed as inferred.
+* ``-R``: the text's connection line says ``(reverse)``; CSV does not show it, so a CSV run's
+  ``direction`` is inferred (not reversed).
 * Start time: CSV's first time stamp (iperf2's local time, taken as UTC); ``-e`` prints
   ``on 2026-11-23 16:24:07 (UTC)``; plain text has none (``{epoch}`` in the path, else the file's
   modification time). Anything but an explicit UTC stamp is listed as inferred.
@@ -35,6 +37,7 @@ from netfleet.store.import_base import (
 
 #: tolerance of the rate check on text lines (3 significant digits on both numbers)
 TEXT_TOLERANCE = 0.02
+_REVERSE = re.compile(r"^\[\s*\d+\] local .* connected with .*\(reverse\)", re.MULTILINE)
 _ON = re.compile(r" on (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \(([^)]+)\)")
 
 
@@ -122,7 +125,8 @@ def build_iperf2_envelope(
     started, start_inferred = _start(text, csv if csv_lines else [], epoch_label, mtime)
     interval = _interval_of(lines)
     udp = any(x.total is not None for x in lines) or "UDP port" in text
-    inferred = ["run_key", "test", "repeat", "sequence", "client", "server", "direction"]
+    inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
+    inferred += ["direction"] * bool(csv_lines)
     inferred += ["subject"] * side_inferred + ["started_at"] * start_inferred + ["params.interval"]
     tolerance = TOLERANCE if csv_lines else TEXT_TOLERANCE
     run_id, notes = provenance(
@@ -137,11 +141,13 @@ def build_iperf2_envelope(
     secs = max(x.end for x in lines)
     first = csv[0].split(",") if csv_lines and csv else None
     key = "server_output" if subject == "server" else "client_output"
+    # -R: the text's connection line says "(reverse)"; CSV does not show it (inferred: not -R)
+    reverse = bool(_REVERSE.search(text))
     return imported_envelope(
         run_id,
         campaign,
         status="ok",
-        direction=direction_of(subject == "client"),  # iperf2's -R is not visible in its output
+        direction=direction_of((subject == "client") != reverse),
         subject=subject,
         params={"interval": interval, "protocol": "udp" if udp else "tcp"},
         labels=labels,
@@ -151,6 +157,6 @@ def build_iperf2_envelope(
         started_at=stamp(started),
         ended_at=stamp(started + secs),
         duration_s=secs,
-        result={key: text, "summary": {"reverse": False}},
+        result={key: text, "summary": {"reverse": reverse}},
         notes=notes,
     )
