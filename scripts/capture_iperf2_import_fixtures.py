@@ -1,6 +1,7 @@
 """Capture iperf 2 outputs for `netfleet import` tests: enhanced text (`-e`) from both ends (TCP
 with two streams, TCP `-R`, UDP) and `-y C` CSV from both ends, on loopback, 2 s runs limited
-to 100 Mbit/s. Each side's stdout is saved byte for byte; the server is stopped by the PID this script started.
+to 100 Mbit/s. Each side's stdout is saved byte for byte; the server is stopped by the PID this
+script started.
 
     .venv/bin/python scripts/capture_iperf2_import_fixtures.py
 """
