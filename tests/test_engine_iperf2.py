@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netfleet.engines.iperf2 import Iperf2, parse_csv, split_finals, summarize
+from netfleet.engines.iperf2 import Iperf2, summarize
+from netfleet.engines.iperf2_csv import parse_csv, split_finals
 from netfleet.engines.iperf2_rows import result_rows
 from netfleet.engines.params.iperf2 import Iperf2Params
 

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netfleet.engines.iperf2 import parse_csv
+from netfleet.engines.iperf2_csv import parse_csv
 from netfleet.engines.iperf3_live import parse_text_intervals
 from netfleet.engines.iperf3_rows import result_rows
 from netfleet.engines.sockperf import parse_report

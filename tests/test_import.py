@@ -149,3 +149,142 @@ def test_iperf2_rate_that_does_not_add_up_is_flagged(tmp_path: Path) -> None:
     bad.write_text(text)
     report = import_files([str(bad)], ResultsRoot(tmp_path / "r"))
     assert report.flagged == [(str(bad), 1)]
+
+
+def _rows(catalog: Path, sql: str, *params: object) -> list[list[object]]:
+    return query(catalog, sql, list(params)).rows
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "flow", "direction"),
+    [
+        ("v3_12_tcp.server.json", "receiver", "client_to_server", "in"),
+        ("v3_18_udp_reverse.server.json", "sender", "server_to_client", "out"),
+    ],
+)
+def test_iperf3_server_side_is_catalogued_as_the_server(
+    tmp_path: Path, name: str, role: str, flow: str, direction: str
+) -> None:
+    path = FIX / name
+    root = ResultsRoot(tmp_path / "r")
+    assert import_files([str(path)], root).bad == []
+    (doc,) = (root.read(p) for p in root.files())
+    assert (doc["subject"], doc["direction"]) == ("server", direction)
+    assert ingest(root, tmp_path / "c").bad == []
+    got = _rows(
+        tmp_path / "c",
+        "SELECT DISTINCT side, role, flow FROM intervals WHERE kind = 'sum' AND NOT omitted",
+    )
+    assert got == [["server", role, flow]]
+    raw = json.loads(path.read_bytes())
+    (total,) = _rows(tmp_path / "c", "SELECT sum(bytes) FROM intervals WHERE kind = 'sum'")
+    assert total == [sum(iv["sum"]["bytes"] for iv in raw["intervals"])]
+
+
+IPERF2 = FIX / "iperf2"  # scripts/capture_iperf2_import_fixtures.py (iperf 2.1.8, loopback)
+
+
+@pytest.mark.parametrize("case", ["tcp_p2_e", "tcp_reverse_e", "udp_e", "tcp_csv"])
+def test_iperf2_both_sides_import_and_ingest(tmp_path: Path, case: str) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    files = [IPERF2 / f"{case}.client.txt", IPERF2 / f"{case}.server.txt"]
+    report = import_files([str(p) for p in files], root)
+    assert report.bad == [] and report.flagged == [], (report.bad, report.flagged)
+    docs = {Path(d["notes"]["imported"]["from"]).name: d for d in map(root.read, root.files())}
+    assert docs[f"{case}.server.txt"]["subject"] == "server"
+    assert docs[f"{case}.client.txt"]["subject"] == "client"
+    text = case.endswith("_e")
+    # text says its side and its UTC start; CSV does not (side from the file name)
+    assert ("subject" in docs[f"{case}.server.txt"]["notes"]["imported"]["inferred"]) != text
+    assert ingest(root, tmp_path / "c").bad == []
+    got = _rows(
+        tmp_path / "c",
+        "SELECT i.side, i.role, count(*), sum(i.bytes) FROM intervals i"
+        " WHERE i.kind = 'sum' GROUP BY ALL ORDER BY 1",
+    )
+    reverse = case == "tcp_reverse_e"  # -R: the text says "(reverse)"; the server sends
+    roles = ("receiver", "sender") if reverse else ("sender", "receiver")
+    assert [r[:3] for r in got] == [["client", roles[0], 2], ["server", roles[1], 2]]
+    assert docs[f"{case}.client.txt"]["direction"] == ("in" if reverse else "out")
+    # each side's interval bytes are within 2 % of each other (text rounds to 3 digits)
+    assert abs(got[0][3] - got[1][3]) <= 0.02 * got[1][3]
+    if case == "udp_e":
+        (loss,) = _rows(
+            tmp_path / "c",
+            "SELECT sum(packets) FROM intervals WHERE side = 'server' AND kind = 'sum'",
+        )
+        assert loss[0] > 0  # the server's Lost/Total columns were read
+
+
+def test_iperf2_side_option_and_a_contradiction(tmp_path: Path) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    csv = tmp_path / "run.csv"
+    csv.write_bytes((IPERF2 / "tcp_csv.server.txt").read_bytes())
+    assert import_files([str(csv)], root, side="server").bad == []
+    (doc,) = (root.read(p) for p in root.files())
+    assert doc["subject"] == "server" and "subject" not in doc["notes"]["imported"]["inferred"]
+    report = import_files([str(IPERF2 / "tcp_p2_e.server.txt")], root, side="client")
+    assert report.bad and "server output" in report.bad[0][1]
+    assert cli("import", str(csv), "--side", "sideways", "--results", str(tmp_path / "r")) == 2
+
+
+PUBLIC = Path(__file__).parent / "fixtures" / "public"  # SOURCES.md names each one
+
+
+def test_public_project_outputs_import_without_a_crash(tmp_path: Path) -> None:
+    files = sorted(PUBLIC.glob("*.json"))
+    assert len(files) >= 4
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(p) for p in files], root)
+    assert report.bad == [] and report.flagged == []
+    docs = {Path(d["notes"]["imported"]["from"]).name: d for d in map(root.read, root.files())}
+    for name, doc in docs.items():
+        assert doc["engine"]["version"] == json.loads((PUBLIC / name).read_bytes())["start"][
+            "version"
+        ].removeprefix("iperf ")
+        assert doc["status"] == ("failed" if "_error_" in name else "ok")
+    assert "started_at" in docs["v3_7_error_refused.openwisp.json"]["notes"]["imported"]["inferred"]
+    assert ingest(root, tmp_path / "c").bad == []
+    omitted = _rows(
+        tmp_path / "c",
+        "SELECT count(*) FILTER (WHERE omitted), count(*) FROM intervals i JOIN runs r USING"
+        " (run_id) WHERE r.engine_version = '3.9' AND i.kind = 'sum'",
+    )
+    assert omitted == [
+        [3, 13]
+    ]  # -O 3: three omitted seconds, then the clock restarts (no gap flag)
+
+
+def test_an_interval_longer_than_its_bytes_is_flagged(tmp_path: Path) -> None:
+    """The shape seen in a public 3.x output: one interval reports 2.001 s while holding 1 s of
+    bytes, so its rate is half the truth. Reproduced on a public 3.9 file (the timeline after it
+    shifted, so only the long interval is wrong); then a gap instead."""
+    doc = json.loads((PUBLIC / "v3_9_tcp_omit3.cloudpilot.json").read_bytes())
+    iv = doc["intervals"][6]["sum"]
+    iv["seconds"] = 2.001
+    shift = iv["start"] + 2.001 - iv["end"]
+    iv["end"] = iv["start"] + 2.001
+    iv["bits_per_second"] = iv["bytes"] * 8 / iv["seconds"]
+    for later in doc["intervals"][7:]:
+        later["sum"]["start"] += shift
+        later["sum"]["end"] += shift
+    long_one = tmp_path / "long.json"
+    long_one.write_text(json.dumps(doc))
+    for later in doc["intervals"][7:]:
+        later["sum"]["start"] += 0.5
+        later["sum"]["end"] += 0.5
+    gap = tmp_path / "gap.json"
+    gap.write_text(json.dumps(doc))
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(long_one), str(gap)], root)
+    assert sorted(report.flagged) == [(str(gap), 2), (str(long_one), 1)]
+    flags = {
+        Path(d["notes"]["imported"]["from"]).name: d["notes"]["imported"]["flags"]
+        for d in map(root.read, root.files())
+    }
+    assert [(f["interval"], f["field"]) for f in flags["long.json"]] == [(6, "seconds")]
+    assert "2.0× the run's usual" in flags["long.json"][0]["detail"]
+    assert [(f["interval"], f["field"]) for f in flags["gap.json"]] == [
+        (7, "start"),
+        (6, "seconds"),
+    ]

@@ -1,11 +1,21 @@
-"""``netfleet export athena|trino|spark``: DDL over the raw layout (and the Parquet catalog's
-runs table) plus seed 002's cheat-sheet query, in each engine's dialect.
+"""``netfleet export athena|trino|spark``: DDL over the raw layout and over the Parquet catalog
+(``runs``, ``intervals``, ``ends``), plus the cheat-sheet query over each, in each engine's dialect.
 
 The raw table maps only what the cheat sheet needs from each envelope: ``run_id``, ``status``,
 ``direction``, ``labels`` (a map) and ``result.intervals[].sum.{bits_per_second, omitted}``,
 partitioned by the layout's ``d`` and ``campaign``. Athena uses partition projection on ``d``
 (a date range) and ``campaign`` (injected: every query names its campaign), so no
 ``MSCK REPAIR`` is needed there; Spark and Trino's Hive connector discover partitions.
+
+The catalog tables are declared from :data:`netfleet.catalog.rows.SCHEMAS` (so they follow the
+schema), one table per folder ``CATALOG/<table>/`` of Parquet parts; Hive partitions
+(``<key>=<value>/`` folders under a table) are declared when a local catalog has them (the
+ingest writes none today), and then ``MSCK REPAIR TABLE`` / ``sync_partition_metadata`` adds them.
+Hidden parts (``.tmp-…`` being written) are skipped by all three engines; the orphan parts of an
+interrupted ingest are not (netfleet's own reader skips them): query after a complete ingest.
+The catalog query is netfleet's cheat sheet (:mod:`netfleet.catalog.cheatsheet`): receiver-side
+interval sums of ok runs, omitted intervals and the trailing stub (< half the report interval)
+left out, goodput in Gbit/s.
 
 Quantiles: Spark's ``percentile`` is exact with linear interpolation — the same definition as
 DuckDB's ``quantile_cont`` (what ``netfleet cheatsheet`` uses); Athena/Trino only offer
@@ -14,9 +24,22 @@ DuckDB's ``quantile_cont`` (what ``netfleet cheatsheet`` uses); Athena/Trino onl
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 Dialect = Literal["athena", "trino", "spark"]
+#: the catalog tables exported, with the SQL table name prefix
+CATALOG_TABLES = ("runs", "intervals", "ends")
+PREFIX = "netfleet_"
+#: pyarrow type → (spark, athena DDL, trino)
+_TYPES = {
+    "string": ("STRING", "string", "varchar"),
+    "int64": ("BIGINT", "bigint", "bigint"),
+    "double": ("DOUBLE", "double", "double"),
+    "bool": ("BOOLEAN", "boolean", "boolean"),
+    "date32[day]": ("DATE", "date", "date"),
+    "timestamp[us]": ("TIMESTAMP_NTZ", "timestamp", "timestamp(6)"),
+}
 
 _RESULT = "STRUCT<intervals: ARRAY<STRUCT<sum: STRUCT<bits_per_second: DOUBLE, omitted: BOOLEAN>>>>"
 
@@ -50,16 +73,9 @@ def raw_table_ddl(dialect: Dialect, location: str, table: str = "netfleet_raw") 
     )
 
 
-def cheatsheet_query(dialect: Dialect, table: str = "netfleet_raw") -> str:
-    """min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s, as reported by iperf3's
-    interval sums) per instance type and direction, over ok runs, omitted intervals left out."""
-    if dialect == "spark":
-        q = "percentile(bps, {q})"
-        source = f"FROM {table} LATERAL VIEW explode(result.intervals) AS iv"
-    else:
-        q = "approx_percentile(bps, {q})"
-        source = f"FROM {table} CROSS JOIN UNNEST(result.intervals) AS t(iv)"
-    stats = ", ".join(
+def _stats(q: str) -> str:
+    """min / p5 / avg / p50 / p95 / max of ``bps`` in Gbit/s; ``q`` is the quantile call."""
+    return ", ".join(
         [
             "min(bps) / 1e9 AS min_gbps",
             q.format(q=0.05) + " / 1e9 AS p5_gbps",
@@ -69,6 +85,18 @@ def cheatsheet_query(dialect: Dialect, table: str = "netfleet_raw") -> str:
             "max(bps) / 1e9 AS max_gbps",
         ]
     )
+
+
+def cheatsheet_query(dialect: Dialect, table: str = "netfleet_raw") -> str:
+    """min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s, as reported by iperf3's
+    interval sums) per instance type and direction, over ok runs, omitted intervals left out."""
+    if dialect == "spark":
+        q = "percentile(bps, {q})"
+        source = f"FROM {table} LATERAL VIEW explode(result.intervals) AS iv"
+    else:
+        q = "approx_percentile(bps, {q})"
+        source = f"FROM {table} CROSS JOIN UNNEST(result.intervals) AS t(iv)"
+    stats = _stats(q)
     return " ".join(
         [
             "SELECT instance_type, direction, count(DISTINCT run_id) AS runs,",
@@ -81,13 +109,129 @@ def cheatsheet_query(dialect: Dialect, table: str = "netfleet_raw") -> str:
     )
 
 
-def export_sql(dialect: Dialect, location: str) -> str:
+def _ident(name: str, dialect: Dialect, ddl: bool = True) -> str:
+    """A quoted column name (``end``, ``interval``, ``repeat`` are reserved somewhere): Hive DDL
+    and Spark use backticks, Trino (and Athena's queries) double quotes."""
+    return f'"{name}"' if dialect == "trino" or (dialect == "athena" and not ddl) else f"`{name}`"
+
+
+def _sql_type(arrow_type: Any, dialect: Dialect) -> str:
+    spark, athena, trino = _TYPES[str(arrow_type)]
+    return {"spark": spark, "athena": athena, "trino": trino}[dialect]
+
+
+def catalog_partitions(catalog_dir: str | Path) -> dict[str, list[str]]:
+    """Table → its Hive partition keys, read from the folders of a local catalog (``key=value``
+    levels under ``CATALOG/<table>/``); an unreadable or remote catalog has none."""
+    out: dict[str, list[str]] = {}
+    for table in CATALOG_TABLES:
+        keys: list[str] = []
+        level = Path(catalog_dir) / table
+        while level.is_dir():
+            sub = sorted(p for p in level.iterdir() if p.is_dir() and "=" in p.name)
+            if not sub:
+                break
+            keys.append(sub[0].name.split("=", 1)[0])
+            level = sub[0]
+        out[table] = keys
+    return out
+
+
+def catalog_table_ddl(
+    dialect: Dialect, location: str, table: str, partitions: list[str] | tuple[str, ...] = ()
+) -> str:
+    """``CREATE TABLE`` for one catalog table over ``LOCATION/<table>/`` (Parquet)."""
+    from netfleet.catalog.rows import SCHEMAS
+
+    loc = (location.rstrip("/") + f"/{table}/").replace("'", "''")
+    schema = SCHEMAS[table]
+    fields = {f.name: f.type for f in schema}
+    plain = [n for n in fields if n not in partitions]
+    # partition columns come last (Trino requires it; Spark and Hive list them apart)
+    cols = [f"{_ident(n, dialect)} {_sql_type(fields[n], dialect)}" for n in plain]
+    part_cols = [
+        f"{_ident(n, dialect)} {_sql_type(fields.get(n, 'string'), dialect)}" for n in partitions
+    ]
+    name = PREFIX + table
+    every = ", ".join(cols + part_cols)
+    if dialect == "spark":
+        keys = ", ".join(_ident(n, dialect) for n in partitions)
+        tail = f" PARTITIONED BY ({keys})" if partitions else ""
+        return f"CREATE TABLE {name} ({every}) USING parquet{tail} LOCATION '{loc}'"
+    if dialect == "trino":
+        props = ["format = 'PARQUET'", f"external_location = '{loc}'"]
+        if partitions:
+            props.append("partitioned_by = ARRAY[" + ", ".join(f"'{n}'" for n in partitions) + "]")
+        return f"CREATE TABLE {name} ({every}) WITH ({', '.join(props)})"
+    tail = f" PARTITIONED BY ({', '.join(part_cols)})" if partitions else ""
+    return (
+        f"CREATE EXTERNAL TABLE {name} ({', '.join(cols)}){tail} STORED AS PARQUET LOCATION '{loc}'"
+    )
+
+
+def catalog_cheatsheet_query(dialect: Dialect, side: str = "receiver") -> str:
+    """netfleet's cheat sheet over the catalog tables: per instance type and direction, runs,
+    intervals and min / p5 / avg / p50 / p95 / max of one side's interval goodput in Gbit/s
+    (ok runs; omitted intervals and the trailing stub left out). ``side``: ``receiver`` (the
+    truthful series, netfleet's default) or ``sender`` (what a client-only ``-J`` file has)."""
+    if side not in ("receiver", "sender"):
+        raise ValueError(f"side must be 'receiver' or 'sender', not {side!r}")
+    from netfleet.catalog.cheatsheet import STUB_FRACTION  # duckdb: only when asked
+
+    q = "percentile(bps, {q})" if dialect == "spark" else "approx_percentile(bps, {q})"
+    label = (
+        "get_json_object(r.labels, '$.instance_type')"
+        if dialect == "spark"
+        else "json_extract_scalar(r.labels, '$.instance_type')"
+    )
+    interval = _ident("interval", dialect, ddl=False)
+    stats = _stats(q)
+    return " ".join(
+        [
+            "SELECT instance_type, direction, count(DISTINCT run_id) AS runs,",
+            f"count(*) AS intervals, {stats} FROM (SELECT r.run_id, {label} AS instance_type,",
+            f"r.direction, i.bits_per_second AS bps FROM {PREFIX}runs r",
+            f"JOIN {PREFIX}intervals i ON i.run_id = r.run_id",
+            f"WHERE r.status = 'ok' AND i.kind = 'sum' AND i.role = '{side}' AND NOT i.omitted",
+            f"AND i.seconds >= {STUB_FRACTION} * coalesce(r.{interval}, 1.0)",
+            "AND i.bits_per_second IS NOT NULL) AS x",
+            "GROUP BY instance_type, direction",
+            "ORDER BY instance_type NULLS LAST, direction NULLS LAST",
+        ]
+    )
+
+
+def _repair(dialect: Dialect, table: str) -> str:
+    if dialect == "trino":
+        return f"CALL system.sync_partition_metadata(current_schema, '{table}', 'ADD');"
+    return f"MSCK REPAIR TABLE {table};"
+
+
+def export_sql(
+    dialect: Dialect,
+    location: str,
+    catalog: str = "s3://BUCKET/CATALOG",
+    partitions: dict[str, list[str]] | None = None,
+    side: str = "receiver",
+) -> str:
+    """The whole script: raw table + its cheat sheet, catalog tables + netfleet's cheat sheet.
+    ``partitions``: table → Hive partition keys (default: read from a local ``catalog``)."""
+    if partitions is None:
+        partitions = catalog_partitions(catalog)
     parts = [f"-- raw results at {location} (netfleet layout d=/campaign=)"]
     parts.append(raw_table_ddl(dialect, location) + ";")
-    if dialect == "spark":
-        parts.append("MSCK REPAIR TABLE netfleet_raw;")
-    elif dialect == "trino":
-        parts.append("CALL system.sync_partition_metadata(current_schema, 'netfleet_raw', 'ADD');")
-    parts.append("-- seed 002's cheat sheet")
+    if dialect != "athena":  # Athena: partition projection, nothing to repair
+        parts.append(_repair(dialect, "netfleet_raw"))
+    parts.append(
+        "-- seed 002's cheat sheet over the raw interval sums (the side that wrote each file)"
+    )
     parts.append(cheatsheet_query(dialect) + ";")
+    parts.append(f"-- the Parquet catalog at {catalog} (netfleet ingest)")
+    for table in CATALOG_TABLES:
+        keys = partitions.get(table, [])
+        parts.append(catalog_table_ddl(dialect, catalog, table, keys) + ";")
+        if keys:
+            parts.append(_repair(dialect, PREFIX + table))
+    parts.append(f"-- netfleet's cheat sheet over the catalog ({side} side, goodput)")
+    parts.append(catalog_cheatsheet_query(dialect, side) + ";")
     return "\n".join(parts) + "\n"

@@ -14,12 +14,29 @@ def export(
     location: Annotated[
         str, typer.Option(help="where the raw results are (s3://bucket/prefix or a path)")
     ] = "s3://BUCKET/PREFIX",
+    catalog: Annotated[
+        str,
+        typer.Option(
+            help="where the Parquet catalog is (s3://bucket/prefix or a path; a local catalog's "
+            "Hive partitions are read from its folders)"
+        ),
+    ] = "s3://BUCKET/CATALOG",
+    side: Annotated[
+        str,
+        typer.Option(
+            help="whose interval sums the catalog query reads: receiver (default, the truthful "
+            "series) or sender (all a client-only -J file has)"
+        ),
+    ] = "receiver",
 ) -> None:
-    """Print the DDL over the raw results layout and seed 002's cheat-sheet query in the given
-    engine's dialect (see docs/scale.md for the quantile definitions)."""
+    """Print the DDL over the raw results layout and the Parquet catalog (runs, intervals, ends),
+    each with its cheat-sheet query, in the given engine's dialect (docs/scale.md: when to use
+    which, and the quantile definitions)."""
     from netfleet.errors import InputError
 
     if dialect not in ("athena", "trino", "spark"):
         raise InputError(f"export {dialect!r}: unknown dialect", hint="use athena, trino or spark")
+    if side not in ("receiver", "sender"):
+        raise InputError(f"--side {side!r}: unknown side", hint="use receiver or sender")
     d: Dialect = dialect  # type: ignore[assignment]
-    print(export_sql(d, location), end="")
+    print(export_sql(d, location, catalog, side=side), end="")

@@ -1,4 +1,4 @@
-"""``netfleet import``: iperf3 JSON produced elsewhere → envelopes in the results root."""
+"""``netfleet import``: iperf3 / iperf 2 output made elsewhere → envelopes in the results root."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from netfleet.cli.console import console
 from netfleet.cli.options import ResultsOpt, results_url
 from netfleet.errors import InputError
 from netfleet.store import open_root
-from netfleet.store.imports import PRESETS, import_files
+from netfleet.store.imports import PRESETS, SIDES, import_files
 
 
 def import_(
@@ -29,11 +29,21 @@ def import_(
             + ") or a pattern with {name} placeholders"
         ),
     ] = None,
+    side: Annotated[
+        str,
+        typer.Option(
+            help="whose output the files are: " + "|".join(SIDES) + " (auto: iperf3 JSON and "
+            "iperf2 text say it; iperf2 CSV from 'server' in the file name, else client)"
+        ),
+    ] = "auto",
 ) -> None:
-    """Import iperf3 JSON (-J or --json-stream; client or server side; .gz or not) keeping each
-    file's bytes untouched inside an envelope. Exit 2 if any file could not be imported."""
+    """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
+    client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
+    Exit 2 if any file could not be imported."""
     root = open_root(results_url(results))
-    report = import_files(sources, root, campaign=campaign, labels=label or (), pattern=pattern)
+    report = import_files(
+        sources, root, campaign=campaign, labels=label or (), pattern=pattern, side=side
+    )
     console.print(f"imported {len(report.imported)} file(s) into {escape(root.url)}")
     for path, count in report.flagged:
         console.print(

@@ -1,4 +1,5 @@
-"""iperf2 ``-y C`` output → ``intervals`` and ``ends`` rows (re-parsed from the raw texts).
+"""iperf2 ``-y C`` output (or, for imported runs, its ``-e``/plain text) → ``intervals`` and
+``ends`` rows (re-parsed from the raw texts).
 
 Per host (``side``): one ``stream`` row per CSV interval line and a ``sum`` row per interval
 (netfleet adds the streams: 2.1.8 prints no CSV sum line). Roles: the client sends unless
@@ -12,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.engines.iperf2_csv import CsvLine, parse_csv, split_finals
+from netfleet.engines.iperf2_csv import CsvLine, parse_output, split_finals
 from netfleet.values import as_bool, as_float, obj
 
 Row = dict[str, Any]
@@ -33,13 +34,13 @@ def _interval_row(run_id: str, side: str, sender: bool, kind: str, idx: int, **v
 def side_rows(
     run_id: str, side: str, text: str, sender: bool, interval: float, omit: float
 ) -> tuple[list[Row], Row | None]:
-    lines, finals = split_finals(parse_csv(text), interval)
-    spans = sorted({(round(x.start, 3), round(x.end, 3)) for x in lines})
+    lines, finals = split_finals(parse_output(text), interval)
+    spans = sorted({_span(x, interval) for x in lines})
     index = {span: i for i, span in enumerate(spans)}
     rows: list[Row] = []
     groups: dict[tuple[float, float], list[CsvLine]] = defaultdict(list)
     for x in lines:
-        span = (round(x.start, 3), round(x.end, 3))
+        span = _span(x, interval)
         groups[span].append(x)
         rows.append(_values(run_id, side, sender, "stream", index[span], x, omit))
     for span, members in sorted(groups.items()):
@@ -58,6 +59,15 @@ def side_rows(
             **_udp_sum(finals),
         }
     return rows, end
+
+
+def _span(x: CsvLine, interval: float) -> tuple[float, float]:
+    """The report interval a line belongs to, on the interval grid: streams of one interval
+    end a few ms apart in the text output (``1.0000-1.9988``, ``1.0000-2.0000``)."""
+    return (
+        round(round(x.start / interval) * interval, 3),
+        round(round(x.end / interval) * interval, 3),
+    )
 
 
 def _udp_sum(lines: list[CsvLine]) -> dict[str, Any]:

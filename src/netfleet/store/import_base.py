@@ -1,0 +1,120 @@
+"""What every ``netfleet import`` format shares: the problem type, provenance (the file's bytes
+kept untouched), the imported envelope, and the interval checks' common pieces."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from netfleet import __version__
+from netfleet.store.envelope import Envelope
+
+#: relative tolerance of the interval checks (iperf3 rounds to microseconds / float)
+TOLERANCE = 0.01
+#: an interval this many times longer than the run's usual one is flagged
+LONG_INTERVAL = 1.5
+
+
+class ImportProblem(Exception):
+    """This file cannot be imported; the message is the reason (without the path)."""
+
+
+def stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rate_flag(
+    where: dict[str, Any],
+    nbytes: float,
+    secs: float,
+    bps: float,
+    tolerance: float,
+    resolution: float = 0.0,
+) -> dict[str, Any] | None:
+    """A flag when the reported rate is not bytes × 8 / seconds, within ``tolerance`` plus what
+    the printed times' ``resolution`` (half a last digit, in seconds) allows."""
+    if secs <= 0:
+        return None
+    expect = nbytes * 8 / secs
+    if abs(expect - bps) <= (tolerance + resolution / secs) * max(expect, bps, 1.0):
+        return None
+    return {
+        **where,
+        "field": "bits_per_second",
+        "detail": f"{bps:.0f} ≠ bytes×8/seconds = {expect:.0f}",
+    }
+
+
+def long_interval_flags(
+    spans: list[tuple[dict[str, Any], float]], what: str = "interval"
+) -> list[dict[str, Any]]:
+    """Intervals much longer than the run's usual one: their bytes may belong to a shorter span
+    (a stalled report), so their rate is not comparable with the others'. Needs ≥ 3 intervals."""
+    if len(spans) < 3:
+        return []
+    usual = median(secs for _, secs in spans)
+    flags = []
+    for where, secs in spans:
+        if usual > 0 and secs > LONG_INTERVAL * usual:
+            flags.append(
+                {
+                    **where,
+                    "field": "seconds",
+                    "detail": f"{secs:g} s is {secs / usual:.1f}× the run's usual {usual:g} s "
+                    f"{what}: its rate is not comparable with the others'",
+                }
+            )
+    return flags
+
+
+def provenance(
+    path: Path,
+    data: bytes,
+    inferred: list[str],
+    found: list[str],
+    flags: list[dict[str, Any]],
+    **extra: Any,
+) -> tuple[str, dict[str, Any]]:
+    """The run id (from the content hash) and ``notes`` keeping the file's bytes untouched."""
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        original: str = data.decode("utf-8")
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        original, encoding = base64.b64encode(data).decode(), "base64"
+    return f"import-{digest[:16]}", {
+        "imported": {
+            "from": str(path),
+            "sha256": digest,
+            "size": len(data),
+            "inferred": inferred,
+            "pattern_labels": found,
+            "flags": flags,
+            **extra,
+            "original_encoding": encoding,
+            "original": original,
+        }
+    }
+
+
+def imported_envelope(run_id: str, campaign: str, **fields: Any) -> Envelope:
+    """An imported run's envelope: one run of its own (no test, repeat or sequence recorded)."""
+    return Envelope(
+        netfleet_version=__version__,
+        run_id=run_id,
+        run_key=run_id,
+        campaign=campaign,
+        test="imported",
+        repeat=0,
+        sequence=0,
+        **fields,
+    )
+
+
+def direction_of(subject_sends: bool) -> str:
+    """``direction`` is relative to the subject host: ``out`` when it sends."""
+    return "out" if subject_sends else "in"

@@ -1,0 +1,186 @@
+"""iperf3 JSON (``-J`` or ``--json-stream``, client or server side) → an imported envelope.
+
+A server-side file is catalogued from the server's side: its document goes to
+``result.server_output_json`` (where netfleet keeps a server's JSON), beside the ``start``
+object, so the catalog labels its rows ``side = server`` and the receiver is the host that
+received. ``direction`` is relative to the subject (the host whose output it is).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
+from netfleet.store.import_base import (
+    TOLERANCE,
+    ImportProblem,
+    direction_of,
+    imported_envelope,
+    long_interval_flags,
+    provenance,
+    rate_flag,
+    stamp,
+)
+
+
+def decode(data: bytes) -> dict[str, Any]:
+    """iperf3 JSON (one document, or --json-stream lines) → the ``-J`` document shape."""
+    text = data.decode("utf-8", errors="strict")
+    stripped = text.strip()
+    if not stripped:
+        raise ImportProblem("empty file")
+    try:
+        doc = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        lines = [ln for ln in stripped.splitlines() if ln.strip()]
+        if len(lines) > 1 and lines[0].lstrip().startswith('{"event"'):
+            return _from_stream(lines)
+        if not stripped.endswith("}"):  # iperf3's document always ends with its "}"
+            raise ImportProblem(
+                f"truncated JSON: the file ends at byte {len(data)} in the middle of the "
+                "document (iperf3 killed, or the copy was cut)"
+            ) from exc
+        raise ImportProblem(f"not JSON: {exc.msg} at line {exc.lineno} col {exc.colno}") from exc
+    if not isinstance(doc, dict) or "start" not in doc:
+        raise ImportProblem("not iperf3 JSON output (no 'start' object)")
+    return doc
+
+
+def _from_stream(lines: list[str]) -> dict[str, Any]:
+    doc: dict[str, Any] = {"intervals": []}
+    for n, line in enumerate(lines, 1):
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ImportProblem(
+                f"--json-stream line {n} is not JSON ({exc.msg}); truncated stream?"
+            ) from exc
+        kind, data = ev.get("event"), ev.get("data")
+        if kind == "interval":
+            doc["intervals"].append(data)
+        elif kind in ("start", "end", "error", "server_output_json"):
+            doc[kind] = data
+    if "start" not in doc:
+        raise ImportProblem("--json-stream without a 'start' event")
+    if "end" not in doc and "error" not in doc:
+        raise ImportProblem("--json-stream ends before its 'end' event (truncated)")
+    return doc
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
+    flags: list[dict[str, Any]] = []
+    spans: list[tuple[dict[str, Any], float]] = []
+    prev_end: float | None = None
+    prev_omitted = False
+    for i, iv in enumerate(doc.get("intervals") or []):
+        s = iv.get("sum") if isinstance(iv, dict) else None
+        if not isinstance(s, dict):
+            continue
+        start, end, secs = _num(s.get("start")), _num(s.get("end")), _num(s.get("seconds"))
+        nbytes, bps = _num(s.get("bytes")), _num(s.get("bits_per_second"))
+        if start is None or end is None or secs is None:
+            continue
+        where = {"side": side, "interval": i}
+        omitted = bool(s.get("omitted"))
+        if abs((end - start) - secs) > max(TOLERANCE * secs, 1e-3):
+            flags.append({**where, "field": "seconds", "detail": f"{secs} ≠ end−start"})
+        restart = prev_omitted and not omitted  # -O: the clock restarts after the omitted part
+        if prev_end is not None and not restart and abs(start - prev_end) > max(1e-3, 0.01 * secs):
+            detail = f"starts at {start}, the previous interval ended at {prev_end}"
+            flags.append({**where, "field": "start", "detail": detail})
+        if nbytes is not None and bps is not None:
+            flag = rate_flag(where, nbytes, secs, bps, TOLERANCE)
+            if flag:
+                flags.append(flag)
+        if not omitted:
+            spans.append((where, secs))
+        prev_end, prev_omitted = end, omitted
+    return flags + long_interval_flags(spans)
+
+
+def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str, Any]]:
+    """Interval sums whose numbers don't add up (``seconds`` vs ``end − start``, rate vs bytes,
+    gaps between intervals, an interval much longer than the others), for this side and the
+    server's JSON it carries: listed, never averaged away."""
+    flags = _side_flags(doc, side)
+    server = doc.get("server_output_json")
+    if isinstance(server, dict):
+        flags += _side_flags(server, "server")
+    return flags
+
+
+def build_iperf3_envelope(
+    path: Path,
+    data: bytes,
+    plain: bytes,
+    *,
+    campaign: str,
+    labels: dict[str, Any],
+    found: list[str],
+    epoch_label: str | None,
+    side: str,
+    mtime: float | None,
+) -> Envelope:
+    doc = decode(plain)
+    start = doc.get("start") or {}
+    inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
+    server_side = "accepted_connection" in start and "connecting_to" not in start
+    if side != "auto" and (side == "server") != server_side:
+        raise ImportProblem(
+            f"--side {side}, but this is iperf3's {'server' if server_side else 'client'} "
+            "output (start." + ("accepted_connection" if server_side else "connecting_to") + ")"
+        )
+    secs = (start.get("timestamp") or {}).get("timesecs")
+    if not isinstance(secs, int | float):
+        if epoch_label is not None and str(epoch_label).isdigit():
+            secs = int(epoch_label)
+        elif mtime is not None:  # e.g. an error output printed before the test started
+            secs = mtime
+        else:
+            raise ImportProblem(
+                "no start time: neither start.timestamp.timesecs nor an {epoch} in the path"
+            )
+        inferred.append("started_at")
+    test = start.get("test_start") or {}
+    duration = test.get("duration")
+    end = doc.get("end") or {}
+    ended = (end.get("sum_received") or end.get("sum") or {}).get("end")
+    elapsed = float(ended) if isinstance(ended, int | float) else float(duration or 0)
+    reverse = bool(test.get("reverse"))
+    direction = "bidir" if test.get("bidir") else direction_of(reverse == server_side)
+    version = str(start.get("version", "iperf3 (unknown version)"))
+    error = doc.get("error")
+    side_name = "server" if server_side else "client"
+    run_id, notes = provenance(path, data, inferred, found, check_intervals(doc, side_name))
+    result: dict[str, Any] = doc
+    if server_side:  # catalogued as the server's output (side = server), no client output
+        result = {"start": start, "server_output_json": doc}
+        if error:
+            result["error"] = error
+        notes["imported"]["layout"] = "server-side output kept as result.server_output_json"
+    peer = (start.get("connecting_to") or {}).get("host") or ""
+    accepted = (start.get("accepted_connection") or {}).get("host") or ""
+    return imported_envelope(
+        run_id,
+        campaign,
+        status="failed" if error else "ok",
+        reason=str(error) if error else None,
+        direction=direction,
+        subject=side_name,
+        params={k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test},
+        labels=labels,
+        client=HostRecord(name="client", kind="imported", address=accepted if server_side else ""),
+        server=HostRecord(name="server", kind="imported", address=peer),
+        engine=EngineRecord(name="iperf3", version=version.removeprefix("iperf "), argv=[]),
+        started_at=stamp(float(secs)),
+        ended_at=stamp(float(secs) + elapsed),
+        duration_s=elapsed,
+        result=result,
+        notes=notes,
+    )
