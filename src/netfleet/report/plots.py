@@ -27,6 +27,7 @@ import numpy as np
 
 from netfleet.analysis import RunAnalysis
 from netfleet.analysis.credit import RateKind
+from netfleet.report.numbers import pm, sig
 from netfleet.units import rate_unit as unit_scale
 
 if TYPE_CHECKING:
@@ -70,14 +71,6 @@ def to_bytes(fig: Figure, fmt: Fmt = "svg") -> bytes:
     meta: dict[str, Any] = {"Date": None} if fmt == "svg" else {"Software": None}
     fig.savefig(buf, format=fmt, metadata=meta)
     return buf.getvalue()
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """``468``, ``22.8``, ``0.0383``: ``digits`` significant digits, no trailing noise."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:,.{decimals}f}"
 
 
 def run_title(a: RunAnalysis) -> str:
@@ -159,7 +152,7 @@ def _rate_axes(
             color=COLORS["end"],
             ls=":",
             lw=1.5,
-            label=f"burst ends τ* {sig(at)} ± {sig(err, 2)} s",
+            label=f"burst ends τ* {pm(at, err)} s",
         )
     ax.set_xlim(0, series.duration)
     ax.set_ylim(0, max(float(y.max()), 1e-12) * 1.15)

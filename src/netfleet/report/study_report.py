@@ -19,14 +19,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, RunAnalysis
 from netfleet.analysis.calculator import BucketModel, plan
 from netfleet.catalog import query
 from netfleet.errors import InputError, NetfleetError
+from netfleet.pricetable import PriceTable
 from netfleet.report import plots
-from netfleet.report.analysis_tables import calc_table, groups_table
+from netfleet.report.analysis_tables import calc_table, estimate_text, groups_table
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
+from netfleet.report.numbers import quantity, sig
 from netfleet.report.price import price_performance
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
@@ -99,23 +102,20 @@ def summary_section(
         scale, unit = (1e9, "Gbit/s") if (r.peak or r.sustained).value >= 1e9 else (1e6, "Mbit/s")  # type: ignore[union-attr]
         if r.kind in BURST_KINDS and r.peak is not None:
             base = (
-                f"baseline {plots.sig(r.sustained.value / scale)} {unit}"
+                f"baseline {quantity(r.sustained.value, unit, scale=scale)}"
                 if r.sustained
                 else ("baseline not reached")
             )
             heads.append(
-                f"{_label(g)}: bursts at {plots.sig(r.peak.value / scale)} {unit}, {base}."
+                f"{_label(g)}: bursts at {quantity(r.peak.value, unit, scale=scale)}, {base}."
             )
         elif r.sustained is not None and r.sustained.err > WIDE * r.sustained.value:
             heads.append(
-                f"{_label(g)}: mean {plots.sig(r.sustained.value / scale)} {unit}, but the runs "
+                f"{_label(g)}: mean {quantity(r.sustained.value, unit, scale=scale)}, but the runs "
                 "disagree widely (no single level; see the cheat sheet and the appendix)."
             )
         elif r.sustained is not None:
-            heads.append(
-                f"{_label(g)}: {plots.sig(r.sustained.value / scale)} ± "
-                f"{plots.sig(r.sustained.err / scale, 2)} {unit} ({r.kind})."
-            )
+            heads.append(f"{_label(g)}: {estimate_text(r.sustained, unit, scale)} ({r.kind}).")
     if heads:
         s.add(
             Paragraph("Headline numbers (receiver goodput, mean over runs):"), Bullets(tuple(heads))
@@ -353,7 +353,7 @@ def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
                 None if c.peak is None else c.peak.value / 1e6,
                 None if c.bucket is None else c.bucket.value / 1e9,
                 ("≥ " if c.bucket is not None and c.bucket.lower_bound else "")
-                + (f"{at_peak:.1f}" if at_peak else "?"),
+                + (sig(at_peak) if at_peak else "?"),
             ]
         )
     return Tabular(
@@ -380,7 +380,9 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     if not bursts:
         return None
     s = Section("burst", "Burst vs baseline")
-    s.add(Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit")))
+    s.add(
+        Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit", units_in_cells=True))
+    )
     for g in bursts[:MAX_BURST_HOSTS]:
         best = _best_burst_run(g)
         if best is not None:
@@ -450,8 +452,9 @@ def price_section(
     groups: Sequence[GroupAnalysis],
     prices: Mapping[str, float] | None,
     target: str | None,
+    table: PriceTable | None = None,
 ) -> Section | None:
-    pp = price_performance(catalog, groups=groups, prices=prices, target=target)
+    pp = price_performance(catalog, groups=groups, prices=prices, target=target, table=table)
     priced = [r for r in pp.rows if r.price_per_hour is not None]
     if not priced:
         return None
@@ -570,8 +573,13 @@ def build_document(
     prices: Mapping[str, float] | None = None,
     target: str | None = None,
     title: str | None = None,
+    price_table: PriceTable | None = None,
 ) -> Document:
-    """Every section the data supports, for ``campaigns`` (all when empty)."""
+    """Every section the data supports, for ``campaigns`` (all when empty). ``price_table``:
+    default the dated table :func:`netfleet.pricetable.load` finds (a refreshed copy in the
+    cloud state directory, else the shipped one)."""
+    if price_table is None:
+        price_table = pricetable.load(pricetable.default_state_root())
     runs = _runs_info(catalog_dir, campaigns)
     if not runs.rows:
         raise InputError(
@@ -595,7 +603,7 @@ def build_document(
         advertised_section(groups),
         burst_section(groups),
         latency_section(catalog_dir, campaigns),
-        price_section(catalog_dir, groups, prices, target),
+        price_section(catalog_dir, groups, prices, target, price_table),
         compare_section(catalog_dir, *compare) if compare else None,
         appendix_section(runs, groups),
     ]
