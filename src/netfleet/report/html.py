@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
+from datetime import date
 from html import escape
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,7 @@ h2{font-size:21px;margin:10px 0} h3{font-size:16px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px;display:block;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f2f4f7} td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,td.t{white-space:nowrap}
 tr.flag td{background:#fff4e0} td.flag{color:#9a5b00;font-size:12px}
 .notes{color:#555;font-size:12.5px;margin:2px 0 10px;padding-left:18px}
 p.warn{background:#fff4e0;border-left:4px solid #f0a030;padding:6px 10px}
@@ -56,7 +58,7 @@ def _table_html(t: Table) -> str:
         cells = []
         for v in row:
             numeric = isinstance(v, int | float) and not isinstance(v, bool)
-            cls = ' class="n"' if numeric else ""
+            cls = ' class="n"' if numeric else ' class="t"' if isinstance(v, date) else ""
             cells.append(f"<td{cls}>{escape(cell_text(v, t.digits))}</td>")
         if flagged:
             flag = t.flags.get(n, "")

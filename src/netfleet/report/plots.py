@@ -280,14 +280,21 @@ def overlay_series(
         assert s is not None
         x = np.concatenate(([s.lead_seconds + s.start[0]], s.lead_seconds + s.end))
         name = labels[i] if labels is not None else run_title(a)
-        ax.stairs(s.rate * _factor(a, rate) / scale, x, lw=1.8, label=name, color=f"C{n % 10}")
+        ax.stairs(
+            s.rate * _factor(a, rate) / scale,
+            x,
+            lw=1.8,
+            label=name,
+            color=f"C{n % 10}",
+            baseline=None,  # no drop to 0 at the ends: the run did not stop at 0
+        )
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.set_xlabel("seconds since the test began")
     ax.set_ylabel(f"{label}/s ({rate})")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     if drawable:
-        ax.legend(fontsize=8, loc="best")
+        _legend_outside(ax)
     return to_bytes(fig, fmt)
 
 
@@ -362,8 +369,13 @@ def rate_cdf(
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     if groups:
-        ax.legend(fontsize=8, loc="upper left")
+        _legend_outside(ax)
     return to_bytes(fig, fmt)
+
+
+def _legend_outside(ax: Axes) -> None:
+    """The legend right of the axes: with many series no place inside is free of lines."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def price_scatter(

@@ -44,6 +44,8 @@ MAX_BURST_HOSTS = 8
 WIDE = 0.25
 #: a cheat-sheet row whose max exceeds this × its min is flagged
 SPREAD = 2.0
+#: appendix columns left out (and said once) when every run has the same value
+SAID_ONCE = frozenset({"campaign", "test", "server", "engine", "status", "repeat"})
 
 
 def _campaign_filter(campaigns: Sequence[str]) -> tuple[str, list[Any]]:
@@ -61,7 +63,7 @@ def _runs_info(catalog: str | os.PathLike[str], campaigns: Sequence[str]) -> Tab
     return query(
         catalog,
         "SELECT campaign, test, client, server, direction, engine, engine_version, status, "  # noqa: S608
-        "started_at, duration_s, labels, run_id, source, netfleet_version, repeat "
+        "started_at, duration_s, labels, run_id, source, netfleet_version, repeat, parallel "
         f"FROM runs WHERE true{cond} ORDER BY started_at",
         params,
     )
@@ -194,6 +196,13 @@ def cheatsheet_section(
                 f"rates span more than {SPREAD:g}×: a level change too short to classify "
                 "(a burst?); look at the series"
             )
+    if "flag" in sheet.columns:  # the sheet's own flag (adaptive runs) joins the row flags
+        f = sheet.columns.index("flag")
+        for n, row in enumerate(sheet.rows):
+            if row[f]:
+                flags[n] = "; ".join(x for x in (str(row[f]), flags.get(n)) if x)
+        sheet.columns = [c for i, c in enumerate(sheet.columns) if i != f]
+        sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
     if flags:
@@ -257,7 +266,8 @@ def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     s.add(
         Figure(
             "inout",
-            "Out vs in per instance type (burst hosts: the burst level)",
+            "Out vs in per instance type (burst hosts: the burst level; runs too short "
+            "to classify: their mean)",
             plots.inout_bars(rows, fmt="png"),
         ),
         Table(
@@ -496,13 +506,18 @@ def compare_section(catalog: str | os.PathLike[str], a: str, b: str) -> Section:
     return s
 
 
+def _mean_mbps(a: RunAnalysis) -> float | None:
+    s = a.series
+    if s is None or not s.n or s.seconds.sum() <= 0:
+        return None
+    return float(s.bits.sum() / s.seconds.sum()) / 1e6
+
+
 def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
-    cls = {
-        a.run.run_id: (a.segmentation.classification, a.credit.kind) for g in groups for a in g.runs
-    }
+    analysed = {a.run.run_id: a for g in groups for a in g.runs}
     rows = []
     for r in runs.records():
-        c = cls.get(str(r["run_id"]), (None, None))
+        a = analysed.get(str(r["run_id"]))
         rows.append(
             [
                 r["campaign"],
@@ -511,36 +526,37 @@ def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
                 r["client"],
                 r["server"],
                 r["direction"],
+                r["parallel"],
                 r["engine"],
                 r["status"],
                 r["started_at"],
                 r["duration_s"],
-                c[0],
-                c[1],
+                None if a is None else _mean_mbps(a),
+                None if a is None else a.segmentation.classification,
+                None if a is None else a.credit.kind,
                 r["run_id"],
             ]
         )
+    columns = [
+        "campaign", "test", "repeat", "client", "server", "direction", "streams", "engine",
+        "status", "started_at", "seconds", "goodput_mbps", "class", "credit_kind", "run_id",
+    ]  # fmt: skip
+    notes = [
+        "goodput_mbps: the receiver's mean over the run's non-omitted intervals (throughput "
+        "runs); class and credit_kind: the burst analysis of the run alone (runs shorter than "
+        "a burst look steady)."
+    ]
+    same = [  # a column with one value for every run is said once, in a note
+        i
+        for i, c in enumerate(columns)
+        if c in SAID_ONCE and len(rows) > 1 and len({str(r[i]) for r in rows}) == 1
+    ]
+    if same:
+        notes.insert(0, "every run: " + ", ".join(f"{columns[i]} {rows[0][i]}" for i in same))
+        columns = [c for i, c in enumerate(columns) if i not in same]
+        rows = [[v for i, v in enumerate(r) if i not in same] for r in rows]
     return Section("appendix", "Appendix: every run").add(
-        Table(
-            Tabular(
-                [
-                    "campaign",
-                    "test",
-                    "repeat",
-                    "client",
-                    "server",
-                    "direction",
-                    "engine",
-                    "status",
-                    "started_at",
-                    "seconds",
-                    "class",
-                    "credit_kind",
-                    "run_id",
-                ],
-                rows,
-            )
-        )
+        Table(Tabular(columns, rows, notes=notes))
     )
 
 
