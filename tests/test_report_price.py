@@ -68,6 +68,14 @@ def test_cloud_hosts_take_the_dated_table_and_lab_hosts_their_label() -> None:
     # c5.large is the cheapest by the table even though lab-credit's label is cheaper
     assert pp.cheapest == "c5.large", pp.verdict
     assert "c5.large" in pp.verdict and f"${c5:.4g}/h" in pp.verdict
+    human, flags = pp.report_table()  # terminal and report: staleness stays on the row
+    cells = {r["instance type"]: r["price from"] for r in human.records()}
+    assert (
+        cells["m5.large"]
+        == f"price table as of {table.as_of} ({rows['m5.large']['price_age_days']} days old: stale)"
+    )
+    assert cells["t3.micro"] == "price_per_hour label"
+    assert sorted(flags) == [0, 1]  # the two table-priced rows
     fresh = price_performance("unused", groups=groups[:1], table=table, today=table.as_of)
     assert fresh.table().records()[0]["price_stale"] is False
 

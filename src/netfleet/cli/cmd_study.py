@@ -68,4 +68,4 @@ def price(
     if fmt is OutputFormat.json:
         print(json.dumps(result.records(), indent=2, default=str))
         return
-    emit(result.table(), fmt)
+    emit(result.table() if fmt is OutputFormat.csv else result.report_table()[0], fmt)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import base64
 import os
-import tempfile
 from datetime import date
 from html import escape
 from pathlib import Path
 from typing import Literal
 
+from netfleet.durable import fsync_dir, write_temp
 from netfleet.errors import InputError
 from netfleet.report.document import Block, Bullets, Document, Figure, Paragraph, Table, cell_text
 
@@ -106,21 +106,19 @@ def render_html(doc: Document) -> str:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
+    """Write ``data`` to ``path`` through :mod:`netfleet.durable` (temp file, fsync, rename):
+    never half-written; readable as the umask allows (a report is for sharing, not 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = write_temp(path.parent, data, prefix=f".{path.name}.")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_report(doc: Document, path: Path, fmt: ReportFormat = "html") -> Path:

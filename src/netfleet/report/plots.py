@@ -113,7 +113,7 @@ def _rate_axes(
         ax.axvspan(0, lead, color=COLORS["omitted"], label="omitted (-O)")
     x = np.concatenate(([lead + series.start[0]], lead + series.end))
     y = series.rate * f / scale
-    ax.stairs(y, x, color=COLORS["series"], linewidth=1.6, label="interval rate")
+    ax.stairs(y, x, color=COLORS["series"], linewidth=1.6, label="interval rate", baseline=None)
     for i, seg in enumerate(a.segmentation.segments):
         if seg.core < 2:
             continue
@@ -410,8 +410,9 @@ def price_scatter(
     )
     ax.set_xlabel(f"{unit}/s (goodput)")
     ax.set_ylabel("$ per hour")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    # room above and to the right for the point labels
+    ax.set_xlim(0, max(fastest / scale, 1e-12) * 1.25)
+    ax.set_ylim(0, max((p for _, p, _, _ in points), default=0.0) * 1.15 or 1.0)
     ax.grid(alpha=0.3)
     return to_bytes(fig, fmt)
 
@@ -438,5 +439,5 @@ def latency_bars(
     ax.set_xlim(0, max([float(v or 0.0) for r in rows for v in r[1:]] + [1.0]) * 1.2)
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend_outside(ax)  # inside, it covers the longest bar's label
     return to_bytes(fig, fmt)

@@ -110,6 +110,35 @@ class PricePerformance:
             notes.append(self.verdict)
         return Tabular(columns, rows, title="Price per Gbit/s", notes=notes, decimals=4)
 
+    def report_table(self) -> tuple[Tabular, dict[int, str]]:
+        """The narrower form for people (the HTML/markdown report, terminal tables): people's
+        headers, the price's source with its staleness in one cell, and a flag on each row whose
+        price is stale. JSON and CSV keep :meth:`table`."""
+        t = self.table()
+        keep = {
+            "instance_type": "instance type", "direction": "direction",
+            "usd_per_hour": "$/hour", "usd_per_month": "$/month",
+            "sustained_gbps": "sustained Gbit/s", "peak_gbps": "peak Gbit/s",
+            "usd_per_sustained_gbps_hour": "$/h per sustained Gbit/s",
+            "usd_per_peak_gbps_hour": "$/h per peak Gbit/s",
+            "usd_per_sustained_gbps_month": "$/month per sustained Gbit/s",
+            "price_source": "price from",
+        }  # fmt: skip
+        idx = [t.columns.index(c) for c in keep]
+        flags = {
+            n: f"price {r.price_age_days} days old: refresh the table"
+            for n, r in enumerate(self.rows)
+            if r.stale
+        }
+        src = t.columns.index("price_source")
+        rows = []
+        for row, r in zip(t.rows, self.rows, strict=True):
+            cells = [row[i] for i in idx]
+            if r.stale:  # staleness stays on the row in every human form
+                cells[-1] = f"{row[src]} ({r.price_age_days} days old: stale)"
+            rows.append(cells)
+        return Tabular(list(keep.values()), rows, title=t.title, notes=t.notes), flags
+
     def records(self) -> dict[str, Any]:
         return {
             "rows": self.table().records(),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -469,6 +470,9 @@ def price_section(
     if not priced:
         return None
     s = Section("price", "Price per Gbit/s")
+    shown, flags = pp.report_table()
+    shown.title = None  # the section's title says it
+    shown.notes = [n for n in shown.notes if n != pp.verdict]  # said below the plot
     points: dict[str, tuple[str, float, float | None, float | None]] = {}
     for r in priced:
         label = f"{r.instance_type} {r.direction}"
@@ -479,7 +483,7 @@ def price_section(
             r.peak.value if r.peak else None,
         )
     s.add(
-        Table(pp.table(), digits=4),
+        Table(shown, flags),
         Figure(
             "price",
             "Price vs sustained and peak goodput",
@@ -551,6 +555,13 @@ def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
         for i, c in enumerate(columns)
         if c in SAID_ONCE and len(rows) > 1 and len({str(r[i]) for r in rows}) == 1
     ]
+    started = columns.index("started_at")
+    days = {row[started].date() for row in rows if isinstance(row[started], datetime)}
+    if len(days) == 1:  # one day: the time is enough, the day is said once
+        for row in rows:
+            if isinstance(row[started], datetime):
+                row[started] = row[started].strftime("%H:%M:%S")
+        notes.insert(0, f"started_at: UTC, all on {days.pop().isoformat()}")
     if same:
         notes.insert(0, "every run: " + ", ".join(f"{columns[i]} {rows[0][i]}" for i in same))
         columns = [c for i, c in enumerate(columns) if i not in same]
