@@ -109,3 +109,35 @@ def test_the_cloud_reuses_the_base_table() -> None:
     from netfleet.cloud import prices
 
     assert prices.load is pricetable.load and prices.PriceTable is pricetable.PriceTable
+
+
+def test_the_study_reports_price_section_of_cloud_runs_uses_the_table(tmp_path: Path) -> None:
+    """End to end: captured runs relabelled as cloud hosts (instance_type + region, as
+    `netfleet cloud` labels them), ingested, reported — the price section takes the table."""
+    import gzip
+
+    from netfleet.catalog import ingest
+    from netfleet.report.document import Table
+    from netfleet.report.study_report import build_document
+
+    part = tmp_path / "results" / "d=2026-11-22" / "campaign=series"
+    part.mkdir(parents=True)
+    as_cloud = {"steady_out": "c5.large", "credit_out": "t3.micro"}
+    for fixture, itype in as_cloud.items():
+        name = MANIFEST[fixture]["file"]
+        doc = json.loads(gzip.decompress((SERIES / name).read_bytes()))
+        doc["labels"] = {"cloud": "aws", "instance_type": itype, "region": "us-east-1"}
+        (part / name).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    ingest(tmp_path / "results", tmp_path / "catalog")
+    table = pricetable.load(None)
+    doc = build_document(tmp_path / "catalog", price_table=table, target="100mbit")
+    section = doc.section("price")
+    assert section is not None
+    (shown,) = [b for b in section.blocks if isinstance(b, Table)]
+    rows = {r["instance type"]: r for r in shown.data.records()}
+    assert set(rows) == set(as_cloud.values())
+    for itype, row in rows.items():
+        assert row["$/hour"] == table.ec2_hourly("us-east-1", itype)
+        assert row["price from"].startswith(f"price table as of {table.as_of}")
+    texts = [b.text for b in section.blocks if hasattr(b, "text")]
+    assert any("c5.large" in t for t in texts), texts  # t3.micro's baseline is below 100 Mbit/s
