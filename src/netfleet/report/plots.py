@@ -441,3 +441,37 @@ def latency_bars(
     ax.grid(axis="x", alpha=0.3)
     _legend_outside(ax)  # inside, it covers the longest bar's label
     return to_bytes(fig, fmt)
+
+
+def compare_intervals(
+    rows: Sequence[tuple[str, float, float, float, str]],
+    title: str = "B − A in % of A, with its 95 % interval",
+    fmt: Fmt = "svg",
+) -> bytes:
+    """One line per (group, metric): the difference B − A in % of A as a dot, its interval as a
+    bar, a line at 0; coloured by verdict. ``rows``: (label, diff %, low %, high %, verdict)."""
+    colors = {"better": "#2e7d32", "worse": "#c62828"}
+    fig, axes = _figure(1, 1, height=max(2.4, 0.45 * len(rows) + 1.4))
+    ax = axes[0][0]
+    for k, (_, diff, low, high, verdict) in enumerate(rows):
+        color = colors.get(verdict, "#555555")
+        ax.plot([low, high], [k, k], color=color, lw=3, alpha=0.6, solid_capstyle="butt")
+        ax.plot([diff], [k], "o", color=color, ms=7)
+        ax.annotate(
+            f"{verdict}: {pm(diff, (high - low) / 2)} %",
+            (diff, k),
+            textcoords="offset points",
+            xytext=(0, 9),
+            ha="center",
+            fontsize=8,
+            color=color,
+        )
+    ax.axvline(0, color="#333333", lw=1)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.set_ylim(len(rows) - 0.4, -0.7)  # top to bottom, room above each bar for its verdict
+    reach = max([abs(v) for r in rows for v in r[1:4]] + [1.0])
+    ax.set_xlim(-reach * 1.3, reach * 1.3)
+    ax.set_xlabel("% of A (0 = no difference)")
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.grid(axis="x", alpha=0.3)
+    return to_bytes(fig, fmt)

@@ -507,6 +507,26 @@ def compare_section(catalog: str | os.PathLike[str], a: str, b: str) -> Section:
         if d.verdict == "too few runs"
     }
     s.add(Table(t, flags))
+    points = [
+        (
+            " · ".join([*(str(v) for v in d.group.values()), d.metric]),
+            100 * d.diff / d.mean_a,
+            100 * d.ci_low / d.mean_a,
+            100 * d.ci_high / d.mean_a,
+            d.verdict,
+        )
+        for d in cmp.rows
+        if d.diff is not None and d.ci_low is not None and d.ci_high is not None and d.mean_a
+    ]
+    if points:
+        s.add(
+            Figure(
+                "compare",
+                f"{b} vs {a}: the difference of means in % of A and its interval; an interval "
+                "across 0 is no significant difference",
+                plots.compare_intervals(points, fmt="png"),
+            )
+        )
     return s
 
 
