@@ -7,7 +7,9 @@ do not split cells), the sections are headings, and no user text turns into mark
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,30 @@ def check_markdown(md: Path) -> dict[str, Any]:
     return {"headings": headings, "images": images, "tables": tables, "html": html}
 
 
+#: after load, the page writes how many of its images the browser decoded (naturalWidth > 0)
+PROBE = """<script>addEventListener("load", () => { const i = [...document.images];
+document.body.setAttribute("data-loaded", i.filter(x => x.complete && x.naturalWidth > 0).length
++ "/" + i.length); });</script>"""
+
+
+def browser_loaded_images(md: Path, html: str) -> str:
+    """Open the markdown's rendering beside it in headless Chromium (no network: the proxy is a
+    closed port) and return "decoded/total" images as the browser saw them."""
+    page = md.with_name(md.stem + "-rendered.html")
+    page.write_text(f"<!DOCTYPE html><meta charset='utf-8'><body>{html}{PROBE}</body>")
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--proxy-server=http://127.0.0.1:9", "--virtual-time-budget=5000", "--dump-dom",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=120, cwd=md.parent,
+    )  # fmt: skip
+    page.unlink()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = re.search(r'data-loaded="(\d+/\d+)"', proc.stdout)
+    assert found, proc.stdout[-2000:]
+    return found.group(1)
+
+
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("series")
@@ -91,6 +117,11 @@ def test_the_markdown_report_of_real_runs_renders_with_its_plots(
     assert found["tables"] == tables
     # the burst section's numbers carry units at the precision their ± allows
     assert " Mbit/s" in found["html"] and ".922" not in found["html"]
+    if shutil.which("chromium"):  # Debian's package, installed by the bootstrap
+        n = len(found["images"])
+        assert browser_loaded_images(md, found["html"]) == f"{n}/{n}"
+        (tmp_path / "study-plots" / "rate-cdf.png").unlink()  # the check can fail
+        assert browser_loaded_images(md, found["html"]) == f"{n - 1}/{n}"
 
 
 def test_user_text_stays_text_in_markdown(tmp_path: Path) -> None:
