@@ -12,7 +12,7 @@ from netfleet.report.analysis_tables import estimate_text, groups_table
 from netfleet.report.document import Table, cell_text
 from netfleet.report.html import _table_html
 from netfleet.report.markdown import _table_md
-from netfleet.report.numbers import pm, quantity, sig
+from netfleet.report.numbers import exact, pm, quantity, sig
 from netfleet.report.output import render
 from netfleet.tabular import Tabular
 
@@ -36,6 +36,8 @@ def test_plain_numbers_get_three_significant_digits() -> None:
     assert sig(12345.6) == "12,346" and sig(0.0050123, 2) == "0.0050"
     assert sig(float("inf")) == "∞" and sig(float("nan")) == "?" and sig(0.0) == "0"
     assert cell_text(0.085) == "0.0850" and cell_text(None) == "" and cell_text(False) == "no"
+    # exact values (formulas over given inputs): 4 digits, no trailing zeros
+    assert exact(291.8918) == "291.9" and exact(0.75) == "0.75" and exact(2700.0) == "2,700"
 
 
 def test_html_markdown_and_terminal_tables_show_the_same_numbers() -> None:

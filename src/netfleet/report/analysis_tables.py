@@ -16,7 +16,7 @@ from netfleet.analysis.calculator import Answer
 from netfleet.analysis.credit import CreditEstimate, RateKind
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.refill import RefillEstimate
-from netfleet.report.numbers import quantity
+from netfleet.report.numbers import exact, quantity
 from netfleet.tabular import Tabular
 from netfleet.units import rate_unit
 
@@ -250,6 +250,8 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
 def _answer_text(e: Estimate, scale: float) -> str:
     if e.value == float("inf"):
         return "unlimited"
+    if e.err == 0 and not e.lower_bound:  # from given inputs: exact, not 3-digit rounded
+        return exact(e.value / scale)
     return estimate_text(e, "", scale)
 
 

@@ -6,6 +6,8 @@ terminal and markdown tables, plot labels).
 - :func:`pm` — a value with its ± at the precision the ± supports: the ± keeps one significant
   digit (two when it starts with 1, so 1.4 is not rounded to 1), the value is rounded to the same
   decimal place, never left of the units digit: ``286 ± 2``, ``468 ± 23``, ``3.41 ± 0.15``.
+- :func:`exact` — a value with no ± at all (a formula over given inputs): 4 significant digits,
+  no trailing zeros: ``291.9``, ``0.75``.
 - :func:`quantity` — either of those with a unit: ``286 ± 2 Mbit/s``, ``≥ 3.4 Gbit``.
 - :func:`cell_text` — a table cell: floats through :func:`sig`, booleans yes/no, None empty.
 
@@ -44,6 +46,15 @@ def sig(value: float, digits: int = 3) -> str:
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
     return _fixed(value, _decimals_for(value, digits))
+
+
+def exact(value: float, digits: int = 4) -> str:
+    """A value known exactly (computed from given inputs, no ±): ``digits`` significant digits
+    without trailing zeros — ``291.9``, ``0.75``, ``2,700``."""
+    text = sig(value, digits)
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def _err_decimals(err: float) -> int:
