@@ -25,6 +25,7 @@ RANKS: dict[str, int] = {
     "tabular": 0,  # base: the neutral table value type every layer may return
     "durable": 0,  # base: fsync + atomic write-and-rename
     "text": 0,  # base: safe terminal text
+    "pricetable": 0,  # base: the dated price table (JSON + model), read by report and cloud
     "engines": 1,  # engine contract + declarations; runs against a session Protocol
     "spec": 2,  # campaign/inventory files, validated with the engines' params models
     "plan": 3,  # spec → planned runs

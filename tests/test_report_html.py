@@ -22,6 +22,7 @@ from netfleet.report.html import render_html
 from netfleet.report.markdown import md_escape
 from netfleet.tabular import Tabular
 from tests import pngkit
+from tests.test_report_markdown import browser_loaded_images, check_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
@@ -170,3 +171,7 @@ def test_lab_report_opens_offline_in_chromium(tmp_path: Path) -> None:
     pngs = sorted((tmp_path / "report-plots").glob("*.png"))
     assert len(pngs) == len(figures) and "## Burst vs baseline" in text
     assert all(f"report-plots/{p.name}" in text for p in pngs)
+    parsed = check_markdown(md)  # as markdown-it renders it: images beside it, drawn; tables whole
+    assert parsed["headings"] == [s.title for s in doc.sections]
+    n = len(parsed["images"])
+    assert browser_loaded_images(md, parsed["html"]) == f"{n}/{n}"  # Chromium decoded them all

@@ -34,6 +34,7 @@ def test_other_plots_render() -> None:
         plots.rate_cdf({"a out": [1e8, 1.1e8, 0.9e8]}, fmt="png"),
         plots.price_scatter([("a", 0.1, 1e9, 5e9)], fmt="png"),
         plots.latency_bars([("same-az", 70.0, 96.0, 150.0)], fmt="png"),
+        plots.compare_intervals([("out · goodput", -4.6, -5.6, -3.7, "worse")], fmt="png"),
     ):
         assert pngkit.variance(data) > 100
 

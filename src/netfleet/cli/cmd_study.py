@@ -58,11 +58,14 @@ def price(
     ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """$ per sustained and per peak Gbit/s and $/month, from price_per_hour labels."""
+    """$ per sustained and per peak Gbit/s and $/month: prices from the dated price table for
+    cloud hosts (instance_type + region labels), else from price_per_hour labels."""
+    from netfleet import pricetable
     from netfleet.report.price import price_performance
 
-    result = price_performance(catalog_dir(catalog), campaign or (), target=target)
+    table = pricetable.load(pricetable.default_state_root())
+    result = price_performance(catalog_dir(catalog), campaign or (), target=target, table=table)
     if fmt is OutputFormat.json:
         print(json.dumps(result.records(), indent=2, default=str))
         return
-    emit(result.table(), fmt)
+    emit(result.table() if fmt is OutputFormat.csv else result.report_table()[0], fmt)

@@ -11,77 +11,20 @@ import datetime as dt
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netfleet.errors import InputError
+# the static table lives at base rank (netfleet.pricetable): the report reads it too
+from netfleet.pricetable import SHIPPED, STALE_AFTER_DAYS, PriceTable, load, stale_warning
 
-SHIPPED = Path(__file__).parent / "data" / "prices.json"
-STALE_AFTER_DAYS = 90
+__all__ = [
+    "MIN_BILLED_S", "SHIPPED", "STALE_AFTER_DAYS", "Estimate", "PriceTable", "estimate", "load",
+    "refresh", "save", "stale_warning",
+]  # fmt: skip
+
 #: EC2 bills Linux per second with a 60-second minimum
 MIN_BILLED_S = 60.0
-
-
-@dataclass
-class PriceTable:
-    source: str
-    as_of: dt.date
-    ec2: dict[str, dict[str, float]]  #: region → type → USD per hour
-    fargate: dict[str, dict[str, float]]  #: region → {vcpu_hour, gb_hour}
-    path: Path = field(default=SHIPPED)
-
-    def ec2_hourly(self, region: str, instance_type: str) -> float | None:
-        return self.ec2.get(region, {}).get(instance_type)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "as_of": self.as_of.isoformat(),
-            "currency": "USD",
-            "ec2_on_demand_per_hour": self.ec2,
-            "fargate": self.fargate,
-        }
-
-
-def _parse(doc: dict[str, Any], path: Path) -> PriceTable:
-    try:
-        return PriceTable(
-            source=str(doc["source"]),
-            as_of=dt.date.fromisoformat(doc["as_of"]),
-            ec2={
-                r: {t: float(p) for t, p in types.items()}
-                for r, types in doc["ec2_on_demand_per_hour"].items()
-            },
-            fargate={r: {k: float(v) for k, v in f.items()} for r, f in doc["fargate"].items()},
-            path=path,
-        )
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise InputError(
-            f"{path}: not a netfleet price table ({exc})",
-            hint="delete it to fall back to the shipped table, or run `netfleet cloud prices "
-            "refresh`",
-        ) from None
-
-
-def load(state_root: Path | None = None) -> PriceTable:
-    local = state_root / "prices.json" if state_root else None
-    path = local if local and local.exists() else SHIPPED
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read the price table ({exc})") from None
-    return _parse(doc, path)
-
-
-def stale_warning(table: PriceTable, today: dt.date | None = None) -> str | None:
-    age = ((today or dt.date.today()) - table.as_of).days
-    if age > STALE_AFTER_DAYS:
-        return (
-            f"prices are {age} days old (as of {table.as_of}, {table.path.name}): estimates may be "
-            "off; run `netfleet cloud prices refresh` when online"
-        )
-    return None
 
 
 def save(table: PriceTable, state_root: Path) -> Path:

@@ -1,7 +1,8 @@
 """Analyses as tables in seed 004's shape: who, baseline, initial/max credit, time at peak,
 refill, class, peak — each with its ±.
 
-Human formats (table, markdown) show ``value ± err`` (or ``≥ value``) in one cell; machine
+Human formats (table, markdown) show ``value ± err unit`` (or ``≥ value unit``) in one cell, at
+the precision the ± supports (:mod:`netfleet.report.numbers`); machine
 formats (json, csv) get numbers: ``X``, ``X_err`` and, for the credit, ``credit_lower_bound``.
 """
 
@@ -15,6 +16,7 @@ from netfleet.analysis.calculator import Answer
 from netfleet.analysis.credit import CreditEstimate, RateKind
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.refill import RefillEstimate
+from netfleet.report.numbers import exact, quantity
 from netfleet.tabular import Tabular
 from netfleet.units import rate_unit
 
@@ -81,14 +83,18 @@ def _units(label: str, rate: RateKind, human: bool) -> list[Any]:
     return [] if human else [f"{label}/s", label, rate]
 
 
-def _cells(values: dict[str, Estimate | None], scale: float, human: bool) -> list[Any]:
+def _cells(
+    values: dict[str, Estimate | None], scale: float, human: bool, label: str = ""
+) -> list[Any]:
+    """``label``: the unit written into each human cell (``286 ± 2 Mbit/s``); empty: the title
+    says the units and cells stay narrow (terminal tables)."""
     out: list[Any] = []
+    units = {"rate": f"{label}/s", "size": label, "time": "s"} if label else {}
     for name, kind in QUANTITIES.items():
         e = values[name]
         s = 1.0 if kind == "time" else scale
-        decimals = 1 if kind == "time" else 3
         if human:
-            out.append(None if e is None else e.text(s, decimals))
+            out.append(None if e is None else estimate_text(e, units.get(kind, ""), s))
             continue
         out.append(None if e is None else e.value / s)
         out.append(None if e is None else e.err / s)
@@ -155,8 +161,11 @@ def groups_table(
     rate: RateKind = "goodput",
     unit: str = "auto",
     human: bool = True,
+    units_in_cells: bool = False,
 ) -> Tabular:
-    """One row per group: pooled peak and baseline, the largest bucket (initial/max credit)."""
+    """One row per group: pooled peak and baseline, the largest bucket (initial/max credit).
+    ``units_in_cells``: human cells read ``286 ± 2 Mbit/s`` (the report) instead of ``286 ± 2``
+    under a title naming the units (narrow terminal tables)."""
     unit = _machine_unit(unit, human)
     scale, label = unit_scale(unit, _fastest([g.combined(rate) for g in groups]))
     keys = list(groups[0].keys) if groups else []
@@ -172,7 +181,7 @@ def groups_table(
                 g.classification,
                 c.kind,
                 *_units(label, rate, human),
-                *_cells(_values(c, g.refill), scale, human),
+                *_cells(_values(c, g.refill), scale, human, label if units_in_cells else ""),
             ]
         )
         notes += [f"{name}: {n}" for n in c.notes]
@@ -216,9 +225,8 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
     rows: list[list[Any]] = []
     for a in answers:
         s = scale if a.unit in ("rate", "credit") else 1.0
-        decimals = 1 if a.unit == "s" else 3
         if human:
-            rows.append([a.quantity, _answer_text(a.value, s, decimals), units[a.unit], a.formula])
+            rows.append([a.quantity, _answer_text(a.value, s), units[a.unit], a.formula])
         else:
             v = a.value
             rows.append(
@@ -239,9 +247,14 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
     )
 
 
-def _answer_text(e: Estimate, scale: float, decimals: int) -> str:
+def _answer_text(e: Estimate, scale: float) -> str:
     if e.value == float("inf"):
         return "unlimited"
-    if e.err == 0 and not e.lower_bound:
-        return f"{e.value / scale:.{decimals}f}"
-    return e.text(scale, decimals)
+    if e.err == 0 and not e.lower_bound:  # from given inputs: exact, not 3-digit rounded
+        return exact(e.value / scale)
+    return estimate_text(e, "", scale)
+
+
+def estimate_text(e: Estimate, unit: str = "", scale: float = 1.0) -> str:
+    """``286 ± 2 Mbit/s``, ``≥ 3.4 Gbit``: an estimate at the precision its ± supports."""
+    return quantity(e.value, unit, e.err, e.lower_bound, scale)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import base64
 import os
-import tempfile
+from datetime import date
 from html import escape
 from pathlib import Path
 from typing import Literal
 
+from netfleet.durable import fsync_dir, write_temp
 from netfleet.errors import InputError
 from netfleet.report.document import Block, Bullets, Document, Figure, Paragraph, Table, cell_text
 
@@ -33,6 +34,7 @@ h2{font-size:21px;margin:10px 0} h3{font-size:16px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px;display:block;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f2f4f7} td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,td.t{white-space:nowrap}
 tr.flag td{background:#fff4e0} td.flag{color:#9a5b00;font-size:12px}
 .notes{color:#555;font-size:12.5px;margin:2px 0 10px;padding-left:18px}
 p.warn{background:#fff4e0;border-left:4px solid #f0a030;padding:6px 10px}
@@ -56,7 +58,7 @@ def _table_html(t: Table) -> str:
         cells = []
         for v in row:
             numeric = isinstance(v, int | float) and not isinstance(v, bool)
-            cls = ' class="n"' if numeric else ""
+            cls = ' class="n"' if numeric else ' class="t"' if isinstance(v, date) else ""
             cells.append(f"<td{cls}>{escape(cell_text(v, t.digits))}</td>")
         if flagged:
             flag = t.flags.get(n, "")
@@ -104,21 +106,19 @@ def render_html(doc: Document) -> str:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
+    """Write ``data`` to ``path`` through :mod:`netfleet.durable` (temp file, fsync, rename):
+    never half-written; readable as the umask allows (a report is for sharing, not 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = write_temp(path.parent, data, prefix=f".{path.name}.")
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_report(doc: Document, path: Path, fmt: ReportFormat = "html") -> Path:

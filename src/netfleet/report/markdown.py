@@ -8,6 +8,7 @@ from pathlib import Path
 
 from netfleet.errors import InputError
 from netfleet.report.document import Block, Bullets, Document, Figure, Paragraph, Table, cell_text
+from netfleet.report.html import atomic_write
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
 
@@ -42,7 +43,7 @@ def _block_md(b: Block, plots_dir: Path, rel: str) -> list[str]:
         return _table_md(b)
     assert isinstance(b, Figure)
     name = re.sub(r"[^A-Za-z0-9-]", "-", b.name) + ".png"
-    (plots_dir / name).write_bytes(b.png)
+    atomic_write(plots_dir / name, b.png)
     return [f"![{md_escape(b.caption)}]({rel}/{name})", "", f"*{md_escape(b.caption)}*"]
 
 
@@ -56,8 +57,6 @@ def render_markdown(doc: Document, plots_dir: Path, rel: str) -> str:
 
 
 def write_markdown(doc: Document, path: Path) -> Path:
-    from netfleet.report.html import atomic_write
-
     plots_dir = path.with_name(path.stem + "-plots")
     try:
         plots_dir.mkdir(parents=True, exist_ok=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from enum import StrEnum
 from typing import Any
 
+from netfleet.report.numbers import cell_text
 from netfleet.tabular import Tabular
 
 
@@ -20,14 +20,14 @@ class OutputFormat(StrEnum):
 
 
 def _cell(value: Any, decimals: int) -> str:
+    """A human cell (terminal, markdown): numbers by :func:`netfleet.report.numbers.cell_text`
+    with at least 3 significant digits (``decimals`` asks for more)."""
     if value is None:
         return ""
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"), default=str)
     if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return f"{value:.{decimals}f}"
+        return cell_text(value, max(3, decimals))
     return str(value)
 
 

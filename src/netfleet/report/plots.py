@@ -27,6 +27,7 @@ import numpy as np
 
 from netfleet.analysis import RunAnalysis
 from netfleet.analysis.credit import RateKind
+from netfleet.report.numbers import pm, sig
 from netfleet.units import rate_unit as unit_scale
 
 if TYPE_CHECKING:
@@ -72,14 +73,6 @@ def to_bytes(fig: Figure, fmt: Fmt = "svg") -> bytes:
     return buf.getvalue()
 
 
-def sig(value: float, digits: int = 3) -> str:
-    """``468``, ``22.8``, ``0.0383``: ``digits`` significant digits, no trailing noise."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:,.{decimals}f}"
-
-
 def run_title(a: RunAnalysis) -> str:
     """``lab-burst-40m-300m · out · burst · repeat 2`` — what was measured, not the run id."""
     info = a.run
@@ -120,7 +113,7 @@ def _rate_axes(
         ax.axvspan(0, lead, color=COLORS["omitted"], label="omitted (-O)")
     x = np.concatenate(([lead + series.start[0]], lead + series.end))
     y = series.rate * f / scale
-    ax.stairs(y, x, color=COLORS["series"], linewidth=1.6, label="interval rate")
+    ax.stairs(y, x, color=COLORS["series"], linewidth=1.6, label="interval rate", baseline=None)
     for i, seg in enumerate(a.segmentation.segments):
         if seg.core < 2:
             continue
@@ -159,7 +152,7 @@ def _rate_axes(
             color=COLORS["end"],
             ls=":",
             lw=1.5,
-            label=f"burst ends τ* {sig(at)} ± {sig(err, 2)} s",
+            label=f"burst ends τ* {pm(at, err)} s",
         )
     ax.set_xlim(0, series.duration)
     ax.set_ylim(0, max(float(y.max()), 1e-12) * 1.15)
@@ -287,14 +280,21 @@ def overlay_series(
         assert s is not None
         x = np.concatenate(([s.lead_seconds + s.start[0]], s.lead_seconds + s.end))
         name = labels[i] if labels is not None else run_title(a)
-        ax.stairs(s.rate * _factor(a, rate) / scale, x, lw=1.8, label=name, color=f"C{n % 10}")
+        ax.stairs(
+            s.rate * _factor(a, rate) / scale,
+            x,
+            lw=1.8,
+            label=name,
+            color=f"C{n % 10}",
+            baseline=None,  # no drop to 0 at the ends: the run did not stop at 0
+        )
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.set_xlabel("seconds since the test began")
     ax.set_ylabel(f"{label}/s ({rate})")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     if drawable:
-        ax.legend(fontsize=8, loc="best")
+        _legend_outside(ax)
     return to_bytes(fig, fmt)
 
 
@@ -369,8 +369,13 @@ def rate_cdf(
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     if groups:
-        ax.legend(fontsize=8, loc="upper left")
+        _legend_outside(ax)
     return to_bytes(fig, fmt)
+
+
+def _legend_outside(ax: Axes) -> None:
+    """The legend right of the axes: with many series no place inside is free of lines."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 def price_scatter(
@@ -405,8 +410,9 @@ def price_scatter(
     )
     ax.set_xlabel(f"{unit}/s (goodput)")
     ax.set_ylabel("$ per hour")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
+    # room above and to the right for the point labels
+    ax.set_xlim(0, max(fastest / scale, 1e-12) * 1.25)
+    ax.set_ylim(0, max((p for _, p, _, _ in points), default=0.0) * 1.15 or 1.0)
     ax.grid(alpha=0.3)
     return to_bytes(fig, fmt)
 
@@ -433,5 +439,39 @@ def latency_bars(
     ax.set_xlim(0, max([float(v or 0.0) for r in rows for v in r[1:]] + [1.0]) * 1.2)
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend_outside(ax)  # inside, it covers the longest bar's label
+    return to_bytes(fig, fmt)
+
+
+def compare_intervals(
+    rows: Sequence[tuple[str, float, float, float, str]],
+    title: str = "B − A in % of A, with its 95 % interval",
+    fmt: Fmt = "svg",
+) -> bytes:
+    """One line per (group, metric): the difference B − A in % of A as a dot, its interval as a
+    bar, a line at 0; coloured by verdict. ``rows``: (label, diff %, low %, high %, verdict)."""
+    colors = {"better": "#2e7d32", "worse": "#c62828"}
+    fig, axes = _figure(1, 1, height=max(2.4, 0.45 * len(rows) + 1.4))
+    ax = axes[0][0]
+    for k, (_, diff, low, high, verdict) in enumerate(rows):
+        color = colors.get(verdict, "#555555")
+        ax.plot([low, high], [k, k], color=color, lw=3, alpha=0.6, solid_capstyle="butt")
+        ax.plot([diff], [k], "o", color=color, ms=7)
+        ax.annotate(
+            f"{verdict}: {pm(diff, (high - low) / 2)} %",
+            (diff, k),
+            textcoords="offset points",
+            xytext=(0, 9),
+            ha="center",
+            fontsize=8,
+            color=color,
+        )
+    ax.axvline(0, color="#333333", lw=1)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.set_ylim(len(rows) - 0.4, -0.7)  # top to bottom, room above each bar for its verdict
+    reach = max([abs(v) for r in rows for v in r[1:4]] + [1.0])
+    ax.set_xlim(-reach * 1.3, reach * 1.3)
+    ax.set_xlabel("% of A (0 = no difference)")
+    ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
+    ax.grid(axis="x", alpha=0.3)
     return to_bytes(fig, fmt)

@@ -1,8 +1,17 @@
 """Price/performance: $ per sustained and per peak Gbit/s, $/month, and the cheapest type that
 meets a target.
 
-Prices come from a price table (instance type → $/hour; the cloud's shipped table) or from each
-run's ``price_per_hour`` label (lab and SSH hosts). Sustained is what a host keeps up forever
+Where a price comes from, per (instance type, direction) group:
+
+1. ``prices`` passed from Python (instance type → $/hour) wins;
+2. the dated price table (:mod:`netfleet.pricetable`: the shipped table, or the copy ``netfleet
+   cloud prices refresh`` wrote) when every run's hosts carry ``instance_type`` and ``region``
+   labels (cloud hosts do) that are in it;
+3. otherwise the runs' ``price_per_hour`` label (lab and SSH hosts).
+
+Each row carries its source (the table's ``as_of`` date, or the label) and whether the price is
+stale (a table older than :data:`netfleet.pricetable.STALE_AFTER_DAYS`; a label's age is not
+known). Sustained is what a host keeps up forever
 (a credit host's baseline, a steady host's level); peak is its burst level. A type meets a
 target when the *lower end* of its sustained estimate reaches it in every measured direction.
 A month is 730 hours (365 × 24 / 12), the cloud providers' convention.
@@ -10,6 +19,7 @@ A month is 730 hours (365 × 24 / 12), the cloud providers' convention.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -19,12 +29,14 @@ from typing import Any
 from netfleet.analysis import GroupAnalysis
 from netfleet.analysis.estimate import Estimate
 from netfleet.errors import InputError
+from netfleet.pricetable import STALE_AFTER_DAYS, PriceTable, stale_warning
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
 from netfleet.units import parse_rate
 
 HOURS_PER_MONTH = 730.0
 PRICE_LABEL = "price_per_hour"
+REGION_LABEL = "region"
 GBIT = 1e9
 
 
@@ -37,6 +49,11 @@ class PriceRow:
     kind: str
     sustained: Estimate | None
     peak: Estimate | None
+    #: the price table's date (None: a label or a price given from Python)
+    price_as_of: dt.date | None = None
+    #: age of the price in days, and whether that is past the table's staleness limit
+    price_age_days: int | None = None
+    stale: bool | None = None
 
     def per_gbps_hour(self, e: Estimate | None) -> float | None:
         if self.price_per_hour is None or e is None or e.value <= 0:
@@ -61,6 +78,7 @@ class PricePerformance:
             "instance_type", "direction", "kind", "usd_per_hour", "usd_per_month",
             "sustained_gbps", "peak_gbps", "usd_per_sustained_gbps_hour",
             "usd_per_peak_gbps_hour", "usd_per_sustained_gbps_month", "price_source",
+            "price_as_of", "price_age_days", "price_stale",
         ]  # fmt: skip
         rows: list[list[Any]] = []
         for r in self.rows:
@@ -78,6 +96,9 @@ class PricePerformance:
                     r.per_gbps_hour(r.peak),
                     None if ps is None else ps * HOURS_PER_MONTH,
                     r.price_source,
+                    r.price_as_of,
+                    r.price_age_days,
+                    r.stale,
                 ]
             )
         notes = [
@@ -88,6 +109,35 @@ class PricePerformance:
         if self.verdict:
             notes.append(self.verdict)
         return Tabular(columns, rows, title="Price per Gbit/s", notes=notes, decimals=4)
+
+    def report_table(self) -> tuple[Tabular, dict[int, str]]:
+        """The narrower form for people (the HTML/markdown report, terminal tables): people's
+        headers, the price's source with its staleness in one cell, and a flag on each row whose
+        price is stale. JSON and CSV keep :meth:`table`."""
+        t = self.table()
+        keep = {
+            "instance_type": "instance type", "direction": "direction",
+            "usd_per_hour": "$/hour", "usd_per_month": "$/month",
+            "sustained_gbps": "sustained Gbit/s", "peak_gbps": "peak Gbit/s",
+            "usd_per_sustained_gbps_hour": "$/h per sustained Gbit/s",
+            "usd_per_peak_gbps_hour": "$/h per peak Gbit/s",
+            "usd_per_sustained_gbps_month": "$/month per sustained Gbit/s",
+            "price_source": "price from",
+        }  # fmt: skip
+        idx = [t.columns.index(c) for c in keep]
+        flags = {
+            n: f"price {r.price_age_days} days old: refresh the table"
+            for n, r in enumerate(self.rows)
+            if r.stale
+        }
+        src = t.columns.index("price_source")
+        rows = []
+        for row, r in zip(t.rows, self.rows, strict=True):
+            cells = [row[i] for i in idx]
+            if r.stale:  # staleness stays on the row in every human form
+                cells[-1] = f"{row[src]} ({r.price_age_days} days old: stale)"
+            rows.append(cells)
+        return Tabular(list(keep.values()), rows, title=t.title, notes=t.notes), flags
 
     def records(self) -> dict[str, Any]:
         return {
@@ -114,20 +164,55 @@ def _label_price(group: GroupAnalysis) -> tuple[float | None, str]:
     return value, "label"
 
 
+def _table_price(group: GroupAnalysis, table: PriceTable | None) -> float | None:
+    """The table's price when every run's (region, instance type) is in it, and agree."""
+    if table is None or not group.runs:
+        return None
+    found = set()
+    for a in group.runs:
+        region, itype = a.run.labels.get(REGION_LABEL), a.run.labels.get("instance_type")
+        price = table.ec2_hourly(str(region), str(itype)) if region and itype else None
+        if price is None:
+            return None
+        found.add(price)
+    return found.pop() if len(found) == 1 else None
+
+
 def price_rows(
-    groups: Sequence[GroupAnalysis], prices: Mapping[str, float] | None = None
+    groups: Sequence[GroupAnalysis],
+    prices: Mapping[str, float] | None = None,
+    table: PriceTable | None = None,
+    today: dt.date | None = None,
 ) -> list[PriceRow]:
     """One row per (instance type, direction) group."""
     rows = []
     for g in groups:
         itype = str(g.keys.get("instance_type"))
         price, source = _label_price(g)
+        as_of, age, stale = None, None, None
+        listed = _table_price(g, table)
         if prices and itype in prices:
-            price, source = float(prices[itype]), "price table"
+            price, source = float(prices[itype]), "given price table"
+        elif listed is not None and table is not None:
+            price, as_of = listed, table.as_of
+            age = table.age_days(today)
+            stale = age > STALE_AFTER_DAYS
+            source = f"price table as of {table.as_of}"
+        elif price is not None:
+            source = f"{PRICE_LABEL} label"
         r = rates_of(g)
         rows.append(
             PriceRow(
-                itype, str(g.keys.get("direction")), price, source, r.kind, r.sustained, r.peak
+                itype,
+                str(g.keys.get("direction")),
+                price,
+                source,
+                r.kind,
+                r.sustained,
+                r.peak,
+                as_of,
+                age,
+                stale,
             )
         )
     return rows
@@ -176,15 +261,25 @@ def price_performance(
     prices: Mapping[str, float] | None = None,
     target: str | None = None,
     groups: Sequence[GroupAnalysis] | None = None,
+    table: PriceTable | None = None,
+    today: dt.date | None = None,
 ) -> PricePerformance:
-    """The price table of a catalog (or of ``groups`` already analysed)."""
+    """The price table of a catalog (or of ``groups`` already analysed). ``table``: the dated
+    price table (``netfleet.pricetable.load()``); without one only labels and ``prices``
+    count."""
     groups = list(groups) if groups is not None else throughput_groups(catalog_dir, campaigns)
-    rows = price_rows(groups, prices)
+    rows = price_rows(groups, prices, table, today)
     out = PricePerformance(rows)
     if not any(r.price_per_hour is not None for r in rows):
         out.notes.append(
-            f"no prices: give hosts a {PRICE_LABEL} label ($/hour) or pass a price table."
+            f"no prices: cloud hosts need instance_type and {REGION_LABEL} labels found in the "
+            f"price table; other hosts a {PRICE_LABEL} label ($/hour)."
         )
+    if table is not None and any(r.price_as_of is not None for r in rows):
+        out.notes.append(f"price table: {table.source}, as of {table.as_of}.")
+        warn = stale_warning(table, today)
+        if warn:
+            out.notes.append(warn)
     bad = sorted({r.price_source for r in rows if r.price_source.startswith(("conflict", "unre"))})
     out.notes += bad
     if target is not None:

@@ -16,17 +16,21 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, RunAnalysis
 from netfleet.analysis.calculator import BucketModel, plan
 from netfleet.catalog import query
 from netfleet.errors import InputError, NetfleetError
+from netfleet.pricetable import PriceTable
 from netfleet.report import plots
-from netfleet.report.analysis_tables import calc_table, groups_table
+from netfleet.report.analysis_tables import calc_table, estimate_text, groups_table
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
+from netfleet.report.numbers import quantity, sig
 from netfleet.report.price import price_performance
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
@@ -41,6 +45,8 @@ MAX_BURST_HOSTS = 8
 WIDE = 0.25
 #: a cheat-sheet row whose max exceeds this × its min is flagged
 SPREAD = 2.0
+#: appendix columns left out (and said once) when every run has the same value
+SAID_ONCE = frozenset({"campaign", "test", "server", "engine", "status", "repeat"})
 
 
 def _campaign_filter(campaigns: Sequence[str]) -> tuple[str, list[Any]]:
@@ -58,7 +64,7 @@ def _runs_info(catalog: str | os.PathLike[str], campaigns: Sequence[str]) -> Tab
     return query(
         catalog,
         "SELECT campaign, test, client, server, direction, engine, engine_version, status, "  # noqa: S608
-        "started_at, duration_s, labels, run_id, source, netfleet_version, repeat "
+        "started_at, duration_s, labels, run_id, source, netfleet_version, repeat, parallel "
         f"FROM runs WHERE true{cond} ORDER BY started_at",
         params,
     )
@@ -99,23 +105,20 @@ def summary_section(
         scale, unit = (1e9, "Gbit/s") if (r.peak or r.sustained).value >= 1e9 else (1e6, "Mbit/s")  # type: ignore[union-attr]
         if r.kind in BURST_KINDS and r.peak is not None:
             base = (
-                f"baseline {plots.sig(r.sustained.value / scale)} {unit}"
+                f"baseline {quantity(r.sustained.value, unit, scale=scale)}"
                 if r.sustained
                 else ("baseline not reached")
             )
             heads.append(
-                f"{_label(g)}: bursts at {plots.sig(r.peak.value / scale)} {unit}, {base}."
+                f"{_label(g)}: bursts at {quantity(r.peak.value, unit, scale=scale)}, {base}."
             )
         elif r.sustained is not None and r.sustained.err > WIDE * r.sustained.value:
             heads.append(
-                f"{_label(g)}: mean {plots.sig(r.sustained.value / scale)} {unit}, but the runs "
+                f"{_label(g)}: mean {quantity(r.sustained.value, unit, scale=scale)}, but the runs "
                 "disagree widely (no single level; see the cheat sheet and the appendix)."
             )
         elif r.sustained is not None:
-            heads.append(
-                f"{_label(g)}: {plots.sig(r.sustained.value / scale)} ± "
-                f"{plots.sig(r.sustained.err / scale, 2)} {unit} ({r.kind})."
-            )
+            heads.append(f"{_label(g)}: {estimate_text(r.sustained, unit, scale)} ({r.kind}).")
     if heads:
         s.add(
             Paragraph("Headline numbers (receiver goodput, mean over runs):"), Bullets(tuple(heads))
@@ -194,6 +197,13 @@ def cheatsheet_section(
                 f"rates span more than {SPREAD:g}×: a level change too short to classify "
                 "(a burst?); look at the series"
             )
+    if "flag" in sheet.columns:  # the sheet's own flag (adaptive runs) joins the row flags
+        f = sheet.columns.index("flag")
+        for n, row in enumerate(sheet.rows):
+            if row[f]:
+                flags[n] = "; ".join(x for x in (str(row[f]), flags.get(n)) if x)
+        sheet.columns = [c for i, c in enumerate(sheet.columns) if i != f]
+        sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
     if flags:
@@ -257,7 +267,8 @@ def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     s.add(
         Figure(
             "inout",
-            "Out vs in per instance type (burst hosts: the burst level)",
+            "Out vs in per instance type (burst hosts: the burst level; runs too short "
+            "to classify: their mean)",
             plots.inout_bars(rows, fmt="png"),
         ),
         Table(
@@ -353,7 +364,7 @@ def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
                 None if c.peak is None else c.peak.value / 1e6,
                 None if c.bucket is None else c.bucket.value / 1e9,
                 ("≥ " if c.bucket is not None and c.bucket.lower_bound else "")
-                + (f"{at_peak:.1f}" if at_peak else "?"),
+                + (sig(at_peak) if at_peak else "?"),
             ]
         )
     return Tabular(
@@ -380,7 +391,9 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     if not bursts:
         return None
     s = Section("burst", "Burst vs baseline")
-    s.add(Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit")))
+    s.add(
+        Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit", units_in_cells=True))
+    )
     for g in bursts[:MAX_BURST_HOSTS]:
         best = _best_burst_run(g)
         if best is not None:
@@ -450,12 +463,16 @@ def price_section(
     groups: Sequence[GroupAnalysis],
     prices: Mapping[str, float] | None,
     target: str | None,
+    table: PriceTable | None = None,
 ) -> Section | None:
-    pp = price_performance(catalog, groups=groups, prices=prices, target=target)
+    pp = price_performance(catalog, groups=groups, prices=prices, target=target, table=table)
     priced = [r for r in pp.rows if r.price_per_hour is not None]
     if not priced:
         return None
     s = Section("price", "Price per Gbit/s")
+    shown, flags = pp.report_table()
+    shown.title = None  # the section's title says it
+    shown.notes = [n for n in shown.notes if n != pp.verdict]  # said below the plot
     points: dict[str, tuple[str, float, float | None, float | None]] = {}
     for r in priced:
         label = f"{r.instance_type} {r.direction}"
@@ -466,7 +483,7 @@ def price_section(
             r.peak.value if r.peak else None,
         )
     s.add(
-        Table(pp.table(), digits=4),
+        Table(shown, flags),
         Figure(
             "price",
             "Price vs sustained and peak goodput",
@@ -490,16 +507,41 @@ def compare_section(catalog: str | os.PathLike[str], a: str, b: str) -> Section:
         if d.verdict == "too few runs"
     }
     s.add(Table(t, flags))
+    points = [
+        (
+            " · ".join([*(str(v) for v in d.group.values()), d.metric]),
+            100 * d.diff / d.mean_a,
+            100 * d.ci_low / d.mean_a,
+            100 * d.ci_high / d.mean_a,
+            d.verdict,
+        )
+        for d in cmp.rows
+        if d.diff is not None and d.ci_low is not None and d.ci_high is not None and d.mean_a
+    ]
+    if points:
+        s.add(
+            Figure(
+                "compare",
+                f"{b} vs {a}: the difference of means in % of A and its interval; an interval "
+                "across 0 is no significant difference",
+                plots.compare_intervals(points, fmt="png"),
+            )
+        )
     return s
 
 
+def _mean_mbps(a: RunAnalysis) -> float | None:
+    s = a.series
+    if s is None or not s.n or s.seconds.sum() <= 0:
+        return None
+    return float(s.bits.sum() / s.seconds.sum()) / 1e6
+
+
 def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
-    cls = {
-        a.run.run_id: (a.segmentation.classification, a.credit.kind) for g in groups for a in g.runs
-    }
+    analysed = {a.run.run_id: a for g in groups for a in g.runs}
     rows = []
     for r in runs.records():
-        c = cls.get(str(r["run_id"]), (None, None))
+        a = analysed.get(str(r["run_id"]))
         rows.append(
             [
                 r["campaign"],
@@ -508,36 +550,44 @@ def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
                 r["client"],
                 r["server"],
                 r["direction"],
+                r["parallel"],
                 r["engine"],
                 r["status"],
                 r["started_at"],
                 r["duration_s"],
-                c[0],
-                c[1],
+                None if a is None else _mean_mbps(a),
+                None if a is None else a.segmentation.classification,
+                None if a is None else a.credit.kind,
                 r["run_id"],
             ]
         )
+    columns = [
+        "campaign", "test", "repeat", "client", "server", "direction", "streams", "engine",
+        "status", "started_at", "seconds", "goodput_mbps", "class", "credit_kind", "run_id",
+    ]  # fmt: skip
+    notes = [
+        "goodput_mbps: the receiver's mean over the run's non-omitted intervals (throughput "
+        "runs); class and credit_kind: the burst analysis of the run alone (runs shorter than "
+        "a burst look steady)."
+    ]
+    same = [  # a column with one value for every run is said once, in a note
+        i
+        for i, c in enumerate(columns)
+        if c in SAID_ONCE and len(rows) > 1 and len({str(r[i]) for r in rows}) == 1
+    ]
+    started = columns.index("started_at")
+    days = {row[started].date() for row in rows if isinstance(row[started], datetime)}
+    if len(days) == 1:  # one day: the time is enough, the day is said once
+        for row in rows:
+            if isinstance(row[started], datetime):
+                row[started] = row[started].strftime("%H:%M:%S")
+        notes.insert(0, f"started_at: UTC, all on {days.pop().isoformat()}")
+    if same:
+        notes.insert(0, "every run: " + ", ".join(f"{columns[i]} {rows[0][i]}" for i in same))
+        columns = [c for i, c in enumerate(columns) if i not in same]
+        rows = [[v for i, v in enumerate(r) if i not in same] for r in rows]
     return Section("appendix", "Appendix: every run").add(
-        Table(
-            Tabular(
-                [
-                    "campaign",
-                    "test",
-                    "repeat",
-                    "client",
-                    "server",
-                    "direction",
-                    "engine",
-                    "status",
-                    "started_at",
-                    "seconds",
-                    "class",
-                    "credit_kind",
-                    "run_id",
-                ],
-                rows,
-            )
-        )
+        Table(Tabular(columns, rows, notes=notes))
     )
 
 
@@ -570,8 +620,13 @@ def build_document(
     prices: Mapping[str, float] | None = None,
     target: str | None = None,
     title: str | None = None,
+    price_table: PriceTable | None = None,
 ) -> Document:
-    """Every section the data supports, for ``campaigns`` (all when empty)."""
+    """Every section the data supports, for ``campaigns`` (all when empty). ``price_table``:
+    default the dated table :func:`netfleet.pricetable.load` finds (a refreshed copy in the
+    cloud state directory, else the shipped one)."""
+    if price_table is None:
+        price_table = pricetable.load(pricetable.default_state_root())
     runs = _runs_info(catalog_dir, campaigns)
     if not runs.rows:
         raise InputError(
@@ -595,7 +650,7 @@ def build_document(
         advertised_section(groups),
         burst_section(groups),
         latency_section(catalog_dir, campaigns),
-        price_section(catalog_dir, groups, prices, target),
+        price_section(catalog_dir, groups, prices, target, price_table),
         compare_section(catalog_dir, *compare) if compare else None,
         appendix_section(runs, groups),
     ]
