@@ -264,6 +264,16 @@ def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 60) -
     raise AssertionError(f"{campaign}: {n} instances did not come up")
 
 
+def _wait_for_run(results: Path, proc: Any) -> None:
+    """Until the campaign journal says a run started."""
+    deadline = time.monotonic() + 60
+    journal = None
+    while journal is None or "run_started" not in journal.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+        journal = next(results.rglob("aws-credits.jsonl"), None)
+
+
 def _envelopes(root: Path) -> list[dict]:
     found = [p for p in root.rglob("*.json*") if "/d=" in str(p)]
     return [json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text())
@@ -283,12 +293,7 @@ def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_p
             i for i in running if {"Key": "netfleet:campaign", "Value": "aws-credits"} in i["Tags"]
             and i["InstanceType"] == "r4.large"
         )  # fmt: skip
-        journal = next(results.rglob("aws-credits.jsonl"), None)
-        deadline = time.monotonic() + 60
-        while journal is None or "run_started" not in journal.read_text():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.2)
-            journal = next(results.rglob("aws-credits.jsonl"), None)
+        _wait_for_run(results, proc)
         time.sleep(1.5)  # mid-run
         spot.simulate_reclaim(aws.client("ec2", "us-east-1"), client["InstanceId"])
         out, err = proc.communicate(timeout=120)
@@ -328,6 +333,24 @@ def test_kill_9_mid_run_then_resume_releases_everything(fresh: MotoServer, tmp_p
     res = netfleet(tmp_path, "run", "--resume", str(spec), "-r", str(results))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "left acquired" in res.stdout + res.stderr
+    assert_nothing_left("aws-credits", tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+def test_sigterm_mid_run_releases_everything(fresh: MotoServer, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(one_client(tmp_path, 5)), "-r", str(results),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for_run(results, proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
     assert_nothing_left("aws-credits", tmp_path)
 
 

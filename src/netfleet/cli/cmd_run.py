@@ -137,7 +137,8 @@ def run(
     if cloud and result.ok:
         from netfleet.cloud import runs
 
-        sheet, cost = runs.summary(spec, root.url, priced)
+        ids = [e.run_id for e in result.envelopes]
+        sheet, cost = runs.summary(spec, root.url, priced, ids)
         emit(sheet, OutputFormat.table)
         console.print(plain(cost))
     if result.failed or result.kept_failed:

@@ -43,10 +43,15 @@ def plan_cost(
 
 
 def summary(
-    spec: CampaignSpec, results: str, priced: costs.Priced | None, catalog: Path | None = None
+    spec: CampaignSpec,
+    results: str,
+    priced: costs.Priced | None,
+    run_ids: list[str],
+    catalog: Path | None = None,
 ) -> tuple[Tabular, str]:
-    """After the run: ingest the results, the cheat sheet by instance type and direction with
-    measured ÷ advertised, and the cost line of what this session held."""
+    """After the run: ingest the results, the cheat sheet of this session's runs (``run_ids``)
+    by instance type and direction with measured ÷ advertised, and the cost line of what this
+    session held."""
     from netfleet.catalog import ingest
     from netfleet.cloud.provider import AwsProvider
     from netfleet.hosts.registry import get_provider
@@ -57,7 +62,13 @@ def summary(
     assert cs is not None
     catalog = catalog or default_root() / cs.campaign / "catalog"
     ingest(open_root(results), catalog)
-    tab = cheatsheet(catalog, group_by=("instance_type", "direction"), campaign=spec.campaign)
+    quoted = ", ".join("'" + r.replace("'", "''") + "'" for r in run_ids) or "NULL"
+    tab = cheatsheet(
+        catalog,
+        group_by=("instance_type", "direction"),
+        campaign=spec.campaign,
+        where=f"run_id IN ({quoted})",
+    )
     provider = get_provider("aws")
     held: list[tuple[str, float]] = []
     if isinstance(provider, AwsProvider):
