@@ -137,8 +137,8 @@ def run(
     if cloud and result.ok:
         from netfleet.cloud import runs
 
-        ids = [e.run_id for e in result.envelopes]
-        sheet, cost = runs.summary(spec, root.url, priced, ids)
+        since = min(e.started_at for e in result.envelopes)
+        sheet, cost = runs.summary(spec, root.url, priced, since)
         emit(sheet, OutputFormat.table)
         console.print(plain(cost))
     if result.failed or result.kept_failed:

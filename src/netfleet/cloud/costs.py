@@ -27,13 +27,15 @@ def spot_prices(cs: CloudSpec) -> tuple[dict[str, float] | None, str | None]:
     """Current spot prices for a spot campaign (DescribeSpotPriceHistory), or a note why not."""
     if cs.market != "spot":
         return None, None
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
     from netfleet import aws
     from netfleet.cloud import spot
 
+    quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
     try:
-        ec2 = aws.client("ec2", cs.region)
+        ec2 = aws.client("ec2", cs.region, config=quick)  # a plan must not hang offline
         found = spot.current_prices(
             ec2, cs.availability_zone, sorted({f.instance_type for f in cs.fleets})
         )
@@ -72,7 +74,7 @@ def plan(
         + (
             "unknown (no price for " + ", ".join(est.unknown) + ")"
             if est.usd is None
-            else f"${est.usd:.2f} USD"
+            else usd(est.usd) + " USD"
         ),
         f"prices: {table.source}, as of {table.as_of}",
     ]
@@ -138,6 +140,10 @@ def billed(
     return (None if unknown else usd), hours, unknown
 
 
+def usd(amount: float) -> str:
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.6f}"
+
+
 def cost_line(
     table: prices.PriceTable,
     region: str,
@@ -146,14 +152,23 @@ def cost_line(
     estimate_usd: float | None,
     spot: dict[str, float] | None = None,
 ) -> str:
-    usd, hours, unknown = billed(table, region, held, spot)
+    """One line: what the session's instances were held for and what that costs."""
+    total, hours, unknown = billed(table, region, held, spot)
     secs = sum(s for _, s in held)
-    what = "unknown (no price for " + ", ".join(sorted(set(unknown))) + ")" if usd is None else ""
-    if usd is not None:
-        what = f"${usd:.4f} USD"
-    est = "" if estimate_usd is None else f"; estimated before launch: ${estimate_usd:.2f}"
+    what = (
+        "unknown (no price for " + ", ".join(sorted(set(unknown))) + ")"
+        if total is None
+        else usd(total) + " USD"
+    )
+    est = "" if estimate_usd is None else f"; estimated before launch: {usd(estimate_usd)}"
+    spotted = sorted({t for t, _ in held} & set(spot or {}))
+    source = f"{table.source}, as of {table.as_of}"
+    if spotted:
+        source = f"current spot price (DescribeSpotPriceHistory) for {', '.join(spotted)}" + (
+            "; the rest: " + source if len(spotted) < len({t for t, _ in held}) else ""
+        )
     return (
         f"cost: {len(held)} instances ({market}) held {secs / 60:.1f} min in all, "
         f"{hours:.3f} instance-hours billed (per second, {prices.MIN_BILLED_S:g} s minimum) "
-        f"= {what}{est}; prices: {table.source}, as of {table.as_of}"
+        f"= {what}{est}; prices: {source}"
     )

@@ -8,6 +8,7 @@ summarises.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from netfleet.cloud import costs, prices
@@ -46,12 +47,12 @@ def summary(
     spec: CampaignSpec,
     results: str,
     priced: costs.Priced | None,
-    run_ids: list[str],
+    since: str,
     catalog: Path | None = None,
 ) -> tuple[Tabular, str]:
-    """After the run: ingest the results, the cheat sheet of this session's runs (``run_ids``)
-    by instance type and direction with measured ÷ advertised, and the cost line of what this
-    session held."""
+    """After the run: ingest the results, the cheat sheet of this session's runs (those that
+    started at or after ``since``, the first one's ISO ``started_at``) by instance type and
+    direction with measured ÷ advertised, and the cost line of what this session held."""
     from netfleet.catalog import ingest
     from netfleet.cloud.provider import AwsProvider
     from netfleet.hosts.registry import get_provider
@@ -62,12 +63,12 @@ def summary(
     assert cs is not None
     catalog = catalog or default_root() / cs.campaign / "catalog"
     ingest(open_root(results), catalog)
-    quoted = ", ".join("'" + r.replace("'", "''") + "'" for r in run_ids) or "NULL"
+    start = dt.datetime.fromisoformat(since.replace("Z", "+00:00")).astimezone(dt.UTC)
     tab = cheatsheet(
         catalog,
         group_by=("instance_type", "direction"),
         campaign=spec.campaign,
-        where=f"run_id IN ({quoted})",
+        where=f"started_at >= TIMESTAMP '{start:%Y-%m-%d %H:%M:%S.%f}'",  # this session's runs
     )
     provider = get_provider("aws")
     held: list[tuple[str, float]] = []
