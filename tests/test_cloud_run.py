@@ -315,15 +315,21 @@ def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_p
     (env,) = _envelopes(results)
     assert env["status"] == "interrupted", env["reason"]
     assert env["reason"].startswith("interrupted by spot reclaim"), env["reason"]
+    # labelled from DescribeInstanceTypes: "Up to" → burstable (the adaptive stop's default)
+    labels = env["client"]["labels"]
+    assert labels["instance_type"] == "r4.large" and labels["burstable"] == "true"
+    assert labels["network_performance"].startswith("Up to") and labels["baseline_gbps"] == "0.75"
+    assert env["server"]["labels"]["burstable"] == "false"  # c5n.18xlarge: "100 Gigabit"
     assert_nothing_left("aws-credits", tmp_path)
 
 
 @ROOT
 @pytest.mark.netns
-def test_kill_9_mid_run_then_resume_releases_everything(fresh: MotoServer, tmp_path: Path) -> None:
-    """SIGKILL skips every `finally`: the next `netfleet run --resume` releases the dead
-    session's leases (instances by lease tag, the network by ordered teardown, the sim lab)
-    before it acquires its own, and releases those at its end."""
+def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path: Path) -> None:
+    """SIGKILL skips every `finally`: `netfleet cloud destroy` removes the AWS resources from the
+    cloud journal alone, and the next `netfleet run --resume` releases the dead session's leases
+    (instances: gone; network: nothing live; the sim lab: taken down) before it acquires its
+    own, and releases those at its end."""
     spec = one_client(tmp_path, 1)
     results = tmp_path / "results"
     proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
@@ -340,6 +346,12 @@ def test_kill_9_mid_run_then_resume_releases_everything(fresh: MotoServer, tmp_p
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert left("aws-credits")["instances"] == 2
+    # the AWS side from the cloud intent journal alone …
+    res = netfleet(tmp_path, "cloud", "destroy", "aws-credits",
+                   "--state-dir", str(tmp_path / "cloud"))  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not any(left("aws-credits").values())
+    # … and the next run releases every lease the dead session left open (the lab too)
     res = netfleet(tmp_path, "run", "--resume", str(spec), "-r", str(results))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "left acquired" in res.stdout + res.stderr
