@@ -376,6 +376,21 @@ def test_sigterm_mid_run_releases_everything(fresh: MotoServer, tmp_path: Path) 
     assert_nothing_left("aws-credits", tmp_path)
 
 
+@ROOT
+@pytest.mark.netns
+def test_sigterm_while_launching_releases_what_was_launched(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NETFLEET_FAULT_AT sends SIGTERM right after the first RunInstances: the pool releases
+    the instance and the network the half-done acquire recorded, and the run exits 130."""
+    monkeypatch.setenv("NETFLEET_FAULT_AT", "after:instance")
+    monkeypatch.setenv("NETFLEET_FAULT_SIGNAL", "TERM")
+    res = netfleet(tmp_path, "run", str(one_client(tmp_path, 1)), "-r", str(tmp_path / "r"))
+    assert res.returncode == 130, res.stdout + res.stderr
+    assert "interrupted: 0 of 1 runs" in res.stderr
+    assert_nothing_left("aws-credits", tmp_path)
+
+
 # -- SSH with the pinned host key -----------------------------------------------------------------
 @ROOT
 @pytest.mark.netns
