@@ -110,7 +110,7 @@ class AwsProvider(Provider):
     # -- acquire ---------------------------------------------------------------------------
     async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Acquired]:
         settings = requests[0].spec.cloud
-        if any(r.spec.cloud != settings for r in requests):
+        if settings is None or any(r.spec.cloud != settings for r in requests):
             raise HostError("aws hosts of one campaign must share its cloud block")
         cs = CloudSpec.of_hosts(settings, [(r.spec.instance_type, r.spec.role) for r in requests])
         root = self.root()

@@ -22,7 +22,7 @@ from netfleet.tabular import Tabular
 def cloud_spec(spec: CampaignSpec) -> CloudSpec | None:
     """The launch plan of a campaign's aws hosts (None: it has none)."""
     hosts = [h for h in spec.hosts.values() if isinstance(h, AwsHostSpec)]
-    if not hosts:
+    if not hosts or hosts[0].cloud is None:
         return None
     return CloudSpec.of_hosts(hosts[0].cloud, [(h.instance_type, h.role) for h in hosts])
 

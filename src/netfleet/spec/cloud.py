@@ -125,7 +125,9 @@ class AwsHostSpec(_Strict):
     instance_type: str = Field(pattern=TYPE_RE)
     role: Role = "peer"
     labels: dict[str, LabelValue] = Field(default_factory=dict)
-    cloud: AwsSettings = Field(description="filled in from the spec's `cloud:` block")
+    cloud: AwsSettings | None = Field(
+        None, description="filled in from the campaign's `cloud:` block (do not write it)"
+    )
 
     _labels = field_validator("labels")(_check_labels)
 
