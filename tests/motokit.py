@@ -91,3 +91,10 @@ def moto_server(monkeypatch: pytest.MonkeyPatch | None = None) -> Iterator[MotoS
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    """One moto server per test module (import this fixture into the module)."""
+    with moto_server() as srv:
+        yield srv

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,10 @@ from netfleet.cloud.journal import Journal, client_token
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.cloud.userdata import render
 from netfleet.errors import InputError
-from tests.motokit import MotoServer, moto_server
+from tests import motokit
+from tests.motokit import MotoServer
+
+moto = motokit.moto  # one moto server for the module
 
 SPEC = {
     "campaign": "nf-test",
@@ -35,12 +37,6 @@ SPEC = {
     ],
     "duration_minutes": 5,
 }
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[MotoServer]:
-    with moto_server() as srv:
-        yield srv
 
 
 @pytest.fixture
@@ -127,7 +123,7 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
 
 
 def test_cost_guard_and_stale_prices() -> None:
-    from netfleet.cli.cmd_cloud import guard
+    from netfleet.cloud.costs import guard
 
     table = prices.load(None)
     est = prices.estimate(table, "us-east-1", [("r4.large", 4)], duration_minutes=52)

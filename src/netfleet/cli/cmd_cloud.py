@@ -4,7 +4,6 @@ sub-app in cli/main.py as ``app.add_typer(cmd_cloud.app, name="cloud")``)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import signal
 from pathlib import Path
 from typing import Annotated
@@ -15,10 +14,10 @@ from rich.markup import escape
 from netfleet import aws
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, emit
-from netfleet.cloud import prices, teardown
+from netfleet.cloud import costs, prices, teardown
 from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.journal import CLOUD_DIR_ENV, default_root
 from netfleet.cloud.provision import Provisioner
-from netfleet.errors import InputError
 from netfleet.report import OutputFormat, Tabular
 from netfleet.spec.yamlsrc import load_model
 
@@ -28,7 +27,6 @@ app = typer.Typer(
 prices_app = typer.Typer(help="The dated EC2/Fargate price table.", no_args_is_help=True)
 app.add_typer(prices_app, name="prices")
 
-CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
 StateOpt = Annotated[
     Path | None,
     typer.Option(
@@ -45,84 +43,22 @@ def _sigterm_as_interrupt(signum: int, frame: object) -> None:
 
 
 def state_root(opt: Path | None) -> Path:
-    if opt:
-        return opt
-    env = os.environ.get(CLOUD_DIR_ENV)
-    return Path(env) if env else Path.home() / ".local" / "state" / "netfleet" / "cloud"
+    return opt or default_root()
 
 
 def _load(spec: Path) -> CloudSpec:
     return load_model(CloudSpec, spec, what="cloud campaign")
 
 
-def _plan_table(cs: CloudSpec, table: prices.PriceTable) -> tuple[Tabular, prices.Estimate]:
-    est = prices.estimate(
-        table, cs.region, [(f.instance_type, f.count) for f in cs.fleets], cs.duration_minutes
-    )
-    rows = []
-    for f in cs.fleets:
-        p = table.ec2_hourly(cs.region, f.instance_type)
-        rows.append(
-            [
-                f.instance_type,
-                f.role,
-                f.count,
-                p,
-                None if p is None else round(p * f.count * est.hours_each, 4),
-            ]
-        )
-    notes = [
-        f"{est.instances} instances in {cs.region}, {est.hours_each * 60:.0f} min each "
-        "(duration + 8 min boot/teardown overhead)",
-        "estimated cost: "
-        + (
-            "unknown (no price for " + ", ".join(est.unknown) + ")"
-            if est.usd is None
-            else f"${est.usd:.2f} USD"
-        ),
-        f"prices: {table.source}, as of {table.as_of}",
-    ]
-    if cs.market == "spot":
-        notes.append("spot: estimate uses on-demand prices (an upper bound)")
-    return Tabular(
-        ["instance_type", "role", "count", "usd_per_hour", "usd"],
-        rows,
-        title=f"cloud plan {cs.campaign}",
-        notes=notes,
-    ), est
-
-
 @app.command()
 def plan(spec: SpecArg, state_dir: StateOpt = None, fmt: FormatOpt = OutputFormat.table) -> None:
     """Estimated cost and instance count (nothing is launched)."""
     cs = _load(spec)
-    table = prices.load(state_root(state_dir))
-    tab, _ = _plan_table(cs, table)
-    warn = prices.stale_warning(table)
-    if warn:
-        tab.notes.append("warning: " + warn)
-    emit(tab, fmt)
-
-
-def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool) -> None:
-    """Refuse above --max-cost / --max-instances unless --yes."""
-    if yes:
-        return
-    if est.instances > max_instances:
-        raise InputError(
-            f"{est.instances} instances exceed --max-instances {max_instances}",
-            hint="raise --max-instances or pass --yes",
-        )
-    if est.usd is None:
-        raise InputError(
-            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
-            hint="run `netfleet cloud prices refresh` or pass --yes",
-        )
-    if est.usd > max_cost:
-        raise InputError(
-            f"estimated ${est.usd:.2f} exceeds --max-cost ${max_cost:.2f}",
-            hint="raise --max-cost or pass --yes",
-        )
+    spot, why = costs.spot_prices(cs)
+    priced = costs.plan(cs, prices.load(state_root(state_dir)), spot=spot)
+    if why:
+        priced.table.notes.append(why)
+    emit(priced.table, fmt)
 
 
 MaxCost = Annotated[float, typer.Option("--max-cost", help="refuse above this estimate (USD)")]
@@ -148,8 +84,8 @@ def up(
     """Reap expired leftovers, then launch the campaign's machines (torn down on any error)."""
     cs = _load(spec)
     root = state_root(state_dir)
-    _, est = _plan_table(cs, prices.load(root))
-    guard(est, max_cost, max_instances, yes)
+    spot, _ = costs.spot_prices(cs)
+    costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
     teardown.reap(root, [cs.region], dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)

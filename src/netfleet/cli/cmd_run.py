@@ -99,20 +99,47 @@ def run(
         int | None,
         typer.Option("--concurrency", "-j", min=1, help="runs at once at most (default: spec)"),
     ] = None,
+    max_cost: Annotated[
+        float, typer.Option("--max-cost", help="cloud: refuse above this estimate (USD)")
+    ] = 5.0,
+    max_instances: Annotated[
+        int, typer.Option("--max-instances", help="cloud: refuse above this many instances")
+    ] = 10,
+    yes: Annotated[bool, typer.Option("--yes", help="cloud: launch even above the limits")] = False,
 ) -> None:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends. Exit 3 if any run
     failed (each failure is stored with its reason)."""
     spec = load_spec(spec_path)
     root = open_root(results_url(results, spec.results))
-    if dry_run:
+    cloud = any(h.kind == "aws" for h in spec.hosts.values())
+    priced = None
+    if dry_run or cloud:
         from netfleet import api
         from netfleet.report.plan import plan_table
 
-        emit(plan_table(api.plan(spec_path)), OutputFormat.table)
-        return
+        the_plan = api.plan(spec_path)
+        if dry_run:
+            emit(plan_table(the_plan), OutputFormat.table)
+        if cloud:  # the cost guard: refuse before anything is launched
+            from netfleet.cloud import costs, runs
+
+            priced = runs.plan_cost(spec, the_plan.estimated_seconds)
+            assert priced is not None
+            emit(priced.table, OutputFormat.table)
+            if not dry_run:
+                costs.guard(priced.estimate, max_cost, max_instances, yes)
+        if dry_run:
+            return
     result = execute_campaign(
         spec, root, state_dir, resume=resume, install=install, concurrency=concurrency
     )
+    if cloud and result.ok:
+        from netfleet.cloud import runs
+
+        since = min(e.started_at for e in result.envelopes)
+        sheet, cost = runs.summary(spec, root.url, priced, since)
+        emit(sheet, OutputFormat.table)
+        console.print(plain(cost))
     if result.failed or result.kept_failed:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))

@@ -32,4 +32,12 @@ def plan(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
-    emit(plan_table(api.plan(spec)), fmt)
+    the_plan = api.plan(spec)
+    emit(plan_table(the_plan), fmt)
+    cloud = any(h.kind == "aws" for h in the_plan.spec.hosts.values())
+    if cloud and fmt == OutputFormat.table:  # what launching would cost
+        from netfleet.cloud.runs import plan_cost
+
+        priced = plan_cost(the_plan.spec, the_plan.estimated_seconds)
+        if priced is not None:
+            emit(priced.table, fmt)

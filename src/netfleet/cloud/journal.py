@@ -18,11 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from netfleet.errors import InputError
+from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
 
-CAMPAIGN_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw)-[0-9a-zA-Z]{1,40}$")
 KINDS = ("vpc", "subnet", "security-group", "key-pair", "placement-group", "instance")
+
+
+#: where intent journals, keys, known_hosts and refreshed prices live (``--state-dir`` wins)
+CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
+
+
+def default_root() -> Path:
+    env = os.environ.get(CLOUD_DIR_ENV)
+    return Path(env) if env else Path.home() / ".local" / "state" / "netfleet" / "cloud"
 
 
 def check_campaign(name: str) -> str:

@@ -105,13 +105,15 @@ def estimate(
     types: list[tuple[str, int]],
     duration_minutes: float,
     overhead_minutes: float = 8.0,
+    override: dict[str, float] | None = None,
 ) -> Estimate:
-    """instances × (duration + boot/teardown overhead) × price."""
+    """instances × (duration + boot/teardown overhead) × price (``override``: $/h per type that
+    wins over the table, e.g. current spot prices)."""
     hours = max(duration_minutes + overhead_minutes, MIN_BILLED_S / 60) / 60
     total, unknown, n = 0.0, [], 0
     for itype, count in types:
         n += count
-        price = table.ec2_hourly(region, itype)
+        price = (override or {}).get(itype, table.ec2_hourly(region, itype))
         if price is None:
             unknown.append(itype)
         else:

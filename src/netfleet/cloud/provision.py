@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet import aws
+from netfleet import aws, durable
 from netfleet.cloud import catalogue, faults, hostkeys, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
@@ -51,15 +51,33 @@ class CloudHost:
     labels: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Network:
+    """What a campaign's instances share (created by :meth:`Provisioner.prepare`)."""
+
+    vpc_id: str
+    subnet_id: str
+    sg_id: str
+    az: str
+    group: str | None
+
+
 @dataclass
 class Provisioner:
     spec: CloudSpec
     state_root: Path
     now: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     poll_s: float = 0.2
+    #: mixed into every client token: a later session of the same campaign gets new resources
+    #: (AWS answers a repeated RunInstances token with the first, by then terminated, instance)
+    session: str = ""
 
     def __post_init__(self) -> None:
         self.journal = Journal(self.state_root, self.spec.campaign)
+        self.identity = self.journal.dir / "id_ed25519"
+        self.known_hosts = self.journal.dir / "known_hosts"
+        self.network: Network | None = None
+        self._pinned: list[str] = []
         self.ec2 = aws.client("ec2", self.spec.region)
         self.expires_at = self.now + dt.timedelta(minutes=self.spec.expires_after_minutes)
         self.catalogue: dict[str, InstanceInfo] = {}
@@ -79,15 +97,28 @@ class Provisioner:
 
     def _step(self, kind: str, key: str, create: Any) -> str:
         region = self.spec.region
-        token = self.journal.intent(kind, region, key)
+        token = self.journal.intent(kind, region, f"{key}#{self.session}" if self.session else key)
         faults.point(f"before:{kind}")
         rid = str(create(token))
         faults.point(f"after:{kind}")
-        self.journal.created(kind, region, key, rid)
+        self.journal.created(kind, region, f"{key}#{self.session}" if self.session else key, rid)
         return rid
 
     # -- acquire ---------------------------------------------------------------------------
     def acquire(self) -> list[CloudHost]:
+        """The network, then every fleet's instances (``netfleet cloud up``)."""
+        self.prepare()
+        hosts = []
+        for fleet in self.spec.fleets:
+            for i in range(fleet.count):
+                name = f"{fleet.role}-{fleet.instance_type.replace('.', '-')}-{i}"
+                hosts.append(self.launch(name, fleet.role, fleet.instance_type))
+        faults.point("after:acquire")
+        return hosts
+
+    def prepare(self) -> None:
+        """Look the types up, then create what the instances share: VPC, subnet, security
+        group, key pair and (placement ``cluster``) a placement group."""
         spec = self.spec
         self.catalogue = catalogue.describe(self.ec2, [f.instance_type for f in spec.fleets])
         unknown = {f.instance_type for f in spec.fleets} - set(self.catalogue)
@@ -111,8 +142,7 @@ class Provisioner:
             )
         sg_id = self._step("security-group", "main", lambda t: self._create_sg(vpc_id, t))
         client_key = hostkeys.generate(resource_name(spec.campaign))
-        identity = self.journal.dir / "id_ed25519"
-        hostkeys.write_private(identity, client_key)
+        hostkeys.write_private(self.identity, client_key)
         self._step(
             "key-pair",
             "main",
@@ -123,33 +153,30 @@ class Provisioner:
             )["KeyName"],
         )
         group = self._placement_group() if spec.placement == "cluster" else None
-        known_hosts = self.journal.dir / "known_hosts"
-        hosts: list[CloudHost] = []
-        pinned: list[str] = []
-        for fleet in spec.fleets:
-            info = self.catalogue[fleet.instance_type]
-            ami = spec.ami or self._ami(info)
-            for i in range(fleet.count):
-                name = f"{fleet.role}-{fleet.instance_type.replace('.', '-')}-{i}"
-                host_key = hostkeys.generate(name)
-                iid = self._step(
-                    "instance",
-                    name,
-                    lambda t, hk=host_key, info=info, ami=ami: self._run_instance(
-                        info, ami, subnet_id, sg_id, az, group, hk, t
-                    ),
-                )
-                hosts.append(self._wait_host(iid, name, fleet.role, info, identity, known_hosts))
-                pinned.append(
-                    hostkeys.known_hosts_line(hosts[-1].private_ip, host_key.public_openssh)
-                )
-                if hosts[-1].public_ip:
-                    pinned.append(
-                        hostkeys.known_hosts_line(hosts[-1].public_ip, host_key.public_openssh)
-                    )
-                known_hosts.write_text("\n".join(pinned) + "\n")
-        faults.point("after:acquire")
-        return hosts
+        self.network = Network(vpc_id, subnet_id, sg_id, az, group)
+        self._pinned = []
+
+    def launch(
+        self, name: str, role: str, instance_type: str, extra_tags: dict[str, str] | None = None
+    ) -> CloudHost:
+        """One instance with its own generated host key, pinned in known_hosts once it runs."""
+        net = self.network
+        if net is None:
+            raise EnvironmentProblem("launch before prepare: no network for the instances")
+        info = self.catalogue[instance_type]
+        ami = self.spec.ami or self._ami(info)
+        host_key = hostkeys.generate(name)
+        iid = self._step(
+            "instance",
+            name,
+            lambda t: self._run_instance(info, ami, net, host_key, t, extra_tags or {}),
+        )
+        host = self._wait_host(iid, name, role, info, self.identity, self.known_hosts)
+        self._pinned.append(hostkeys.known_hosts_line(host.private_ip, host_key.public_openssh))
+        if host.public_ip:
+            self._pinned.append(hostkeys.known_hosts_line(host.public_ip, host_key.public_openssh))
+        durable.atomic_write(self.known_hosts, ("\n".join(self._pinned) + "\n").encode())
+        return host
 
     def _placement_group(self) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
@@ -206,16 +233,14 @@ class Provisioner:
         self,
         info: InstanceInfo,
         ami: str,
-        subnet_id: str,
-        sg_id: str,
-        az: str,
-        group: str | None,
+        net: Network,
         host_key: hostkeys.KeyPair,
         token: str,
+        extra_tags: dict[str, str],
     ) -> str:
-        placement: dict[str, str] = {"AvailabilityZone": az}
-        if group:
-            placement["GroupName"] = group
+        placement: dict[str, str] = {"AvailabilityZone": net.az}
+        if net.group:
+            placement["GroupName"] = net.group
         kwargs: dict[str, Any] = {}
         if self.spec.market == "spot":
             kwargs["InstanceMarketOptions"] = {
@@ -225,7 +250,11 @@ class Provisioner:
                     "InstanceInterruptionBehavior": "terminate",
                 },
             }
-        tags = self.tag_spec("instance", token) + self.tag_spec("volume", token)
+        extra = [{"Key": k, "Value": v} for k, v in extra_tags.items()]
+        tags = [
+            {"ResourceType": kind, "Tags": self.tags(token) + extra}
+            for kind in ("instance", "volume")
+        ]
         if self.spec.market == "spot":
             tags += self.tag_spec("spot-instances-request", token)
         resp = self.ec2.run_instances(
@@ -234,8 +263,8 @@ class Provisioner:
             MinCount=1,
             MaxCount=1,
             KeyName=resource_name(self.spec.campaign),
-            SubnetId=subnet_id,
-            SecurityGroupIds=[sg_id],
+            SubnetId=net.subnet_id,
+            SecurityGroupIds=[net.sg_id],
             Placement=placement,
             ClientToken=token,
             InstanceInitiatedShutdownBehavior="terminate",

@@ -6,7 +6,8 @@ Scale: rate × ``rate`` (default 1/20) and time × ``time`` (1/20), hence a cred
 ``peak``, and a ``bucket`` from :data:`CREDIT_GBIT` — seed 004's measured r4 credits; for other
 burstable families no credit size is documented, so :data:`DEFAULT_CREDIT_S` seconds at peak
 is assumed and the host is labelled ``credit_source: assumed``. Steady types get ``rate`` only.
-Both directions are shaped (AWS limits in and out separately).
+Both directions are shaped (AWS limits in and out separately). tbf holds at most
+270 s of its base rate: a bucket above that is capped and labelled ``credit_source: capped``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from netfleet.cloud.catalogue import InstanceInfo
-from netfleet.lab.models import LabSpec
+from netfleet.lab.models import TBF_MAX_BUCKET_SECONDS, LabSpec
 
 #: Gbit of network credit per type, seed 004 (r4 family, "Up to 10 Gigabit")
 CREDIT_GBIT = {"r4.large": 2700.0, "r4.xlarge": 5145.0, "r4.2xlarge": 8925.0, "r4.4xlarge": 11950.0}
@@ -28,15 +29,27 @@ def shaper(info: InstanceInfo, rate_scale: float, time_scale: float) -> dict[str
     rate_mbit = info.baseline_gbps * 1000 * rate_scale
     if not info.burstable or not info.peak_gbps or info.peak_gbps <= info.baseline_gbps:
         return {"rate": f"{rate_mbit:g}mbit"}
-    credit_gbit = CREDIT_GBIT.get(
-        info.instance_type, (info.peak_gbps - info.baseline_gbps) * DEFAULT_CREDIT_S
-    )
-    bucket_mbit = credit_gbit * 1000 * rate_scale * time_scale
+    bucket_mbit = credit_gbit(info) * 1000 * rate_scale * time_scale
+    # tbf cannot hold more than TBF_MAX_BUCKET_SECONDS at the base rate (it would wrap): a
+    # small-baseline type (t3.micro: 64 Mbit/s) gets the largest bucket tbf can keep
+    bucket_mbit = min(bucket_mbit, rate_mbit * TBF_MAX_BUCKET_SECONDS * 0.95)
     return {
         "rate": f"{rate_mbit:g}mbit",
         "peak": f"{info.peak_gbps * 1000 * rate_scale:g}mbit",
         "bucket": f"{bucket_mbit:g}mbit",
     }
+
+
+def credit_gbit(info: InstanceInfo) -> float:
+    """Seed 004's measured credit, else DEFAULT_CREDIT_S at (peak - baseline)."""
+    assert info.baseline_gbps and info.peak_gbps
+    assumed = (info.peak_gbps - info.baseline_gbps) * DEFAULT_CREDIT_S
+    return CREDIT_GBIT.get(info.instance_type, assumed)
+
+
+def _capped(info: InstanceInfo, time_scale: float) -> bool:
+    base = info.baseline_gbps or 0.0
+    return credit_gbit(info) * time_scale > base * TBF_MAX_BUCKET_SECONDS * 0.95
 
 
 def lab_spec(
@@ -54,6 +67,8 @@ def lab_spec(
         labels: dict[str, Any] = {**info.labels(), **extra}
         if info.burstable and info.instance_type not in CREDIT_GBIT:
             labels["credit_source"] = "assumed"
+        if shaping and "bucket" in shaping and _capped(info, time_scale):
+            labels["credit_source"] = "capped (tbf limit)"
         entry: dict[str, Any] = {"labels": labels}
         if shaping:
             entry["out"] = shaping

@@ -110,6 +110,12 @@ class Host(ABC):
     async def close(self) -> None:  # noqa: B027 — optional hook, most kinds hold nothing
         """Release what the host holds open (SSH connections). The host stays usable."""
 
+    def lost(self) -> str | None:
+        """Why the machine behind this host was taken away under the campaign (e.g. "interrupted
+        by spot reclaim: …"), else None. A run that fails on such a host is recorded as
+        *interrupted* with this reason, not *failed*."""
+        return None
+
     async def run(self, argv: list[str], timeout: float = 30) -> CommandResult:
         """Run to completion; HostError if it cannot start or outlives ``timeout``."""
         proc = await self.start(argv)

@@ -22,6 +22,7 @@ PROVIDERS: dict[str, str] = {
     "local": "netfleet.hosts.local:LocalProvider",
     "netns": "netfleet.hosts.netns:NetnsProvider",
     "ssh": "netfleet.hosts.ssh:SshProvider",
+    "aws": "netfleet.cloud.provider:AwsProvider",  # owning: EC2 instances (docs/cloud.md)
 }
 
 _registered: dict[str, Callable[[], Provider]] = {}

@@ -4,6 +4,7 @@ what was measured, in which unit and rate basis, and what was left out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,4 +70,45 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
         f"{d.side} side",
         notes=notes,
+    )
+
+
+def with_advertised(
+    tab: Tabular,
+    key: str,
+    advertised: Mapping[str, tuple[float | None, float | None]],
+    *,
+    scale: float = 1.0,
+    stat: str = "p50",
+) -> Tabular:
+    """The cheat sheet with what the provider advertises for each group's ``key`` (e.g.
+    ``instance_type`` → (baseline, peak) in Gbit/s, AWS's DescribeInstanceTypes) and
+    ``stat ÷ baseline``. ``scale``: the lab's rate scale when the hosts are simulated (the
+    advertised figures are scaled by it before dividing, and a note says so). Needs the table
+    in Gbit/s."""
+    if key not in tab.columns or stat not in tab.columns:
+        return tab
+    k, s = tab.columns.index(key), tab.columns.index(stat)
+    rows = []
+    for row in tab.rows:
+        base, peak = advertised.get(str(row[k]), (None, None))
+        adv = None if base is None else base * scale
+        top = None if peak is None else peak * scale
+        ratio = None if not adv or row[s] is None else round(float(row[s]) / adv, 3)
+        to_peak = None if not top or row[s] is None else round(float(row[s]) / top, 3)
+        rows.append([*row, adv, top, ratio, to_peak])
+    notes = list(tab.notes)
+    notes.append(
+        f"advertised = the provider's baseline / peak for the {key} (Gbit/s"
+        + (f", × {scale:g}: the simulated lab's rate scale" if scale != 1 else "")
+        + f"); {stat}÷base, {stat}÷peak = measured {stat} ÷ advertised baseline, peak (empty: "
+        "not advertised). A burstable type runs near its peak while credits last, then at its "
+        "baseline: a short run of one measures the burst."
+    )
+    return Tabular(
+        columns=[*tab.columns, "adv_base", "adv_peak", f"{stat}÷base", f"{stat}÷peak"],
+        rows=rows,
+        title=tab.title,
+        notes=notes,
+        decimals=max(tab.decimals, 4),
     )

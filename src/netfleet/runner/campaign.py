@@ -86,8 +86,11 @@ async def run_campaign(
         log = JournalLeases(journal)
         # hosts an earlier session acquired and could not release (kill -9), before ours
         await asyncio.shield(release_leftovers(log.open_leases(), get_provider, log, rep.note))
-        async with HostPool(requests, log, get_provider, rep.note) as hosts:
-            return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
+        try:
+            async with HostPool(requests, log, get_provider, rep.note) as hosts:
+                return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
+        except asyncio.CancelledError:  # Ctrl-C / SIGTERM while acquiring hosts or in preflight
+            raise _interrupted(CampaignResult(total=len(runs)), root) from None
 
 
 async def _run(

@@ -92,6 +92,9 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
         )
+    lost = next((why for h in hosts if (why := h.lost())), None)
+    if lost and outcome.status == "failed":  # the machine went away (spot reclaim): not a fail
+        outcome = Outcome("interrupted", f"{lost}; {outcome.reason}", outcome.result)
     envelope = _envelope(ctx, run, outcome, started, time.monotonic() - session.t0, session)
     if cancelled is not None:
         cancelled.envelope = envelope  # type: ignore[attr-defined]

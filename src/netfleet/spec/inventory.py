@@ -18,19 +18,20 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from netfleet.errors import InputError, SpecError
 from netfleet.spec.common import LABEL_KEY, NAME
-from netfleet.spec.models import HostSpec, LocalHostSpec, NetnsHostSpec
+from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
 from netfleet.spec.ssh import SshHostSpec
 from netfleet.spec.yamlsrc import LineMap, load_yaml, problems_from
 
 AnyHost = LocalHostSpec | NetnsHostSpec | SshHostSpec
-_HOST: TypeAdapter[AnyHost] = TypeAdapter(HostSpec)
+#: machines that exist already (kind aws hosts are launched per campaign from its cloud block)
+_HOST: TypeAdapter[AnyHost] = TypeAdapter(Annotated[AnyHost, Field(discriminator="kind")])
 
 #: the output ``import-terraform`` reads unless told otherwise
 DEFAULT_OUTPUT = "netfleet_hosts"

@@ -22,6 +22,7 @@ from pydantic import (
 
 from netfleet.engines import ENGINES, Engine
 from netfleet.engines.params import EngineParams
+from netfleet.spec.cloud import AwsHostSpec, CloudBlock, expand_cloud
 from netfleet.spec.common import NAME, LabelValue, LocatedError, _check_labels, _Strict
 from netfleet.spec.scheduling import RetryPolicy, check_budget
 from netfleet.spec.ssh import SshHostSpec
@@ -114,7 +115,9 @@ class NetnsHostSpec(_Strict):
         return self
 
 
-HostSpec = Annotated[LocalHostSpec | NetnsHostSpec | SshHostSpec, Field(discriminator="kind")]
+HostSpec = Annotated[
+    LocalHostSpec | NetnsHostSpec | SshHostSpec | AwsHostSpec, Field(discriminator="kind")
+]
 
 
 ROLE_KEYS = ("client", "server")
@@ -243,6 +246,9 @@ class CampaignSpec(_Strict):
         None,
         description="YAML inventory file (a list of hosts) merged into hosts; relative to the spec",
     )
+    cloud: CloudBlock | None = Field(
+        None, description="machines to launch (AWS): each fleet becomes kind aws hosts"
+    )
     hosts: dict[str, HostSpec] = Field(default_factory=dict)
     tests: list[TestSpec] = Field(min_length=1)
     repeats: int = Field(1, ge=1, le=10000)
@@ -270,6 +276,11 @@ class CampaignSpec(_Strict):
 
     _labels = field_validator("labels")(_check_labels)
     _budget = field_validator("bandwidth_budget")(check_budget)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cloud_hosts(cls, data: Any) -> Any:
+        return expand_cloud(data)
 
     @field_validator("hosts")
     @classmethod

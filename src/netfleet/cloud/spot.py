@@ -1,0 +1,121 @@
+"""Spot: the current price, and telling a reclaim from any other end of an instance.
+
+* :func:`current_prices` — the latest ``DescribeSpotPriceHistory`` price per type (Linux/UNIX)
+  in a zone; used by the cost estimate for ``market: spot`` (on-demand prices otherwise).
+* :func:`reclaim_reason` — "interrupted by spot reclaim" when EC2 terminated the instance
+  itself (state reason ``Server.SpotInstanceTermination``), else None.
+* :class:`Watcher` — polls the campaign's instances during a run and calls back once per
+  instance that EC2 took away; the runner then records the runs on it as *interrupted*, not
+  *failed*.
+
+moto cannot set a state reason (its terminate always says ``Client.UserInitiatedShutdown``), so
+the simulated backing marks a reclaim with the tag :data:`SIM_REASON_TAG` before terminating
+(:func:`simulate_reclaim`); only a watcher built with ``sim=True`` reads that tag. The real
+response shape is tested with botocore's Stubber.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+SPOT_CODE = "Server.SpotInstanceTermination"
+SIM_REASON_TAG = "netfleet:sim-state-reason"
+RECLAIMED = "interrupted by spot reclaim"
+
+
+def current_prices(ec2: Any, zone: str | None, types: list[str]) -> dict[str, float]:
+    """Latest spot price (USD/h) per type, Linux/UNIX, in ``zone`` (any zone when None)."""
+    if not types:
+        return {}
+    kwargs: dict[str, Any] = {
+        "InstanceTypes": sorted(set(types)),
+        "ProductDescriptions": ["Linux/UNIX"],
+        "StartTime": dt.datetime.now(dt.UTC),
+    }
+    if zone:
+        kwargs["AvailabilityZone"] = zone
+    latest: dict[str, tuple[str, float]] = {}
+    for page in ec2.get_paginator("describe_spot_price_history").paginate(**kwargs):
+        for item in page.get("SpotPriceHistory", []):
+            itype, stamp = item.get("InstanceType"), str(item.get("Timestamp", ""))
+            try:
+                price = float(item["SpotPrice"])
+            except (KeyError, ValueError, TypeError):
+                continue
+            if itype in types and (itype not in latest or stamp > latest[itype][0]):
+                latest[itype] = (stamp, price)
+    return {t: p for t, (_, p) in latest.items()}
+
+
+def reclaim_reason(instance: dict[str, Any], *, sim: bool = False) -> str | None:
+    """Why EC2 took ``instance`` (a DescribeInstances item) away, if it was a spot reclaim."""
+    state = instance.get("State", {}).get("Name")
+    if state not in ("shutting-down", "terminated", "stopping", "stopped"):
+        return None
+    code = str(instance.get("StateReason", {}).get("Code", ""))
+    if sim:
+        tags = {t.get("Key"): t.get("Value") for t in instance.get("Tags", [])}
+        code = str(tags.get(SIM_REASON_TAG) or code)
+    if code == SPOT_CODE:
+        return f"{RECLAIMED}: EC2 terminated {instance.get('InstanceId')} ({code})"
+    return None
+
+
+def simulate_reclaim(ec2: Any, instance_id: str) -> None:
+    """What the sim (or a test) does to play EC2 reclaiming a spot instance."""
+    ec2.create_tags(Resources=[instance_id], Tags=[{"Key": SIM_REASON_TAG, "Value": SPOT_CODE}])
+    ec2.terminate_instances(InstanceIds=[instance_id])
+
+
+class Watcher:
+    """Polls DescribeInstances for ``instance_ids`` every ``every_s`` seconds (in a thread: boto3
+    blocks) and calls ``on_reclaim(instance_id, reason)`` once per reclaimed instance."""
+
+    def __init__(
+        self,
+        ec2: Any,
+        instance_ids: list[str],
+        on_reclaim: Callable[[str, str], None],
+        *,
+        sim: bool,
+        every_s: float = 1.0,
+    ) -> None:
+        self.ec2 = ec2
+        self.ids = list(instance_ids)
+        self.on_reclaim = on_reclaim
+        self.sim = sim
+        self.every_s = every_s
+        self.seen: set[str] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    def poll(self) -> None:
+        todo = [i for i in self.ids if i not in self.seen]
+        if not todo:
+            return
+        resp = self.ec2.describe_instances(InstanceIds=todo)
+        for res in resp.get("Reservations", []):
+            for inst in res.get("Instances", []):
+                reason = reclaim_reason(inst, sim=self.sim)
+                if reason and inst["InstanceId"] not in self.seen:
+                    self.seen.add(inst["InstanceId"])
+                    self.on_reclaim(inst["InstanceId"], reason)
+
+    async def _loop(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a failed poll is retried; the run goes on
+                await asyncio.to_thread(self.poll)
+            await asyncio.sleep(self.every_s)
+
+    def start(self) -> None:
+        if self.task is None and self.ids:
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None

@@ -1,0 +1,435 @@
+"""`netfleet run` on AWS, offline: moto's server (its own process, loopback only) for EC2 and S3,
+each instance backed by a real lab namespace shaped from its advertised figures, real iperf3.
+
+Where moto lacks a behaviour the tests say so: moto cannot set an instance's state reason, so a
+spot reclaim is played with ``spot.simulate_reclaim`` (a tag the sim reads, then a real
+TerminateInstances); the real DescribeInstances shape is checked with botocore's Stubber."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from botocore.stub import Stubber
+
+from netfleet import aws
+from netfleet.cloud import costs, hostkeys, prices, spot, teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.errors import HostError, SpecError
+from netfleet.hosts.provider import Lease
+from netfleet.spec import load_spec
+from tests import motokit
+from tests.motokit import MotoServer
+
+moto = motokit.moto  # one moto server for the module
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    moto.reset()
+    aws.client("s3", "us-east-1").create_bucket(Bucket="netfleet-results")
+    return moto
+
+
+def shortened(example: str, tmp_path: Path, **params: Any) -> Path:
+    """The example with a few seconds of traffic per run (the full run is by hand)."""
+    doc = yaml.safe_load((EXAMPLES / example).read_text())
+    for t in doc["tests"]:
+        t["params"].update({"duration": 1, "omit": 0, **params})
+        t["matrix"].pop("direction", None)  # out only: the full run by hand does both
+    doc["cooldown"] = 0
+    path = tmp_path / example
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def one_client(tmp_path: Path, duration: float) -> Path:
+    """aws-credits cut to the server and r4.large: one run of ``duration`` seconds."""
+    doc = yaml.safe_load((EXAMPLES / "aws-credits.yaml").read_text())
+    doc["cloud"]["fleets"] = doc["cloud"]["fleets"][:2]
+    doc["tests"][0]["matrix"]["client"] = ["r4-large"]
+    doc["tests"][0]["params"].update(duration=duration, parallel=1)
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def netfleet(tmp_path: Path, *args: str, **popen: Any) -> Any:
+    env = {
+        **os.environ,
+        "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"),
+        "NETFLEET_S3_STATE": str(tmp_path / "s3state"),
+        "COLUMNS": "250",
+    }
+    argv = [sys.executable, "-m", "netfleet", *args]
+    if popen:
+        return subprocess.Popen(argv, env=env, text=True, **popen)
+    return subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
+
+
+def left(campaign: str) -> dict[str, int | None]:
+    return teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
+
+
+def assert_nothing_left(campaign: str, tmp_path: Path) -> None:
+    counts = left(campaign)
+    assert not any(counts.values()), counts
+    sim = tmp_path / "cloud" / campaign / "sim"
+    assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
+
+
+# -- the spec block (no AWS needed) --------------------------------------------------------------
+def test_fleets_become_aws_hosts_carrying_the_cloud_block(tmp_path: Path) -> None:
+    spec = load_spec(EXAMPLES / "aws-cheatsheet.yaml")
+    aws_hosts = {n: h for n, h in spec.hosts.items() if h.kind == "aws"}
+    assert sorted(aws_hosts) == ["c5-large", "m5-large", "srv", "t3-micro"]
+    assert aws_hosts["srv"].role == "server" and aws_hosts["srv"].cloud.campaign == spec.campaign
+    doc = yaml.safe_load((EXAMPLES / "aws-credits.yaml").read_text())
+    doc["cloud"]["fleets"][1]["count"] = 2
+    doc["tests"][0]["matrix"]["client"] = ["r4-large-1", "r4-large-2", "r4-xlarge"]
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert {"r4-large-1", "r4-large-2"} <= set(load_spec(path).hosts)
+
+
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [
+        (lambda d: d["hosts"].update(srv={"kind": "local"}), "also under hosts"),
+        (
+            lambda d: (
+                d.pop("cloud") and d["hosts"].update(x={"kind": "aws", "instance_type": "m5.large"})
+            ),
+            "no `cloud:` block",
+        ),
+        (lambda d: d.update(campaign="Big_Name"), "names cloud resources"),
+    ],
+)
+def test_bad_cloud_specs_name_the_field(tmp_path: Path, change: Any, expect: str) -> None:
+    doc = yaml.safe_load((EXAMPLES / "aws-cheatsheet.yaml").read_text())
+    doc.setdefault("hosts", {})
+    change(doc)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert expect in str(err.value)
+
+
+def test_run_refuses_above_the_cost_guard_before_launching(tmp_path: Path) -> None:
+    """The guard needs no AWS at all: it refuses before the provider is asked for anything."""
+    res = netfleet(
+        tmp_path, "run", str(EXAMPLES / "aws-cheatsheet.yaml"), "-r", str(tmp_path / "r"),
+        "--max-cost", "0.001",
+    )  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "exceeds --max-cost" in res.stderr and "4 instances" in res.stdout
+    assert not (tmp_path / "cloud").exists()  # nothing journaled, nothing launched
+
+
+def test_plan_prints_cost_and_instance_count(tmp_path: Path) -> None:
+    res = netfleet(tmp_path, "plan", str(EXAMPLES / "aws-cheatsheet.yaml"))
+    assert res.returncode == 0, res.stderr
+    assert "4 instances in us-east-1" in res.stdout and "estimated cost: $" in res.stdout
+
+
+# -- spot ----------------------------------------------------------------------------------------
+@pytest.fixture
+def stubbed_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stubber answers every call: dummy credentials, and no endpoint but loopback."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("NETFLEET_AWS_LOOPBACK_ONLY", "1")
+
+
+@pytest.mark.usefixtures("stubbed_env")
+def test_spot_reclaim_is_told_from_other_ends_real_response_shape() -> None:
+    """AWS's DescribeInstances item after a reclaim (Stubber: moto cannot set StateReason)."""
+    ec2 = aws.client("ec2", "us-east-1", endpoint_url="http://127.0.0.1:1")
+    item = {
+        "InstanceId": "i-0abc",
+        "State": {"Code": 48, "Name": "terminated"},
+        "StateReason": {
+            "Code": "Server.SpotInstanceTermination",
+            "Message": "Server.SpotInstanceTermination: Spot instance termination",
+        },
+    }
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_instances", {"Reservations": [{"Instances": [item]}]})
+        got: list[tuple[str, str]] = []
+        spot.Watcher(ec2, ["i-0abc"], lambda i, r: got.append((i, r)), sim=False).poll()
+    assert got and got[0][0] == "i-0abc" and got[0][1].startswith(spot.RECLAIMED)
+    user = {**item, "StateReason": {"Code": "Client.UserInitiatedShutdown"}}
+    assert spot.reclaim_reason(user) is None
+    # the sim's tag is read only by a sim watcher
+    tagged = {**user, "Tags": [{"Key": spot.SIM_REASON_TAG, "Value": spot.SPOT_CODE}]}
+    assert spot.reclaim_reason(tagged) is None and spot.reclaim_reason(tagged, sim=True)
+
+
+@pytest.mark.usefixtures("stubbed_env")
+def test_spot_price_is_the_latest_per_type_real_response_shape() -> None:
+    ec2 = aws.client("ec2", "us-east-1", endpoint_url="http://127.0.0.1:1")
+    t0 = dt.datetime(2026, 11, 23, 10, tzinfo=dt.UTC)
+    hist = [
+        {"InstanceType": "r4.large", "SpotPrice": "0.0301", "Timestamp": t0,
+         "ProductDescription": "Linux/UNIX", "AvailabilityZone": "us-east-1a"},
+        {"InstanceType": "r4.large", "SpotPrice": "0.0350", "Timestamp": t0 + dt.timedelta(hours=1),
+         "ProductDescription": "Linux/UNIX", "AvailabilityZone": "us-east-1a"},
+    ]  # fmt: skip
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_spot_price_history", {"SpotPriceHistory": hist})
+        found = spot.current_prices(ec2, "us-east-1a", ["r4.large"])
+    assert found == {"r4.large": 0.035}
+    cs = CloudSpec(campaign="x", market="spot", fleets=[{"instance_type": "r4.large", "count": 2}])
+    priced = costs.plan(cs, prices.load(None), 52, found)
+    on_demand = costs.plan(cs.model_copy(update={"market": "on-demand"}), prices.load(None), 52)
+    assert priced.estimate.usd is not None and on_demand.estimate.usd is not None
+    assert priced.estimate.usd == pytest.approx(0.035 * 2 * 1.0, rel=1e-3)
+    assert priced.estimate.usd < on_demand.estimate.usd
+
+
+def test_release_leaves_an_instance_without_the_lease_tag_alone(fresh: MotoServer) -> None:
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    tags = [{"Key": "netfleet:campaign", "Value": "nf-x"}, {"Key": TAG_LEASE, "Value": "other"}]
+    iid = ec2.run_instances(
+        ImageId=ami, InstanceType="t3.micro", MinCount=1, MaxCount=1,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"][0]["InstanceId"]  # fmt: skip
+    lease = Lease("mine", "aws", "h", {"kind": "instance", "campaign": "nf-x",
+                                       "region": "us-east-1", "state_root": "/nonexistent",
+                                       "id": iid})  # fmt: skip
+    import asyncio
+
+    with pytest.raises(HostError, match="not netfleet's"):
+        asyncio.run(AwsProvider().release_lease(lease))
+    state = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+    assert state["State"]["Name"] == "running"
+
+
+# -- end to end (root: lab namespaces) -----------------------------------------------------------
+@ROOT
+@pytest.mark.netns
+def test_cheatsheet_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
+    res = netfleet(tmp_path, "run", str(shortened("aws-cheatsheet.yaml", tmp_path)))
+    out = res.stdout
+    assert res.returncode == 0, out + res.stderr
+    assert "3 of 3 runs ok" in out
+    # the cheat sheet: one row per type and direction, measured ÷ advertised
+    for itype in ("t3.micro", "m5.large", "c5.large"):
+        assert itype in out
+    assert "p50÷base" in out and "× 0.05: the simulated lab's rate scale" in out
+    assert "cost: 4 instances (on-demand)" in out and "estimated cost: $" in out
+    # results went to moto's S3
+    listed = aws.client("s3", "us-east-1").list_objects_v2(Bucket="netfleet-results")
+    keys = [o["Key"] for o in listed.get("Contents", [])]
+    assert sum(".json" in k and "/d=" in k for k in keys) == 3, keys
+    assert_nothing_left("aws-cheatsheet", tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+def test_credits_example_on_spot_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
+    """Also: `netfleet run` reaps an expired campaign's leftovers (by tag) before launching."""
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    tags = [{"Key": "netfleet:campaign", "Value": "nf-old"},
+            {"Key": "netfleet:expires-at", "Value": past}]  # fmt: skip
+    aws.client("ec2", "us-east-1").create_vpc(
+        CidrBlock="10.99.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
+    )
+    assert left("nf-old")["vpcs"] == 1
+    res = netfleet(tmp_path, "run", str(shortened("aws-credits.yaml", tmp_path, parallel=1)))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "2 of 2 runs ok" in res.stdout and "r4.xlarge" in res.stdout
+    assert "spot: current spot price" in res.stdout and "cost: 3 instances (spot)" in res.stdout
+    assert_nothing_left("aws-credits", tmp_path)
+    assert not any(left("nf-old").values())
+
+
+def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 60) -> list[dict]:
+    ec2 = aws.client("ec2", "us-east-1")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        f = [{"Name": "tag:netfleet:campaign", "Values": [campaign]},
+             {"Name": "instance-state-name", "Values": ["running"]}]  # fmt: skip
+        resp = ec2.describe_instances(Filters=f)
+        found = [i for r in resp["Reservations"] for i in r["Instances"]]
+        if len(found) >= n:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{campaign}: {n} instances did not come up")
+
+
+def _wait_for_run(results: Path, proc: Any) -> None:
+    """Until the campaign journal says a run started."""
+    deadline = time.monotonic() + 60
+    journal = None
+    while journal is None or "run_started" not in journal.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+        journal = next(results.rglob("aws-credits.jsonl"), None)
+
+
+def _envelopes(root: Path) -> list[dict]:
+    found = [p for p in root.rglob("*.json*") if "/d=" in str(p)]
+    return [json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text())
+            for p in found]  # fmt: skip
+
+
+@ROOT
+@pytest.mark.netns
+def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_path: Path) -> None:
+    spec = one_client(tmp_path, 6)
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        running = _wait_for_instances("aws-credits", 2, proc)
+        client = next(
+            i for i in running if {"Key": "netfleet:campaign", "Value": "aws-credits"} in i["Tags"]
+            and i["InstanceType"] == "r4.large"
+        )  # fmt: skip
+        _wait_for_run(results, proc)
+        time.sleep(1.5)  # mid-run
+        spot.simulate_reclaim(aws.client("ec2", "us-east-1"), client["InstanceId"])
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 3, out + err  # not ok, but not a failure either:
+    (env,) = _envelopes(results)
+    assert env["status"] == "interrupted", env["reason"]
+    assert env["reason"].startswith("interrupted by spot reclaim"), env["reason"]
+    # labelled from DescribeInstanceTypes: "Up to" → burstable (the adaptive stop's default)
+    labels = env["client"]["labels"]
+    assert labels["instance_type"] == "r4.large" and labels["burstable"] == "true"
+    assert labels["network_performance"].startswith("Up to") and labels["baseline_gbps"] == "0.75"
+    assert env["server"]["labels"]["burstable"] == "false"  # c5n.18xlarge: "100 Gigabit"
+    assert_nothing_left("aws-credits", tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path: Path) -> None:
+    """SIGKILL skips every `finally`: `netfleet cloud destroy` removes the AWS resources from the
+    cloud journal alone, and the next `netfleet run --resume` releases the dead session's leases
+    (instances: gone; network: nothing live; the sim lab: taken down) before it acquires its
+    own, and releases those at its end."""
+    spec = one_client(tmp_path, 1)
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        _wait_for_instances("aws-credits", 2, proc)
+        sim = tmp_path / "cloud" / "aws-credits" / "sim"
+        deadline = time.monotonic() + 60
+        while not (sim.exists() and any(sim.iterdir())):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert left("aws-credits")["instances"] == 2
+    # the AWS side from the cloud intent journal alone …
+    res = netfleet(tmp_path, "cloud", "destroy", "aws-credits",
+                   "--state-dir", str(tmp_path / "cloud"))  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not any(left("aws-credits").values())
+    # … and the next run releases every lease the dead session left open (the lab too)
+    res = netfleet(tmp_path, "run", "--resume", str(spec), "-r", str(results))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "left acquired" in res.stdout + res.stderr
+    assert_nothing_left("aws-credits", tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+def test_sigterm_mid_run_releases_everything(fresh: MotoServer, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(one_client(tmp_path, 5)), "-r", str(results),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for_run(results, proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
+    assert_nothing_left("aws-credits", tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+def test_sigterm_while_launching_releases_what_was_launched(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NETFLEET_FAULT_AT sends SIGTERM right after the first RunInstances: the pool releases
+    the instance and the network the half-done acquire recorded, and the run exits 130."""
+    monkeypatch.setenv("NETFLEET_FAULT_AT", "after:instance")
+    monkeypatch.setenv("NETFLEET_FAULT_SIGNAL", "TERM")
+    res = netfleet(tmp_path, "run", str(one_client(tmp_path, 1)), "-r", str(tmp_path / "r"))
+    assert res.returncode == 130, res.stdout + res.stderr
+    assert "interrupted: 0 of 1 runs" in res.stderr
+    assert_nothing_left("aws-credits", tmp_path)
+
+
+# -- SSH with the pinned host key -----------------------------------------------------------------
+@ROOT
+@pytest.mark.netns
+@pytest.mark.skipif(not os.access("/usr/sbin/sshd", os.X_OK), reason="needs openssh-server")
+def test_generated_host_key_is_pinned_and_a_different_key_refused(tmp_path: Path) -> None:
+    """The cloud path's host key (generated here, injected through user-data on EC2) is what
+    sshd presents; the campaign's known_hosts pins it, and the SSH host kind connects — and
+    refuses when the machine presents any other key."""
+    from netfleet.hosts.ssh import SshHost
+    from netfleet.lab.sshd import KeyPair
+    from tests.sshlab import ssh_lab
+
+    with ssh_lab(tmp_path, ["vm"]) as fleet:
+        pair = hostkeys.generate("vm")  # what Provisioner.launch makes per instance
+        hostkeys.write_private(tmp_path / "cloud_host_key", pair)
+        fleet.host_keys["vm"] = KeyPair(tmp_path / "cloud_host_key", pair.public_openssh)
+        fleet.stop("vm")
+        fleet.start("vm")
+        pinned = tmp_path / "campaign_known_hosts"
+        pinned.write_text(hostkeys.known_hosts_line(fleet.addresses["vm"], pair.public_openssh))
+
+        def host() -> SshHost:
+            return SshHost(
+                name="vm", address=fleet.addresses["vm"], user="root",
+                key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=5,
+            )  # fmt: skip
+
+        async def uname() -> str:
+            h = host()
+            try:
+                return (await h.run(["uname", "-s"])).stdout.strip()
+            finally:
+                await h.close()
+
+        assert fleet.run(uname) == "Linux"
+        other = hostkeys.generate("impostor")
+        hostkeys.write_private(tmp_path / "other_key", other)
+        fleet.host_keys["vm"] = KeyPair(tmp_path / "other_key", other.public_openssh)
+        fleet.stop("vm")
+        fleet.start("vm")
+        with pytest.raises(HostError, match=r"CHANGED|changed"):
+            fleet.run(uname)
