@@ -296,6 +296,11 @@ TEARDOWN_POINTS = [
     "teardown:after-task-definitions",
     "teardown:after-cluster",
 ]
+# the cloud sub-app through the CLI's error boundary (as tests/test_cloud.py runs it)
+CLI = (
+    "import sys; from netfleet.cli.boundary import guarded; from netfleet.cli.cmd_cloud import app;"
+    " sys.exit(guarded(lambda: app(prog_name='netfleet cloud', standalone_mode=False)))"
+)
 CONTROLLER = textwrap.dedent("""\
     import sys
     from pathlib import Path
@@ -341,7 +346,18 @@ def test_kill_9_at_every_fargate_step_then_destroy_leaves_zero(
         )
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
         left = counts("nf-fault")
-        teardown.destroy(state, "nf-fault", poll_s=0.05)
+        env.pop("NETFLEET_FAULT_AT")
+        if n % 4 == 0:  # now and then `netfleet cloud destroy` itself (a subprocess)
+            done = subprocess.run(
+                [sys.executable, "-c", CLI, "destroy", "nf-fault", "--state-dir", str(state)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, (point, done.stderr[-2000:])
+        else:
+            teardown.destroy(state, "nf-fault", poll_s=0.05)
         after = counts("nf-fault")
         rows.append((point, left, after))
         assert not any(after.values()), (point, after)
@@ -407,8 +423,9 @@ def test_two_tiers_end_to_end_offline(fresh: MotoServer, tmp_path: Path) -> None
         lab.up(fargate_sim.lab_spec(name, hosts, subnet="198.18.52.0/24"), state_dir=state)
         try:
             doc = yaml.safe_load((ROOT / "examples" / "fargate-tiers.yaml").read_text())
-            keep = {"client", *(h.name for h in hosts)}
-            doc["hosts"] = {k: {**v, "lab": name} for k, v in doc["hosts"].items() if k in keep}
+            sim_hosts = fargate_sim.spec_hosts(name, hosts)
+            assert all(doc["hosts"][k] == {**v, "lab": "fgtiers"} for k, v in sim_hosts.items())
+            doc["hosts"] = sim_hosts
             test = doc["tests"][0]
             test["params"].update({"duration": 3, "omit": 1})
             test["matrix"]["server"] = [h.name for h in hosts]

@@ -95,3 +95,9 @@ def lab_spec(
             "hosts": lab_hosts,
         }
     )
+
+
+def spec_hosts(lab: str, hosts: list[TierHost], client: str = "client") -> dict[str, Any]:
+    """The measurement spec's ``hosts:`` for the sim lab ``lab`` (netns lab hosts)."""
+    names = [client, *(h.name for h in hosts)]
+    return {n: {"kind": "netns", "lab": lab, "host": n} for n in names}
