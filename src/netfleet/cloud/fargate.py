@@ -16,6 +16,7 @@ The legal CPU/memory pairs are checked here, before anything is created: AWS's t
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,7 +254,9 @@ class FargateTiers:
     def __post_init__(self) -> None:
         self.ecs = aws.client("ecs", self.prov.spec.region)
         self.campaign = self.prov.spec.campaign
-        self.seconds = int(self.prov.spec.expires_after_minutes * 60)
+        # the dead man's switch ends the server at the campaign's expires-at (at least 60 s)
+        left = self.prov.expires_at - dt.datetime.now(dt.UTC)
+        self.seconds = max(60, int(left.total_seconds()))
 
     def _step(self, kind: str, key: str, create: Any) -> str:
         """The provisioner's step: intent, fault points, create, created record."""
