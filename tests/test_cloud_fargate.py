@@ -269,6 +269,26 @@ def test_run_task_sends_the_journal_token_for_idempotency(tmp_path: Path) -> Non
             tiers._run("netfleet-nf-fg", "td", "subnet-1", "sg-1", token)
 
 
+def test_tiers_need_the_campaign_network_and_journal_checks_ecs_arns(tmp_path: Path) -> None:
+    prov = Provisioner(campaign(), tmp_path)
+    with pytest.raises(EnvironmentProblem, match="no subnet/security group yet"):
+        fargate.network(prov)
+    j = prov.journal
+    arn = "arn:aws:ecs:us-east-1:123456789012:"
+    j.intent("ecs-cluster", "us-east-1", "main")
+    j.created("ecs-cluster", "us-east-1", "main", arn + "cluster/netfleet-nf-fg")
+    j.intent("task", "us-east-1", "f256-512m")
+    j.created("task", "us-east-1", "f256-512m", arn + "task/netfleet-nf-fg/0a1b")
+    j.created("task-definition", "us-east-1", "x", "arn:aws:ec2:us-east-1:1:instance/i-1")
+    j.created("ecs-cluster", "us-east-1", "main", arn + "cluster/someone-elses")
+    state = j.read()
+    assert state.bad_lines == 2
+    assert [r.id for r in state.resources] == [
+        arn + "cluster/netfleet-nf-fg",
+        arn + "task/netfleet-nf-fg/0a1b",
+    ]
+
+
 def test_cluster_delete_retries_while_tasks_drain() -> None:
     """moto deletes a cluster with tasks at once; AWS answers ClusterContainsTasksException
     until they are gone — Stubber replays that."""
