@@ -22,6 +22,14 @@ from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
 
 ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw)-[0-9a-zA-Z]{1,40}$")
 KINDS = ("vpc", "subnet", "security-group", "key-pair", "placement-group", "instance")
+#: ECS (Fargate tiers, cloud/fargate.py): ids are ARNs
+ECS_KINDS = ("ecs-cluster", "task-definition", "task")
+_ECS_ARN = r"^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:"
+ECS_ARN_RE = {
+    "ecs-cluster": re.compile(_ECS_ARN + r"cluster/netfleet-[a-z0-9-]{1,40}$"),
+    "task-definition": re.compile(_ECS_ARN + r"task-definition/netfleet-[a-z0-9-]{1,60}:\d{1,9}$"),
+    "task": re.compile(_ECS_ARN + r"task/[A-Za-z0-9/_-]{1,120}$"),
+}
 
 
 #: where intent journals, keys, known_hosts and refreshed prices live (``--state-dir`` wins)
@@ -115,7 +123,7 @@ class Journal:
                 op, kind, region = rec["op"], rec["kind"], rec["region"]
                 ok = (
                     rec.get("campaign") == self.campaign
-                    and kind in KINDS
+                    and (kind in KINDS or kind in ECS_KINDS)
                     and REGION_RE.match(region)
                 )
                 rid = rec.get("id")
@@ -142,6 +150,8 @@ class Journal:
 
 
 def _valid_id(kind: str, rid: str) -> bool:
+    if kind in ECS_ARN_RE:
+        return bool(ECS_ARN_RE[kind].match(rid))
     if kind in ("key-pair", "placement-group"):
         return bool(re.match(r"^netfleet-[a-z0-9-]{1,60}$", rid))
     return bool(ID_RE.match(rid))

@@ -1,8 +1,10 @@
 """Teardown in order, from the journal and the tags; then count what remains through the API.
 
-Order: instances → wait terminated → spot requests → placement group, key pair, security group
-(DependencyViolation retried while ENIs detach) → subnet → VPC. Only resources carrying the
-campaign's tag are deleted: an id read back from the journal is never trusted on its own.
+Order: Fargate tasks stopped → wait STOPPED → instances → wait terminated → task definitions
+deregistered → ECS cluster deleted (:mod:`.fargate_teardown`) → spot requests → placement
+group, key pair, security group (DependencyViolation retried while ENIs detach) → subnet → VPC.
+Only resources carrying the campaign's tag are deleted: an id read back from the journal is
+never trusted on its own.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
-from netfleet.cloud import faults
+from netfleet.cloud import fargate_teardown, faults
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
 from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES, resource_name
 from netfleet.errors import EnvironmentProblem
 
 RESOURCE_TYPES = (
+    "tasks",
     "instances",
+    "task-definitions",
+    "clusters",
     "spot-requests",
     "placement-groups",
     "key-pairs",
@@ -38,6 +43,8 @@ RETRYABLE = (
     "InvalidGroup.InUse",
     "InvalidPlacementGroup.InUse",
     "RequestLimitExceeded",
+    "ClusterContainsTasksException",  # ECS: tasks still stopping
+    "UpdateInProgressException",
 )
 
 
@@ -68,6 +75,20 @@ def _ignore_missing(call: Callable[[], Any]) -> None:
     except ClientError as exc:
         if "NotFound" not in _code(exc) and "Malformed" not in _code(exc):
             raise
+
+
+def wait_until_gone(
+    probe: Callable[[], list[Any]], what: str, *, poll_s: float, wait_s: float, region: str
+) -> None:
+    """Poll ``probe`` with backoff until it returns nothing (their ENIs hold the security group
+    and subnet); EnvironmentProblem(``what``) after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    delay = poll_s
+    while probe():
+        if time.monotonic() > deadline:
+            raise EnvironmentProblem(f"{what} in {region} after {wait_s:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 10.0)
 
 
 def live_instances(ec2: Any, campaign: str) -> list[str]:
@@ -105,7 +126,9 @@ def remaining_placement(ec2: Any, campaign: str) -> int:
 def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
     """Per resource type, how many carry the campaign's tag (None: the API is unavailable)."""
     f = _tag_filter(campaign)
-    counts: dict[str, int | None] = {"instances": len(live_instances(ec2, campaign))}
+    ecs = aws.client("ecs", ec2.meta.region_name)
+    counts: dict[str, int | None] = {**fargate_teardown.remaining(ecs, campaign)}
+    counts["instances"] = len(live_instances(ec2, campaign))
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     counts["spot-requests"] = sum(1 for s in spot if s["State"] in ("open", "active"))
     try:
@@ -139,21 +162,26 @@ def teardown_region(
         if journal is not None:
             journal.deleted(kind, region, rid)
 
+    gone = partial(wait_until_gone, poll_s=poll_s, wait_s=wait_s, region=region)
+    ecs = aws.client("ecs", region)
+    tasks = fargate_teardown.stop_tasks(ecs, campaign)
+    faults.point("teardown:after-stop-tasks")
+    gone(
+        partial(fargate_teardown.tasks, ecs, campaign), f"Fargate tasks of {campaign} still running"
+    )
+    for arn in tasks:
+        note("task", arn)
+    faults.point("teardown:after-tasks-stopped")
     ids = live_instances(ec2, campaign)
     faults.point("teardown:before-terminate")
     if ids:
         ec2.terminate_instances(InstanceIds=ids)
     faults.point("teardown:after-terminate")
-    deadline = time.monotonic() + wait_s
-    delay = poll_s
-    while live_instances(ec2, campaign):
-        if time.monotonic() > deadline:
-            raise EnvironmentProblem(f"instances of {campaign} still not terminated in {region}")
-        time.sleep(delay)
-        delay = min(delay * 2, 10.0)
+    gone(partial(live_instances, ec2, campaign), f"instances of {campaign} still not terminated")
     for iid in ids:
         note("instance", iid)
     faults.point("teardown:after-wait-terminated")
+    fargate_teardown.release_definitions_and_cluster(ecs, campaign, note)
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     open_ids = [s["SpotInstanceRequestId"] for s in spot if s["State"] in ("open", "active")]
     if open_ids:
@@ -251,6 +279,8 @@ def find_expired(regions: list[str], now: dt.datetime) -> list[Expired]:
             key = (region, campaign)
             if key not in out:
                 out[key] = Expired(region, campaign, exp)
+        for campaign, exp in fargate_teardown.expired(aws.client("ecs", region), stamp).items():
+            out.setdefault((region, campaign), Expired(region, campaign, exp))
     for e in out.values():
         e.counts = remaining(aws.client("ec2", e.region), e.campaign)
     return sorted(out.values(), key=lambda e: (e.region, e.campaign))

@@ -1,0 +1,373 @@
+"""Fargate tiers on ECS (seed 000): one iperf3 server task per CPU/memory tier.
+
+Order, each create journalled first (intent → fault point ``before:<kind>`` → API call →
+``after:<kind>`` → created), after the campaign's network exists (:class:`Provisioner`):
+``ecs-cluster`` (``netfleet-<campaign>``), one ``task-definition`` per tier (family
+``netfleet-<campaign>-<tier>``, awsvpc, the iperf3 server container), one ``task`` per tier
+(``run_task`` with the campaign's subnet and security group and the journal's deterministic
+``clientToken``). The server's address comes from the task's ENI attachment. Every resource
+carries the campaign's tags. The container runs ``timeout <expires> iperf3 --server``: when the
+campaign's deadline passes the container exits, the task stops and billing ends, whether or not
+the controller is still alive (the dead man's switch of a task).
+
+The legal CPU/memory pairs are checked here, before anything is created: AWS's table
+(docs.aws.amazon.com/AmazonECS/latest/developerguide/task-cpu-memory-error.html).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from netfleet import aws
+from netfleet.cloud import faults, prices
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.errors import EnvironmentProblem, InputError
+
+if TYPE_CHECKING:
+    from netfleet.cloud.provision import Provisioner
+
+
+def _steps(lo: int, hi: int, step: int) -> tuple[int, ...]:
+    return tuple(range(lo, hi + 1, step))
+
+
+#: CPU units → legal task memory (MiB) on Fargate (Linux)
+LEGAL_MEMORY: dict[int, tuple[int, ...]] = {
+    256: (512, 1024, 2048),
+    512: _steps(1024, 4096, 1024),
+    1024: _steps(2048, 8192, 1024),
+    2048: _steps(4096, 16384, 1024),
+    4096: _steps(8192, 30720, 1024),
+    8192: _steps(16384, 61440, 4096),
+    16384: _steps(32768, 122880, 8192),
+}
+IPERF3_PORT = 5201
+DEFAULT_IMAGE = "networkstatic/iperf3"
+
+
+def _gib(mib: int) -> str:
+    return f"{mib / 1024:g} GB"
+
+
+def legal_values(cpu: int) -> str:
+    """The legal memory values of ``cpu``, as AWS's table writes them."""
+    mem = LEGAL_MEMORY[cpu]
+    if len(mem) <= 7:
+        return ", ".join(f"{m}" for m in mem) + " MiB"
+    return (
+        f"{mem[0]}-{mem[-1]} MiB ({_gib(mem[0])} to {_gib(mem[-1])}) in steps of {mem[1] - mem[0]}"
+    )
+
+
+def check_pair(cpu: int, memory: int) -> str | None:
+    """None when (cpu, memory) is a legal Fargate pair, else what is wrong and the legal values."""
+    if cpu not in LEGAL_MEMORY:
+        return (
+            f"cpu {cpu} is not a Fargate CPU value: use one of {', '.join(map(str, LEGAL_MEMORY))}"
+        )
+    if memory not in LEGAL_MEMORY[cpu]:
+        return f"memory {memory} MiB is not legal with cpu {cpu}: use {legal_values(cpu)}"
+    return None
+
+
+def tier_name(cpu: int, memory: int) -> str:
+    """Short, namespace-safe (≤ 10 characters): f256-512m, f2048-16g, f16k-120g."""
+    c = "16k" if cpu == 16384 else str(cpu)
+    m = f"{memory}m" if memory % 1024 else f"{memory // 1024}g"
+    return f"f{c}-{m}"
+
+
+class TierSpec(BaseModel):
+    """One Fargate size: ``cpu`` units (1024 = 1 vCPU) and ``memory`` MiB."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cpu: int = Field(description="CPU units: 256, 512, 1024, 2048, 4096, 8192 or 16384")
+    memory: int = Field(description="MiB; the legal values depend on cpu (AWS's table)")
+
+    @model_validator(mode="after")
+    def _legal(self) -> TierSpec:
+        problem = check_pair(self.cpu, self.memory)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @property
+    def name(self) -> str:
+        return tier_name(self.cpu, self.memory)
+
+    @property
+    def vcpu(self) -> float:
+        return self.cpu / 1024
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory / 1024
+
+
+class FargateBlock(BaseModel):
+    """The ``fargate:`` part of a cloud campaign: which tiers run an iperf3 server task."""
+
+    model_config = ConfigDict(extra="forbid")
+    tiers: list[TierSpec] = Field(min_length=1, max_length=40)
+    image: str = Field(
+        default=DEFAULT_IMAGE,
+        pattern=r"^[a-z0-9][a-z0-9._/:@-]{0,199}$",
+        description="a public image with iperf3 and coreutils `timeout` on its PATH",
+    )
+    port: int = Field(default=IPERF3_PORT, ge=1024, le=65535)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> FargateBlock:
+        names = [t.name for t in self.tiers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"tiers listed twice: {', '.join(dup)}; list each cpu/memory once")
+        return self
+
+
+class FargateCampaign(CloudSpec):
+    """A cloud campaign with Fargate tiers: :class:`CloudSpec` (the EC2 client fleet, network,
+    deadlines) plus a ``fargate:`` block."""
+
+    fargate: FargateBlock
+
+
+def load_campaign(path: str | Path) -> FargateCampaign:
+    """Load a ``*.cloud.yaml`` with a ``fargate:`` block; errors name the file, field and line."""
+    from netfleet.spec.yamlsrc import load_model
+
+    return load_model(FargateCampaign, path, what="cloud campaign")
+
+
+def tier(cpu: int, memory: int, *, source: str = "<tiers>", where: str = "tiers") -> TierSpec:
+    """A checked tier for callers outside a YAML file; the error names the source and field."""
+    problem = check_pair(cpu, memory)
+    if problem:
+        raise InputError(
+            f"{source}: {where}: {problem}",
+            hint="AWS's table: 256 → 512/1024/2048; 512 → 1-4 GB; 1024 → 2-8 GB; 2048 → 4-16 GB "
+            "and 4096 → 8-30 GB in 1 GB steps; 8192 → 16-60 GB in 4 GB steps; 16384 → 32-120 GB "
+            "in 8 GB steps",
+        )
+    return TierSpec(cpu=cpu, memory=memory)
+
+
+# -- prices ---------------------------------------------------------------------------------
+
+
+def hourly(table: prices.PriceTable, region: str, t: TierSpec) -> float | None:
+    """Fargate bills vCPU-hours and GB-hours: vcpu × $/vCPU-h + GB × $/GB-h."""
+    rate = table.fargate.get(region)
+    if not rate or "vcpu_hour" not in rate or "gb_hour" not in rate:
+        return None
+    return t.vcpu * rate["vcpu_hour"] + t.memory_gb * rate["gb_hour"]
+
+
+def estimate(
+    table: prices.PriceTable,
+    region: str,
+    tiers: list[TierSpec],
+    duration_minutes: float,
+    overhead_minutes: float = 3.0,
+) -> prices.Estimate:
+    """tasks × (duration + start/stop overhead) × tier price; ``instances`` counts tasks.
+
+    Fargate bills per second with a one-minute minimum, like EC2 Linux."""
+    hours = max(duration_minutes + overhead_minutes, prices.MIN_BILLED_S / 60) / 60
+    total, unknown = 0.0, []
+    for t in tiers:
+        price = hourly(table, region, t)
+        if price is None:
+            unknown.append(f"fargate {t.name}")
+        else:
+            total += price * hours
+    return prices.Estimate(len(tiers), None if unknown else round(total, 4), unknown, hours)
+
+
+# -- provisioning ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TierHost:
+    """One running tier: the contract the run integration consumes (see docs/cloud.md)."""
+
+    name: str  #: lab host name, also the tier's name (f2048-4g)
+    tier: TierSpec
+    task_arn: str
+    private_ip: str  #: the task's address on AWS (ENI attachment)
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def ecs_tags(prov: Provisioner, token: str) -> list[dict[str, str]]:
+    """The campaign's tags (EC2's ``Key``/``Value``) in ECS's spelling (``key``/``value``)."""
+    return [{"key": t["Key"], "value": t["Value"]} for t in prov.tags(token)]
+
+
+def network(prov: Provisioner) -> tuple[str, str]:
+    """The campaign's subnet and security group, from the spec and the intent journal."""
+    made = {r.kind: r.id for r in prov.journal.read().live() if r.id}
+    subnet = prov.spec.subnet_id or made.get("subnet")
+    group = made.get("security-group")
+    if not subnet or not group:
+        raise EnvironmentProblem(
+            f"campaign {prov.spec.campaign!r} has no subnet/security group yet",
+            hint="acquire the campaign's network (Provisioner.acquire) before the Fargate tiers",
+        )
+    return subnet, group
+
+
+def cluster_name(campaign: str) -> str:
+    return f"netfleet-{campaign}"
+
+
+def family(campaign: str, t: TierSpec) -> str:
+    return f"netfleet-{campaign}-{t.name}"
+
+
+def container_definition(t: TierSpec, block: FargateBlock, seconds: int) -> dict[str, Any]:
+    """The iperf3 server; ``timeout`` ends it (and so the task) at the campaign's deadline."""
+    return {
+        "name": "iperf3",
+        "image": block.image,
+        "essential": True,
+        "memory": t.memory,  # moto's run_task needs it per container; AWS accepts ≤ task memory
+        "entryPoint": ["timeout", str(seconds), "iperf3"],
+        "command": ["--server", "--port", str(block.port)],
+        "portMappings": [{"containerPort": block.port, "protocol": "tcp"}],
+    }
+
+
+@dataclass
+class FargateTiers:
+    """Launch ``block``'s tiers inside ``prov``'s campaign (same journal, tags, network)."""
+
+    prov: Provisioner
+    block: FargateBlock
+    wait_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        self.ecs = aws.client("ecs", self.prov.spec.region)
+        self.campaign = self.prov.spec.campaign
+        # the dead man's switch ends the server at the campaign's expires-at (at least 60 s)
+        left = self.prov.expires_at - dt.datetime.now(dt.UTC)
+        self.seconds = max(60, int(left.total_seconds()))
+
+    def _step(self, kind: str, key: str, create: Any) -> str:
+        """The provisioner's step: intent, fault points, create, created record."""
+        return self.prov._step(kind, key, create)
+
+    def acquire(self) -> list[TierHost]:
+        subnet, group = network(self.prov)
+        cluster = self._step(
+            "ecs-cluster",
+            "main",
+            lambda t: self.ecs.create_cluster(
+                clusterName=cluster_name(self.campaign), tags=ecs_tags(self.prov, t)
+            )["cluster"]["clusterArn"],
+        )
+        launched: list[tuple[TierSpec, str]] = []
+        for t in self.block.tiers:
+            definition = self._step(
+                "task-definition", t.name, lambda tok, t=t: self._register(t, tok)
+            )
+            arn = self._step(
+                "task",
+                t.name,
+                lambda tok, d=definition: self._run(cluster, d, subnet, group, tok),
+            )
+            launched.append((t, arn))
+        hosts = [self._wait_running(cluster, t, arn) for t, arn in launched]
+        faults.point("after:acquire-tiers")
+        return hosts
+
+    def _register(self, t: TierSpec, token: str) -> str:
+        resp = self.ecs.register_task_definition(
+            family=family(self.campaign, t),
+            networkMode="awsvpc",
+            requiresCompatibilities=["FARGATE"],
+            cpu=str(t.cpu),
+            memory=str(t.memory),
+            containerDefinitions=[container_definition(t, self.block, self.seconds)],
+            tags=ecs_tags(self.prov, token),
+        )
+        return str(resp["taskDefinition"]["taskDefinitionArn"])
+
+    def _run(self, cluster: str, definition: str, subnet: str, group: str, token: str) -> str:
+        resp = self.ecs.run_task(
+            cluster=cluster,
+            taskDefinition=definition,
+            launchType="FARGATE",
+            count=1,
+            clientToken=token,
+            networkConfiguration={
+                "awsvpcConfiguration": {
+                    "subnets": [subnet],
+                    "securityGroups": [group],
+                    "assignPublicIp": "DISABLED",
+                }
+            },
+            tags=ecs_tags(self.prov, token),
+            startedBy="netfleet",
+        )
+        if not resp.get("tasks"):
+            reasons = "; ".join(str(f.get("reason")) for f in resp.get("failures", []))
+            raise EnvironmentProblem(f"run_task placed no task for {definition}: {reasons}")
+        return str(resp["tasks"][0]["taskArn"])
+
+    def _wait_running(self, cluster: str, t: TierSpec, arn: str) -> TierHost:
+        deadline = time.monotonic() + self.wait_s
+        delay = self.prov.poll_s
+        while True:
+            task = self.ecs.describe_tasks(cluster=cluster, tasks=[arn])["tasks"][0]
+            status = task.get("lastStatus", "")
+            if status == "RUNNING":
+                break
+            if status in ("DEACTIVATING", "STOPPING", "DEPROVISIONING", "STOPPED"):
+                raise EnvironmentProblem(
+                    f"Fargate task {t.name} is {status}, not RUNNING: "
+                    f"{task.get('stoppedReason') or 'no reason given'}"
+                )
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(f"Fargate task {t.name} still {status} after waiting")
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+        return TierHost(
+            name=t.name,
+            tier=t,
+            task_arn=arn,
+            private_ip=eni_address(task),
+            labels={
+                "instance_type": f"fargate-{t.cpu}-{t.memory}",
+                "cloud": "aws",
+                "service": "fargate",
+                "cpu_units": str(t.cpu),
+                "vcpu": f"{t.vcpu:g}",
+                "memory_mib": str(t.memory),
+                "region": self.prov.spec.region,
+                "task_arn": arn,
+                "burstable": "false",
+            },
+        )
+
+
+def eni_address(task: dict[str, Any]) -> str:
+    """The private IPv4 address from the task's ElasticNetworkInterface attachment."""
+    for att in task.get("attachments", []):
+        if att.get("type") == "ElasticNetworkInterface":
+            for d in att.get("details", []):
+                if d.get("name") == "privateIPv4Address":
+                    return str(d["value"])
+    raise EnvironmentProblem(f"task {task.get('taskArn')} has no ENI address (awsvpc)")
+
+
+def acquire_tiers(prov: Provisioner, block: FargateBlock) -> list[TierHost]:
+    """Launch one iperf3 server task per tier in ``prov``'s campaign (after ``prov.acquire()``).
+
+    Torn down by ``prov.release()`` / ``netfleet cloud destroy`` (tasks first)."""
+    return FargateTiers(prov, block).acquire()

@@ -1,0 +1,140 @@
+"""Tearing down a campaign's Fargate tiers: tasks stopped first (before anything else in the
+region), then — after the instances — task definitions deregistered and the cluster deleted.
+
+Everything is found by name *and* tag: the cluster is ``netfleet-<campaign>``, the task
+definition families ``netfleet-<campaign>-<tier>``; a resource is touched only if it carries the
+campaign's tag (a family prefix of campaign ``a`` also matches campaign ``a-b``: the tag decides).
+moto keeps a deleted cluster (``INACTIVE``) and a deregistered task definition (``INACTIVE``)
+visible, as AWS does for a while: only non-``INACTIVE`` ones count as remaining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any
+
+from netfleet.cloud import faults
+from netfleet.cloud.fargate import cluster_name
+from netfleet.cloud.journal import CAMPAIGN_RE
+from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
+
+Note = Callable[[str, str], None]
+STOP_REASON = "netfleet teardown"
+
+
+def _tags(items: list[dict[str, str]] | None) -> dict[str, str]:
+    return {t["key"]: t["value"] for t in items or []}
+
+
+def _ours(tags: list[dict[str, str]] | None, campaign: str) -> bool:
+    return _tags(tags).get(TAG_CAMPAIGN) == campaign
+
+
+def _chunks(items: list[str], n: int = 100) -> Iterator[list[str]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def our_cluster(ecs: Any, campaign: str) -> dict[str, Any] | None:
+    """The campaign's cluster if it exists, is not deleted and carries the campaign's tag."""
+    resp = ecs.describe_clusters(clusters=[cluster_name(campaign)], include=["TAGS"])
+    for c in resp.get("clusters", []):
+        if c.get("status") != "INACTIVE" and _ours(c.get("tags"), campaign):
+            return dict(c)
+    return None
+
+
+def tasks(ecs: Any, campaign: str) -> list[dict[str, Any]]:
+    """The campaign's tasks (tagged) in its cluster that are not yet STOPPED."""
+    cluster = our_cluster(ecs, campaign)
+    if cluster is None:
+        return []
+    arns: set[str] = set()
+    for desired in ("RUNNING", "STOPPED"):  # AWS lists RUNNING only unless asked
+        pages = ecs.get_paginator("list_tasks").paginate(
+            cluster=cluster["clusterArn"], desiredStatus=desired
+        )
+        for page in pages:
+            arns.update(page.get("taskArns", []))
+    out: list[dict[str, Any]] = []
+    for chunk in _chunks(sorted(arns)):
+        found = ecs.describe_tasks(cluster=cluster["clusterArn"], tasks=chunk, include=["TAGS"])
+        for t in found.get("tasks", []):
+            if t.get("lastStatus") != "STOPPED" and _ours(t.get("tags"), campaign):
+                out.append(dict(t))
+    return out
+
+
+def stop_tasks(ecs: Any, campaign: str) -> list[str]:
+    """Ask every live task of the campaign to stop; returns their ARNs."""
+    live = tasks(ecs, campaign)
+    for t in live:
+        if t.get("desiredStatus") != "STOPPED":
+            ecs.stop_task(cluster=t["clusterArn"], task=t["taskArn"], reason=STOP_REASON)
+    return [str(t["taskArn"]) for t in live]
+
+
+def definitions(ecs: Any, campaign: str) -> list[str]:
+    """ACTIVE task definitions (every revision) of the campaign's families, tag-checked."""
+    out: list[str] = []
+    fams = ecs.get_paginator("list_task_definition_families").paginate(
+        familyPrefix=f"{cluster_name(campaign)}-", status="ACTIVE"
+    )
+    for page in fams:
+        for fam in page.get("families", []):
+            revs = ecs.get_paginator("list_task_definitions").paginate(
+                familyPrefix=fam, status="ACTIVE"
+            )
+            for rpage in revs:
+                for arn in rpage.get("taskDefinitionArns", []):
+                    desc = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
+                    if _ours(desc.get("tags"), campaign):
+                        out.append(str(arn))
+    return out
+
+
+def release_definitions_and_cluster(ecs: Any, campaign: str, note: Note) -> None:
+    """Deregister the campaign's task definitions, then delete its cluster (retrying while AWS
+    still counts tasks in it)."""
+    from netfleet.cloud.teardown import _ignore_missing, retry
+
+    for arn in definitions(ecs, campaign):
+        _ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
+        note("task-definition", arn)
+    faults.point("teardown:after-task-definitions")
+    cluster = our_cluster(ecs, campaign)
+    if cluster is not None:
+        arn = str(cluster["clusterArn"])
+        _ignore_missing(partial(retry, partial(ecs.delete_cluster, cluster=arn)))
+        note("ecs-cluster", arn)
+    faults.point("teardown:after-cluster")
+
+
+def remaining(ecs: Any, campaign: str) -> dict[str, int]:
+    """Per ECS resource type, how many of the campaign's are still live."""
+    return {
+        "tasks": len(tasks(ecs, campaign)),
+        "task-definitions": len(definitions(ecs, campaign)),
+        "clusters": 0 if our_cluster(ecs, campaign) is None else 1,
+    }
+
+
+def expired(ecs: Any, stamp: str) -> dict[str, str]:
+    """campaign → expires-at of live netfleet clusters whose ``expires-at`` is before ``stamp``
+    (a campaign that only has Fargate tiers left is still found by reap)."""
+    arns: list[str] = []
+    for page in ecs.get_paginator("list_clusters").paginate():
+        arns += [
+            a for a in page.get("clusterArns", []) if a.rsplit("/", 1)[-1].startswith("netfleet-")
+        ]
+    out: dict[str, str] = {}
+    for chunk in _chunks(arns):
+        for c in ecs.describe_clusters(clusters=chunk, include=["TAGS"]).get("clusters", []):
+            tags = _tags(c.get("tags"))
+            campaign, exp = tags.get(TAG_CAMPAIGN, ""), tags.get(TAG_EXPIRES)
+            if c.get("status") == "INACTIVE" or exp is None or exp >= stamp:
+                continue
+            if CAMPAIGN_RE.match(campaign) and c.get("clusterName") == cluster_name(campaign):
+                out[campaign] = exp
+    return out
