@@ -35,6 +35,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from netfleet.catalog.rows import (
@@ -49,20 +50,21 @@ from netfleet.engines import iperf3_rows
 from netfleet.errors import NetfleetError
 from netfleet.store.envelope import Envelope, upgrade
 from netfleet.store.root import _check_partition, max_raw_bytes
-from netfleet.values import as_bool, obj
+from netfleet.values import obj
 
 #: the envelope's keys other than ``result``, read as raw JSON and decoded by Python's json
 ENVELOPE_KEYS = tuple(k for k in Envelope.model_fields if k != "result")
 
 _NUM = ", ".join(
-    [f'"{n}" DOUBLE' for n in ("start", "end", "seconds", "bits_per_second")]
+    ["socket BIGINT"]
+    + [f'"{n}" DOUBLE' for n in ("start", "end", "seconds", "bits_per_second")]
     + [f"{n} BIGINT" for n in ("bytes", "retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar")]
     + [f"{n} BIGINT" for n in ("pmtu", "packets", "lost_packets")]
     + ["lost_percent DOUBLE", "jitter_ms DOUBLE", "omitted BOOLEAN", "sender BOOLEAN"]
 )
+# one struct type for sums and streams (a sum has no socket: NULL), so they share one list
 _INTERVALS = (
-    f'STRUCT("sum" STRUCT({_NUM}), sum_bidir_reverse STRUCT({_NUM}), '
-    f"streams STRUCT(socket BIGINT, {_NUM})[])[]"
+    f'STRUCT("sum" STRUCT({_NUM}), sum_bidir_reverse STRUCT({_NUM}), streams STRUCT({_NUM})[])[]'
 )
 _RESULT = (
     f'STRUCT(start JSON, "end" JSON, error JSON, server_output_text JSON, intervals {_INTERVALS},'
@@ -70,67 +72,83 @@ _RESULT = (
 )
 _COLUMNS = "{" + ", ".join([f"{k}: 'JSON'" for k in ENVELOPE_KEYS] + [f"result: '{_RESULT}'"]) + "}"
 
-_SERIES = """
-    (x.{series} IS NOT NULL AND (x.{series}.start IS NOT NULL OR x.{series}."end" IS NOT NULL
-     OR x.{series}.seconds IS NOT NULL OR x.{series}.bytes IS NOT NULL
-     OR x.{series}.bits_per_second IS NOT NULL OR x.{series}.sender IS NOT NULL
-     OR x.{series}.omitted IS NOT NULL OR x.{series}.retransmits IS NOT NULL
-     OR x.{series}.packets IS NOT NULL OR x.{series}.jitter_ms IS NOT NULL))"""
+#: result parts read as JSON for the ``runs``/``ends`` rows (column name → SQL)
+_SMALL = {
+    "r_start": "result.start",
+    "r_end": 'result."end"',
+    "r_error": "result.error",
+    "r_text": "result.server_output_text",
+    "s_end": 'result.server_output_json."end"',
+    "s_error": "result.server_output_json.error",
+}
 
 
-def _row(series: str, kind: str, default: str) -> str:
-    """SELECT list of one ``intervals`` row from the struct ``series``."""
-    v = series
-    sender = f"coalesce({v}.sender, {default})"
-    ints = ("retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "packets")
-    return ", ".join(
-        [
-            "k",
-            "run_id",
-            "side",
-            f"CASE WHEN {sender} THEN 'sender' ELSE 'receiver' END AS role",
-            f"CASE WHEN (side = 'client') = {sender} THEN 'client_to_server' "
-            "ELSE 'server_to_client' END AS flow",
-            f"'{kind}' AS kind",
-            f"{v}.socket AS stream_id" if kind == "stream" else "NULL::BIGINT AS stream_id",
-            "idx",
-            f'{v}.start AS start, {v}."end" AS "end", {v}.seconds AS seconds',
-            f"{v}.bytes AS bytes, {v}.bits_per_second AS bits_per_second",
-            *(f"{v}.{n} AS {n}" for n in ints),
-            f"{v}.lost_packets AS lost_packets, {v}.lost_percent AS lost_percent",
-            f"{v}.jitter_ms AS jitter_ms, coalesce({v}.omitted, false) AS omitted",
-        ]
-    )
+def _nonempty(v: str) -> str:
+    """A series object with at least one known key (``{}`` and a missing key give no row)."""
+    keys = ("start", '"end"', "seconds", "bytes", "bits_per_second", "sender", "omitted")
+    return f"({v} IS NOT NULL AND ({' OR '.join(f'{v}.{k} IS NOT NULL' for k in keys)}))"
 
 
-#: ``raw`` (the chunk as read, ``k`` = position) × ``meta`` (k, run_id, reverse) → interval rows;
-#: the rules are :func:`netfleet.engines.iperf3_rows.interval_rows`'s
-INTERVALS_SQL = f"""
-WITH sides AS (
-    SELECT k, m.run_id, 'client' AS side, NOT m.reverse AS fwd, r.result.intervals AS ivs
-    FROM raw r JOIN meta m USING (k)
-    UNION ALL
-    SELECT k, m.run_id, 'server', m.reverse, r.result.server_output_json.intervals
-    FROM raw r JOIN meta m USING (k) WHERE r.result.server_output_json IS NOT NULL
-), entries AS (
-    SELECT k, run_id, side, fwd, unnest(ivs) AS x, generate_subscripts(ivs, 1) - 1 AS idx
-    FROM sides
-), kept AS (  -- 3.12 repeats the last interval verbatim when the other end vanishes: drop it
-    SELECT * FROM entries
-    WINDOW w AS (PARTITION BY k, side ORDER BY idx)
-    QUALIFY NOT ({_SERIES.format(series="sum")} AND idx > 0
-        AND x.sum.start IS NOT DISTINCT FROM lag(x.sum.start) OVER w
-        AND x.sum."end" IS NOT DISTINCT FROM lag(x.sum."end") OVER w
-        AND x.sum.bytes IS NOT DISTINCT FROM lag(x.sum.bytes) OVER w)
-), streams AS (
-    SELECT k, run_id, side, fwd, idx, unnest(x.streams) AS s FROM kept
+_AS_BOOL = (  # netfleet.values.as_bool on a JSON token: true/false and the integers 0/1
+    "CASE ({j})::VARCHAR WHEN 'true' THEN true WHEN 'false' THEN false "
+    "WHEN '1' THEN true WHEN '0' THEN false END"
 )
-SELECT {_row("x.sum", "sum", "fwd")} FROM kept WHERE {_SERIES.format(series="sum")}
-UNION ALL
-SELECT {_row("x.sum_bidir_reverse", "sum", "NOT fwd")} FROM kept
-WHERE {_SERIES.format(series="sum_bidir_reverse")}
-UNION ALL
-SELECT {_row("s", "stream", "fwd")} FROM streams WHERE s IS NOT NULL
+_REVERSE = "coalesce({}, {}, false)".format(  # iperf3_rows.result_rows's ``reverse``
+    _AS_BOOL.format(j="params -> 'reverse'"),
+    _AS_BOOL.format(j="result.start -> 'test_start' -> 'reverse'"),
+)
+_INT_COLUMNS = ("retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "packets")
+
+
+def chunk_sql(limit: int) -> str:
+    """One pass over a chunk of files (``$files``): per file a *header* row (``idx`` = -1)
+    carrying the envelope's small parts as one JSON text, then its interval rows by the rules
+    of :func:`netfleet.engines.iperf3_rows.interval_rows` — except the repeated-interval drop
+    (``pos`` = 1 rows, the ``sum``s, are all kept for it: :func:`_drop_repeats`) and the text
+    columns (``server``/``sender``/``pos`` booleans and ints here: :func:`_finish`).
+
+    The client's and the server's interval lists are concatenated behind a NULL entry (the
+    header); an entry's ``sum``, ``sum_bidir_reverse`` and streams are concatenated into one
+    list (``pos`` 1, 2, 3…), so each nested list is unnested once."""
+    fields = ", ".join(
+        [f"{k!r}: {k}" for k in ENVELOPE_KEYS]
+        + [f"{name!r}: {sql}" for name, sql in _SMALL.items()]
+        + ["'has_result': result IS NOT NULL"]
+        + ["'has_server': result.server_output_json IS NOT NULL"]
+    )
+    fwd = "((p >= nc) = reverse)"  # the host's role in the main direction, when unflagged
+    return f"""
+WITH files AS (
+    SELECT list_position($files, filename) - 1 AS k, run_id ->> '$' AS rid,
+        to_json({{{fields}}})::VARCHAR AS hdr, {_REVERSE} AS reverse,
+        coalesce(len(result.intervals), 0) AS nc,
+        list_concat(list_prepend(NULL, coalesce(result.intervals, [])),
+                    coalesce(result.server_output_json.intervals, [])) AS ivs
+    FROM read_json($files, columns = {_COLUMNS}, records = true,
+        format = 'newline_delimited', compression = 'gzip', filename = true,
+        hive_partitioning = false, maximum_object_size = {limit})
+), entries AS (
+    SELECT k, rid, hdr, reverse, nc, p,
+        list_concat([x.sum, x.sum_bidir_reverse], x.streams) AS lst
+    FROM (SELECT * EXCLUDE (ivs), unnest(ivs) AS x, generate_subscripts(ivs, 1) - 2 AS p
+          FROM files)
+), series AS (
+    SELECT k, rid, hdr, reverse, nc, p, unnest(lst) AS v, generate_subscripts(lst, 1) AS pos
+    FROM entries
+)
+SELECT k, rid AS run_id, p >= nc AS server,
+    coalesce(v.sender, (pos = 2) <> {fwd}) AS sender, pos,
+    CASE WHEN p < 0 THEN -1 WHEN p >= nc THEN p - nc ELSE p END AS idx,
+    CASE WHEN pos > 2 THEN v.socket END AS stream_id,
+    v.start AS start, v."end" AS "end", v.seconds AS seconds, v.bytes AS bytes,
+    v.bits_per_second AS bits_per_second, {", ".join(f"v.{c} AS {c}" for c in _INT_COLUMNS)},
+    v.lost_packets AS lost_packets, v.lost_percent AS lost_percent, v.jitter_ms AS jitter_ms,
+    coalesce(v.omitted, false) AS omitted,
+    CASE WHEN pos = 1 THEN {_nonempty("v")} END AS nonempty,
+    CASE WHEN p = -1 THEN hdr END AS header
+FROM series
+WHERE (p = -1 AND pos = 1) OR (p >= 0 AND (pos = 1 OR (pos = 2 AND {_nonempty("v")})
+    OR (pos > 2 AND v IS NOT NULL)))
 """  # noqa: S608 (our own column names and constants only)
 
 
@@ -183,65 +201,72 @@ def connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:
     return con
 
 
+#: a refused chunk is halved at most this often before the rest goes to the Python path
+MAX_SPLITS = 24
+
+
 def read_chunk(
     con: duckdb.DuckDBPyConnection,
     paths: list[Path],
     on_fail: Callable[[int, str], None],
 ) -> list[tuple[int, pa.Table]]:
-    """Read ``paths`` with DuckDB; a chunk DuckDB refuses is split until each refused file is
-    alone (``on_fail(position, reason)``). Returns (first position, table) pieces."""
+    """Run :func:`chunk_sql` over ``paths``; a chunk DuckDB refuses is split until each refused
+    file is alone (``on_fail(position, reason)``). Returns (first position, rows) pieces whose
+    ``k`` is the position in ``paths``."""
     pieces: list[tuple[int, pa.Table]] = []
     pending: list[tuple[int, list[Path]]] = [(0, paths)]
-    limit = max_raw_bytes()
+    sql = chunk_sql(max_raw_bytes())
+    splits = 0
     while pending:
         start, group = pending.pop()
+        if splits >= MAX_SPLITS:  # many odd files: the Python path reads the rest one by one
+            for n in range(len(group)):
+                on_fail(start + n, "many files of this chunk were refused by DuckDB")
+            continue
+        why = ""
         try:
-            table = con.execute(
-                f"SELECT * FROM read_json(?, columns = {_COLUMNS}, records = true, "  # noqa: S608
-                "format = 'newline_delimited', compression = 'gzip', filename = true, "
-                "hive_partitioning = false, "
-                f"maximum_object_size = {limit})",
-                [[str(p) for p in group]],
-            ).to_arrow_table()
+            table = con.execute(sql, {"files": [str(p) for p in group]}).to_arrow_table()
         except duckdb.Error as exc:
-            if len(group) == 1:
-                on_fail(start, f"DuckDB could not read it ({str(exc).splitlines()[0][:200]})")
-            else:
-                half = len(group) // 2
-                pending += [(start + half, group[half:]), (start, group[:half])]
-            continue
-        names = table.column("filename").to_pylist()
-        table = table.drop_columns(["filename"])
-        if names != [str(p) for p in group]:  # not exactly one JSON object per file
-            if len(group) == 1:
-                on_fail(start, "not one JSON object on one line")
-            else:
-                half = len(group) // 2
-                pending += [(start + half, group[half:]), (start, group[:half])]
-            continue
-        pieces.append((start, table))
+            why = f"DuckDB could not read it ({str(exc).splitlines()[0][:200]})"
+        else:
+            headers = pc.filter(table.column("k"), pc.equal(table.column("idx"), -1))
+            if headers.to_pylist() != list(range(len(group))):
+                why = "not one JSON object on one line"
+        if not why:
+            ks = pc.add(table.column("k"), start).cast(pa.int64())
+            pieces.append((start, table.set_column(0, "k", ks)))
+        elif len(group) == 1:
+            on_fail(start, why)
+        else:
+            splits += 1
+            half = len(group) // 2
+            pending += [(start + half, group[half:]), (start, group[:half])]
     return sorted(pieces, key=lambda p: p[0])
 
 
-def _loads(value: Any) -> Any:
-    return None if value is None else json.loads(value)
-
-
-def _light(env: Mapping[str, Any]) -> dict[str, Any]:
-    """The envelope minus the intervals: enough for ``run_row`` and ``end_row``."""
-    doc = {k: v for k in ENVELOPE_KEYS if (v := _loads(env[k])) is not None}
-    result = env["result"]
-    if result is not None:
-        light: dict[str, Any] = {}
-        for key in ("start", "end", "error", "server_output_text"):
-            if (value := _loads(result[key])) is not None:
-                light[key] = value
-        server = result["server_output_json"]
-        if server is not None:
-            light["server_output_json"] = {
-                k: v for k in ("end", "error") if (v := _loads(server[k])) is not None
+def _light(header: Mapping[str, Any]) -> dict[str, Any]:
+    """The envelope minus the intervals, from a header (JSON nulls are dropped: as missing
+    keys they mean the same to ``run_row``/``end_row``, and the model refuses both or neither
+    but for ``direction``, whose null then goes the Python way)."""
+    doc = {k: v for k in ENVELOPE_KEYS if (v := header.get(k)) is not None}
+    if header.get("has_result"):
+        result = {
+            key: header[column]
+            for key, column in (
+                ("start", "r_start"),
+                ("end", "r_end"),
+                ("error", "r_error"),
+                ("server_output_text", "r_text"),
+            )
+            if header.get(column) is not None
+        }
+        if header.get("has_server"):
+            result["server_output_json"] = {
+                key: header[column]
+                for key, column in (("end", "s_end"), ("error", "s_error"))
+                if header.get(column) is not None
             }
-        doc["result"] = light
+        doc["result"] = result
     return doc
 
 
@@ -278,112 +303,110 @@ def fast_rows(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> FastChunk:
             readable.append(n)
     mapped = [paths[n] for n in readable]
     pieces = read_chunk(con, mapped, lambda i, why: chunk.fallback.__setitem__(readable[i], why))
-    tables: list[pa.Table] = []
-    ks: list[int] = []
-    run_ids: list[str] = []
-    reverses: list[bool] = []
-    for start, table in pieces:
-        envs = table.drop_columns(["result"]).to_pylist()
-        # result's small parts only (never the intervals) cross into Python
-        small = table.column("result").combine_chunks()
-        results = _small_results(small)
-        keep = []
-        for i, (env, result) in enumerate(zip(envs, results, strict=True)):
-            position = readable[start + i]
-            env["result"] = result
-            doc = _light(env)
-            why = _why_not(doc, paths[position])
-            if why is None:
-                try:
-                    rows, reverse = _small_rows(doc, str(paths[position]))
-                except RowError as exc:
-                    why = f"rows: {exc}"
-            if why is not None:
-                chunk.fallback[position] = why
-                continue
-            chunk.runs[position] = FastRun(rows)
-            keep.append(i)
-            ks.append(position)
-            run_ids.append(rows.run_id)
-            reverses.append(reverse)
-        if keep:
-            tables.append(
-                table.take(pa.array(keep, pa.int64()))
-                .select(["result"])
-                .append_column("k", pa.array([readable[start + i] for i in keep], pa.int64()))
-            )
-    if not tables:
+    if not pieces:
         return chunk
-    raw = pa.concat_tables(tables)
-    meta = pa.table(
-        {
-            "k": pa.array(ks, pa.int64()),
-            "run_id": pa.array(run_ids, pa.string()),
-            "reverse": pa.array(reverses, pa.bool_()),
-        }
-    )
-    con.register("raw", raw)
-    con.register("meta", meta)
-    try:
-        rows = con.execute(INTERVALS_SQL).to_arrow_table()
-    finally:
-        con.unregister("raw")
-        con.unregister("meta")
-    _attach(chunk, rows)
+    rows = pa.concat_tables([table for _, table in pieces])
+    is_header = pc.equal(rows.column("idx"), -1)
+    headers = rows.select(["k", "header"]).filter(is_header).to_pydict()
+    accepted = np.zeros(len(mapped), dtype=bool)
+    for k, text in zip(headers["k"], headers["header"], strict=True):
+        position = readable[k]
+        doc = _light(json.loads(text))
+        why = _why_not(doc, paths[position])
+        if why is None:
+            try:
+                chunk.runs[position] = FastRun(_small_rows(doc, str(paths[position])))
+                accepted[k] = True
+                continue
+            except RowError as exc:
+                why = f"rows: {exc}"
+        chunk.fallback[position] = why
+    if not accepted.any():
+        return chunk
+    rows = rows.drop_columns(["header"])
+    keep = _keep(rows, accepted)
+    _attach(chunk, _finish(rows.filter(pa.array(keep))), readable)
     return chunk
 
 
-def _small_results(column: pa.Array) -> list[dict[str, Any] | None]:
-    """The ``result`` struct column minus its interval lists, as Python values."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    fields = {name: column.field(name) for name in ("start", "end", "error", "server_output_text")}
-    server = column.field("server_output_json")
-    server_fields = {name: server.field(name) for name in ("end", "error")}
-    valid = column.is_valid().to_pylist()
-    server_valid = server.is_valid().to_pylist()
-    values = {k: v.to_pylist() for k, v in fields.items()}
-    server_values = {k: v.to_pylist() for k, v in server_fields.items()}
-    out: list[dict[str, Any] | None] = []
-    for i, ok in enumerate(valid):
-        if not ok:
-            out.append(None)
-            continue
-        item: dict[str, Any] = {k: values[k][i] for k in values}
-        item["server_output_json"] = (
-            {k: server_values[k][i] for k in server_values} if server_valid[i] else None
-        )
-        out.append(item)
-    return out
+def _numpy(rows: pa.Table, name: str) -> Any:
+    return rows.column(name).to_numpy(zero_copy_only=False)
 
 
-def _small_rows(doc: dict[str, Any], source: str) -> tuple[RunRows, bool]:
-    """``runs`` and ``ends`` rows by the reference functions; and the run's ``reverse``."""
+def _keep(rows: pa.Table, accepted: Any) -> Any:
+    """Which rows are interval rows: of an accepted file, not a header, not an empty ``sum``
+    (``pos`` 1 rows are all there until here, as predecessors), and not in an interval iperf3
+    3.12 repeated verbatim when the other end vanished (a non-empty ``sum`` with its
+    predecessor's start, end and bytes drops the whole interval)."""
+    k, idx, pos = _numpy(rows, "k"), _numpy(rows, "idx"), _numpy(rows, "pos")
+    nonempty = _numpy(rows, "nonempty")
+    nonempty = np.where(_nulls(rows, "nonempty"), False, nonempty).astype(bool)
+    keep = (idx >= 0) & accepted[k]
+    totals = np.flatnonzero(keep & (pos == 1))
+    key = _entry_key(rows)
+    order = totals[np.argsort(key[totals], kind="stable")]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = key[order][1:] == key[order][:-1] + 1  # the previous interval of that report
+    for name in ("start", "end", "bytes"):
+        values, null = _numpy(rows, name)[order], _nulls(rows, name)[order]
+        same[1:] &= (null[1:] & null[:-1]) | (~null[1:] & ~null[:-1] & (values[1:] == values[:-1]))
+    same &= nonempty[order]
+    if same.any():
+        keep &= ~np.isin(key, key[order][same])
+    return keep & ((pos != 1) | nonempty)
+
+
+def _nulls(rows: pa.Table, name: str) -> Any:
+    return rows.column(name).is_null().to_numpy(zero_copy_only=False)
+
+
+def _finish(rows: pa.Table) -> pa.Table:
+    """The text columns of ``intervals`` from the query's booleans; a stream's ``kind``."""
+    server, sender = rows.column("server"), rows.column("sender")
+    columns = {
+        "side": pc.if_else(server, "server", "client"),
+        "role": pc.if_else(sender, "sender", "receiver"),
+        # the client sends client→server data; so does a receiving server
+        "flow": pc.if_else(pc.xor(server, sender), "client_to_server", "server_to_client"),
+        "kind": pc.if_else(pc.less_equal(rows.column("pos"), 2), "sum", "stream"),
+    }
+    for name, values in columns.items():
+        rows = rows.append_column(name, values)
+    return rows.drop_columns(["server", "sender", "pos", "nonempty"])
+
+
+def _entry_key(rows: pa.Table) -> Any:
+    """One int64 per (file, host report, interval index)."""
+    k = rows.column("k").to_numpy(zero_copy_only=False).astype(np.int64)
+    server = rows.column("server").to_numpy(zero_copy_only=False).astype(np.int64)
+    idx = rows.column("idx").to_numpy(zero_copy_only=False).astype(np.int64)
+    return ((k * 2 + server) << 32) + idx
+
+
+def _small_rows(doc: dict[str, Any], source: str) -> RunRows:
+    """``runs`` and ``ends`` rows by the reference functions."""
     run = run_row(doc, source)
     result = doc.get("result")
     if not isinstance(result, Mapping):
-        return RunRows(run), False
-    params = obj(doc.get("params"))
-    reverse = as_bool(params.get("reverse"))
-    if reverse is None:
-        reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
+        return RunRows(run)
     ends = [iperf3_rows.end_row(run["run_id"], "client", result)]
     server = result.get("server_output_json")
     if isinstance(server, Mapping):
         ends.append(iperf3_rows.end_row(run["run_id"], "server", server))
-    return RunRows(run, [], ends), reverse
+    return RunRows(run, [], ends)
 
 
-def _attach(chunk: FastChunk, rows: pa.Table) -> None:
-    """Order the interval rows by file position and give each run its slice."""
-    ks = rows.column("k").to_numpy()
-    order = np.argsort(ks, kind="stable")
-    ordered = rows.take(pa.array(order)).drop_columns(["k"])
+def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
+    """Order the interval rows by file and give each run its slice."""
+    ks = rows.column("k").to_numpy(zero_copy_only=False)
+    if len(ks) > 1 and (np.diff(ks) < 0).any():  # DuckDB keeps file order: a safety net
+        rows = rows.take(pa.array(np.argsort(ks, kind="stable")))
+        ks = rows.column("k").to_numpy(zero_copy_only=False)
+    ordered = rows.drop_columns(["k"])
     chunk.intervals = ordered.select(INTERVALS_SCHEMA.names).cast(INTERVALS_SCHEMA)
-    positions = sorted(chunk.runs)
-    counts = np.bincount(ks, minlength=max(positions) + 1) if len(ks) else None
-    offset = 0
-    for position in positions:
-        count = int(counts[position]) if counts is not None else 0
-        chunk.runs[position].offset, chunk.runs[position].count = offset, count
-        offset += count
+    counts = np.bincount(ks, minlength=len(readable))
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for k, position in enumerate(readable):
+        if position in chunk.runs:
+            chunk.runs[position].offset = int(starts[k])
+            chunk.runs[position].count = int(counts[k])

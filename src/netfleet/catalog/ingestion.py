@@ -280,8 +280,7 @@ def ingest(
             progress(0, total)
         batch = _Batch()
         con = _fast_connection(root) if fast else None
-        for chunk in _chunks(files, known, batch_runs):
-            cached = _fast_chunk(con, chunk, known, report)
+        for chunk, cached in _prefetched(con, _chunks(files, known, batch_runs), known, report):
             for path in chunk:
                 report.seen += 1
                 if path.name.removesuffix(RAW_SUFFIX) in known:
@@ -316,8 +315,8 @@ def ingest(
 
 
 #: files per DuckDB read (bounded also by their compressed size)
-FAST_CHUNK_FILES = 512
-FAST_CHUNK_BYTES = 48 * 1024 * 1024
+FAST_CHUNK_FILES = 200
+FAST_CHUNK_BYTES = 16 * 1024 * 1024
 
 
 def _chunks(files: list[Any], known: set[str], batch_runs: int) -> Iterator[list[Any]]:
@@ -350,6 +349,28 @@ def _fast_connection(root: RawStore) -> Any:
     from netfleet.catalog.fastpath import connection
 
     return connection()
+
+
+def _prefetched(
+    con: Any, chunks: Iterator[list[Any]], known: set[str], report: IngestReport
+) -> Iterator[tuple[list[Any], dict[Any, tuple[RunRows, pa.Table]]]]:
+    """Each chunk with its columnar rows; DuckDB reads the next chunk in a thread while the
+    caller writes this one's Parquet parts (both release the GIL: two cores at work)."""
+    if con is None:
+        yield from ((chunk, {}) for chunk in chunks)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="netfleet-ingest") as pool:
+        chunk = next(chunks, None)
+        future = pool.submit(_fast_chunk, con, chunk, set(known), report) if chunk else None
+        while chunk is not None and future is not None:
+            cached = future.result()
+            following = next(chunks, None)
+            if following is not None:
+                future = pool.submit(_fast_chunk, con, following, set(known), report)
+            yield chunk, cached
+            chunk = following
 
 
 def _fast_chunk(
