@@ -35,6 +35,7 @@ from netfleet.catalog.layout import (
     part_name,
     write_format,
 )
+from netfleet.catalog.remote import S3Catalog, is_s3
 from netfleet.catalog.rows import SCHEMAS, RowError, RunRows, envelope_rows
 from netfleet.durable import fsync_dir
 from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreError
@@ -57,7 +58,8 @@ class BadFile(NamedTuple):
 class IngestReport:
     """What one ingest did: ``seen = ingested + skipped + len(bad)``."""
 
-    catalog_dir: Path
+    #: the catalog directory, or the ``s3://`` URL of an S3 catalog
+    catalog_dir: Path | str
     seen: int = 0
     ingested: int = 0
     skipped: int = 0
@@ -157,8 +159,12 @@ def _publish(temp: Path, final: Path) -> None:
     os.replace(temp, final)
 
 
-def _write_batch(catalog_dir: Path, batch: _Batch) -> dict[str, int]:
-    """Write one batch as a part per table; return rows written per table."""
+def _write_batch(
+    catalog_dir: Path, batch: _Batch, remote: S3Catalog | None = None
+) -> dict[str, int]:
+    """Write one batch as a part per table; return rows written per table. With ``remote``,
+    ``catalog_dir`` is the local staging directory and each part is uploaded instead of
+    renamed (runs last, as on disk)."""
     batch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
     name = part_name(batch_id)
     tables = batch.tables()
@@ -172,12 +178,20 @@ def _write_batch(catalog_dir: Path, batch: _Batch) -> dict[str, int]:
                 fh.flush()
                 os.fsync(fh.fileno())
         for table in TABLES:  # ... then publish, runs last: it commits the batch
+            if remote is not None:
+                _upload(remote, temps[table], f"{table}/{name}")
+                continue
             _publish(temps[table], catalog_dir / table / name)
             fsync_dir(catalog_dir / table)
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
     return {t: tables[t].num_rows for t in TABLES}
+
+
+def _upload(remote: S3Catalog, temp: Path, rel: str) -> None:
+    """Make one written part visible on S3 (a separate function so tests can cut it)."""
+    remote.put(rel, temp.read_bytes())
 
 
 def _sweep(catalog_dir: Path) -> None:
@@ -197,6 +211,32 @@ def _ingested_ids(catalog_dir: Path) -> set[str]:
         part = catalog_dir / "runs" / part_name(batch)
         ids.update(pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist())
     return ids
+
+
+@contextmanager
+def _prepared(
+    catalog_dir: str | os.PathLike[str], remote: S3Catalog | None
+) -> Iterator[tuple[Path, set[str]]]:
+    """Lock the catalog, check and sweep it; yield where parts are written (the catalog itself,
+    or a local staging directory for an S3 catalog) and the run_ids already in it."""
+    local = Path(catalog_dir) if remote is None else remote.state_dir()
+    try:
+        for table in TABLES:
+            (local / table).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CatalogError(f"cannot create the catalog at {local}: {exc}") from exc
+    with _locked(local):
+        if remote is None:
+            check_format(local)
+            write_format(local)
+            _sweep(local)
+            yield local, _ingested_ids(local)
+            return
+        _sweep(local)  # staging leftovers of a killed ingest
+        remote.check_format()
+        remote.write_format()
+        remote.sweep()
+        yield local, remote.ingested_ids()
 
 
 @contextmanager
@@ -261,19 +301,10 @@ def ingest(
             f"results root {root.path} is not a directory",
             hint="give the directory `netfleet run` wrote to (-r/--results, or NETFLEET_RESULTS)",
         )
-    catalog = Path(catalog_dir)
-    report = IngestReport(catalog)
+    remote = S3Catalog.parse(str(catalog_dir)) if is_s3(str(catalog_dir)) else None
+    report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
     started = time.monotonic()
-    try:
-        for table in TABLES:
-            (catalog / table).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CatalogError(f"cannot create the catalog at {catalog}: {exc}") from exc
-    with _locked(catalog):
-        check_format(catalog)
-        write_format(catalog)
-        _sweep(catalog)
-        known = _ingested_ids(catalog)
+    with _prepared(catalog_dir, remote) as (catalog, known):
         files = list(root.files())
         total = len(files)
         if progress:
@@ -304,12 +335,12 @@ def ingest(
                                 report.fast += 1
                             _reject(report, known, batch.add(rows, columnar))
                 if batch.runs >= batch_runs or batch.interval_rows >= batch_rows:
-                    _flush(catalog, batch, report, known)
+                    _flush(catalog, batch, report, known, remote)
                     batch = _Batch()
                 if progress:
                     progress(report.seen, total)
         if batch.runs or batch.pending:
-            _flush(catalog, batch, report, known)
+            _flush(catalog, batch, report, known, remote)
     report.seconds = time.monotonic() - started
     return report
 
@@ -394,11 +425,13 @@ def _reject(report: IngestReport, known: set[str], rejected: list[tuple[RunRows,
         report.bad.append(BadFile(str(rows.run["source"]), reason))
 
 
-def _flush(catalog: Path, batch: _Batch, report: IngestReport, known: set[str]) -> None:
+def _flush(
+    catalog: Path, batch: _Batch, report: IngestReport, known: set[str], remote: S3Catalog | None
+) -> None:
     _reject(report, known, batch.convert())
     if not batch.runs:
         return
-    written = _write_batch(catalog, batch)
+    written = _write_batch(catalog, batch, remote)
     report.batches += 1
     for table, count in written.items():
         report.rows[table] += count

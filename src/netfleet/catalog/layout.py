@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from netfleet.catalog.rows import SCHEMAS
 from netfleet.errors import CatalogError
@@ -67,10 +68,14 @@ def check_format(catalog_dir: Path) -> None:
             hint=f"delete {catalog_dir} and run netfleet ingest again",
         ) from exc
     if version != CATALOG_FORMAT:
-        raise CatalogError(
-            f"{catalog_dir}: catalog format {version!r}, this netfleet reads {CATALOG_FORMAT}",
-            hint=f"the catalog is derived data: delete {catalog_dir} and run netfleet ingest",
-        )
+        raise format_error(str(catalog_dir), version)
+
+
+def format_error(where: str, version: Any) -> CatalogError:
+    return CatalogError(
+        f"{where}: catalog format {version!r}, this netfleet reads {CATALOG_FORMAT}",
+        hint=f"the catalog is derived data: delete {where} and run netfleet ingest",
+    )
 
 
 def write_format(catalog_dir: Path) -> None:
