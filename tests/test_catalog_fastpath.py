@@ -205,3 +205,20 @@ def test_fast_path_keeps_batches_idempotence_and_bad_files(tmp_path: Path, batch
     assert (again.ingested, again.batches) == (0, 0)
     for table in TABLES:
         assert _rows(tmp_path / "cat", table) == _rows(tmp_path / "ref", table), table
+
+
+def test_local_listing_is_the_roots_own(tmp_path: Path) -> None:
+    """The no-op ingest lists files by scandir: same files, same order as ResultsRoot.files()."""
+    from netfleet.catalog.ingestion import local_files
+    from netfleet.catalog.layout import TABLES as LAYOUT_TABLES
+    from netfleet.catalog.rows import SCHEMAS
+
+    assert tuple(SCHEMAS) == LAYOUT_TABLES  # the layout spells the tables out
+    for day in ("d=2026-01-01", "d=2026-01-02"):
+        for campaign in ("campaign=a", "campaign=a-b", "campaign=a.c", "campaign=B"):
+            folder = tmp_path / day / campaign
+            folder.mkdir(parents=True)
+            for name in ("x.json.gz", "x-1.json.gz", ".tmp-y.part", "z.json", "A.json.gz"):
+                (folder / name).write_bytes(b"")
+    (tmp_path / "d=2026-01-01" / "not-a-campaign").mkdir()
+    assert local_files(tmp_path) == list(ResultsRoot(tmp_path).files())
