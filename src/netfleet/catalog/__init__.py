@@ -10,12 +10,44 @@
 Tables and columns: docs/catalog.md.
 """
 
-from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
-from netfleet.catalog.ingestion import BadFile, IngestReport, ingest
-from netfleet.catalog.layout import CATALOG_FORMAT, TABLES
-from netfleet.catalog.query import query
-from netfleet.catalog.rows import SCHEMAS, RunRows, envelope_rows
-from netfleet.catalog.views import connect
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
+    from netfleet.catalog.ingestion import BadFile, IngestReport, ingest
+    from netfleet.catalog.layout import CATALOG_FORMAT, TABLES
+    from netfleet.catalog.rows import SCHEMAS, RunRows, envelope_rows
+    from netfleet.catalog.views import connect
+
+#: name → module; imported on first use, so ``netfleet ingest`` with nothing new to add loads
+#: neither DuckDB nor pyarrow
+_LAZY = {
+    "CheatSheetData": "cheatsheet",
+    "cheatsheet_data": "cheatsheet",
+    "BadFile": "ingestion",
+    "IngestReport": "ingestion",
+    "ingest": "ingestion",
+    "CATALOG_FORMAT": "layout",
+    "TABLES": "layout",
+    "SCHEMAS": "rows",
+    "RunRows": "rows",
+    "envelope_rows": "rows",
+    "connect": "views",
+}
+
+
+# eager: a submodule of the same name would shadow a lazy ``query`` once imported (cheap)
+from netfleet.catalog.query import query  # noqa: E402
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'netfleet.catalog' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"netfleet.catalog.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "CATALOG_FORMAT",

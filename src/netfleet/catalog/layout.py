@@ -18,22 +18,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from netfleet.catalog.rows import SCHEMAS
 from netfleet.errors import CatalogError
 
 CATALOG_FORMAT = 1
 META = "netfleet-catalog.json"
-TABLES = tuple(SCHEMAS)  # publish order: runs last
+#: the tables, in publish order: runs last (= ``netfleet.catalog.rows.SCHEMAS``; spelled out so
+#: listing a catalog needs neither pyarrow nor the engines)
+TABLES = ("intervals", "ends", "latency", "runs")
 TEMP_PREFIX = ".tmp-"
+#: per batch, the run_ids of its runs part as JSON lines, written before the runs part: a
+#: no-op ingest reads these instead of opening every runs part (outside the table directories,
+#: which Spark/Athena read whole; ``_`` marks it as not data for them)
+IDS_DIR = "_run_ids"
 
 
 def part_name(batch: str) -> str:
     return f"part-{batch}.parquet"
 
 
+def ids_name(batch: str) -> str:
+    return f"part-{batch}.jsonl"
+
+
 def batch_of(part: Path) -> str:
-    return part.name.removeprefix("part-").removesuffix(".parquet")
+    return part.name.removeprefix("part-").removesuffix(".parquet").removesuffix(".jsonl")
 
 
 def committed_batches(catalog_dir: Path) -> list[str]:
@@ -67,10 +77,14 @@ def check_format(catalog_dir: Path) -> None:
             hint=f"delete {catalog_dir} and run netfleet ingest again",
         ) from exc
     if version != CATALOG_FORMAT:
-        raise CatalogError(
-            f"{catalog_dir}: catalog format {version!r}, this netfleet reads {CATALOG_FORMAT}",
-            hint=f"the catalog is derived data: delete {catalog_dir} and run netfleet ingest",
-        )
+        raise format_error(str(catalog_dir), version)
+
+
+def format_error(where: str, version: Any) -> CatalogError:
+    return CatalogError(
+        f"{where}: catalog format {version!r}, this netfleet reads {CATALOG_FORMAT}",
+        hint=f"the catalog is derived data: delete {where} and run netfleet ingest",
+    )
 
 
 def write_format(catalog_dir: Path) -> None:

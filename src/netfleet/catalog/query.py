@@ -6,9 +6,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
-
-from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
 from netfleet.tabular import Tabular
 
@@ -17,6 +14,10 @@ def query(
     catalog_dir: str | os.PathLike[str], sql: str, params: Sequence[Any] | None = None
 ) -> Tabular:
     """Run ``sql`` against the ``runs``, ``intervals`` and ``ends`` views."""
+    import duckdb  # here, not at import: the package must stay light (see __init__)
+
+    from netfleet.catalog.views import connect
+
     con = connect(catalog_dir)
     try:
         cursor = con.execute(sql, params) if params is not None else con.execute(sql)

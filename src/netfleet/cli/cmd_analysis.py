@@ -182,7 +182,7 @@ def calc(
     answers = api.calc(
         run_id=run_id,
         results=results_url(results) if run_id is not None else None,
-        catalog=catalog_dir(catalog) if run_id is None and (campaign or match) else None,
+        catalog=Path(catalog_dir(catalog)) if run_id is None and (campaign or match) else None,
         campaign=campaign,
         match=_match(match),
         rate=rate,

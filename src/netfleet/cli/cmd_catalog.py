@@ -7,18 +7,20 @@ from typing import Annotated, Literal
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from netfleet.catalog import ingest as run_ingest
-from netfleet.catalog import query
 from netfleet.cli.console import console
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
-from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
-from netfleet.store import open_root
 from netfleet.text import plain
+
+# the catalog, DuckDB and the store are imported inside the commands: a no-op ingest and a
+# cheat sheet are mostly start-up
 
 
 def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
     """Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."""
+    from netfleet.catalog.ingestion import ingest as run_ingest
+    from netfleet.store import open_root
+
     root = open_root(results_url(results))
     cat = catalog_dir(catalog)
     with Progress(
@@ -48,6 +50,8 @@ def cheatsheet(
 ) -> None:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB."""
+    from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
+
     groups = tuple(g.strip() for g in by.split(",") if g.strip())
     emit(build_cheatsheet(catalog_dir(catalog), group_by=groups, side=side, campaign=campaign), fmt)
 
@@ -60,4 +64,6 @@ def sql(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run DuckDB SQL over the catalog's views."""
+    from netfleet.catalog.query import query
+
     emit(query(catalog_dir(catalog), statement), fmt)

@@ -24,11 +24,11 @@ ResultsOpt = Annotated[
     ),
 ]
 CatalogOpt = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--catalog",
         "-c",
-        help="catalog directory [env NETFLEET_CATALOG; default ./catalog]",
+        help="catalog directory or s3://BUCKET/PREFIX [env NETFLEET_CATALOG; default ./catalog]",
         show_default=False,
     ),
 ]
@@ -46,8 +46,11 @@ def results_url(opt: str | None, from_spec: str | None = None) -> str:
     return opt or os.environ.get("NETFLEET_RESULTS") or from_spec or "results"
 
 
-def catalog_dir(opt: Path | None) -> Path:
-    return opt or Path(os.environ.get("NETFLEET_CATALOG") or "catalog")
+def catalog_dir(opt: str | None) -> Path | str:
+    """The catalog: a directory, or an ``s3://`` URL kept as text (a Path would fold its
+    ``//``); the catalog functions take either."""
+    where = opt or os.environ.get("NETFLEET_CATALOG") or "catalog"
+    return where if where.startswith("s3://") else Path(where)
 
 
 def emit(data: Tabular, fmt: OutputFormat) -> None:

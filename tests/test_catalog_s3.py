@@ -1,0 +1,181 @@
+"""A Parquet catalog on S3 (moto's server as its own process): ingest uploads the parts (runs
+last), sql/cheatsheet read them through DuckDB's httpfs and agree with a local catalog; an
+ingest killed in the middle of uploading a batch leaves nothing listed as committed, and the
+next ingest sweeps the orphans and commits the runs once."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netfleet import aws
+from netfleet.catalog import TABLES, connect, ingest, query
+from netfleet.catalog.remote import S3Catalog
+from netfleet.report.cheatsheet import cheatsheet
+from netfleet.store.root import ResultsRoot
+from tests.motokit import moto_server
+from tests.test_catalog_fastpath import CASES, envelope
+
+URL = "s3://catalogs/team/net"
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "state"
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(d))
+    return d
+
+
+def _root(tmp_path: Path, names: list[str]) -> ResultsRoot:
+    root = ResultsRoot(tmp_path / "raw")
+    for n, name in enumerate(names):
+        root.write(envelope(name, f"r{n:02d}-{name}"))
+    return root
+
+
+def _counts(catalog: Path | str) -> dict[str, object]:
+    con = connect(catalog)  # one connection: httpfs and the listing once
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in TABLES}
+    finally:
+        con.close()
+
+
+def _close(got: list[list[Any]], want: list[list[Any]]) -> bool:
+    return len(got) == len(want) and all(
+        len(g) == len(w)
+        and all(
+            math.isclose(a, b, rel_tol=1e-12) if isinstance(a, float) else a == b
+            for a, b in zip(g, w, strict=True)
+        )
+        for g, w in zip(got, want, strict=True)
+    )
+
+
+def test_ingest_to_s3_and_query_through_httpfs(tmp_path: Path) -> None:
+    root = _root(tmp_path, CASES)
+    local = ingest(root, tmp_path / "local")
+    with moto_server():
+        aws.client("s3").create_bucket(Bucket="catalogs")
+        report = ingest(root, URL, batch_runs=5)
+        assert (report.ingested, report.bad, report.catalog_dir) == (len(CASES), [], URL)
+        assert report.rows == local.rows and report.batches == -(-len(CASES) // 5)
+        keys = S3Catalog.parse(URL).keys("")
+        assert "netfleet-catalog.json" in keys
+        assert sum(k.startswith("runs/part-") for k in keys) == report.batches
+        assert _counts(URL) == _counts(tmp_path / "local")
+        # the same numbers (float sums may differ in the last bit: other parts, other order)
+        assert _close(cheatsheet(URL).rows, cheatsheet(tmp_path / "local").rows)
+        again = ingest(root, URL)
+        assert (again.ingested, again.skipped, again.batches) == (0, len(CASES), 0)
+        # the CLI takes the URL as --catalog (a Path would fold its //)
+        out = subprocess.run(
+            [sys.executable, "-m", "netfleet", "sql", "SELECT count(*) FROM runs", "-c", URL,
+             "-f", "csv"],
+            capture_output=True, text=True, timeout=120, env=os.environ.copy(),
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["count_star()", str(len(CASES))]
+
+
+class KillOnCommit:
+    """A loopback proxy in front of moto that passes requests through until the ``nth`` PUT of a
+    runs part (a batch's commit marker) starts, then SIGKILLs the ingest process (by the PID the
+    test started) and drops the connection: an ingest dying mid-upload; the server lives on."""
+
+    def __init__(self, target_port: int, nth: int) -> None:
+        proxy = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                proxy._pipe(self.request)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.target, self.nth = target_port, nth
+        self.pid = 0
+        self.commits = 0
+        self.killed = False
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _pipe(self, conn: socket.socket) -> None:
+        try:
+            up = socket.create_connection(("127.0.0.1", self.target), timeout=10)
+        except OSError:
+            conn.close()
+            return
+        threading.Thread(target=self._copy, args=(up, conn), daemon=True).start()
+        while data := self._recv(conn):
+            if b"PUT /catalogs/team/net/runs/part-" in data:
+                self.commits += 1
+                if self.commits == self.nth and self.pid:
+                    os.kill(self.pid, signal.SIGKILL)
+                    self.killed = True
+                    break
+            up.sendall(data)
+        conn.close()
+        up.close()
+
+    @staticmethod
+    def _recv(conn: socket.socket) -> bytes:
+        try:
+            return conn.recv(65536)
+        except OSError:
+            return b""
+
+    def _copy(self, src: socket.socket, dst: socket.socket) -> None:
+        while data := self._recv(src):
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_ingest_killed_mid_upload_commits_nothing_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _root(tmp_path, CASES[:9])
+    ingest(root, tmp_path / "local")
+    code = (
+        "import sys\nfrom netfleet.catalog import ingest\n"
+        "ingest(sys.argv[1], sys.argv[2], batch_runs=3)\n"
+    )
+    with moto_server() as server:
+        aws.client("s3").create_bucket(Bucket="catalogs")
+        proxy = KillOnCommit(int(server.url.rsplit(":", 1)[1]), nth=2)
+        env = {**os.environ, "AWS_ENDPOINT_URL": proxy.url}
+        proc = subprocess.Popen([sys.executable, "-c", code, str(root.path), URL], env=env)
+        proxy.pid = proc.pid
+        try:
+            assert proc.wait(timeout=120) == -signal.SIGKILL
+        finally:
+            proxy.close()
+        assert proxy.killed
+        catalog = S3Catalog.parse(URL)
+        keys = catalog.keys("")
+        # the second batch's other parts are there, its runs part is not: not committed
+        assert len(catalog.committed_batches()) == 1
+        assert sum(k.startswith("intervals/part-") for k in keys) == 2
+        assert _counts(URL)["runs"] == 3
+        assert query(URL, "SELECT count(*) FROM intervals WHERE run_id NOT IN "
+                     "(SELECT run_id FROM runs)").rows == [[0]]  # fmt: skip
+        report = ingest(root, URL, batch_runs=3)  # straight to moto: sweeps, then commits
+        assert (report.ingested, report.skipped) == (6, 3)
+        assert len(catalog.committed_batches()) == 3
+        assert sum(k.startswith("intervals/part-") for k in catalog.keys("")) == 3
+        assert _counts(URL) == _counts(tmp_path / "local")
