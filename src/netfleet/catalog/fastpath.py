@@ -39,14 +39,13 @@ import pyarrow.compute as pc
 from pydantic import ValidationError
 
 from netfleet.catalog.rows import (
-    ENGINE_PARSERS,
     INTERVALS_SCHEMA,
     TABLE_PARSERS,
     RowError,
     RunRows,
     run_row,
 )
-from netfleet.engines import iperf3_rows
+from netfleet.engines import ENGINES, iperf3_rows
 from netfleet.errors import NetfleetError
 from netfleet.store.envelope import Envelope, upgrade
 from netfleet.store.root import _check_partition, max_raw_bytes
@@ -279,9 +278,9 @@ def _why_not(doc: dict[str, Any], path: Path) -> str | None:
     except (NetfleetError, ValidationError) as exc:
         return f"envelope check: {str(exc).splitlines()[0][:200]}"
     engine = obj(doc.get("engine")).get("name")
-    if engine != "iperf3" or "iperf3" in TABLE_PARSERS:
+    if engine != "iperf3":
         return f"engine {engine!r}: parsed in Python"
-    if ENGINE_PARSERS.get("iperf3") is not iperf3_rows.result_rows:
+    if TABLE_PARSERS.get("iperf3") is not ENGINES["iperf3"].table_rows:
         return "the iperf3 row parser was replaced"
     result = doc.get("result")
     if isinstance(result, Mapping) and (
