@@ -49,6 +49,10 @@ def test_every_captured_output_imports_with_its_bytes_and_provenance(tmp_path: P
     assert len(stream["intervals"]) == 2 and "end" in stream
 
 
+def run_id_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def test_reimport_is_a_no_op_and_ingest_reads_the_numbers(tmp_path: Path) -> None:
     root = ResultsRoot(tmp_path / "r")
     import_files([str(p) for p in RUNS], root)
@@ -66,6 +70,10 @@ def test_reimport_is_a_no_op_and_ingest_reads_the_numbers(tmp_path: Path) -> Non
     ).rows
     expected = sum(iv["sum"]["bytes"] for iv in raw["server_output_json"]["intervals"])
     assert got == [[expected]] and expected > 0
+    # the original bytes stay in the raw envelope; the catalog keeps their hash, not a copy
+    (notes,) = query(tmp_path / "c", "SELECT notes FROM runs WHERE run_id = ?", [run_id]).rows[0]
+    imported = json.loads(notes)["imported"]
+    assert "original" not in imported and imported["sha256"] == run_id_hash(path)
 
 
 def test_seed002_pattern_gz_and_flags(tmp_path: Path) -> None:

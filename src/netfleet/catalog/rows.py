@@ -301,9 +301,19 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "server_cpus": as_int(sfacts.get("cpus")),
         "params": json.dumps(params, sort_keys=True, default=str),
         "labels": json.dumps(labels, sort_keys=True, default=str),
-        "notes": json.dumps(obj(doc.get("notes")), sort_keys=True, default=str),
+        "notes": json.dumps(catalog_notes(doc.get("notes")), sort_keys=True, default=str),
         "source": source,
     }
+
+
+def catalog_notes(notes: Any) -> dict[str, Any]:
+    """An envelope's notes as the catalog keeps them: an imported file's original bytes stay in
+    the raw envelope only (its sha256 and size are kept), or they would outweigh every table."""
+    out = dict(obj(notes))
+    imported = obj(out.get("imported"))
+    if "original" in imported:
+        out["imported"] = {k: v for k, v in imported.items() if k != "original"}
+    return out
 
 
 def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
