@@ -18,7 +18,7 @@ def test_json_rows_say_their_units_and_basis_and_markdown_keeps_notes() -> None:
     series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20, jitter=0.002)
     a = analyze_series(RunInfo("r1"), series)
     table = runs_table([a], keys=(), rate="wire", human=False)
-    [record] = json.loads(render(table, "json"))
+    [record] = json.loads(render(table, "json"))["rows"]
     assert record["rate_unit"] == "Gbit/s" and record["credit_unit"] == "Gbit"
     assert record["rate_basis"] == "wire"
     assert {"refill_rate", "refill_rate_err", "refill_cap", "refill_cap_err"} <= set(record)
