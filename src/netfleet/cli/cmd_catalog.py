@@ -37,6 +37,7 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
 
 def cheatsheet(
     catalog: CatalogOpt = None,
+    results: ResultsOpt = None,
     by: Annotated[
         str, typer.Option("--by", help="comma-separated label keys or run columns")
     ] = "instance_type,direction",
@@ -49,7 +50,14 @@ def cheatsheet(
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB."""
     groups = tuple(g.strip() for g in by.split(",") if g.strip())
-    emit(build_cheatsheet(catalog_dir(catalog), group_by=groups, side=side, campaign=campaign), fmt)
+    sheet = build_cheatsheet(
+        catalog_dir(catalog),
+        group_by=groups,
+        side=side,
+        campaign=campaign,
+        results=results_url(results),
+    )
+    emit(sheet, fmt)
 
 
 def sql(
