@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -356,10 +357,15 @@ def _blind_lab(tmp: Path, profiles: list[BlindProfile]) -> Path:
     return f
 
 
-def _busy_loop(tmp: Path, host: str) -> subprocess.Popen[bytes]:
-    """A CPU-bound process in the host's namespace (stopped by its PID afterwards)."""
+#: busy-loop processes per CPU-contended profile (``--busy-loops``: harder contention)
+BUSY_LOOPS = 1
+
+
+def _busy_loop(tmp: Path, host: str) -> list[subprocess.Popen[bytes]]:
+    """CPU-bound processes in the host's namespace (each stopped by its PID afterwards)."""
     ns = lab.resolve_host(BLIND_LAB, host, state_dir=tmp / "state").namespace
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", "while True: pass"])
+    cmd = ["ip", "netns", "exec", ns, sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(cmd) for _ in range(BUSY_LOOPS)]
 
 
 def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
@@ -380,15 +386,15 @@ def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
             params: {{{flow}}}
         """)
     )
-    busy = _busy_loop(tmp, p.name) if p.busy else None
+    busy = _busy_loop(tmp, p.name) if p.busy else []
     try:
         res = asyncio.run(
             run_campaign(load_spec(spec), ResultsRoot(tmp / "blind"), lab_state_dir=tmp / "state")
         )
     finally:
-        if busy is not None:
-            busy.terminate()
-            busy.wait(timeout=10)
+        for proc in busy:
+            proc.terminate()
+            proc.wait(timeout=10)
     [env] = res.envelopes
     if env.status != "ok":
         console.print(f"{p.name}: run {env.status}: {env.reason}")
@@ -478,6 +484,23 @@ def main() -> None:
         help="random unknown shapers run with the README's burst example defaults",
     )
     ap.add_argument(
+        "--pick",
+        default=None,
+        help="blind: run only these of the drawn profiles, comma-separated (e.g. b2,b4)",
+    )
+    ap.add_argument(
+        "--busy-loops",
+        type=int,
+        default=1,
+        help="blind: busy-loop processes per CPU-contended profile (default 1)",
+    )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="blind: copy the raw results here (to analyse a wrong class afterwards)",
+    )
+    ap.add_argument(
         "--blind-max-duration",
         type=float,
         default=None,
@@ -488,8 +511,18 @@ def main() -> None:
         params = dict(README_PARAMS)
         if args.blind_max_duration:
             params["duration"] = min(params["duration"], args.blind_max_duration)
+        global BUSY_LOOPS
+        BUSY_LOOPS = max(1, args.busy_loops)
+        profiles = blind_profiles(args.profiles, args.seed)
+        if args.pick:
+            picked = set(args.pick.split(","))
+            profiles = [p for p in profiles if p.name in picked]
         with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
-            bench_blind(Path(d), blind_profiles(args.profiles, args.seed), params)
+            try:
+                bench_blind(Path(d), profiles, params)
+            finally:
+                if args.keep is not None:
+                    shutil.copytree(Path(d) / "blind", args.keep, dirs_exist_ok=True)
         sys.exit(0)
     with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
         tmp = Path(d)
