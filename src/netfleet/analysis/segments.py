@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -69,6 +69,11 @@ class SegmentationConfig:
     envelope_tolerance: float = 0.05
     #: a sample further than this many σ from its level is an outlier, not part of the level
     outlier_sigmas: float = 4.0
+    #: a burst whose level wanders (a CPU-starved sender) before one drop to a clean baseline:
+    #: its levels lie within this ratio of each other, every one this many × the baseline, and
+    #: one peak level fits the cumulative bits within ``envelope_tolerance``
+    wander_ratio: float = 2.0
+    wander_above_baseline: float = 2.0
 
     @property
     def min_samples(self) -> int:
@@ -298,6 +303,44 @@ def _envelope_error(series: Series, segments: tuple[Segment, ...]) -> float:
     return float(np.max(np.abs(a - model)) / a[-1])
 
 
+def _wandering_burst(
+    series: Series,
+    y: FloatArray,
+    segments: tuple[Segment, ...],
+    noise: float,
+    cfg: SegmentationConfig,
+) -> tuple[tuple[Segment, Segment], str] | None:
+    """A burst whose level wandered before one drop to a clean baseline, as one peak level and
+    the baseline — or None. The segmentation cuts a CPU-starved sender's burst (issue 9's blind
+    check: 0.7–1.3 Gbit/s under a 1.67 Gbit/s shaper, then a flat 143 Mbit/s) into several
+    levels, some rising; that is still one bucket draining when every earlier level lies well
+    above the last, within ``wander_ratio`` of each other, and one peak level fits the
+    cumulative bits (:func:`_envelope_error`). A rise back to the baseline's level (a second
+    burst after a refill) is not merged."""
+    *burst, base = segments
+    if len(burst) < 2 or base.level <= 0:
+        return None
+    levels = [s.level for s in burst]
+    if min(levels) < cfg.wander_above_baseline * base.level:
+        return None
+    if max(levels) > cfg.wander_ratio * min(levels):
+        return None
+    first, stop = burst[0].first, burst[-1].stop
+    peak = _level(series, y, first, stop, _own_noise(y, first, stop, cfg) or noise, cfg)
+    # the levels it wandered between are the peak's ±, not only the mean's standard error
+    peak = replace(peak, err=max(peak.err, (max(levels) - min(levels)) / 2))
+    fit_err = _envelope_error(series, (peak, base))
+    if fit_err > cfg.envelope_tolerance:
+        return None
+    note = (
+        f"the burst's level wandered ({len(burst)} levels, {min(levels) / 1e6:.1f}–"
+        f"{max(levels) / 1e6:.1f} Mbit/s: a sender short of CPU, say) before one drop to a "
+        f"clean baseline: one peak level fits the cumulative data within {fit_err:.1%} of the "
+        "token-bucket envelope, so it is one burst (its peak is their mean, with their spread)"
+    )
+    return (peak, base), note
+
+
 def segment(series: Series, config: SegmentationConfig | None = None) -> Segmentation:
     """Find the levels of ``series`` and classify it (see the module docstring)."""
     cfg = config or SegmentationConfig()
@@ -337,6 +380,11 @@ def segment(series: Series, config: SegmentationConfig | None = None) -> Segment
     clean_drops = len(segments) > 1 and all(
         segments[i].level < segments[i - 1].level for i in range(1, len(segments))
     )
+    wandered = None if clean_drops else _wandering_burst(series, y, segments, noise, cfg)
+    if wandered is not None:
+        merged, note = wandered
+        notes.append(note)
+        return Segmentation("burst-then-baseline", merged, noise, test, notes=tuple(notes))
     if (
         noise > cfg.erratic_noise
         and clean_drops
