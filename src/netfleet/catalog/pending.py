@@ -47,6 +47,24 @@ def catalog_run_ids(catalog_dir: str | os.PathLike[str]) -> set[str]:
     return ids
 
 
+def _local_names(path: Path) -> list[str]:
+    """The raw file names of a local root (``d=*/campaign=*/*.json.gz``, temp files left out),
+    by scandir: no Path objects, no sorting — this runs before every listing."""
+    names: list[str] = []
+    for day in os.scandir(path):
+        if not (day.name.startswith("d=") and day.is_dir(follow_symlinks=False)):
+            continue
+        for camp in os.scandir(day.path):
+            if not (camp.name.startswith("campaign=") and camp.is_dir(follow_symlinks=False)):
+                continue
+            names += [
+                f.name
+                for f in os.scandir(camp.path)
+                if f.name.endswith(RAW_SUFFIX) and not f.name.startswith(".")
+            ]
+    return names
+
+
 def pending_raw(
     results: RawStore | str | os.PathLike[str], catalog_dir: str | os.PathLike[str]
 ) -> Pending | None:
@@ -57,7 +75,11 @@ def pending_raw(
         root = as_root(results)
         if isinstance(root, ResultsRoot) and not root.path.is_dir():
             return None
-        names = [str(ref).rsplit("/", 1)[-1] for ref in root.files()]
+        names = (
+            _local_names(root.path)
+            if isinstance(root, ResultsRoot)
+            else [str(ref).rsplit("/", 1)[-1] for ref in root.files()]
+        )
         if not names:
             return None
         known = catalog_run_ids(catalog_dir) if Path(catalog_dir).is_dir() else set()
