@@ -17,6 +17,7 @@ import pytest
 
 from netfleet.analysis import analyze_file, token_bucket_series
 from netfleet.analysis.analyze import (
+    HOST_LIMITED_BUCKET_ERR,
     HOST_LIMITED_ERR,
     analyze_group,
     analyze_series,
@@ -42,10 +43,14 @@ def test_one_stream_with_its_sender_at_a_full_cpu_is_labelled_and_its_pm_widened
     assert peak.contains(400e6 * 1.09)  # a truth 9 % above the single stream's peak is inside
     note = _notes(bound.credit.notes)
     assert "host-limited" in bound.credit.notes[-1] and "97 % of a CPU" in note
+    # a starved sender's bucket read up to 1.04 % low in the blind check: its ± widens too
+    bucket = bound.credit.bucket
+    assert bucket is not None and bucket.err >= HOST_LIMITED_BUCKET_ERR * bucket.value
     # the same run with the sender at 40 %: no evidence, no label, the tight ±
     calm = analyze_series(RunInfo("r", parallel=1, row={"end_host_cpu": 40.0}), series)
     assert not _notes(calm.credit.notes)
     assert calm.credit.peak is not None and calm.credit.peak.err < 0.05 * peak.value
+    assert calm.credit.bucket is not None and calm.credit.bucket.err < 0.01 * bucket.value
     # with --reverse the server sends: its CPU (remote) is the one that counts
     rev = RunInfo("r", parallel=1, row={"reverse": True, "end_host_cpu": 97.0,
                                         "end_remote_cpu": 30.0})  # fmt: skip
