@@ -119,3 +119,13 @@ def test_the_cpu_evidence_travels_from_the_raw_file_and_the_catalog(tmp_path: ob
     by_id = {a.run.run_id: a for a in group.runs}
     assert "99 % of a CPU" in _notes(by_id["cpu-bound"].credit.notes)
     assert "of a CPU" not in _notes(by_id["calm"].credit.notes)
+
+
+def test_a_baseline_is_never_compared_with_a_peak() -> None:
+    """One stream that met an empty bucket (its level is the baseline) and two streams that
+    burst: the difference is the bucket's state, not the streams."""
+    base = Series.from_rates([50e6 * (1 + 0.001 * (i % 3)) for i in range(20)])
+    empty = (RunInfo("p1", parallel=1), _rows(base))
+    burst = (RunInfo("p2", parallel=2), _rows(token_bucket_series(*BURST, jitter=0.002)))
+    group = analyze_group({}, [empty, burst])
+    assert not any(_notes(a.credit.notes) for a in group.runs)

@@ -195,16 +195,24 @@ def _host_limited(
     )
 
 
+#: which runs' levels compare across stream counts: peaks with peaks, fixed-rate levels with
+#: fixed-rate levels — never a baseline (a drained bucket) with a peak
+_COMPARABLE: dict[str, str] = {"burst": "peak", "burst-unfinished": "peak", "steady": "steady"}
+
+
 def _fewer_streams(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
-    """Across a group: a run whose level another run with more streams beat by
-    :data:`MORE_STREAMS_RATIO` (beyond both ±) had too few streams — its peak is labelled so."""
-    levels = [(a, _level(a.credit), a.run.parallel or 1) for a in analyses]
+    """Across a group: a run whose level another run of the same kind with more streams beat
+    by :data:`MORE_STREAMS_RATIO` (beyond both ±) had too few streams — labelled so."""
+    levels = [
+        (a, _level(a.credit), a.run.parallel or 1, _COMPARABLE.get(a.credit.kind)) for a in analyses
+    ]
     out = []
-    for a, level, streams in levels:
+    for a, level, streams, family in levels:
         better = [
             (b, other, n)
-            for b, other, n in levels
+            for b, other, n, kind in levels
             if level is not None and other is not None and n > streams
+            and family is not None and kind == family
             and other.value >= MORE_STREAMS_RATIO * level.value
             and other.value - other.err > level.value + level.err
         ]  # fmt: skip
