@@ -12,6 +12,7 @@ Runs real iperf3 in a lab (root needed):
 
     uv run python bench/credit_accuracy.py [--profiles 4] [--seed 1] [--window 30] [--skip-r4]
     uv run python bench/credit_accuracy.py --blind [--profiles 12] [--blind-max-duration S]
+        [--pick b2,b4] [--busy-loops N] [--keep DIR | --reanalyze DIR]
 
 Blind mode (issue 9): random shapers the test does not know (bursts 10–120 s, baselines 20–200
 Mbit/s, peak/baseline 3–12×, some steady, some with a busy-loop process in the namespace) run
@@ -401,17 +402,35 @@ def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
     return res.paths[0]
 
 
-def bench_blind(tmp: Path, profiles: list[BlindProfile], params: dict[str, float]) -> None:
-    """Blind: shapers the test does not know, run with the README's burst example as is."""
-    table = Table(title=f"blind profiles, README burst example params {params}")
+def _kept_run(kept: Path, p: BlindProfile) -> Path:
+    """The newest raw result of profile ``p`` under a ``--keep`` directory."""
+    found = sorted(kept.glob(f"d=*/campaign=blind-{p.name}/*.json.gz"))
+    if not found:
+        raise SystemExit(f"no kept run of {p.name} under {kept}")
+    return found[-1]
+
+
+def bench_blind(
+    tmp: Path,
+    profiles: list[BlindProfile],
+    params: dict[str, float],
+    reanalyze: Path | None = None,
+) -> None:
+    """Blind: shapers the test does not know, run with the README's burst example as is.
+    ``reanalyze``: score the raw results kept by an earlier ``--keep`` run with today's
+    analysis instead of running anything (the same measurements, the current code)."""
+    what = f"re-analysed from {reanalyze}" if reanalyze else "README burst example params"
+    table = Table(title=f"blind profiles, {what} {params}")
     for col in ("profile", "truth", "busy", "class", "peak err", "baseline err", "bucket err",
                 "rate err", "truth in ±", "test s", "verdict"):  # fmt: skip
         table.add_column(col)
     wrong = steady_on_burst = inside = checked = no_verdict = 0
-    lab.up(lab.load_lab(_blind_lab(tmp, profiles)), state_dir=tmp / "state")
+    if reanalyze is None:
+        lab.up(lab.load_lab(_blind_lab(tmp, profiles)), state_dir=tmp / "state")
     try:
         for p in profiles:
-            a = analyze_file(_blind_run(tmp, p, params))
+            path = _kept_run(reanalyze, p) if reanalyze else _blind_run(tmp, p, params)
+            a = analyze_file(path)
             c = a.credit.as_wire()
             truths: list[tuple[str, object, float]] = []
             if p.peak is None:
@@ -454,7 +473,8 @@ def bench_blind(tmp: Path, profiles: list[BlindProfile], params: dict[str, float
                 "ok" if c.kind in ok_kinds else "WRONG",
             )
     finally:
-        lab.down(BLIND_LAB, state_dir=tmp / "state")
+        if reanalyze is None:
+            lab.down(BLIND_LAB, state_dir=tmp / "state")
     console.print(table)
     console.print(
         f'wrong class: {wrong} of {len(profiles)} (target 0); "steady" on a burst host: '
@@ -501,6 +521,13 @@ def main() -> None:
         help="blind: copy the raw results here (to analyse a wrong class afterwards)",
     )
     ap.add_argument(
+        "--reanalyze",
+        type=Path,
+        default=None,
+        help="blind: score the raw results an earlier --keep DIR run kept, with today's "
+        "analysis (runs nothing, no root needed)",
+    )
+    ap.add_argument(
         "--blind-max-duration",
         type=float,
         default=None,
@@ -519,9 +546,9 @@ def main() -> None:
             profiles = [p for p in profiles if p.name in picked]
         with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
             try:
-                bench_blind(Path(d), profiles, params)
+                bench_blind(Path(d), profiles, params, args.reanalyze)
             finally:
-                if args.keep is not None:
+                if args.keep is not None and args.reanalyze is None:
                     shutil.copytree(Path(d) / "blind", args.keep, dirs_exist_ok=True)
         sys.exit(0)
     with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
