@@ -12,6 +12,7 @@ Runs real iperf3 in a lab (root needed):
 
     uv run python bench/credit_accuracy.py [--profiles 4] [--seed 1] [--window 30] [--skip-r4]
     uv run python bench/credit_accuracy.py --blind [--profiles 12] [--blind-max-duration S]
+        [--pick b2,b4] [--busy-loops N] [--keep DIR | --reanalyze DIR]
 
 Blind mode (issue 9): random shapers the test does not know (bursts 10–120 s, baselines 20–200
 Mbit/s, peak/baseline 3–12×, some steady, some with a busy-loop process in the namespace) run
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -356,10 +358,15 @@ def _blind_lab(tmp: Path, profiles: list[BlindProfile]) -> Path:
     return f
 
 
-def _busy_loop(tmp: Path, host: str) -> subprocess.Popen[bytes]:
-    """A CPU-bound process in the host's namespace (stopped by its PID afterwards)."""
+#: busy-loop processes per CPU-contended profile (``--busy-loops``: harder contention)
+BUSY_LOOPS = 1
+
+
+def _busy_loop(tmp: Path, host: str) -> list[subprocess.Popen[bytes]]:
+    """CPU-bound processes in the host's namespace (each stopped by its PID afterwards)."""
     ns = lab.resolve_host(BLIND_LAB, host, state_dir=tmp / "state").namespace
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", "while True: pass"])
+    cmd = ["ip", "netns", "exec", ns, sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(cmd) for _ in range(BUSY_LOOPS)]
 
 
 def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
@@ -380,32 +387,50 @@ def _blind_run(tmp: Path, p: BlindProfile, params: dict[str, float]) -> Path:
             params: {{{flow}}}
         """)
     )
-    busy = _busy_loop(tmp, p.name) if p.busy else None
+    busy = _busy_loop(tmp, p.name) if p.busy else []
     try:
         res = asyncio.run(
             run_campaign(load_spec(spec), ResultsRoot(tmp / "blind"), lab_state_dir=tmp / "state")
         )
     finally:
-        if busy is not None:
-            busy.terminate()
-            busy.wait(timeout=10)
+        for proc in busy:
+            proc.terminate()
+            proc.wait(timeout=10)
     [env] = res.envelopes
     if env.status != "ok":
         console.print(f"{p.name}: run {env.status}: {env.reason}")
     return res.paths[0]
 
 
-def bench_blind(tmp: Path, profiles: list[BlindProfile], params: dict[str, float]) -> None:
-    """Blind: shapers the test does not know, run with the README's burst example as is."""
-    table = Table(title=f"blind profiles, README burst example params {params}")
+def _kept_run(kept: Path, p: BlindProfile) -> Path:
+    """The newest raw result of profile ``p`` under a ``--keep`` directory."""
+    found = sorted(kept.glob(f"d=*/campaign=blind-{p.name}/*.json.gz"))
+    if not found:
+        raise SystemExit(f"no kept run of {p.name} under {kept}")
+    return found[-1]
+
+
+def bench_blind(
+    tmp: Path,
+    profiles: list[BlindProfile],
+    params: dict[str, float],
+    reanalyze: Path | None = None,
+) -> None:
+    """Blind: shapers the test does not know, run with the README's burst example as is.
+    ``reanalyze``: score the raw results kept by an earlier ``--keep`` run with today's
+    analysis instead of running anything (the same measurements, the current code)."""
+    what = f"re-analysed from {reanalyze}" if reanalyze else "README burst example params"
+    table = Table(title=f"blind profiles, {what} {params}")
     for col in ("profile", "truth", "busy", "class", "peak err", "baseline err", "bucket err",
                 "rate err", "truth in ±", "test s", "verdict"):  # fmt: skip
         table.add_column(col)
     wrong = steady_on_burst = inside = checked = no_verdict = 0
-    lab.up(lab.load_lab(_blind_lab(tmp, profiles)), state_dir=tmp / "state")
+    if reanalyze is None:
+        lab.up(lab.load_lab(_blind_lab(tmp, profiles)), state_dir=tmp / "state")
     try:
         for p in profiles:
-            a = analyze_file(_blind_run(tmp, p, params))
+            path = _kept_run(reanalyze, p) if reanalyze else _blind_run(tmp, p, params)
+            a = analyze_file(path)
             c = a.credit.as_wire()
             truths: list[tuple[str, object, float]] = []
             if p.peak is None:
@@ -448,7 +473,8 @@ def bench_blind(tmp: Path, profiles: list[BlindProfile], params: dict[str, float
                 "ok" if c.kind in ok_kinds else "WRONG",
             )
     finally:
-        lab.down(BLIND_LAB, state_dir=tmp / "state")
+        if reanalyze is None:
+            lab.down(BLIND_LAB, state_dir=tmp / "state")
     console.print(table)
     console.print(
         f'wrong class: {wrong} of {len(profiles)} (target 0); "steady" on a burst host: '
@@ -478,6 +504,30 @@ def main() -> None:
         help="random unknown shapers run with the README's burst example defaults",
     )
     ap.add_argument(
+        "--pick",
+        default=None,
+        help="blind: run only these of the drawn profiles, comma-separated (e.g. b2,b4)",
+    )
+    ap.add_argument(
+        "--busy-loops",
+        type=int,
+        default=1,
+        help="blind: busy-loop processes per CPU-contended profile (default 1)",
+    )
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="blind: copy the raw results here (to analyse a wrong class afterwards)",
+    )
+    ap.add_argument(
+        "--reanalyze",
+        type=Path,
+        default=None,
+        help="blind: score the raw results an earlier --keep DIR run kept, with today's "
+        "analysis (runs nothing, no root needed)",
+    )
+    ap.add_argument(
         "--blind-max-duration",
         type=float,
         default=None,
@@ -488,8 +538,18 @@ def main() -> None:
         params = dict(README_PARAMS)
         if args.blind_max_duration:
             params["duration"] = min(params["duration"], args.blind_max_duration)
+        global BUSY_LOOPS
+        BUSY_LOOPS = max(1, args.busy_loops)
+        profiles = blind_profiles(args.profiles, args.seed)
+        if args.pick:
+            picked = set(args.pick.split(","))
+            profiles = [p for p in profiles if p.name in picked]
         with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
-            bench_blind(Path(d), blind_profiles(args.profiles, args.seed), params)
+            try:
+                bench_blind(Path(d), profiles, params, args.reanalyze)
+            finally:
+                if args.keep is not None and args.reanalyze is None:
+                    shutil.copytree(Path(d) / "blind", args.keep, dirs_exist_ok=True)
         sys.exit(0)
     with tempfile.TemporaryDirectory(prefix="nf-bench-") as d:
         tmp = Path(d)

@@ -111,7 +111,7 @@ def test_cli_calc_from_numbers(capsys: pytest.CaptureFixture[str]) -> None:
                "2700gbit", "--use", "0.6gbit", "--burst-seconds", "10", "--duty", "0.05",
                "-f", "json")  # fmt: skip
     assert code == 0
-    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["bucket σ (initial/max credit)"]["value"] == pytest.approx(2700)
     assert rows["bucket σ (initial/max credit)"]["unit"] == "Gbit"
     assert rows["10 s at X, once every"]["value"] == pytest.approx(626.67, abs=0.01)

@@ -137,3 +137,17 @@ def test_noise_around_one_level_is_still_erratic() -> None:
     rng = np.random.default_rng(7)
     rates = 200e6 * np.exp(rng.normal(0, 0.5, 60))
     assert segment(Series.from_rates(rates)).classification == "erratic"
+
+
+def test_the_bucket_pm_never_claims_more_than_the_wire_model_allows() -> None:
+    """Issue 9 blind check: clean runs (no CPU contention) read their bucket 0.03–0.05 % off
+    with a ± of 0.01 %: full-sized-segment wire factor and the shaper's own peak bucket are
+    model error. A noiseless series still gets BUCKET_MODEL_ERR."""
+    from netfleet.analysis.credit import BUCKET_MODEL_ERR, bucket_from_series
+    from netfleet.analysis.estimate import Estimate
+    from netfleet.analysis.simulate import token_bucket_series
+
+    series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20)
+    sigma = bucket_from_series(series, Estimate(50e6, 0.0))
+    assert sigma.value == pytest.approx(350e6 * 6, rel=1e-6)
+    assert sigma.err >= BUCKET_MODEL_ERR * sigma.value * 0.999

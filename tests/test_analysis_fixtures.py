@@ -138,7 +138,7 @@ def test_cli_analyze_groups_runs_and_plot(
 ) -> None:
     cat = str(catalog / "catalog")
     assert cli("analyze", "--catalog", cat, "-f", "json") == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["rows"]
     credit = next(r for r in rows if (r["instance_type"], r["direction"]) == ("lab-credit", "in"))
     assert credit["credit"] == pytest.approx(3.6 * goodput_ratio(1500), rel=0.01)  # Gbit
     assert credit["credit_lower_bound"] is False and credit["credit_err"] > 0
@@ -195,7 +195,7 @@ def test_cli_credit_calc_from_a_run_and_from_a_group(
 ) -> None:
     path = str(SERIES / MANIFEST["credit_out"]["file"])
     assert cli("credit", "calc", path, "--rate", "wire", "-f", "json") == 0
-    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["time at peak, full bucket"]["value"] == pytest.approx(10.0, abs=0.05)
     assert rows["refill from empty, idle"]["value"] == pytest.approx(90.0, abs=0.5)
     cat = str(catalog / "catalog")
@@ -203,7 +203,7 @@ def test_cli_credit_calc_from_a_run_and_from_a_group(
     assert "2 groups match (lab-credit/out; lab-credit/in)" in capsys.readouterr().err
     args = ["--catalog", cat, "--match", "instance_type=lab-credit", "--match", "direction=in"]
     assert cli("credit", "calc", *args, "-f", "json") == 0
-    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["bucket σ (initial/max credit)"]["value"] == pytest.approx(3.443, abs=0.005)
     assert cli("credit", "calc", "--catalog", cat, "--match", "instance_type=lab-steady") == 2
     assert "no burst measured (steady)" in capsys.readouterr().err

@@ -133,7 +133,7 @@ def test_the_credit_engines_own_run(capsys: pytest.CaptureFixture[str]) -> None:
     for p in r.points[:-1]:
         assert p.regained.value == pytest.approx(truth["rate_bps"] * ratio * p.idle_s, rel=0.01)
     assert guarded(lambda: app(["analyze", str(path), "-f", "json"], standalone_mode=False)) == 0
-    row = json.loads(capsys.readouterr().out)[0]
+    row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["refill_s"] == pytest.approx(15.0, rel=0.03) and row["refill_s_err"] > 0
 
 

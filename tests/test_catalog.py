@@ -705,7 +705,7 @@ def test_cheatsheet_only_counts_complete_runs(tmp_path: Path) -> None:
 def test_renders(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     catalog, _ = by_type
     sheet = cheatsheet(catalog, group_by=("instance_type",))
-    records = json.loads(render(sheet, "json"))
+    records = json.loads(render(sheet, "json"))["rows"]
     assert [r["instance_type"] for r in records] == sorted(TYPES)
     assert records[0]["p95"] == sheet.rows[0][7]
     table = list(csv.reader(io.StringIO(render(sheet, "csv"))))
@@ -723,4 +723,4 @@ def test_renders(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     assert "quantile_cont" in text and "m5.large" in text
     # query results render too (dates, timestamps, NULLs)
     runs = query(catalog, "SELECT run_id, d, started_at, reason FROM runs ORDER BY run_id")
-    assert json.loads(render(runs, "json"))[0]["d"] == "2026-11-22"
+    assert json.loads(render(runs, "json"))["rows"][0]["d"] == "2026-11-22"

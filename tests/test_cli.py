@@ -81,7 +81,7 @@ def test_plan_lists_runs_and_estimate(tmp_path: Path, capsys: pytest.CaptureFixt
     p = tmp_path / "s.yaml"
     p.write_text(SPEC)
     assert cli("plan", str(p), "--format", "json") == 0
-    runs = json.loads(capsys.readouterr().out)
+    runs = json.loads(capsys.readouterr().out)["rows"]
     assert [r["params"].get("parallel", 1) for r in runs] == [1, 2, 4]
     assert cli("plan", str(p)) == 0
     out = capsys.readouterr().out

@@ -42,6 +42,10 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     out = proc.stdout
     assert "Interval goodput" in out and "12/12 runs ok" in out
     assert out.count("✓ steady") == 2
+    # issue 9: the lab runs at ×0.05 of the cloud figures its labels name, and says so
+    assert "lab-steady-6g, out: lab at ×0.05 of the cloud figures its name gives" in " ".join(
+        out.split()
+    )
     after = set(
         subprocess.run(
             ["ip", "netns", "list"], capture_output=True, text=True, check=True

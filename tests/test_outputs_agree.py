@@ -6,19 +6,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from netfleet.analysis import token_bucket_series
 from netfleet.analysis.analyze import analyze_series
 from netfleet.analysis.series import RunInfo
+from netfleet.catalog import ingest
 from netfleet.report.analysis_tables import runs_table
 from netfleet.report.output import render
 from netfleet.runner.hostcpu import busy_note, cpu_times
+from netfleet.store import ResultsRoot
+from tests.test_catalog import make_envelope
+from tests.test_cli import SPEC, cli
 
 
 def test_json_rows_say_their_units_and_basis_and_markdown_keeps_notes() -> None:
     series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20, jitter=0.002)
     a = analyze_series(RunInfo("r1"), series)
     table = runs_table([a], keys=(), rate="wire", human=False)
-    [record] = json.loads(render(table, "json"))
+    [record] = json.loads(render(table, "json"))["rows"]
     assert record["rate_unit"] == "Gbit/s" and record["credit_unit"] == "Gbit"
     assert record["rate_basis"] == "wire"
     assert {"refill_rate", "refill_rate_err", "refill_cap", "refill_cap_err"} <= set(record)
@@ -49,3 +55,64 @@ def test_cpu_busy_share_from_proc_stat(tmp_path: Path) -> None:
     note = busy_note(before, cpu_times(stat))
     assert note is not None and note["busy_percent"] == 90.0
     assert cpu_times(tmp_path / "missing") is None
+
+
+# ------------------------------------------------- every listing: the JSON notes are the table's
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def two_campaigns(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three runs in each of two campaigns (a scaled lab type among them), ingested, then one
+    more raw result written: every listing has notes to carry, the pending one included."""
+    tmp = tmp_path_factory.mktemp("agree")
+    root = ResultsRoot(tmp / "results")
+    labels = {"instance_type": "lab-steady-6g", "topology": "lab", "lab_scale": 0.05,
+              "price_per_hour": 0.1}  # fmt: skip
+    for camp in ("ca", "cb"):
+        for n, name in enumerate(("tcp_1stream", "tcp_p2", "tcp_1stream")):
+            root.write(make_envelope(name, f"{camp}-{n}", labels=labels, campaign=camp))
+    ingest(root, tmp / "cat")
+    root.write(make_envelope("tcp_p2", "late-1", labels=labels, campaign="cb"))
+    (tmp / "spec.yaml").write_text(SPEC)
+    return tmp
+
+
+LISTINGS = {
+    "cheatsheet": ["cheatsheet", "-c", "cat", "-r", "results"],
+    "topology": ["report", "topology", "-c", "cat", "-r", "results"],
+    "analyze": ["analyze", "-c", "cat", "-r", "results"],
+    "compare": ["compare", "ca", "cb", "-c", "cat", "--resamples", "200"],
+    "plan": ["plan", "spec.yaml"],
+    "price": ["report", "price", "-c", "cat"],
+}
+#: what each listing must say, in table and JSON alike
+MUST_SAY = {
+    "cheatsheet": ["not in the catalog yet", "lab at ×0.05"],
+    "topology": ["not in the catalog yet", "lab at ×0.05"],
+    "analyze": ["not in the catalog yet"],
+    "compare": ["hedges_g"],
+    "plan": [],
+    "price": ["a month = 730 h"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LISTINGS))
+def test_every_listing_json_carries_the_notes_of_its_table(
+    name: str,
+    two_campaigns: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(two_campaigns)
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cli(*LISTINGS[name]) == 0
+    table = _words(capsys.readouterr().out)
+    assert cli(*LISTINGS[name], "-f", "json") == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes, f"{name}: a listing without notes says nothing of units or caveats"
+    for note in notes:
+        assert _words(note) in table, f"{name}: JSON note not in the table: {note}"
+    for text in MUST_SAY[name]:
+        assert any(text in n for n in notes), f"{name}: {text!r} missing from the notes"

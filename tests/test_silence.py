@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def netfleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -46,6 +48,43 @@ def test_return_codes_are_real_under_an_inherited_sigchld_ignore(tmp_path: Path)
     children. netfleet restores the default before starting any."""
     done = subprocess.run(
         [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rc 3" in done.stdout
+    assert "Unknown child process" not in done.stderr
+
+
+RACE = """
+import asyncio, signal, time, warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+from netfleet.hosts.local import LocalHost
+
+async def main():
+    proc = await LocalHost(name="l", address="127.0.0.1").start(["sh", "-c", "sleep 0.3; exit 3"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # no await: the loop (and its child watcher) cannot run
+        with open(f"/proc/{proc.pid}/stat") as fh:
+            if fh.read().rsplit(") ", 1)[-1].startswith("Z"):  # exited, not yet reaped
+                break
+    proc.send(signal.SIGTERM)  # a stop racing the process's own exit (an adaptive stop, say)
+    print("rc", await proc.wait(10))
+
+watcher = asyncio.SafeChildWatcher()  # reaps on SIGCHLD in the loop: the race made certain
+asyncio.set_child_watcher(watcher)
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+watcher.attach_loop(loop)
+loop.run_until_complete(main())
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="SafeChildWatcher is gone in 3.14")
+def test_a_signal_racing_the_exit_keeps_the_real_return_code(tmp_path: Path) -> None:
+    """The second source of "Unknown child process pid N, will report returncode 255": a signal
+    sent through asyncio's send_signal polls (and so reaps) a child that has just exited, before
+    asyncio's child watcher (CPython gh-87744, fixed in 3.13). netfleet signals by PID itself."""
+    done = subprocess.run(
+        [sys.executable, "-c", RACE], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert "rc 3" in done.stdout

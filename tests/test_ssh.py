@@ -354,6 +354,6 @@ def test_inventory_check_reports_each_host(fleet: SshLab, tmp_path: Path) -> Non
     assert res.returncode == 4, res.stdout + res.stderr
     import json
 
-    rows = {r["host"]: r for r in json.loads(res.stdout)}
+    rows = {r["host"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["h1"]["ready"] == "ok" and rows["h1"]["iperf3"].startswith("3.")
     assert rows["h2"]["ready"] == "NO" and "unknown SSH host key" in rows["h2"]["detail"]

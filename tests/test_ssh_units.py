@@ -260,6 +260,6 @@ def test_inventory_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     hosts = tmp_path / "hosts.yaml"
     hosts.write_text(imported)
     assert cli("inventory", "show", str(hosts), "--format", "json") == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["name"], r["ssh_address"]) for r in rows] == [("big", "54.1.2.3"), ("m5-1", "")]
     assert cli("inventory", "import-terraform", str(tmp_path / "none.json")) == 2

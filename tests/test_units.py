@@ -106,7 +106,7 @@ def test_plan_shows_normalised_rates_and_the_expected_time(tmp_path: Path) -> No
     )
     done = netfleet("plan", str(spec), "--format", "json")
     assert done.returncode == 0, done.stderr
-    rows = {r["test"]: r for r in json.loads(done.stdout)}
+    rows = {r["test"]: r for r in json.loads(done.stdout)["rows"]}
     assert "300.00 Mbit/s (300000000 bit/s)" in rows["t"]["normalised"]
     assert "window=524288 B" in rows["t"]["normalised"]
     credit = rows["refill"]

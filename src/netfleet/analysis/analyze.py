@@ -102,30 +102,131 @@ CPU_SATURATED_PERCENT = 90.0
 #: the ± a host-limited peak gets at least (relative): a single stream on a busy 2-core host
 #: read a 960 Mbit/s peak 9.6 % low (issue 9)
 HOST_LIMITED_ERR = 0.10
+#: the ± a host-limited run's bucket gets at least (relative): a CPU-starved sender's bucket
+#: read 0.19–1.04 % low in six blind-check runs (profile b2, busy loops) with a ± of ~0.02 %
+HOST_LIMITED_BUCKET_ERR = 0.015
 
 
-def _host_limited(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
-    """Peak measured with the CPUs saturated (``notes.host_cpu``): labelled host-limited, with
-    the evidence, and a wider ±."""
+#: a single stream whose sending iperf3 used at least this share of one CPU (the end summary's
+#: ``cpu_utilization_percent``): its one thread was the limit
+STREAM_CPU_PERCENT = 90.0
+#: AWS's one-flow limits (FIELD-NOTES: 5 Gbit/s outside a cluster placement group, 10 inside)
+FLOW_CAPS_BPS = (5e9, 10e9)
+#: a per-stream goodput plateau this close to a flow cap is cap-like (goodput is 0.956 of the
+#: wire rate at MTU 1500, 0.994 at 9001)
+FLOW_CAP_BAND = (0.94, 1.01)
+#: another run of the group with more streams reached at least this × the level: too few streams
+MORE_STREAMS_RATIO = 1.2
+
+
+def _level(credit: CreditEstimate) -> Estimate | None:
+    """The rate a run's streams carried at their best: the peak, else its one level."""
+    return credit.peak or credit.rate
+
+
+def _sender_cpu(run: RunInfo) -> float | None:
+    """CPU % of the sending iperf3 (one process; 100 = one CPU), from the end summary: the
+    client's own with data flowing out of it, the server's (remote) with --reverse."""
+    reverse = bool(run.row.get("reverse")) or (run.direction == "in" and run.subject == "client")
+    value = run.row.get("end_remote_cpu" if reverse else "end_host_cpu")
+    return float(value) if isinstance(value, int | float) and not math.isnan(value) else None
+
+
+def _stream_evidence(run: RunInfo, credit: CreditEstimate) -> list[str]:
+    """Evidence, from this run alone, that its streams were too few to reach the peak."""
+    level, streams = _level(credit), run.parallel or 1
+    found = []
+    cpu = _sender_cpu(run)
+    if streams == 1 and cpu is not None and cpu >= STREAM_CPU_PERCENT:
+        found.append(
+            f"too few streams: 1 stream, its sending iperf3 at {cpu:.0f} % of a CPU (end "
+            "summary, cpu_utilization_percent): the thread was the limit, more streams would "
+            "carry more"
+        )
+    if level is not None:
+        per = level.value / streams
+        for cap in FLOW_CAPS_BPS:
+            if FLOW_CAP_BAND[0] * cap <= per <= FLOW_CAP_BAND[1] * cap:
+                found.append(
+                    f"too few streams: {streams} stream(s) at {per / 1e9:.2f} Gbit/s each, at "
+                    f"the {cap / 1e9:g} Gbit/s one-flow limit (AWS: 5 outside a cluster "
+                    "placement group, 10 inside): the level may be the flows' cap, not the link's"
+                )
+    return found
+
+
+def _host_limited(
+    run: RunInfo, credit: CreditEstimate, evidence: Sequence[str] = ()
+) -> CreditEstimate:
+    """Peak measured with the CPUs saturated (``notes.host_cpu``) or with too few streams to
+    reach it (:func:`_stream_evidence`, or ``evidence`` from the run's group): labelled
+    host-limited, with the evidence, and a wider ±."""
     cpu = run.notes.get("host_cpu")
     cpu = cpu if isinstance(cpu, Mapping) else {}
     busy = cpu.get("busy_percent")
-    if not isinstance(busy, int | float) or busy < CPU_SATURATED_PERCENT:
-        return credit
     streams = f", {run.parallel} stream(s)" if run.parallel else ""
+    found = [*_stream_evidence(run, credit), *evidence]
+    if isinstance(busy, int | float) and busy >= CPU_SATURATED_PERCENT:
+        found.insert(0, f"CPUs {busy:.0f} % busy during the run{streams} "
+                     f"({cpu.get('source', 'host_cpu')})")  # fmt: skip
+    if not found:
+        return credit
+    if any(n.startswith("host-limited") for n in credit.notes):  # its ± is already wide
+        new = [f for f in found if not any(f in n for n in credit.notes)]
+        extra = (f"host-limited, also: {'; '.join(new)}",) if new else ()
+        return replace(credit, notes=(*credit.notes, *extra))
     note = (
-        f"host-limited: CPUs {busy:.0f} % busy during the run{streams} "
-        f"({cpu.get('source', 'host_cpu')}): the peak may be the host's limit, not the link's; "
-        f"its ± is at least {HOST_LIMITED_ERR:.0%}"
+        f"host-limited: {'; '.join(found)}: the peak may be the host's limit, not the link's; "
+        f"its ± is at least {HOST_LIMITED_ERR:.0%} (the bucket's {HOST_LIMITED_BUCKET_ERR:.1%})"
     )
     peak, rate = credit.peak, credit.rate
 
-    def widen(e: Estimate | None) -> Estimate | None:
+    def widen(e: Estimate | None, rel: float = HOST_LIMITED_ERR) -> Estimate | None:
         if e is None:
             return None
-        return replace(e, err=max(e.err, HOST_LIMITED_ERR * e.value))
+        return replace(e, err=max(e.err, rel * e.value))
 
-    return replace(credit, peak=widen(peak), rate=widen(rate), notes=(*credit.notes, note))
+    return replace(
+        credit,
+        peak=widen(peak),
+        rate=widen(rate),
+        bucket=widen(credit.bucket, HOST_LIMITED_BUCKET_ERR),
+        notes=(*credit.notes, note),
+    )
+
+
+#: which runs' levels compare across stream counts: peaks with peaks, fixed-rate levels with
+#: fixed-rate levels — never a baseline (a drained bucket) with a peak
+_COMPARABLE: dict[str, str] = {"burst": "peak", "burst-unfinished": "peak", "steady": "steady"}
+
+
+def _fewer_streams(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
+    """Across a group: a run whose level another run of the same kind with more streams beat
+    by :data:`MORE_STREAMS_RATIO` (beyond both ±) had too few streams — labelled so."""
+    levels = [
+        (a, _level(a.credit), a.run.parallel or 1, _COMPARABLE.get(a.credit.kind)) for a in analyses
+    ]
+    out = []
+    for a, level, streams, family in levels:
+        better = [
+            (b, other, n)
+            for b, other, n, kind in levels
+            if level is not None and other is not None and n > streams
+            and family is not None and kind == family
+            and other.value >= MORE_STREAMS_RATIO * level.value
+            and other.value - other.err > level.value + level.err
+        ]  # fmt: skip
+        if not better or level is None:
+            out.append(a)
+            continue
+        b, other, n = max(better, key=lambda x: x[1].value)
+        why = (
+            f"too few streams: {streams} stream(s) reached {level.value / 1e6:.1f} Mbit/s, "
+            f"{n} streams {other.value / 1e6:.1f} Mbit/s in run {b.run.run_id} "
+            f"(×{other.value / level.value:.2f})"
+        )
+        out.append(replace(a, credit=_host_limited(a.run, a.credit, [why])))
+    return out
 
 
 def analyze_rows(
@@ -279,6 +380,7 @@ def analyze_group(
             analyze_rows(info, rows, config, hint) if a.credit.kind in ("steady", "no-drop") else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
+    first = _fewer_streams(first)
     refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]
     return GroupAnalysis(dict(keys), tuple(first), _best_refill(refills))
 

@@ -204,13 +204,15 @@ class Comparison:
             decimals=2,
         )
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> dict[str, Any]:
+        """JSON: every difference in full, with the table's title and notes word for word."""
         out = []
         for d in self.rows:
             rec = asdict(d)
             rec["different"] = d.different
             out.append(rec)
-        return out
+        table = self.table()
+        return {"title": table.title, "rows": out, "notes": table.notes}
 
 
 def bootstrap_diff(

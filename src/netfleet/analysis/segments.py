@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -69,6 +69,10 @@ class SegmentationConfig:
     envelope_tolerance: float = 0.05
     #: a sample further than this many σ from its level is an outlier, not part of the level
     outlier_sigmas: float = 4.0
+    #: a burst whose level wanders (a CPU-starved sender) before one drop to a clean baseline:
+    #: its levels lie within this ratio of each other, every one this many × the baseline
+    wander_ratio: float = 2.0
+    wander_above_baseline: float = 2.0
 
     @property
     def min_samples(self) -> int:
@@ -298,6 +302,46 @@ def _envelope_error(series: Series, segments: tuple[Segment, ...]) -> float:
     return float(np.max(np.abs(a - model)) / a[-1])
 
 
+def _wandering_burst(
+    series: Series,
+    y: FloatArray,
+    segments: tuple[Segment, ...],
+    noise: float,
+    cfg: SegmentationConfig,
+) -> tuple[tuple[Segment, Segment], str] | None:
+    """A burst whose level wandered before one drop to a clean baseline, as one peak level and
+    the baseline — or None. The segmentation cuts a CPU-starved sender's burst (issue 9's blind
+    check: 0.7–1.35 Gbit/s, rising and falling, under a 1.67 Gbit/s shaper, then a flat
+    143 Mbit/s) into several levels, some rising. A token bucket only bounds what a link
+    carries from above: below the peak the sender sets the rate, so levels that wander within
+    ``wander_ratio`` of each other, every one ``wander_above_baseline`` × the last level or
+    more, then one drop to that last level, are one bucket draining. A return to the
+    baseline's level in between (a second burst after a refill) is not merged, nor are levels
+    further apart (a rise from a level to one 3× higher is not one burst)."""
+    *burst, base = segments
+    if len(burst) < 2 or base.level <= 0:
+        return None
+    levels = [s.level for s in burst]
+    if min(levels) < cfg.wander_above_baseline * base.level:
+        return None
+    if max(levels) > cfg.wander_ratio * min(levels):
+        return None
+    first, stop = burst[0].first, burst[-1].stop
+    peak = _level(series, y, first, stop, _own_noise(y, first, stop, cfg) or noise, cfg)
+    # the levels it wandered between are the peak's ±, not only the mean's standard error
+    peak = replace(peak, err=max(peak.err, (max(levels) - min(levels)) / 2))
+    rises = sum(b > a for a, b in itertools.pairwise(levels))
+    fit_err = _envelope_error(series, (peak, base))
+    note = (
+        f"the burst's level wandered ({len(burst)} levels, {min(levels) / 1e6:.1f}–"
+        f"{max(levels) / 1e6:.1f} Mbit/s, rising {rises} time(s): below its peak the sender, "
+        "not the shaper, sets the rate — a sender short of CPU, say) before one drop to a clean "
+        f"baseline: one burst, its peak their mean with their spread as ± (one peak level is "
+        f"within {fit_err:.1%} of the cumulative data)"
+    )
+    return (peak, base), note
+
+
 def segment(series: Series, config: SegmentationConfig | None = None) -> Segmentation:
     """Find the levels of ``series`` and classify it (see the module docstring)."""
     cfg = config or SegmentationConfig()
@@ -337,6 +381,11 @@ def segment(series: Series, config: SegmentationConfig | None = None) -> Segment
     clean_drops = len(segments) > 1 and all(
         segments[i].level < segments[i - 1].level for i in range(1, len(segments))
     )
+    wandered = None if clean_drops else _wandering_burst(series, y, segments, noise, cfg)
+    if wandered is not None:
+        merged, note = wandered
+        notes.append(note)
+        return Segmentation("burst-then-baseline", merged, noise, test, notes=tuple(notes))
     if (
         noise > cfg.erratic_noise
         and clean_drops

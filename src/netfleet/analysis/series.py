@@ -233,4 +233,11 @@ def run_from_envelope(
 ) -> tuple[RunInfo, list[dict[str, Any]]]:
     """The run's context and its interval rows, from a decoded raw file."""
     rows = envelope_rows(doc, source)
-    return RunInfo.from_row(rows.run), rows.intervals
+    run = dict(rows.run)
+    for end in rows.ends:  # the sending iperf3's CPU, as the catalog's runs query gives it
+        if end.get("side") == "client":
+            run["end_host_cpu"], run["end_remote_cpu"] = (
+                end.get("host_total"),
+                end.get("remote_total"),
+            )
+    return RunInfo.from_row(run), rows.intervals

@@ -98,7 +98,15 @@ def catalog_runs(
             where.append(f"run_id IN ({', '.join('?' for _ in run_ids)})")
             params.extend(run_ids)
         cond = " AND ".join(where)
-        runs = _records(con.execute(f"SELECT * FROM runs WHERE {cond} ORDER BY started_at", params))  # noqa: S608
+        # with each run, its sending iperf3's CPU (end summary): evidence of too few streams
+        runs = _records(
+            con.execute(
+                f"SELECT r.*, e.host_total AS end_host_cpu, e.remote_total AS end_remote_cpu "  # noqa: S608
+                f"FROM (SELECT * FROM runs WHERE {cond}) r LEFT JOIN ends e "
+                "ON e.run_id = r.run_id AND e.side = 'client' ORDER BY r.started_at",
+                params,
+            )
+        )
         rows = _records(
             con.execute(
                 f"SELECT {_COLUMNS} FROM intervals WHERE kind = 'sum' AND run_id IN "  # noqa: S608

@@ -75,6 +75,9 @@ class CheatSheetData:
     without_intervals: int
     not_tcp: int
     bidir: int
+    #: groups measured in a scaled lab: (group key values, "lab_scale" values, "lab_time_scale"
+    #: values), the values as the labels give them, comma-separated when runs differ
+    scaled: list[tuple[tuple[Any, ...], str, str | None]] = field(default_factory=list)
 
 
 class _Keys:
@@ -193,7 +196,9 @@ def _cheatsheet(
             if keys.has_notes
             else ", false AS no_drop, NULL::DOUBLE AS stopped_at"
         )
-        + " FROM runs r WHERE r.status = 'ok'"
+        + ", json_extract_string(r.labels, '$.lab_scale') AS lab_scale"
+        ", json_extract_string(r.labels, '$.lab_time_scale') AS lab_time_scale"
+        " FROM runs r WHERE r.status = 'ok'"
     )
     if campaign is not None:
         base.add(" AND r.campaign = ?", campaign)
@@ -228,14 +233,17 @@ def _cheatsheet(
         f"SELECT {grouping + ', ' if groups else ''}count(DISTINCT run_id), count(*), {stats}"
         ", count(DISTINCT CASE WHEN no_drop THEN run_id END)"
         ", max(CASE WHEN no_drop THEN stopped_at END)"
+        ", string_agg(DISTINCT lab_scale, ',' ORDER BY lab_scale)"
+        ", string_agg(DISTINCT lab_time_scale, ',' ORDER BY lab_time_scale)"
     )
     tail = f" GROUP BY {grouping} ORDER BY {grouping} NULLS LAST" if groups else ""
     found = con.execute(f"{cte}{select} FROM kept{tail}", params).fetchall()
+    found = [row for row in found if row[len(groups) + 1]]  # no intervals → no row
     rows = [
-        [*row[:-2], NO_DROP_FLAG.format(s=row[-1] or 0, n=row[-2]) if row[-2] else None]
+        [*row[:-4], NO_DROP_FLAG.format(s=row[-3] or 0, n=row[-4]) if row[-4] else None]
         for row in found
-        if row[len(groups) + 1]  # no intervals → no row
     ]
+    scaled = [(tuple(row[: len(groups)]), row[-2], row[-1]) for row in found if row[-2]]
 
     counts = con.execute(
         f"{cte}SELECT (SELECT count(*) FROM r),"  # noqa: S608 -- the cte above
@@ -262,4 +270,5 @@ def _cheatsheet(
         without_intervals=n_without,
         not_tcp=n_not_tcp,
         bidir=n_bidir,
+        scaled=scaled,
     )

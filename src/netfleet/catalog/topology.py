@@ -33,9 +33,10 @@ COLUMNS = [
 
 def topology_rows(
     catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
-) -> tuple[list[list[Any]], int]:
+) -> tuple[list[list[Any]], int, list[tuple[Any, str, str | None]]]:
     """One row per value of ``by`` (a label key or runs column): the value, then
-    :data:`COLUMNS`; and how many throughput runs had no end summary (blank, never 0)."""
+    :data:`COLUMNS`; how many throughput runs had no end summary (blank, never 0); and the
+    values measured in a scaled lab: (value, ``lab_scale`` labels, ``lab_time_scale`` labels)."""
     con = connect(catalog_dir)
     try:
         expr, params = _Keys(con).resolve(by)
@@ -43,8 +44,13 @@ def topology_rows(
         params = [*params, *([campaign] if campaign else [])]
         engines = ", ".join(f"'{e}'" for e in THROUGHPUT_ENGINES)
         sql = f"""
-        WITH r AS (SELECT r.run_id, r.engine, r.parallel, {expr} AS g FROM runs r
-                   WHERE r.status = 'ok'{where}),
+        WITH r AS (SELECT r.run_id, r.engine, r.parallel, {expr} AS g,
+                          json_extract_string(r.labels, '$.lab_scale') AS lab_scale,
+                          json_extract_string(r.labels, '$.lab_time_scale') AS lab_time
+                   FROM runs r WHERE r.status = 'ok'{where}),
+        sc AS (SELECT g, string_agg(DISTINCT lab_scale, ',' ORDER BY lab_scale) AS lab_scale,
+                      string_agg(DISTINCT lab_time, ',' ORDER BY lab_time) AS lab_time
+               FROM r GROUP BY g),
         rr AS (SELECT g, count(*) AS n, avg(mean_us) AS mean_us, avg(p50_us) AS p50,
                       avg(p99_us) AS p99, avg(transactions_per_s) AS tps,
                       bool_and(full_round_trip) AS full
@@ -59,18 +65,20 @@ def topology_rows(
                FROM r JOIN ends e USING (run_id)
                WHERE e.side = 'client' AND r.engine IN ({engines}) GROUP BY g)
         SELECT k.g, rr.n, rr.mean_us, rr.p50, rr.p99, rr.tps, rr.full, icmp.ping_us, icmp.loss,
-               tp.n, tp.gbps, tp.streams, tp.missing
+               tp.n, tp.gbps, tp.streams, tp.missing, sc.lab_scale, sc.lab_time
         FROM (SELECT DISTINCT g FROM r) k
         LEFT JOIN rr USING (g) LEFT JOIN icmp USING (g) LEFT JOIN tp USING (g)
+        LEFT JOIN sc USING (g)
         ORDER BY k.g NULLS LAST
         """  # noqa: S608 -- fixed identifiers; values are parameters
         found = con.execute(sql, params).fetchall()
-        rows = [list(row[:-1]) for row in found]
+        rows = [list(row[:-3]) for row in found]
         # runs stopped early (adaptive) or cut short have an empty end summary: no total,
         # which is blank with a reason, never 0
-        missing = sum(int(row[-1] or 0) for row in found)
+        missing = sum(int(row[-3] or 0) for row in found)
+        scaled = [(row[0], row[-2], row[-1]) for row in found if row[-2]]
     except duckdb.Error as exc:
         raise CatalogError(f"topology report failed: {exc}") from exc
     finally:
         con.close()
-    return rows, missing
+    return rows, missing, scaled

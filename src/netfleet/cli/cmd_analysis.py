@@ -14,6 +14,7 @@ from netfleet.analysis import (
     analyze_catalog,
     analyze_run,
 )
+from netfleet.catalog.pending import pending_notes
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.errors import InputError
 from netfleet.report import OutputFormat
@@ -98,6 +99,7 @@ def analyze(
             if runs
             else groups_table(groups, rate, unit, human)
         )
+        table.notes += pending_notes(results_url(results), catalog_dir(catalog))
     if plot is not None:
         try:
             from netfleet.report.plots import analysis_figure

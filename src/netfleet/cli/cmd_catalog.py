@@ -39,6 +39,7 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
 
 def cheatsheet(
     catalog: CatalogOpt = None,
+    results: ResultsOpt = None,
     by: Annotated[
         str, typer.Option("--by", help="comma-separated label keys or run columns")
     ] = "instance_type,direction",
@@ -53,7 +54,14 @@ def cheatsheet(
     from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 
     groups = tuple(g.strip() for g in by.split(",") if g.strip())
-    emit(build_cheatsheet(catalog_dir(catalog), group_by=groups, side=side, campaign=campaign), fmt)
+    sheet = build_cheatsheet(
+        catalog_dir(catalog),
+        group_by=groups,
+        side=side,
+        campaign=campaign,
+        results=results_url(results),
+    )
+    emit(sheet, fmt)
 
 
 def sql(

@@ -21,12 +21,14 @@ app.command("price")(cmd_study.price)
 @app.command()
 def topology(
     catalog: CatalogOpt = None,
+    results: ResultsOpt = None,
     by: Annotated[str, typer.Option("--by", help="label key or runs column")] = "topology",
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Seed 001's summary: request/response latency, ping and throughput per topology label."""
-    emit(topology_table(catalog_dir(catalog), by=by, campaign=campaign), fmt)
+    table = topology_table(catalog_dir(catalog), by, campaign, results=results_url(results))
+    emit(table, fmt)
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import typer
 
 from netfleet.cli.console import console
-from netfleet.cli.options import CatalogOpt, FormatOpt, catalog_dir, emit
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
 
 CampaignsOpt = Annotated[
@@ -20,6 +20,7 @@ CampaignsOpt = Annotated[
 
 def html(
     catalog: CatalogOpt = None,
+    results: ResultsOpt = None,
     campaign: CampaignsOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="the report file")] = Path(
         "netfleet-report.html"
@@ -40,12 +41,17 @@ def html(
     """One file per study: summary with advice, cheat sheet (burst rows flagged), out vs in,
     measured ÷ advertised, burst vs baseline with the credit table, latency per topology,
     price per Gbit/s, compare, per-run appendix. Opens offline: no CDN, no script."""
+    from netfleet.catalog.pending import pending_notes
+    from netfleet.report.document import Paragraph
     from netfleet.report.html import write_report
     from netfleet.report.study_report import build_document
 
-    doc = build_document(
-        catalog_dir(catalog), campaign or (), compare=compare, target=target, title=title
-    )
+    cat = catalog_dir(catalog)
+    doc = build_document(cat, campaign or (), compare=compare, target=target, title=title)
+    if doc.sections:  # un-ingested raw results: said first, in the summary
+        doc.sections[0].blocks[:0] = [
+            Paragraph(n, "warn") for n in pending_notes(results_url(results), cat)
+        ]
     path = write_report(doc, out, fmt)
     console.print(f"report written: {path}", markup=False, highlight=False)
 

@@ -60,8 +60,9 @@ def emit(data: Tabular, fmt: OutputFormat) -> None:
     out = render(data, fmt)
     if isinstance(out, str):
         print(out)
-        if not data.rows and data.notes and fmt in (OutputFormat.json, OutputFormat.csv):
-            # an empty machine-readable table must not read as success: say why, on stderr
+        if data.notes and fmt is OutputFormat.csv:
+            # the CSV stays pure (header and rows): its notes — the same as the table's — go
+            # to stderr, always, so an empty CSV never reads as success without a reason
             for note in data.notes:
                 print(f"note: {note}", file=sys.stderr)
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -67,9 +68,17 @@ class Process:
         return rc
 
     def send(self, sig: int) -> None:
+        """Signal the process by its PID while asyncio has not seen it exit.
+
+        Not through ``asyncio.subprocess.Process.send_signal``: before Python 3.13 that calls
+        ``subprocess.Popen.send_signal``, whose ``poll()`` reaps a child that has just exited
+        before asyncio's child watcher does — which then logs "Unknown child process pid N, will
+        report returncode 255" and reports 255 (CPython gh-87744, fixed in 3.13 the same way:
+        ``os.kill``). Until the watcher reaps it, the exited child is a zombie that keeps its PID,
+        so the signal cannot reach another process."""
         if self._proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                self._proc.send_signal(sig)
+                os.kill(self._proc.pid, sig)
 
     async def stop(self, grace: float = 2.0, first: int = signal.SIGTERM) -> int:
         """Stop by PID: ``first`` signal, then SIGKILL after ``grace`` seconds."""

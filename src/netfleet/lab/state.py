@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netfleet.durable import atomic_write, write_temp
 from netfleet.errors import InputError, LabError
-from netfleet.lab.models import LAB_NAME, LabelValue, Shaper
+from netfleet.lab.models import LAB_NAME, LabelValue, Scale, Shaper
 
 STATE_VERSION = 1
 DEFAULT_STATE_DIR = Path("/run/netfleet/labs")
@@ -88,6 +88,11 @@ class LabState(BaseModel):
     hosts: dict[str, LabHost] = Field(default_factory=dict)
     gateway: dict[str, Any] | None = Field(
         default=None, description="router namespace, addresses and MTU, if the lab has one"
+    )
+    scale: Scale | None = Field(
+        default=None,
+        description="lab rate/time ÷ the cloud's, from the lab file; also each host's "
+        "lab_scale / lab_time_scale labels, so every result says so",
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from netfleet.errors import InputError, LabError
 from netfleet.lab import netns
 from netfleet.lab.commands import ip, require_root, run, tc
-from netfleet.lab.models import LabSpec
+from netfleet.lab.models import LabSpec, Scale
 from netfleet.lab.profiles import load_lab
 from netfleet.lab.shaping import tbf_args
 from netfleet.lab.state import (
@@ -36,6 +36,15 @@ from netfleet.lab.state import (
 log = logging.getLogger(__name__)
 
 
+def scale_labels(scale: Scale | None) -> dict[str, float]:
+    """The labels a scaled lab puts on its hosts (so on every run they take part in):
+    ``lab_scale`` = lab rate ÷ cloud rate, ``lab_time_scale`` = lab duration ÷ cloud duration.
+    None for a lab at the cloud's own figures."""
+    if scale is None or (scale.rate == 1.0 and scale.time == 1.0):
+        return {}
+    return {"lab_scale": scale.rate, "lab_time_scale": scale.time}
+
+
 def plan(spec: LabSpec, source: str | None = None) -> LabState:
     """The state a lab will have once up: names, addresses, MTUs, shapers. Creates nothing."""
     addresses = spec.addresses()
@@ -51,7 +60,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
                 "address": addresses[name],
                 "prefix": spec.subnet.prefixlen,
                 "mtu": host.mtu or spec.mtu,
-                "labels": host.labels,
+                "labels": {**scale_labels(spec.scale), **host.labels},
                 "out": host.out,
                 "in": host.in_,
                 "public_address": str(public[name]) if name in public else None,
@@ -78,6 +87,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
         source=source,
         hosts=hosts,
         gateway=gateway,
+        scale=spec.scale,
     )
 
 

@@ -9,14 +9,30 @@ from pathlib import Path
 from typing import Any
 
 from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
+from netfleet.catalog.pending import pending_notes
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD
 
 
-def cheatsheet(catalog_dir: str | Path, *args: Any, **kwargs: Any) -> Tabular:
+def cheatsheet(
+    catalog_dir: str | Path, *args: Any, results: str | Path | None = None, **kwargs: Any
+) -> Tabular:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (or wire rate) per group; the
-    keyword arguments are those of :func:`netfleet.catalog.cheatsheet_data`."""
-    return cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs))
+    keyword arguments are those of :func:`netfleet.catalog.cheatsheet_data`. With ``results``
+    (a results root), raw results not yet in the catalog are named in a note."""
+    table = cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs))
+    table.notes += pending_notes(results, catalog_dir)
+    return table
+
+
+def scale_note(group: str, rate: str, time: str | None) -> str:
+    """What a scaled lab's numbers are (issue 9: said beside the numbers, not only in a lab
+    file). ``rate``/``time``: the runs' ``lab_scale`` / ``lab_time_scale`` labels."""
+    what = "rates and durations" if time in (None, rate) else f"rates; durations ×{time}"
+    return (
+        f"{group}: lab at ×{rate} of the cloud figures its name gives ({what}): these numbers "
+        f"are the lab's, not scaled back (÷ {rate} for the cloud's; label lab_scale)."
+    )
 
 
 def cheatsheet_table(d: CheatSheetData) -> Tabular:
@@ -56,7 +72,22 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             f"{d.bidir} --bidir runs count both directions' {d.side}s in their group: "
             "add 'flow' to the group keys to separate them."
         )
-    if any(row[-1] for row in d.rows):
+    no_drop = any(row[-1] for row in d.rows)
+    rows = d.rows
+    if d.scaled:
+        scale_of = {group: (rate, time) for group, rate, time in d.scaled}
+        rows = []
+        for row in d.rows:
+            found = scale_of.get(tuple(row[: len(d.group_keys)]))
+            flag = row[-1]
+            if found is not None:  # beside the numbers: the row's flag says the lab's scale
+                flag = "; ".join(f for f in (flag, f"lab ×{found[0]}") if f)
+            rows.append([*row[:-1], flag])
+        notes += [
+            scale_note(", ".join(str(v) for v in group) or "all runs", rate, time)
+            for group, rate, time in d.scaled
+        ]
+    if no_drop:
         notes.append(
             "flag: adaptive runs stopped on a flat level with no evidence that it was the "
             "baseline (no level drop seen, host not known fixed-rate, shorter than the longest "
@@ -66,7 +97,7 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
     return Tabular(
         columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
-        rows=d.rows,
+        rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
         f"{d.side} side",
         notes=notes,

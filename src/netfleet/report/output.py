@@ -31,11 +31,23 @@ def _cell(value: Any, decimals: int) -> str:
     return str(value)
 
 
+def json_document(data: Tabular) -> dict[str, Any]:
+    """A listing as JSON: ``{"title", "columns", "rows": [records], "notes": [...]}`` — the
+    notes are the table's, word for word."""
+    return {
+        "title": data.title,
+        "columns": list(data.columns),
+        "rows": data.records(),
+        "notes": list(data.notes),
+    }
+
+
 def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
     """Text for json/csv/markdown; a Rich renderable for ``table``."""
     fmt = OutputFormat(fmt)
     if fmt is OutputFormat.json:
-        return json.dumps(data.records(), indent=2, default=str)
+        # one object: the rows and the same notes (units, caveats, flags) as the table
+        return json.dumps(json_document(data), indent=2, default=str)
     if fmt is OutputFormat.csv:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

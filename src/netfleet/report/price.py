@@ -140,8 +140,11 @@ class PricePerformance:
         return Tabular(list(keep.values()), rows, title=t.title, notes=t.notes), flags
 
     def records(self) -> dict[str, Any]:
+        table = self.table()
         return {
-            "rows": self.table().records(),
+            "title": table.title,
+            "rows": table.records(),
+            "notes": table.notes,
             "target_gbps": None if self.target_bps is None else self.target_bps / GBIT,
             "cheapest": self.cheapest,
             "verdict": self.verdict,

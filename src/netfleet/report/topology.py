@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import os
 
+from netfleet.catalog.pending import pending_notes
 from netfleet.catalog.topology import COLUMNS, topology_rows
+from netfleet.report.cheatsheet import scale_note
 from netfleet.tabular import Tabular
 
 
 def topology_table(
-    catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
+    catalog_dir: str | os.PathLike[str],
+    by: str = "topology",
+    campaign: str | None = None,
+    results: str | os.PathLike[str] | None = None,
 ) -> Tabular:
-    """One row per value of ``by`` (a label key or runs column), with what each column means."""
-    rows, missing = topology_rows(catalog_dir, by, campaign)
+    """One row per value of ``by`` (a label key or runs column), with what each column means;
+    with ``results`` (a results root), raw results not yet in the catalog are named in a note."""
+    rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
     return Tabular(
         [by, *COLUMNS],
         rows,
@@ -32,6 +38,8 @@ def topology_table(
                 if missing
                 else []
             ),
+            *(scale_note(f"{by} {value}", rate, time) for value, rate, time in scaled),
+            *pending_notes(results, catalog_dir),
         ],
         decimals=2,
     )

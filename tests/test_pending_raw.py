@@ -1,0 +1,84 @@
+"""Issue 9 case 7: raw results written after the last ingest were silently left out of the cheat
+sheet, the topology table, analyze and the report. Each now says how many wait and what to run,
+in every output format (CSV: on stderr, the CSV itself stays pure)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from netfleet.catalog import ingest
+from netfleet.catalog.pending import pending_raw
+from netfleet.store import ResultsRoot
+from tests.test_catalog import make_envelope
+from tests.test_silence import netfleet
+
+CAT = "cat"
+
+
+@pytest.fixture(scope="module")
+def half_ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs ingested, then two more written (one of them not a netfleet result)."""
+    tmp = tmp_path_factory.mktemp("pending")
+    root = ResultsRoot(tmp / "results")
+    root.write(make_envelope("tcp_1stream", "run-1"))
+    root.write(make_envelope("tcp_p2", "run-2"))
+    ingest(root, tmp / CAT)
+    root.write(make_envelope("tcp_1stream", "run-3"))
+    stray = tmp / "results" / "d=2026-11-22" / "campaign=camp" / "junk.json.gz"
+    stray.write_bytes(b"not gzip")
+    return tmp
+
+
+def test_the_check_lists_names_and_never_opens_a_file(half_ingested: Path) -> None:
+    found = pending_raw(half_ingested / "results", half_ingested / CAT)
+    assert found is not None and found.count == 2  # run-3 and the junk file
+    assert f"netfleet ingest -r {half_ingested / 'results'}" in found.note()
+    # the unreadable junk file did not break the check: it was listed, not read
+    assert pending_raw(half_ingested / "nothing-here", half_ingested / CAT) is None
+
+
+def test_nothing_pending_after_ingest_means_no_note(tmp_path: Path) -> None:
+    root = ResultsRoot(tmp_path / "results")
+    root.write(make_envelope("tcp_1stream", "run-1"))
+    ingest(root, tmp_path / CAT)
+    assert pending_raw(root, tmp_path / CAT) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cheatsheet"],
+        ["report", "topology", "--by", "instance_type"],
+        ["analyze"],
+    ],
+    ids=["cheatsheet", "topology", "analyze"],
+)
+def test_listings_name_the_waiting_raw_results_in_every_format(
+    half_ingested: Path, command: list[str]
+) -> None:
+    args = [*command, "--catalog", CAT, "-r", "results"]
+    expected = "2 raw results under results are not in the catalog yet"
+    table = netfleet(*args, cwd=half_ingested)
+    assert table.returncode == 0, table.stderr
+    assert expected in " ".join(table.stdout.split())  # the table's caption wraps
+    as_json = netfleet(*args, "-f", "json", cwd=half_ingested)
+    notes = json.loads(as_json.stdout)["notes"]
+    assert any(expected in n and "netfleet ingest -r results" in n for n in notes)
+    md = netfleet(*args, "-f", "markdown", cwd=half_ingested)
+    assert any(line.startswith("- ") and expected in line for line in md.stdout.splitlines())
+    as_csv = netfleet(*args, "-f", "csv", cwd=half_ingested)
+    assert expected not in as_csv.stdout  # the CSV stays pure ...
+    assert f"note: {expected}" in as_csv.stderr  # ... its notes go to stderr
+
+
+def test_the_report_says_it_first(half_ingested: Path) -> None:
+    out = half_ingested / "report.md"
+    done = netfleet(
+        "report", "html", "--catalog", CAT, "-r", "results", "-f", "markdown", "-o", str(out),
+        cwd=half_ingested,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "2 raw results under results are not in the catalog yet" in out.read_text()
