@@ -144,3 +144,36 @@ def test_an_hour_of_one_second_samples_is_fast() -> None:
     seg = segment(s)
     assert time.perf_counter() - t0 < 2.0
     assert seg.classification == "burst-then-baseline"
+
+
+def test_a_drop_in_the_last_interval_is_not_despiked_into_steady() -> None:
+    """Seen in the demo: a 6 s run on the burst host at 382 Mbit/s whose last interval fell to
+    51 Mbit/s was 'steady 382' — the drop was taken for a dip. It is a level change the run was
+    too short to measure: inconclusive, saying why."""
+    s = noisy([(382e6, 5), (51e6, 1)], 0.01, seed=3)
+    seg = segment(s)
+    assert seg.classification == "inconclusive"
+    assert "fell to" in seg.reason and "last 1 interval" in seg.reason
+    # a dip in the middle that recovers is still despiked
+    mid = noisy([(382e6, 3), (51e6, 1), (382e6, 3)], 0.01, seed=3)
+    assert segment(mid).classification == "steady"
+    # a last interval within the noise is not a drop
+    assert segment(noisy([(382e6, 6)], 0.01, seed=3)).classification == "steady"
+
+
+@pytest.mark.parametrize(("labels", "kind"), [({"burstable": True}, "no-drop"),
+                                              ({"burstable": False}, "steady"),
+                                              ({}, "steady")])  # fmt: skip
+def test_a_short_flat_run_on_a_burstable_host_is_no_drop(
+    labels: dict[str, bool], kind: str
+) -> None:
+    """A fixed-length run that stayed flat proves nothing about a host labelled burstable: its
+    burst may outlast the run."""
+    from netfleet.analysis.analyze import analyze_series
+    from netfleet.analysis.series import RunInfo
+
+    s = noisy([(48e6, 7)], 0.01, seed=1)
+    a = analyze_series(RunInfo(run_id="r", labels=labels), s)
+    assert a.credit.kind == kind
+    if kind == "no-drop":
+        assert "no drop within 7 s" in (a.credit.reason or "")

@@ -21,7 +21,12 @@ from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t975
-from netfleet.engines.burstable import adaptive_verdict
+from netfleet.engines.burstable import (
+    LONGEST_DOCUMENTED_BURST_S,
+    adaptive_verdict,
+    host_burstability,
+    no_drop_text,
+)
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -58,7 +63,7 @@ def analyze_series(
         baseline_hint=baseline_hint,
         config=config,
     )
-    credit = _without_evidence(run, credit)
+    credit = _without_evidence(run, series, credit)
     credit = _bucket_state(run, credit)
     credit = _host_limited(run, credit)
     if run.status not in (None, "ok"):
@@ -68,13 +73,22 @@ def analyze_series(
     return RunAnalysis(run, series, seg, credit)
 
 
-def _without_evidence(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
-    """An adaptive run whose flat level has no evidence (no drop seen, host not known
-    fixed-rate, shorter than the longest documented burst) is "no-drop", never "steady"."""
-    adaptive = run.notes.get("adaptive")
-    if credit.kind != "steady" or not isinstance(adaptive, Mapping):
+def _without_evidence(run: RunInfo, series: Series, credit: CreditEstimate) -> CreditEstimate:
+    """A flat level without evidence is "no-drop", never "steady": an adaptive run that saw no
+    drop on a host not known fixed-rate, or a fixed-length run on a host labelled burstable
+    that was shorter than the longest documented burst."""
+    if credit.kind != "steady":
         return credit
-    verdict = adaptive_verdict(adaptive)
+    adaptive = run.notes.get("adaptive")
+    if isinstance(adaptive, Mapping):
+        verdict = adaptive_verdict(adaptive)
+    elif host_burstability(run.labels) == "burstable":
+        span = series.lead_seconds + float(series.seconds.sum())
+        verdict = no_drop_text(span) if span < LONGEST_DOCUMENTED_BURST_S else None
+        if verdict is not None:
+            verdict += ": the host is labelled burstable and the run was flat throughout"
+    else:
+        verdict = None
     if verdict is None:
         return credit
     return replace(credit, kind="no-drop", reason=verdict)

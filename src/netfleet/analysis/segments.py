@@ -342,6 +342,29 @@ def _wandering_burst(
     return (peak, base), note
 
 
+def _trailing_drop(
+    y: FloatArray,
+    spikes: NDArray[np.bool_],
+    level: Segment,
+    cfg: SegmentationConfig,
+) -> str | None:
+    """Why the run cannot be called steady when its last 1–2 intervals (taken for a dip by the
+    despiking filter) fell below its one level and it ended there; None otherwise."""
+    tail = 0
+    while tail < min(2, y.size - 1) and spikes[y.size - 1 - tail]:
+        tail += 1
+    if tail == 0:
+        return None
+    last = float(np.exp(y[-tail:]).mean())
+    if last >= level.level * (1 - cfg.min_relative_change):
+        return None
+    return (
+        f"the rate fell to {last / 1e6:.1f} Mbit/s in the last {tail} interval(s) from a level "
+        f"of {level.level / 1e6:.1f} Mbit/s and the run ended there: a level change too close "
+        "to the end to measure (a burst ending?) — run longer to see the level after it"
+    )
+
+
 def segment(series: Series, config: SegmentationConfig | None = None) -> Segmentation:
     """Find the levels of ``series`` and classify it (see the module docstring)."""
     cfg = config or SegmentationConfig()
@@ -408,6 +431,10 @@ def segment(series: Series, config: SegmentationConfig | None = None) -> Segment
             f"> {cfg.erratic_noise:.0%}",
             notes=tuple(notes),
         )
+    if len(segments) == 1 and (tail := _trailing_drop(y, spikes, segments[0], cfg)):
+        # the last interval(s) fell and the run ended there: that is the start of a lower
+        # level the run was too short to show, not a dip to despike away — never "steady"
+        return Segmentation("inconclusive", segments, noise, test, reason=tail, notes=tuple(notes))
     if len(segments) == 1:
         return Segmentation("steady", segments, noise, test, notes=tuple(notes))
     rises = [i for i in range(1, len(segments)) if segments[i].level > segments[i - 1].level]
