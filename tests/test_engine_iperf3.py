@@ -9,7 +9,7 @@ import pytest
 
 from netfleet.engines import EngineInfo, Iperf3
 from netfleet.engines.iperf3 import parse_version
-from netfleet.spec.models import Iperf3Params
+from netfleet.engines.params import Iperf3Params
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"
 eng = Iperf3()
