@@ -49,8 +49,9 @@ class Estimate:
 
 
 def fmt_bits(bits: float) -> str:
-    """``3.443 Gbit``, ``390.5 Mbit``: a size in bits for notes (1 Gbit = 1 credit)."""
+    """``3.443 Gbit``, ``993.4 Mbit``: a size in bits for notes, 4 significant digits (1 Gbit =
+    1 credit)."""
     for unit, scale in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
         if abs(bits) >= scale:
-            return f"{bits / scale:.3f} {unit}"
+            return f"{bits / scale:.4g} {unit}"
     return f"{bits:.0f} bit"
