@@ -4,7 +4,7 @@ what was measured, in which unit and rate basis, and what was left out."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,14 @@ def scale_note(group: str, rate: str, time: str | None) -> str:
         f"{group}: lab at ×{rate} of the cloud figures its name gives ({what}): these numbers "
         f"are the lab's, not scaled back (÷ {rate} for the cloud's; label lab_scale)."
     )
+
+
+def scale_notes(scaled: Iterable[tuple[str, str, str | None]]) -> list[str]:
+    """One :func:`scale_note` per distinct scale, naming every group at it."""
+    groups: dict[tuple[str, str | None], list[str]] = {}
+    for group, rate, time in scaled:
+        groups.setdefault((rate, time), []).append(group)
+    return [scale_note("; ".join(names), rate, time) for (rate, time), names in groups.items()]
 
 
 def cheatsheet_table(d: CheatSheetData) -> Tabular:
@@ -83,10 +91,10 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             if found is not None:  # beside the numbers: the row's flag says the lab's scale
                 flag = "; ".join(f for f in (flag, f"lab ×{found[0]}") if f)
             rows.append([*row[:-1], flag])
-        notes += [
-            scale_note(", ".join(str(v) for v in group) or "all runs", rate, time)
+        notes += scale_notes(
+            (", ".join(str(v) for v in group) or "all runs", rate, time)
             for group, rate, time in d.scaled
-        ]
+        )
     if no_drop:
         notes.append(
             "flag: adaptive runs stopped on a flat level with no evidence that it was the "

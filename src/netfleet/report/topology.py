@@ -7,7 +7,7 @@ import os
 
 from netfleet.catalog.pending import pending_notes
 from netfleet.catalog.topology import COLUMNS, topology_rows
-from netfleet.report.cheatsheet import scale_note
+from netfleet.report.cheatsheet import scale_notes
 from netfleet.tabular import Tabular
 
 
@@ -38,7 +38,7 @@ def topology_table(
                 if missing
                 else []
             ),
-            *(scale_note(f"{by} {value}", rate, time) for value, rate, time in scaled),
+            *scale_notes((f"{by} {value}", rate, time) for value, rate, time in scaled),
             *pending_notes(results, catalog_dir),
         ],
         decimals=2,
