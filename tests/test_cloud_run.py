@@ -234,6 +234,11 @@ def test_cheatsheet_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> Non
         assert itype in out
     assert "p50÷base" in out and "× 0.05: the simulated lab's rate scale" in out
     assert "cost: 4 instances (on-demand)" in out and "estimated cost: $" in out
+    # the cross-checks ran and say what they could not check (moto keeps no metrics and
+    # rejects enaSupport): never a silent pass
+    assert "Cross-checks: ENA per instance, CloudWatch bytes vs iperf3" in out
+    assert "NetworkOut" in out and "NetworkIn" in out and "no data" in out
+    assert "agrees: CloudWatch" not in out
     # results went to moto's S3
     listed = aws.client("s3", "us-east-1").list_objects_v2(Bucket="netfleet-results")
     keys = [o["Key"] for o in listed.get("Contents", [])]

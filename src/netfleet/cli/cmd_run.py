@@ -141,5 +141,10 @@ def run(
         sheet, cost = runs.summary(spec, root.url, priced, since)
         emit(sheet, OutputFormat.table)
         console.print(plain(cost))
+        cloud_settings = runs.cloud_spec(spec)
+        if cloud_settings is not None:  # seeds 003/004: ENA per instance, CloudWatch vs iperf3
+            from netfleet.cloud.checks import session_checks
+
+            emit(session_checks(result.envelopes, cloud_settings.region), OutputFormat.table)
     if result.failed or result.kept_failed:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))
