@@ -17,13 +17,14 @@ import yaml
 from netfleet import aws
 from netfleet.cloud import fargate, fargate_sim, teardown
 from netfleet.cloud.fargate_teardown import our_cluster
-from netfleet.cloud.provider import TAG_LEASE
-from netfleet.cloud.provision import TAG_CAMPAIGN
-from netfleet.errors import SpecError
+from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.errors import HostError, SpecError
+from netfleet.hosts.provider import Lease
 from netfleet.spec import load_spec
 from tests import motokit
 from tests.motokit import MotoServer
-from tests.test_cloud_fargate import KEEP_RUNNING, set_task_transition
+from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
 from tests.test_cloud_run import netfleet
 
 moto = motokit.moto  # one moto server for the module
@@ -76,6 +77,42 @@ def test_plan_prices_the_tasks_per_vcpu_and_gb_hour(tmp_path: Path) -> None:
     assert "fargate-4096-30720" in done.stdout and "$0.04048/vCPU-h, $0.004445/GB-h" in done.stdout
     assert "10 Fargate tasks in eu-west-1" in done.stdout
     assert "estimated cost (instances + tasks): $" in done.stdout
+
+
+def test_task_release_checks_the_lease_tag_and_finds_the_task_by_it(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """A task lease stops only a task tagged with its campaign and its own lease id; killed
+    before the ARN was journalled, the lease still finds its task by that tag."""
+    import asyncio
+
+    c = campaign("nf-lease")
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    try:
+        prov.acquire()
+        tags = {"f256-512m": {TAG_LEASE: "lease-a"}, "f2048-4g": {TAG_LEASE: "lease-b"}}
+        a, b = fargate.FargateTiers(prov, c.fargate, task_tags=tags).acquire()
+        where = {"kind": "task", "cluster": "netfleet-nf-lease", "campaign": "nf-lease",
+                 "region": "us-east-1", "state_root": str(tmp_path)}  # fmt: skip
+        ecs = aws.client("ecs", "us-east-1")
+
+        def status(arn: str) -> str:
+            found = ecs.describe_tasks(cluster="netfleet-nf-lease", tasks=[arn])
+            return str(found["tasks"][0]["lastStatus"])
+
+        provider = AwsProvider(poll_s=0.05)
+        foreign = Lease("lease-x", "aws", "f256-512m", {**where, "id": a.task_arn})
+        with pytest.raises(HostError, match="not netfleet's to stop"):
+            asyncio.run(provider.release_lease(foreign))
+        assert status(a.task_arn) == "RUNNING"
+        no_arn = Lease("lease-b", "aws", "f2048-4g", where)  # the ARN never journalled
+        assert asyncio.run(provider.release_lease(no_arn)) == "released"
+        assert status(b.task_arn) == "STOPPED" and status(a.task_arn) == "RUNNING"
+        again = Lease("lease-b", "aws", "f2048-4g", {**where, "id": b.task_arn})
+        assert asyncio.run(provider.release_lease(again)) == "gone"
+    finally:
+        prov.release()
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-lease").values())
 
 
 @pytest.mark.netns
