@@ -125,8 +125,11 @@ def test_fargate_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
     done = netfleet(tmp_path, "run", str(shortened(tmp_path)))
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     out = done.stdout
+    print("\n" + out[out.find("Interval goodput") :])  # the cheat sheet and the cost lines
     assert "fargate: 2 tasks held" in out and "$0.04048/vCPU-h" in out, out[-2000:]
     assert "cost: 1 instances (on-demand) held" in out
+    assert "total (instances + tasks): $" in out and "estimated before launch: $" in out
+    assert "fargate-2048-4096" in out and "p50÷base" not in out  # AWS advertises no Fargate rate
     # tasks were stopped through their leases: each carries the campaign's and its lease's tag
     ecs = aws.client("ecs", REGION)
     arns = ecs.list_tasks(cluster="netfleet-fargate-tiers", desiredStatus="STOPPED")["taskArns"]

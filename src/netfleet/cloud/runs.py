@@ -130,7 +130,11 @@ def summary(
     held: list[tuple[str, float]] = []
     tasks: list[tuple[TierSpec, float]] = []
     if isinstance(provider, AwsProvider):
-        tab = with_advertised(tab, "instance_type", provider.advertised, scale=provider.rate_scale)
+        types = {str(r.get("instance_type")) for r in tab.records()}
+        if types & set(provider.advertised):  # else: the columns would be empty (Fargate)
+            tab = with_advertised(
+                tab, "instance_type", provider.advertised, scale=provider.rate_scale
+            )
         held = [x for bill in provider.bills for x in bill.held_s]
         tasks = [x for bill in provider.bills for x in bill.tasks_held_s]
     tiers = fargate_tiers(spec)
@@ -145,10 +149,17 @@ def summary(
     )
     if tiers:
         tab.notes.append(
-            "fargate-<cpu>-<memory>: AWS advertises no bandwidth for Fargate tiers (adv_* empty); "
+            "fargate-<cpu>-<memory>: AWS advertises no bandwidth for Fargate tiers (no adv_*); "
             "the sim shapes each tier like seed 000's measurement (its labels "
             "advertised_out_mbps / advertised_in_mbps, at AWS scale)"
         )
-        est = None if priced is None else priced.estimate.usd
-        line += "\n" + fargate.cost_line(table, cs.region, tasks, est)
+        line += "\n" + fargate.cost_line(table, cs.region, tasks, None)
+        ec2_usd = costs.billed(table, cs.region, held, None if priced is None else priced.spot)[0]
+        task_usd = fargate.billed(table, cs.region, tasks)[0]
+        total = None if ec2_usd is None or task_usd is None else ec2_usd + task_usd
+        line += "\ntotal (instances + tasks): " + (
+            "unknown (a price is missing)" if total is None else costs.usd(total) + " USD"
+        )
+        if priced is not None and priced.estimate.usd is not None:
+            line += f"; estimated before launch: {costs.usd(priced.estimate.usd)}"
     return tab, line
