@@ -444,9 +444,9 @@ def test_two_tiers_end_to_end_offline(fresh: MotoServer, tmp_path: Path) -> None
         lab.up(fargate_sim.lab_spec(name, hosts, subnet="198.18.52.0/24"), state_dir=state)
         try:
             doc = yaml.safe_load((ROOT / "examples" / "fargate-tiers.yaml").read_text())
-            sim_hosts = fargate_sim.spec_hosts(name, hosts)
-            assert all(doc["hosts"][k] == {**v, "lab": "fgtiers"} for k, v in sim_hosts.items())
-            doc["hosts"] = sim_hosts
+            for key in ("cloud", "results"):  # acquired here through the Python contract
+                doc.pop(key)
+            doc["hosts"] = fargate_sim.spec_hosts(name, hosts)
             test = doc["tests"][0]
             test["params"].update({"duration": 3, "omit": 1})
             test["matrix"]["server"] = [h.name for h in hosts]

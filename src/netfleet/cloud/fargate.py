@@ -22,113 +22,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from netfleet import aws
-from netfleet.cloud import faults, prices
+from netfleet.cloud import costs, faults, prices
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.errors import EnvironmentProblem, InputError
+from netfleet.spec.cloud import (
+    DEFAULT_IMAGE,
+    IPERF3_PORT,
+    LEGAL_MEMORY,
+    FargateBlock,
+    TierSpec,
+    check_pair,
+    legal_values,
+    tier_name,
+)
 
 if TYPE_CHECKING:
     from netfleet.cloud.provision import Provisioner
 
-
-def _steps(lo: int, hi: int, step: int) -> tuple[int, ...]:
-    return tuple(range(lo, hi + 1, step))
-
-
-#: CPU units → legal task memory (MiB) on Fargate (Linux)
-LEGAL_MEMORY: dict[int, tuple[int, ...]] = {
-    256: (512, 1024, 2048),
-    512: _steps(1024, 4096, 1024),
-    1024: _steps(2048, 8192, 1024),
-    2048: _steps(4096, 16384, 1024),
-    4096: _steps(8192, 30720, 1024),
-    8192: _steps(16384, 61440, 4096),
-    16384: _steps(32768, 122880, 8192),
-}
-IPERF3_PORT = 5201
-DEFAULT_IMAGE = "networkstatic/iperf3"
-
-
-def _gib(mib: int) -> str:
-    return f"{mib / 1024:g} GB"
-
-
-def legal_values(cpu: int) -> str:
-    """The legal memory values of ``cpu``, as AWS's table writes them."""
-    mem = LEGAL_MEMORY[cpu]
-    if len(mem) <= 7:
-        return ", ".join(f"{m}" for m in mem) + " MiB"
-    return (
-        f"{mem[0]}-{mem[-1]} MiB ({_gib(mem[0])} to {_gib(mem[-1])}) in steps of {mem[1] - mem[0]}"
-    )
-
-
-def check_pair(cpu: int, memory: int) -> str | None:
-    """None when (cpu, memory) is a legal Fargate pair, else what is wrong and the legal values."""
-    if cpu not in LEGAL_MEMORY:
-        return (
-            f"cpu {cpu} is not a Fargate CPU value: use one of {', '.join(map(str, LEGAL_MEMORY))}"
-        )
-    if memory not in LEGAL_MEMORY[cpu]:
-        return f"memory {memory} MiB is not legal with cpu {cpu}: use {legal_values(cpu)}"
-    return None
-
-
-def tier_name(cpu: int, memory: int) -> str:
-    """Short, namespace-safe (≤ 10 characters): f256-512m, f2048-16g, f16k-120g."""
-    c = "16k" if cpu == 16384 else str(cpu)
-    m = f"{memory}m" if memory % 1024 else f"{memory // 1024}g"
-    return f"f{c}-{m}"
-
-
-class TierSpec(BaseModel):
-    """One Fargate size: ``cpu`` units (1024 = 1 vCPU) and ``memory`` MiB."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    cpu: int = Field(description="CPU units: 256, 512, 1024, 2048, 4096, 8192 or 16384")
-    memory: int = Field(description="MiB; the legal values depend on cpu (AWS's table)")
-
-    @model_validator(mode="after")
-    def _legal(self) -> TierSpec:
-        problem = check_pair(self.cpu, self.memory)
-        if problem:
-            raise ValueError(problem)
-        return self
-
-    @property
-    def name(self) -> str:
-        return tier_name(self.cpu, self.memory)
-
-    @property
-    def vcpu(self) -> float:
-        return self.cpu / 1024
-
-    @property
-    def memory_gb(self) -> float:
-        return self.memory / 1024
-
-
-class FargateBlock(BaseModel):
-    """The ``fargate:`` part of a cloud campaign: which tiers run an iperf3 server task."""
-
-    model_config = ConfigDict(extra="forbid")
-    tiers: list[TierSpec] = Field(min_length=1, max_length=40)
-    image: str = Field(
-        default=DEFAULT_IMAGE,
-        pattern=r"^[a-z0-9][a-z0-9._/:@-]{0,199}$",
-        description="a public image with iperf3 and coreutils `timeout` on its PATH",
-    )
-    port: int = Field(default=IPERF3_PORT, ge=1024, le=65535)
-
-    @model_validator(mode="after")
-    def _distinct(self) -> FargateBlock:
-        names = [t.name for t in self.tiers]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"tiers listed twice: {', '.join(dup)}; list each cpu/memory once")
-        return self
+__all__ = [  # the pure models live in the spec layer (a campaign's `cloud.fargate:` block)
+    "DEFAULT_IMAGE",
+    "IPERF3_PORT",
+    "LEGAL_MEMORY",
+    "FargateBlock",
+    "TierSpec",
+    "check_pair",
+    "legal_values",
+    "tier_name",
+]
 
 
 class FargateCampaign(CloudSpec):
@@ -250,6 +171,8 @@ class FargateTiers:
     prov: Provisioner
     block: FargateBlock
     wait_s: float = 600.0
+    #: tier name → extra tags for its task (``netfleet run``: the host lease's id)
+    task_tags: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ecs = aws.client("ecs", self.prov.spec.region)
@@ -279,7 +202,9 @@ class FargateTiers:
             arn = self._step(
                 "task",
                 t.name,
-                lambda tok, d=definition: self._run(cluster, d, subnet, group, tok),
+                lambda tok, d=definition, t=t: self._run(
+                    cluster, d, subnet, group, tok, self.task_tags.get(t.name, {})
+                ),
             )
             launched.append((t, arn))
         hosts = [self._wait_running(cluster, t, arn) for t, arn in launched]
@@ -298,7 +223,17 @@ class FargateTiers:
         )
         return str(resp["taskDefinition"]["taskDefinitionArn"])
 
-    def _run(self, cluster: str, definition: str, subnet: str, group: str, token: str) -> str:
+    def _run(
+        self,
+        cluster: str,
+        definition: str,
+        subnet: str,
+        group: str,
+        token: str,
+        extra: dict[str, str] | None = None,
+    ) -> str:
+        tags = ecs_tags(self.prov, token)
+        tags += [{"key": k, "value": v} for k, v in (extra or {}).items()]
         resp = self.ecs.run_task(
             cluster=cluster,
             taskDefinition=definition,
@@ -312,7 +247,7 @@ class FargateTiers:
                     "assignPublicIp": "DISABLED",
                 }
             },
-            tags=ecs_tags(self.prov, token),
+            tags=tags,
             startedBy="netfleet",
         )
         if not resp.get("tasks"):
@@ -371,3 +306,46 @@ def acquire_tiers(prov: Provisioner, block: FargateBlock) -> list[TierHost]:
 
     Torn down by ``prov.release()`` / ``netfleet cloud destroy`` (tasks first)."""
     return FargateTiers(prov, block).acquire()
+
+
+# -- what a session held (the cost line of `netfleet run`) ----------------------------------
+
+
+def billed(
+    table: prices.PriceTable, region: str, held: list[tuple[TierSpec, float]]
+) -> tuple[float | None, float, float]:
+    """(USD or None without a Fargate price for ``region``, vCPU-hours, GB-hours) for tasks
+    held (tier, seconds): per-second billing with the one-minute minimum."""
+    vcpu_h = sum(t.vcpu * max(s, prices.MIN_BILLED_S) / 3600 for t, s in held)
+    gb_h = sum(t.memory_gb * max(s, prices.MIN_BILLED_S) / 3600 for t, s in held)
+    rate = table.fargate.get(region) or {}
+    if "vcpu_hour" not in rate or "gb_hour" not in rate:
+        return None, vcpu_h, gb_h
+    return vcpu_h * rate["vcpu_hour"] + gb_h * rate["gb_hour"], vcpu_h, gb_h
+
+
+def rates(table: prices.PriceTable, region: str) -> str:
+    """``$0.04048/vCPU-h, $0.004445/GB-h (eu-west-1)`` or why there is none."""
+    rate = table.fargate.get(region) or {}
+    if "vcpu_hour" not in rate or "gb_hour" not in rate:
+        return f"no Fargate price for {region}"
+    return f"${rate['vcpu_hour']:g}/vCPU-h, ${rate['gb_hour']:g}/GB-h ({region})"
+
+
+def cost_line(
+    table: prices.PriceTable,
+    region: str,
+    held: list[tuple[TierSpec, float]],
+    estimate_usd: float | None,
+) -> str:
+    """One line: what the session's Fargate tasks were held for and what that costs."""
+    usd = costs.usd
+    total, vcpu_h, gb_h = billed(table, region, held)
+    what = "unknown (" + rates(table, region) + ")" if total is None else usd(total) + " USD"
+    est = "" if estimate_usd is None else f"; estimated before launch: {usd(estimate_usd)}"
+    return (
+        f"fargate: {len(held)} tasks held {sum(s for _, s in held) / 60:.1f} min in all, "
+        f"{vcpu_h:.4f} vCPU-h + {gb_h:.4f} GB-h billed (per second, "
+        f"{prices.MIN_BILLED_S:g} s minimum) at {rates(table, region)} = {what}{est}; "
+        f"prices: {table.source}, as of {table.as_of}"
+    )

@@ -53,11 +53,14 @@ def figures(t: TierSpec) -> tuple[float, float, str]:
     return (*table[big], f"assumed: seed 000 has no {t.cpu}-CPU tier, used {tier_name(*big)}")
 
 
-def lab_host(host: TierHost, rate_scale: float = 0.2) -> dict[str, Any]:
+def lab_host(
+    host: TierHost, rate_scale: float = 0.2, extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The lab host entry (``labels``, ``out``, ``in``) for one running tier."""
     out_bps, in_bps, source = figures(host.tier)
     labels: dict[str, Any] = {
         **host.labels,
+        **(extra or {}),
         "figure_source": source,
         "advertised_out_mbps": round(out_bps / 1e6, 1),
         "advertised_in_mbps": round(in_bps / 1e6, 1),

@@ -13,7 +13,15 @@ An *owning* provider (see docs/hosts.md): for one campaign it
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
    hosts are the instances over SSH with the pinned host keys.
 
-``release_lease`` works from the campaign journal's record alone: an instance is terminated
+Fargate tiers (hosts with ``fargate: {cpu, memory}``, from ``cloud.fargate.tiers``): after the
+instances, one ``task`` lease per tier is journalled, then the cluster, task definitions and
+tasks are created (:mod:`netfleet.cloud.fargate`; each task tagged with its lease id); with
+backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
+(:mod:`netfleet.cloud.fargate_sim`).
+
+``release_lease`` works from the campaign journal's record alone: a task is stopped (and waited
+for) only if it carries the campaign's and the lease's tags, and instances of this session wait
+until this session's tasks are stopped; an instance is terminated
 only if it still carries the campaign's and the lease's tags; the network lease runs the
 ordered teardown (``cloud destroy``) and counts what remains; the lab is taken down only if its
 state directory holds the lease id. While hosts are in use a :class:`~netfleet.cloud.spot.
@@ -23,6 +31,7 @@ Watcher` notices instances EC2 reclaims; runs on them are recorded as interrupte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -34,15 +43,18 @@ from typing import Any
 from netfleet import aws
 from netfleet.cloud import spot
 from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.fargate import FargateBlock, FargateTiers, TierHost, TierSpec, cluster_name
 from netfleet.cloud.journal import Journal, default_root
 from netfleet.cloud.provision import TAG_CAMPAIGN, CloudHost, Provisioner
-from netfleet.errors import EnvironmentProblem, HostError, LabError
+from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
 from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
 from netfleet.hosts.provider import Acquired, HostRequest, Lease, LeaseLog, Provider
 from netfleet.hosts.ssh import SshHost
 
 TAG_LEASE = "netfleet:lease"
+#: how long an instance's release waits for this session's tasks to be stopped first
+TASKS_FIRST_S = 900.0
 
 
 class _Reclaimable:
@@ -86,6 +98,8 @@ class Bill:
     region: str
     started: dict[str, tuple[str, float]] = field(default_factory=dict)  #: id → (type, t0)
     held_s: list[tuple[str, float]] = field(default_factory=list)  #: (type, seconds)
+    tasks: dict[str, tuple[TierSpec, float]] = field(default_factory=dict)  #: arn → (tier, t0)
+    tasks_held_s: list[tuple[TierSpec, float]] = field(default_factory=list)
 
 
 class AwsProvider(Provider):
@@ -103,6 +117,9 @@ class AwsProvider(Provider):
         #: instance type → advertised (baseline, peak) Gbit/s, and the lab's rate scale (sim)
         self.advertised: dict[str, tuple[float | None, float | None]] = {}
         self.rate_scale = 1.0
+        #: task leases of this session not yet released (instances are released after them)
+        self._live_tasks: set[str] = set()
+        self._tasks_settled = asyncio.Event()
 
     def root(self) -> Path:
         return self.state_root or default_root()
@@ -112,7 +129,22 @@ class AwsProvider(Provider):
         settings = requests[0].spec.cloud
         if settings is None or any(r.spec.cloud != settings for r in requests):
             raise HostError("aws hosts of one campaign must share its cloud block")
-        cs = CloudSpec.of_hosts(settings, [(r.spec.instance_type, r.spec.role) for r in requests])
+        task_reqs = [r for r in requests if r.spec.fargate is not None]
+        requests = [r for r in requests if r.spec.fargate is None]
+        if task_reqs and not requests:
+            raise InputError(
+                f"campaign {settings.campaign!r}: Fargate tiers need an EC2 client in the same "
+                "VPC and security group",
+                hint="add a fleet to the cloud block, e.g. "
+                "{name: client, instance_type: c5.large, role: client}",
+            )
+        if task_reqs and settings.backing != "sim":
+            raise InputError(
+                f"campaign {settings.campaign!r}: Fargate tiers run with backing: sim only",
+                hint="on AWS the task runs its own iperf3 server, which netfleet's runner does "
+                "not drive yet (docs/cloud.md, Not yet done); use backing: sim",
+            )
+        cs = CloudSpec.of_hosts(settings, [(r.spec.machine, r.spec.role) for r in requests])
         root = self.root()
         from netfleet.cloud.teardown import reap
 
@@ -132,18 +164,18 @@ class AwsProvider(Provider):
         for req in requests:
             await asyncio.sleep(0)  # let Ctrl-C / SIGTERM in between launches
             lease = log.intent(self.name, req.name, {"kind": "instance", **base})
-            host = prov.launch(
-                req.name, req.spec.role, req.spec.instance_type, {TAG_LEASE: lease.id}
-            )
+            host = prov.launch(req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id})
             bill.started[host.instance_id] = (host.instance_type, time.monotonic())
             lease = Lease(
                 lease.id, lease.provider, lease.host, {**lease.resource, "id": host.instance_id}
             )
             log.acquired(lease)
             launched.append((req, host, lease))
+        await asyncio.sleep(0)
+        tiers = self._tasks(settings, prov, task_reqs, log, base, bill) if task_reqs else []
         extra = {"market": cs.market, "placement": cs.placement, "backing": settings.backing}
         if settings.backing == "sim":
-            hosts = self._sim_hosts(settings, prov, launched, log, extra)
+            hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra)
         else:
             hosts = [self._ssh_host(req, h, extra) for req, h, _ in launched]
         watcher = spot.Watcher(
@@ -155,9 +187,44 @@ class AwsProvider(Provider):
         )
         watcher.start()
         self.watchers.append(watcher)
-        return [
-            Acquired(host, self, lease) for host, (_, _, lease) in zip(hosts, launched, strict=True)
-        ]
+        leases = [lease for _, _, lease in launched] + [lease for _, _, lease in tiers]
+        return [Acquired(host, self, lease) for host, lease in zip(hosts, leases, strict=True)]
+
+    def _tasks(
+        self,
+        settings: Any,
+        prov: Provisioner,
+        reqs: list[HostRequest],
+        log: LeaseLog,
+        base: dict[str, str],
+        bill: Bill,
+    ) -> list[tuple[HostRequest, TierHost, Lease]]:
+        """One ``task`` lease per tier, journalled before the tiers are launched together."""
+        given = settings.fargate
+        sizes: list[TierSpec] = [r.spec.fargate for r in reqs]
+        try:  # the same tier under two host names is refused
+            block = FargateBlock(
+                tiers=sizes, **({"image": given.image, "port": given.port} if given else {})
+            )
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise InputError(f"campaign {settings.campaign!r}: Fargate tiers: {exc}") from None
+        where = {"kind": "task", "cluster": cluster_name(settings.campaign), **base}
+        pairs = zip(reqs, sizes, strict=True)
+        leases = {t.name: log.intent(self.name, r.name, where) for r, t in pairs}
+        tags = {name: {TAG_LEASE: lease.id} for name, lease in leases.items()}
+        self._live_tasks.update(lease.id for lease in leases.values())
+        self._tasks_settled.clear()
+        made = FargateTiers(prov, block, task_tags=tags).acquire()
+        out = []
+        for req, th in zip(reqs, made, strict=True):
+            intent = leases[th.name]
+            lease = Lease(
+                intent.id, intent.provider, intent.host, {**intent.resource, "id": th.task_arn}
+            )
+            log.acquired(lease)
+            bill.tasks[th.task_arn] = (th.tier, time.monotonic())
+            out.append((req, th, lease))
+        return out
 
     def _reclaimed(self, instance_id: str, reason: str) -> None:
         """EC2 took ``instance_id``: note it, and in the sim stop what runs in its namespace
@@ -173,10 +240,12 @@ class AwsProvider(Provider):
         settings: Any,
         prov: Provisioner,
         launched: list[tuple[HostRequest, CloudHost, Lease]],
+        tiers: list[tuple[HostRequest, TierHost, Lease]],
         log: LeaseLog,
         extra: dict[str, str],
     ) -> list[Host]:
         from netfleet import lab
+        from netfleet.cloud import fargate_sim
         from netfleet.cloud.sim import lab_spec
 
         lab_name = "nf" + os.urandom(4).hex()
@@ -190,9 +259,17 @@ class AwsProvider(Provider):
             (f"h{i}", prov.catalogue[h.instance_type], {**h.labels, **extra, "host": req.name})
             for i, (req, h, _) in enumerate(launched, start=1)
         ]
+        tasks = {  # lab host = the tier's name (≤ 10 characters), shaped like seed 000's tier
+            th.name: fargate_sim.lab_host(th, settings.rate_scale, {**extra, "host": req.name})
+            for req, th, _ in tiers
+        }
         try:
             spec = lab_spec(
-                lab_name, members, rate_scale=settings.rate_scale, time_scale=settings.time_scale
+                lab_name,
+                members,
+                rate_scale=settings.rate_scale,
+                time_scale=settings.time_scale,
+                extra_hosts=tasks,
             )
         except ValueError as exc:  # pydantic's ValidationError is one
             raise LabError(
@@ -202,22 +279,30 @@ class AwsProvider(Provider):
         state = lab.up(spec, lab_dir)
         hosts: list[Host] = []
         self._sim_by_id = {}
-        for (req, h, _), (short, _, _) in zip(launched, members, strict=True):
+        shorts = [(r, short) for (r, _, _), (short, _, _) in zip(launched, members, strict=True)]
+        ids = {req.name: h.instance_id for req, h, _ in launched}
+        for req, short in shorts + [(req, th.name) for req, th, _ in tiers]:
             lh = state.hosts[short]
-            sim_labels = {
+            labels = {
                 **{k: v for k, v in lh.labels.items() if k != "host"},
                 "sim_rate_scale": f"{settings.rate_scale:g}",
                 **req.spec.labels,
             }
+            if req.name not in ids:  # a Fargate task: nothing reclaims it
+                task = NetnsHost(
+                    name=req.name, address=lh.address, labels=labels, namespace=lh.namespace
+                )
+                hosts.append(task)
+                continue
             host = SimInstanceHost(
                 name=req.name,
                 address=lh.address,
-                labels=sim_labels,
+                labels=labels,
                 namespace=lh.namespace,
-                instance_id=h.instance_id,
+                instance_id=ids[req.name],
                 gone=self.gone,
             )
-            self._sim_by_id.setdefault(h.instance_id, []).append(host)
+            self._sim_by_id.setdefault(host.instance_id, []).append(host)
             hosts.append(host)
         return hosts
 
@@ -243,7 +328,18 @@ class AwsProvider(Provider):
     async def release_lease(self, lease: Lease) -> str:
         await self._stop_watchers()
         kind = lease.resource.get("kind")
+        if kind == "task":
+            try:
+                return await asyncio.to_thread(self._release_task, lease)
+            finally:
+                self._live_tasks.discard(lease.id)
+                if not self._live_tasks:
+                    self._tasks_settled.set()
         if kind == "instance":
+            if self._live_tasks:  # tasks first: the client goes after the servers it measured
+                # not released by this pool in time: the network lease stops them anyway
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._tasks_settled.wait(), TASKS_FIRST_S)
             return await asyncio.to_thread(self._release_instance, lease)
         if kind == "network":
             return await asyncio.to_thread(self._release_network, lease)
@@ -261,27 +357,61 @@ class AwsProvider(Provider):
             self._billed(iid)
             return "gone"
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
-        if tags.get(TAG_CAMPAIGN) != campaign or tags.get(TAG_LEASE) != lease.id:
-            raise HostError(
-                f"instance {found['InstanceId']} does not carry campaign {campaign!r} and lease "
-                f"{lease.id}: not netfleet's to terminate, left alone"
-            )
+        _check_owned(f"instance {found['InstanceId']}", tags, campaign, lease.id, "terminate")
         ec2.terminate_instances(InstanceIds=[found["InstanceId"]])
-        deadline, delay = time.monotonic() + 900, self.poll_s
-        while (got := _instance(ec2, found["InstanceId"])) and got["State"]["Name"] != "terminated":
-            if time.monotonic() > deadline:
-                raise EnvironmentProblem(f"instance {found['InstanceId']} is not terminating")
-            time.sleep(delay)
-            delay = min(delay * 2, 10.0)
+
+        def terminated() -> bool:
+            got = _instance(ec2, found["InstanceId"])
+            return got is None or got["State"]["Name"] == "terminated"
+
+        self._wait(terminated, f"instance {found['InstanceId']} is not terminating", 900, 10.0)
         Journal(Path(res["state_root"]), campaign).deleted("instance", region, found["InstanceId"])
         self._billed(found["InstanceId"])
         return "released"
+
+    def _wait(self, done: Any, what: str, limit_s: float, max_delay: float) -> None:
+        deadline, delay = time.monotonic() + limit_s, self.poll_s
+        while not done():
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(what)
+            time.sleep(delay)
+            delay = min(delay * 2, max_delay)
 
     def _billed(self, iid: str | None) -> None:
         for bill in self.bills:
             if iid in bill.started:
                 itype, t0 = bill.started.pop(iid)
                 bill.held_s.append((itype, time.monotonic() - t0))
+            if iid in bill.tasks:
+                tier, t0 = bill.tasks.pop(iid)
+                bill.tasks_held_s.append((tier, time.monotonic() - t0))
+
+    def _release_task(self, lease: Lease) -> str:
+        """Stop the lease's task if it carries the campaign's and the lease's tags; wait for
+        STOPPED (its ENI holds the security group and subnet)."""
+        from netfleet.cloud.fargate_teardown import STOP_REASON
+
+        res = lease.resource
+        arn, cluster = res.get("id"), str(res.get("cluster"))
+        campaign, region = str(res.get("campaign")), str(res.get("region"))
+        ecs = aws.client("ecs", region)
+        found = _task(ecs, cluster, arn) if arn else _task_by_lease(ecs, cluster, lease.id)
+        if found is None or found.get("lastStatus") == "STOPPED":
+            self._billed(arn)
+            return "gone"
+        tags = {t["key"]: t["value"] for t in found.get("tags", [])}
+        task_arn = str(found["taskArn"])
+        _check_owned(f"task {task_arn}", tags, campaign, lease.id, "stop")
+        if found.get("desiredStatus") != "STOPPED":
+            ecs.stop_task(cluster=cluster, task=task_arn, reason=STOP_REASON)
+
+        def stopped() -> bool:
+            got = _task(ecs, cluster, task_arn)
+            return got is None or got.get("lastStatus") == "STOPPED"
+
+        self._wait(stopped, f"Fargate task {task_arn} is not stopping", 600, 5.0)
+        self._billed(task_arn)
+        return "released"
 
     def _release_network(self, lease: Lease) -> str:
         from netfleet.cloud.teardown import destroy
@@ -293,6 +423,15 @@ class AwsProvider(Provider):
             return "gone"
         destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"])])
         return "released"
+
+
+def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, verb: str) -> None:
+    """Release only what carries the campaign's and the lease's tags."""
+    if tags.get(TAG_CAMPAIGN) != campaign or tags.get(TAG_LEASE) != lease_id:
+        raise HostError(
+            f"{what} does not carry campaign {campaign!r} and lease {lease_id}: not netfleet's "
+            f"to {verb}, left alone"
+        )
 
 
 def _release_lab(lease: Lease) -> str:
@@ -343,4 +482,39 @@ def _instance_by_lease(ec2: Any, campaign: str, lease_id: str) -> dict[str, Any]
         for inst in res["Instances"]:
             if inst["State"]["Name"] != "terminated":
                 return dict(inst)
+    return None
+
+
+def _task(ecs: Any, cluster: str, arn: str) -> dict[str, Any] | None:
+    from botocore.exceptions import ClientError
+
+    try:
+        resp = ecs.describe_tasks(cluster=cluster, tasks=[arn], include=["TAGS"])
+    except ClientError as exc:
+        if "NotFound" in str(exc.response.get("Error", {}).get("Code", "")):
+            return None
+        raise
+    for task in resp.get("tasks", []):
+        return dict(task)
+    return None
+
+
+def _task_by_lease(ecs: Any, cluster: str, lease_id: str) -> dict[str, Any] | None:
+    """Killed between RunTask and the journal's ``acquired``: find the task by its lease tag."""
+    from botocore.exceptions import ClientError
+
+    arns: list[str] = []
+    try:
+        for desired in ("RUNNING", "STOPPED"):
+            arns += ecs.list_tasks(cluster=cluster, desiredStatus=desired).get("taskArns", [])
+    except ClientError as exc:
+        if "NotFound" in str(exc.response.get("Error", {}).get("Code", "")):
+            return None  # no cluster: no task
+        raise
+    for i in range(0, len(arns), 100):
+        found = ecs.describe_tasks(cluster=cluster, tasks=arns[i : i + 100], include=["TAGS"])
+        for task in found.get("tasks", []):
+            tags = {t["key"]: t["value"] for t in task.get("tags", [])}
+            if tags.get(TAG_LEASE) == lease_id and task.get("lastStatus") != "STOPPED":
+                return dict(task)
     return None

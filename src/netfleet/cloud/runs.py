@@ -11,20 +11,34 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from netfleet.cloud import costs, prices
+from netfleet.cloud import costs, fargate, prices
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.journal import default_root
-from netfleet.spec.cloud import AwsHostSpec
+from netfleet.errors import InputError
+from netfleet.spec.cloud import AwsHostSpec, TierSpec
 from netfleet.spec.models import CampaignSpec
 from netfleet.tabular import Tabular
 
 
 def cloud_spec(spec: CampaignSpec) -> CloudSpec | None:
-    """The launch plan of a campaign's aws hosts (None: it has none)."""
+    """The launch plan of a campaign's EC2 instances (None: it has no aws hosts)."""
     hosts = [h for h in spec.hosts.values() if isinstance(h, AwsHostSpec)]
     if not hosts or hosts[0].cloud is None:
         return None
-    return CloudSpec.of_hosts(hosts[0].cloud, [(h.instance_type, h.role) for h in hosts])
+    ec2: list[tuple[str, str]] = [(h.machine, h.role) for h in hosts if h.fargate is None]
+    if not ec2:
+        raise InputError(
+            f"campaign {spec.campaign!r}: Fargate tiers need an EC2 client in the same VPC and "
+            "security group",
+            hint="add a fleet to the cloud block, e.g. "
+            "{name: client, instance_type: c5.large, role: client}",
+        )
+    return CloudSpec.of_hosts(hosts[0].cloud, ec2)
+
+
+def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:
+    """The campaign's Fargate tasks (one per tier)."""
+    return [h.fargate for h in spec.hosts.values() if isinstance(h, AwsHostSpec) and h.fargate]
 
 
 def plan_cost(
@@ -37,10 +51,52 @@ def plan_cost(
         return None
     spot, why = costs.spot_prices(cs)
     minutes = cs.duration_minutes or estimated_seconds / 60
-    priced = costs.plan(cs, prices.load(state_root or default_root()), minutes, spot)
+    table = prices.load(state_root or default_root())
+    priced = costs.plan(cs, table, minutes, spot)
     if why:
         priced.table.notes.append(why)
+    tiers = fargate_tiers(spec)
+    if tiers:
+        priced = _with_fargate(priced, table, cs.region, tiers, minutes)
     return priced
+
+
+def _with_fargate(
+    priced: costs.Priced,
+    table: prices.PriceTable,
+    region: str,
+    tiers: list[TierSpec],
+    minutes: float,
+) -> costs.Priced:
+    """The plan plus one row per Fargate task; the estimate covers both (``instances`` stays
+    the EC2 count that ``--max-instances`` limits; tasks are bounded by ``--max-cost``)."""
+    est = fargate.estimate(table, region, tiers, minutes)
+    rows = []
+    for t in tiers:
+        p = fargate.hourly(table, region, t)
+        usd = None if p is None else round(p * est.hours_each, 4)
+        rows.append([f"fargate-{t.cpu}-{t.memory}", "server", 1, p, usd])
+    ec2 = priced.estimate
+    total = None if ec2.usd is None or est.usd is None else round(ec2.usd + est.usd, 4)
+    both = prices.Estimate(ec2.instances, total, [*ec2.unknown, *est.unknown], ec2.hours_each)
+    fg_usd = "unknown" if est.usd is None else costs.usd(est.usd) + " USD"
+    notes = [
+        f"{len(tiers)} Fargate tasks in {region}, {est.hours_each * 60:.0f} min each "
+        f"({minutes:.1f} min of runs + 3 min start/stop overhead) at "
+        f"{fargate.rates(table, region)}: {fg_usd}",
+        "estimated cost (instances + tasks): "
+        + ("unknown (no price for " + ", ".join(both.unknown) + ")" if total is None else "")
+        + ("" if total is None else costs.usd(total) + " USD"),
+    ]
+    ec2_notes = ["EC2 " + n if n.startswith("estimated cost: ") else n for n in priced.table.notes]
+    tab = Tabular(
+        priced.table.columns,
+        [*priced.table.rows, *rows],
+        title=priced.table.title,
+        notes=[*ec2_notes, *notes],
+        decimals=priced.table.decimals,
+    )
+    return costs.Priced(tab, both, priced.spot)
 
 
 def summary(
@@ -72,16 +128,38 @@ def summary(
     )
     provider = get_provider("aws")
     held: list[tuple[str, float]] = []
+    tasks: list[tuple[TierSpec, float]] = []
     if isinstance(provider, AwsProvider):
-        tab = with_advertised(tab, "instance_type", provider.advertised, scale=provider.rate_scale)
+        types = {str(r.get("instance_type")) for r in tab.records()}
+        if types & set(provider.advertised):  # else: the columns would be empty (Fargate)
+            tab = with_advertised(
+                tab, "instance_type", provider.advertised, scale=provider.rate_scale
+            )
         held = [x for bill in provider.bills for x in bill.held_s]
+        tasks = [x for bill in provider.bills for x in bill.tasks_held_s]
+    tiers = fargate_tiers(spec)
     table = prices.load(default_root())
     line = costs.cost_line(
         table,
         cs.region,
         cs.market,
         held,
-        None if priced is None else priced.estimate.usd,
+        None if priced is None or tiers else priced.estimate.usd,
         None if priced is None else priced.spot,
     )
+    if tiers:
+        tab.notes.append(
+            "fargate-<cpu>-<memory>: AWS advertises no bandwidth for Fargate tiers (no adv_*); "
+            "the sim shapes each tier like seed 000's measurement (its labels "
+            "advertised_out_mbps / advertised_in_mbps, at AWS scale)"
+        )
+        line += "\n" + fargate.cost_line(table, cs.region, tasks, None)
+        ec2_usd = costs.billed(table, cs.region, held, None if priced is None else priced.spot)[0]
+        task_usd = fargate.billed(table, cs.region, tasks)[0]
+        total = None if ec2_usd is None or task_usd is None else ec2_usd + task_usd
+        line += "\ntotal (instances + tasks): " + (
+            "unknown (a price is missing)" if total is None else costs.usd(total) + " USD"
+        )
+        if priced is not None and priced.estimate.usd is not None:
+            line += f"; estimated before launch: {costs.usd(priced.estimate.usd)}"
     return tab, line

@@ -59,9 +59,11 @@ def lab_spec(
     rate_scale: float = 0.05,
     time_scale: float = 0.05,
     subnet: str = "198.18.0.0/24",
+    extra_hosts: dict[str, Any] | None = None,
 ) -> LabSpec:
-    """A lab with one namespace per (host name ≤10 chars, type info, extra labels)."""
-    lab_hosts: dict[str, Any] = {}
+    """A lab with one namespace per (host name ≤10 chars, type info, extra labels), plus
+    ``extra_hosts`` (lab host entries as they are: the Fargate tiers' namespaces)."""
+    lab_hosts: dict[str, Any] = dict(extra_hosts or {})
     for host, info, extra in hosts:
         shaping = shaper(info, rate_scale, time_scale)
         labels: dict[str, Any] = {**info.labels(), **extra}

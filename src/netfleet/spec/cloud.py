@@ -16,6 +16,8 @@ provider that acts on them lives in ``netfleet.cloud``, which this module never 
 
 Each fleet becomes hosts of ``kind: aws`` (one per instance: ``NAME`` when ``count`` is 1, else
 ``NAME-1`` … ``NAME-N``); a host may also be written out as ``{kind: aws, instance_type: …}``.
+Each Fargate tier (``fargate: {tiers: [{cpu: 256, memory: 512}, …]}``, seed 000) becomes a host
+``{kind: aws, fargate: {cpu, memory}, role: server}`` named after the tier (``f256-512m``).
 Every aws host carries the campaign's cloud settings (``cloud``), so the provider needs nothing
 else to launch it.
 """
@@ -25,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from netfleet.spec.common import LabelValue, LocatedError, _check_labels, _Strict
 
@@ -86,6 +88,107 @@ class FleetSpec(_Strict):
         return [f"{self.name}-{i}" for i in range(1, self.count + 1)]
 
 
+# -- Fargate tiers (seed 000) ----------------------------------------------------------------
+
+
+def _steps(lo: int, hi: int, step: int) -> tuple[int, ...]:
+    return tuple(range(lo, hi + 1, step))
+
+
+#: CPU units → legal task memory (MiB) on Fargate (Linux)
+LEGAL_MEMORY: dict[int, tuple[int, ...]] = {
+    256: (512, 1024, 2048),
+    512: _steps(1024, 4096, 1024),
+    1024: _steps(2048, 8192, 1024),
+    2048: _steps(4096, 16384, 1024),
+    4096: _steps(8192, 30720, 1024),
+    8192: _steps(16384, 61440, 4096),
+    16384: _steps(32768, 122880, 8192),
+}
+IPERF3_PORT = 5201
+DEFAULT_IMAGE = "networkstatic/iperf3"
+
+
+def _gib(mib: int) -> str:
+    return f"{mib / 1024:g} GB"
+
+
+def legal_values(cpu: int) -> str:
+    """The legal memory values of ``cpu``, as AWS's table writes them."""
+    mem = LEGAL_MEMORY[cpu]
+    if len(mem) <= 7:
+        return ", ".join(f"{m}" for m in mem) + " MiB"
+    return (
+        f"{mem[0]}-{mem[-1]} MiB ({_gib(mem[0])} to {_gib(mem[-1])}) in steps of {mem[1] - mem[0]}"
+    )
+
+
+def check_pair(cpu: int, memory: int) -> str | None:
+    """None when (cpu, memory) is a legal Fargate pair, else what is wrong and the legal values."""
+    if cpu not in LEGAL_MEMORY:
+        return (
+            f"cpu {cpu} is not a Fargate CPU value: use one of {', '.join(map(str, LEGAL_MEMORY))}"
+        )
+    if memory not in LEGAL_MEMORY[cpu]:
+        return f"memory {memory} MiB is not legal with cpu {cpu}: use {legal_values(cpu)}"
+    return None
+
+
+def tier_name(cpu: int, memory: int) -> str:
+    """Short, namespace-safe (≤ 10 characters): f256-512m, f2048-16g, f16k-120g."""
+    c = "16k" if cpu == 16384 else str(cpu)
+    m = f"{memory}m" if memory % 1024 else f"{memory // 1024}g"
+    return f"f{c}-{m}"
+
+
+class TierSpec(BaseModel):
+    """One Fargate size: ``cpu`` units (1024 = 1 vCPU) and ``memory`` MiB."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cpu: int = Field(description="CPU units: 256, 512, 1024, 2048, 4096, 8192 or 16384")
+    memory: int = Field(description="MiB; the legal values depend on cpu (AWS's table)")
+
+    @model_validator(mode="after")
+    def _legal(self) -> TierSpec:
+        problem = check_pair(self.cpu, self.memory)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @property
+    def name(self) -> str:
+        return tier_name(self.cpu, self.memory)
+
+    @property
+    def vcpu(self) -> float:
+        return self.cpu / 1024
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory / 1024
+
+
+class FargateBlock(BaseModel):
+    """The ``fargate:`` part of a cloud campaign: which tiers run an iperf3 server task."""
+
+    model_config = ConfigDict(extra="forbid")
+    tiers: list[TierSpec] = Field(min_length=1, max_length=40)
+    image: str = Field(
+        default=DEFAULT_IMAGE,
+        pattern=r"^[a-z0-9][a-z0-9._/:@-]{0,199}$",
+        description="a public image with iperf3 and coreutils `timeout` on its PATH",
+    )
+    port: int = Field(default=IPERF3_PORT, ge=1024, le=65535)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> FargateBlock:
+        names = [t.name for t in self.tiers]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"tiers listed twice: {', '.join(dup)}; list each cpu/memory once")
+        return self
+
+
 class CloudBlock(CloudSettings):
     """The ``cloud:`` block of a campaign."""
 
@@ -98,6 +201,11 @@ class CloudBlock(CloudSettings):
     rate_scale: float = Field(0.05, gt=0, le=1, description="sim: lab rate = advertised × this")
     time_scale: float = Field(0.05, gt=0, le=1, description="sim: credit time × this")
     fleets: list[FleetSpec] = Field(default_factory=list)
+    fargate: FargateBlock | None = Field(
+        None,
+        description="Fargate tiers: one iperf3 server task per tier (hosts named after the "
+        "tier: f256-512m …), measured from an EC2 fleet in the same VPC and security group",
+    )
 
 
 def check_cloud_campaign(v: str) -> str:
@@ -119,10 +227,12 @@ class AwsSettings(CloudBlock):
 
 
 class AwsHostSpec(_Strict):
-    """An EC2 instance launched for this campaign and released when it ends."""
+    """An EC2 instance (``instance_type``) or a Fargate task (``fargate: {cpu, memory}``, an
+    iperf3 server) launched for this campaign and released when it ends."""
 
     kind: Literal["aws"]
-    instance_type: str = Field(pattern=TYPE_RE)
+    instance_type: str | None = Field(None, pattern=TYPE_RE)
+    fargate: TierSpec | None = Field(None, description="a Fargate task of this size")
     role: Role = "peer"
     labels: dict[str, LabelValue] = Field(default_factory=dict)
     cloud: AwsSettings | None = Field(
@@ -130,6 +240,23 @@ class AwsHostSpec(_Strict):
     )
 
     _labels = field_validator("labels")(_check_labels)
+
+    @model_validator(mode="after")
+    def _one_machine(self) -> AwsHostSpec:
+        if (self.instance_type is None) == (self.fargate is None):
+            raise ValueError(
+                "an aws host is an EC2 instance (`instance_type: m5.large`) or a Fargate task "
+                "(`fargate: {cpu: 256, memory: 512}`): give exactly one"
+            )
+        return self
+
+    @property
+    def machine(self) -> str:
+        """The ``instance_type`` label: the EC2 type, or ``fargate-<cpu>-<memory>``."""
+        if self.fargate is not None:
+            return f"fargate-{self.fargate.cpu}-{self.fargate.memory}"
+        assert self.instance_type is not None
+        return self.instance_type
 
 
 def expand_cloud(data: Any) -> Any:
@@ -173,6 +300,26 @@ def expand_cloud(data: Any) -> Any:
                 "labels": fleet.get("labels", {}),
             }
             aws.append(name)
+    fargate = block.get("fargate")
+    tiers = fargate.get("tiers") if isinstance(fargate, dict) else None
+    seen: set[str] = set()
+    for i, raw in enumerate(tiers if isinstance(tiers, list) else []):
+        try:
+            tier = TierSpec.model_validate(raw)
+        except ValueError:
+            continue  # the cloud block's own validation names the field
+        if tier.name in seen:
+            continue  # FargateBlock says "listed twice"
+        seen.add(tier.name)
+        if tier.name in hosts:
+            raise LocatedError(
+                f"Fargate tier {tier.cpu}/{tier.memory} makes host {tier.name!r}, which is also "
+                "under hosts: rename that host",
+                ("cloud", "fargate", "tiers", i),
+            )
+        tier_host = {"kind": "aws", "fargate": {"cpu": tier.cpu, "memory": tier.memory}}
+        hosts[tier.name] = {**tier_host, "role": "server"}
+        aws.append(tier.name)
     for name in aws:
         if "cloud" not in hosts[name]:
             hosts[name] = {**hosts[name], "cloud": settings}

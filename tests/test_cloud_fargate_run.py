@@ -1,0 +1,155 @@
+"""`netfleet run examples/fargate-tiers.yaml` offline, shortened: moto's server (its own process,
+loopback only) for EC2, ECS and S3; the client instance and each Fargate task backed by a real
+lab namespace (the task's shaped like its seed 000 tier); real iperf3 in and out.
+
+moto moves an ECS task towards STOPPED each time it is described unless its state manager keeps
+it RUNNING (``set_task_transition``, as in tests/test_cloud_fargate.py); AWS does not."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netfleet import aws
+from netfleet.cloud import fargate, fargate_sim, teardown
+from netfleet.cloud.fargate_teardown import our_cluster
+from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.errors import HostError, SpecError
+from netfleet.hosts.provider import Lease
+from netfleet.spec import load_spec
+from tests import motokit
+from tests.motokit import MotoServer
+from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
+from tests.test_cloud_run import netfleet
+
+moto = motokit.moto  # one moto server for the module
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "fargate-tiers.yaml"
+REGION = "eu-west-1"
+TWO = [{"cpu": 256, "memory": 512}, {"cpu": 2048, "memory": 4096}]
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> Iterator[MotoServer]:
+    moto.reset()
+    set_task_transition(moto, KEEP_RUNNING)
+    aws.client("s3", "us-east-1").create_bucket(Bucket="netfleet-results")
+    yield moto
+    set_task_transition(moto, None)
+
+
+def shortened(tmp_path: Path) -> Path:
+    """Two tiers, a small client, 2 s of traffic after 1 s omitted, in and out, 1 s cooldown."""
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["cloud"]["fleets"][0]["instance_type"] = "c5.large"
+    doc["cloud"]["fargate"]["tiers"] = TWO
+    test = doc["tests"][0]
+    test["params"].update(duration=2, omit=1)
+    test["matrix"]["server"] = [fargate.tier(**t).name for t in TWO]
+    doc["cooldown"] = 1
+    path = tmp_path / "fargate-tiers.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_tiers_become_aws_hosts_named_after_the_tier(tmp_path: Path) -> None:
+    spec = load_spec(EXAMPLE)
+    tasks = {n: h for n, h in spec.hosts.items() if getattr(h, "fargate", None)}
+    assert len(tasks) == 10 and tasks["f2048-16g"].machine == "fargate-2048-16384"
+    assert all(h.kind == "aws" and h.role == "server" for h in tasks.values())
+    assert spec.hosts["client"].machine == "c5.18xlarge"
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    doc["cloud"]["fargate"]["tiers"][3] = {"cpu": 512, "memory": 9216}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(SpecError, match=r"cloud\.fargate\.tiers\.3.*1024, 2048, 3072, 4096 MiB"):
+        load_spec(bad)
+
+
+def test_plan_prices_the_tasks_per_vcpu_and_gb_hour(tmp_path: Path) -> None:
+    done = netfleet(tmp_path, "plan", str(EXAMPLE))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fargate-4096-30720" in done.stdout and "$0.04048/vCPU-h, $0.004445/GB-h" in done.stdout
+    assert "10 Fargate tasks in eu-west-1" in done.stdout
+    assert "estimated cost (instances + tasks): $" in done.stdout
+
+
+def test_task_release_checks_the_lease_tag_and_finds_the_task_by_it(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """A task lease stops only a task tagged with its campaign and its own lease id; killed
+    before the ARN was journalled, the lease still finds its task by that tag."""
+    import asyncio
+
+    c = campaign("nf-lease")
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    try:
+        prov.acquire()
+        tags = {"f256-512m": {TAG_LEASE: "lease-a"}, "f2048-4g": {TAG_LEASE: "lease-b"}}
+        a, b = fargate.FargateTiers(prov, c.fargate, task_tags=tags).acquire()
+        where = {"kind": "task", "cluster": "netfleet-nf-lease", "campaign": "nf-lease",
+                 "region": "us-east-1", "state_root": str(tmp_path)}  # fmt: skip
+        ecs = aws.client("ecs", "us-east-1")
+
+        def status(arn: str) -> str:
+            found = ecs.describe_tasks(cluster="netfleet-nf-lease", tasks=[arn])
+            return str(found["tasks"][0]["lastStatus"])
+
+        provider = AwsProvider(poll_s=0.05)
+        foreign = Lease("lease-x", "aws", "f256-512m", {**where, "id": a.task_arn})
+        with pytest.raises(HostError, match="not netfleet's to stop"):
+            asyncio.run(provider.release_lease(foreign))
+        assert status(a.task_arn) == "RUNNING"
+        no_arn = Lease("lease-b", "aws", "f2048-4g", where)  # the ARN never journalled
+        assert asyncio.run(provider.release_lease(no_arn)) == "released"
+        assert status(b.task_arn) == "STOPPED" and status(a.task_arn) == "RUNNING"
+        again = Lease("lease-b", "aws", "f2048-4g", {**where, "id": b.task_arn})
+        assert asyncio.run(provider.release_lease(again)) == "gone"
+    finally:
+        prov.release()
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-lease").values())
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_fargate_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
+    from netfleet.report.cheatsheet import cheatsheet
+    from netfleet.units import goodput_ratio
+
+    done = netfleet(tmp_path, "run", str(shortened(tmp_path)))
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    out = done.stdout
+    print("\n" + out[out.find("Interval goodput") :])  # the cheat sheet and the cost lines
+    assert "fargate: 2 tasks held" in out and "$0.04048/vCPU-h" in out, out[-2000:]
+    assert "cost: 1 instances (on-demand) held" in out
+    assert "total (instances + tasks): $" in out and "estimated before launch: $" in out
+    assert "fargate-2048-4096" in out and "p50÷base" not in out  # AWS advertises no Fargate rate
+    # tasks were stopped through their leases: each carries the campaign's and its lease's tag
+    ecs = aws.client("ecs", REGION)
+    arns = ecs.list_tasks(cluster="netfleet-fargate-tiers", desiredStatus="STOPPED")["taskArns"]
+    tasks = ecs.describe_tasks(cluster="netfleet-fargate-tiers", tasks=arns, include=["TAGS"])
+    tags = [{t["key"]: t["value"] for t in task["tags"]} for task in tasks["tasks"]]
+    assert len(tags) == 2 and all(t[TAG_CAMPAIGN] == "fargate-tiers" and t[TAG_LEASE] for t in tags)
+    assert {task["lastStatus"] for task in tasks["tasks"]} == {"STOPPED"}
+    left = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
+    assert not any(left.values()), left
+    assert our_cluster(ecs, "fargate-tiers") is None
+    sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
+    assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
+    # measured in the lab: each tier at its seed 000 figure x 0.2, each direction on its own
+    sheet = {
+        (r["instance_type"], r["direction"]): r["avg"] * 1e9
+        for r in cheatsheet(tmp_path / "cloud" / "fargate-tiers" / "catalog").records()
+    }
+    for t in TWO:
+        tier = fargate.tier(**t)
+        out_bps, in_bps, _ = fargate_sim.figures(tier)
+        for direction, rate in (("out", out_bps * 0.2), ("in", in_bps * 0.2)):
+            got = sheet[(f"fargate-{tier.cpu}-{tier.memory}", direction)]
+            assert abs(got / (rate * goodput_ratio(1500)) - 1) <= 0.15, (tier, direction, got)
