@@ -103,7 +103,6 @@ def read_raw(path: Path) -> dict[str, Any]:
 
     Refusals are :class:`StoreError` and never quote the file's bytes."""
     _check_not_linked(path)
-    limit = max_raw_bytes()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -113,36 +112,14 @@ def read_raw(path: Path) -> dict[str, Any]:
                 hint="netfleet reads only regular files inside the results root",
             ) from None
         raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "rb") as raw:
-            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
-                raise StoreError(f"{path}: not a regular file")
-            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
-                data = fh.read(limit + 1)
-    except StoreError:
-        raise
-    except (OSError, EOFError, zlib.error) as exc:
-        raise StoreError(
-            f"{path}: unreadable raw result (not gzip, or cut short: {type(exc).__name__})",
-            hint="move the file aside; it was not written by netfleet",
-        ) from None
-    if len(data) > limit:
-        raise StoreError(
-            f"{path}: inflates to more than {limit:,} bytes: skipped",
-            hint="a raw result this large is not netfleet's; raise NETFLEET_MAX_RAW_BYTES if it is",
-        )
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise StoreError(
-            f"{path}: unreadable raw result (not UTF-8 JSON)",
-            hint="move the file aside; it was not written by netfleet",
-        ) from None
-    if not isinstance(doc, dict):
-        raise StoreError(f"{path}: a raw result must be a JSON object")
-    doc = upgrade(doc, str(path))
-    _check_partition(path, doc)
-    return doc
+    with os.fdopen(fd, "rb") as raw:
+        try:
+            regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot be read ({exc.strerror})") from None
+        if not regular:
+            raise StoreError(f"{path}: not a regular file")
+        return decode_raw(raw, str(path))
 
 
 def _check_not_linked(path: Path) -> None:
@@ -181,8 +158,9 @@ def _check_partition(path: Path, doc: dict[str, Any]) -> None:
 
 
 def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
-    """Decode a raw result (a file path or a binary stream; ``where`` names it in errors) and
-    bring it to the current format version."""
+    """Decode a raw result (a file path or a binary stream; ``where`` names it in errors: a
+    path, or an ``s3://`` URL) with the size cap, bring it to the current format version and
+    check it against its ``d=``/``campaign=`` partition."""
     limit = max_raw_bytes()
     try:
         with gzip.open(source, "rb") as fh:
