@@ -43,10 +43,8 @@ class Credit:
     measures: ClassVar[Measure] = "credit"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
-    #: tool → package, per package manager
-    packages: ClassVar[dict[str, dict[str, str]]] = {
-        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
-    }
+    #: tool → package, per package manager: iperf3's
+    packages: ClassVar[dict[str, dict[str, str]]] = Iperf3.packages
     needs_server = True
 
     def __init__(self) -> None:

@@ -87,10 +87,8 @@ class Iperf3Multi:
     measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
-    #: tool → package, per package manager
-    packages: ClassVar[dict[str, dict[str, str]]] = {
-        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
-    }
+    #: tool → package, per package manager: iperf3's
+    packages: ClassVar[dict[str, dict[str, str]]] = Iperf3.packages
     needs_server = True
 
     table_rows = staticmethod(multi_rows.multi_rows)

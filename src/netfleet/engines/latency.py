@@ -20,6 +20,7 @@ from netfleet.engines.contract import (
     Summary,
     check_params,
 )
+from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.params.latency import LatencyParams
 from netfleet.engines.probes import ToolsInfo, probe_tools
 from netfleet.engines.summaries import latency_summary
@@ -59,7 +60,7 @@ class Latency:
     #: tool → package, per package manager
     packages: ClassVar[dict[str, dict[str, str]]] = {
         **{"sockperf": {"apt-get": "sockperf", "dnf": "sockperf", "yum": "sockperf"}},
-        **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
+        **Iperf2.packages,
     }
     needs_server = True
 

@@ -128,10 +128,7 @@ class Throughput:
     #: commands the preflight checks (the tool is chosen per host at run time)
     tools: tuple[str, ...] = ()
     #: tool → package, per package manager
-    packages: ClassVar[dict[str, dict[str, str]]] = {
-        **{"iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}},
-        **{"iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}},
-    }
+    packages: ClassVar[dict[str, dict[str, str]]] = {**Iperf3.packages, **Iperf2.packages}
     needs_server = True
 
     table_rows = staticmethod(multi_rows.throughput_rows)
