@@ -4,13 +4,13 @@
 
     from netfleet.analysis import analyze_run, analyze_catalog
     from netfleet.report.analysis_tables import runs_table
-    from netfleet.report.series_plot import plot_svg
+    from netfleet.report.plots import analysis_figure
 
     a = analyze_run("results/", RUN_ID)            # RunAnalysis: series, segmentation, credit
     a.segmentation.classification                 # steady | burst-then-baseline | erratic | ...
     a.credit.bucket, a.credit.as_wire().peak      # Estimate(value, err[, lower_bound])
     groups = analyze_catalog("catalog/", by=("instance_type", "direction"))
-    svg = plot_svg([a])                           # the series, its levels, the burst end
+    svg = analysis_figure([a])                    # the series, its levels, the burst end
 
     from netfleet.analysis import BucketModel, burst_period
     r4 = BucketModel.of(baseline=0.75e9, peak=10e9, bucket=2700e9)   # seed 004's r4.large

@@ -219,6 +219,11 @@ def burst_plot(
     return to_bytes(fig, fmt)
 
 
+def _drawable(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
+    """The runs that have an interval series to draw (not latency or ping runs)."""
+    return [a for a in analyses if a.series is not None and a.series.n]
+
+
 def small_multiples(
     analyses: Sequence[RunAnalysis],
     rate: RateKind = "goodput",
@@ -226,8 +231,7 @@ def small_multiples(
     fmt: Fmt = "svg",
 ) -> bytes:
     """One rate panel per run that has a series (at most :data:`MAX_PANELS`), shared y axis."""
-    drawable = [a for a in analyses if a.series is not None and a.series.n]
-    shown = drawable[:MAX_PANELS]
+    shown = _drawable(analyses)[:MAX_PANELS]
     scale, label = unit_scale(unit, _fastest(shown))
     cols = 1 if len(shown) <= 2 else 2
     rows = max(1, math.ceil(len(shown) / cols))
@@ -256,7 +260,7 @@ def analysis_figure(
 ) -> bytes:
     """What ``netfleet analyze --plot`` draws: one run → :func:`burst_plot`, several → small
     multiples."""
-    drawable = [a for a in analyses if a.series is not None and a.series.n]
+    drawable = _drawable(analyses)
     if len(drawable) == 1 and len(analyses) == 1:
         return burst_plot(drawable[0], rate, unit, fmt)
     return small_multiples(analyses, rate, unit, fmt)
