@@ -177,7 +177,7 @@ def _cheatsheet(
     keys = _Keys(con)
     groups = [f"g{n}" for n in range(len(group_keys))]
     base = _Sql()
-    base.add("WITH r AS (SELECT r.run_id, r.protocol")
+    base.add("CREATE OR REPLACE TEMP TABLE _r AS SELECT r.run_id, r.protocol")
     per_interval = ""
     for alias, key in zip(groups, group_keys, strict=True):
         if key in INTERVAL_KEYS:
@@ -219,20 +219,17 @@ def _cheatsheet(
     run_groups = "".join(
         f"r.{g}, " for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS
     )
-    # fixed identifiers and constants only: every value is a parameter
-    base.add(
-        f"), x AS (SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
+    # the selected runs, then one pass over the intervals: their receiver's (or sender's) sums,
+    # kept in a temporary table; the statistics and the counts below read only those two
+    con.execute("".join(base.text), base.params)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
         f"i.bits_per_second * {factor} AS bps, i.omitted,"
         f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
-        " FROM r JOIN intervals i ON i.run_id = r.run_id"
-        " WHERE i.kind = 'sum' AND i.role = ?) ",
-        side,
+        " FROM _r r JOIN intervals i ON i.run_id = r.run_id"
+        " WHERE i.kind = 'sum' AND i.role = ?",
+        [side],
     )
-    cte, params = "".join(base.text), base.params
-    # one pass over the intervals: the receiver's (or sender's) sums of the selected runs, kept
-    # in a temporary table; the statistics and the counts below read only that and ``r``
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _x AS {cte}SELECT * FROM x", params)  # noqa: S608
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _r AS {cte}SELECT * FROM r", params)  # noqa: S608
 
     grouping = ", ".join(groups)
     by = f" GROUP BY {grouping}" if groups else ""
