@@ -470,22 +470,32 @@ def _entries(folder: Path, prefix: str) -> list[str]:
 
 class _Connection:
     """The columnar path's DuckDB connection, opened when a chunk first has new files (a no-op
-    ingest imports neither DuckDB nor pyarrow)."""
+    ingest imports neither DuckDB nor pyarrow); with ``s3``, httpfs reads the raw objects."""
 
-    def __init__(self) -> None:
+    def __init__(self, s3: bool = False) -> None:
         self._con: Any = None
+        self._s3 = s3
 
     def get(self) -> Any:
         if self._con is None:
             from netfleet.catalog.fastpath import connection
 
-            self._con = connection()
+            con = connection()
+            if self._s3:
+                from netfleet.catalog.httpfs import enable_s3
+
+                enable_s3(con)
+            self._con = con
         return self._con
 
 
 def _fast_connection(root: RawStore) -> _Connection | None:
-    """Local roots only: an S3 root's files go the Python way."""
-    return _Connection() if isinstance(root, ResultsRoot) else None
+    """A local root's files are read by DuckDB from disk, an S3 root's through httpfs."""
+    from netfleet.store.s3 import S3Root
+
+    if isinstance(root, ResultsRoot):
+        return _Connection()
+    return _Connection(s3=True) if isinstance(root, S3Root) else None
 
 
 def _prefetched(
