@@ -48,11 +48,30 @@ def check_endpoint(service: str, url: str | None) -> None:
         )
 
 
+_LOADER: list[Any] = []
+
+
+def _loader() -> Any:
+    """One botocore data loader for the process: it caches the parsed service models, which
+    a fresh session would otherwise read and parse again for every client (most of a client's
+    cost; a campaign over several regions makes many)."""
+    if not _LOADER:
+        from botocore.loaders import create_loader
+
+        _LOADER.append(create_loader())
+    return _LOADER[0]
+
+
 def client(service: str, region: str | None = None, **kwargs: Any) -> Any:
-    """A boto3 client for ``service`` honouring the endpoint override and the guard."""
+    """A boto3 client for ``service`` honouring the endpoint override and the guard. Each
+    client gets a fresh session (credentials and configuration as they are now) sharing the
+    process's model loader."""
     import boto3  # heavy: only when AWS is used
+    import botocore.session
 
     url = kwargs.pop("endpoint_url", None) or endpoint_url(service)
     check_endpoint(service, url)
-    session = boto3.session.Session()
+    core = botocore.session.get_session()
+    core.register_component("data_loader", _loader())
+    session = boto3.session.Session(botocore_session=core)
     return session.client(service, region_name=region, endpoint_url=url, **kwargs)
