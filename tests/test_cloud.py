@@ -536,16 +536,16 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
                              "other-az": ("us-east-1", "us-east-1b"),
                              "eu": ("eu-west-1", "eu-west-1a")}  # fmt: skip
             assert {h.user for h in hosts.values()} == {"admin"}  # type: ignore[attr-defined]
-            amis = {}
+            found = {}
             for r in regions:
                 for res in ec2[r].describe_instances(Filters=teardown._tag_filter(campaign))[
                     "Reservations"
                 ]:
                     for inst in res["Instances"]:
-                        amis[inst["InstanceId"]] = (inst["ImageId"], inst["SubnetId"])
-            eu_id = hosts["eu"].labels["instance_id"]
-            assert amis[eu_id][0] == "ami-0deb12b00000001"  # arm64
-            assert amis[hosts["srv"].labels["instance_id"]][0] == "ami-0deb12a00000002"
+                        found[inst["InstanceId"]] = inst
+            eu = found[hosts["eu"].labels["instance_id"]]
+            assert eu["ImageId"] == "ami-0deb12b00000001"  # arm64
+            assert found[hosts["srv"].labels["instance_id"]]["ImageId"] == "ami-0deb12a00000002"
             # one VPC per region, distinct CIDRs; a subnet per zone used
             for r, cidr in zip(regions, ["10.77.0.0/16", "10.78.0.0/16"], strict=True):
                 (vpc,) = ec2[r].describe_vpcs(Filters=teardown._tag_filter(campaign))["Vpcs"]
@@ -554,16 +554,18 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert sorted(s["AvailabilityZone"] for s in subnets["Subnets"]) == [
                 "us-east-1a", "us-east-1b"
             ]  # fmt: skip
-            # across regions: the other region's VPC CIDR (its own: the group itself)
-            (sg,) = ec2["us-east-1"].describe_security_groups(
-                Filters=teardown._tag_filter(campaign)
-            )["SecurityGroups"]
-            ranges = {r["CidrIp"] for p in sg["IpPermissions"] for r in p.get("IpRanges", [])}
-            assert "10.78.0.0/16" in ranges
-            assert any(p.get("UserIdGroupPairs") for p in sg["IpPermissions"])
-            # the campaign's subnets map no public address (no internet gateway): the hosts
-            # meet at their private ones
-            assert hosts["eu"].address.startswith("10.78.0.")
+            # across regions: the other region's VPC CIDR (its own: the group itself), and
+            # each host's public address where it has one, which is then where hosts meet
+            public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
+            for r, other in (("us-east-1", "10.78.0.0/16"), ("eu-west-1", "10.77.0.0/16")):
+                (sg,) = ec2[r].describe_security_groups(Filters=teardown._tag_filter(campaign))[
+                    "SecurityGroups"
+                ]
+                perms = sg["IpPermissions"]
+                ranges = {x["CidrIp"] for p in perms for x in p.get("IpRanges", [])}
+                assert {other, *(f"{ip}/32" for ip in public)} <= ranges, (r, ranges)
+                assert any(p.get("UserIdGroupPairs") for p in perms)
+            assert hosts["eu"].address == eu.get("PublicIpAddress", eu["PrivateIpAddress"])
             for r in regions:
                 during[r] = teardown.remaining(ec2[r], campaign)
 
