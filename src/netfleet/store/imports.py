@@ -161,6 +161,7 @@ def default_workers() -> int:
     """Worker processes for ``netfleet import``: one per CPU, at most 4."""
     return min(os.cpu_count() or 1, 4)
 
+
 Progress = Callable[[int, int], None]
 
 
