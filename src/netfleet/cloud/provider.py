@@ -58,6 +58,7 @@ from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
 from netfleet.hosts.provider import Acquired, HostRequest, Lease, LeaseLog, Provider
 from netfleet.hosts.ssh import SshHost
+from netfleet.spec.cloud import public_path
 
 TAG_LEASE = "netfleet:lease"
 #: how long an instance's release waits for this session's tasks to be stopped first
@@ -187,11 +188,17 @@ class AwsProvider(Provider):
         tiers = (
             self._tasks(settings, prov, task_reqs, log, base, bills[cs.region]) if task_reqs else []
         )
-        extra = {"market": cs.market, "placement": cs.placement, "backing": settings.backing}
+        # path public (seed 003), or auto across regions (no peering): public addresses
+        public = public_path(settings, len(cs.regions))
+        extra = {
+            "market": cs.market,
+            "placement": cs.placement,
+            "backing": settings.backing,
+            "path": "public" if public else "private",
+        }
         if settings.backing == "sim":
-            hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra)
+            hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra, public)
         else:
-            public = len(cs.regions) > 1  # no peering: hosts meet at their public addresses
             hosts = [self._ssh_host(req, h, extra, public) for req, h, _ in launched]
         for region in cs.regions:  # one watcher per region: DescribeInstances is regional
             watcher = spot.Watcher(
@@ -259,6 +266,7 @@ class AwsProvider(Provider):
         tiers: list[tuple[HostRequest, TierHost, Lease]],
         log: LeaseLog,
         extra: dict[str, str],
+        public: bool = False,
     ) -> list[Host]:
         from netfleet import lab
         from netfleet.cloud import fargate_sim
@@ -275,8 +283,9 @@ class AwsProvider(Provider):
             (f"h{i}", prov.catalogue[h.instance_type], {**h.labels, **extra, "host": req.name})
             for i, (req, h, _) in enumerate(launched, start=1)
         ]
+        private = {**extra, "path": "private"}  # a task is met at its ENI's private address
         tasks = {  # lab host = the tier's name (≤ 10 characters), shaped like seed 000's tier
-            th.name: fargate_sim.lab_host(th, settings.rate_scale, {**extra, "host": req.name})
+            th.name: fargate_sim.lab_host(th, settings.rate_scale, {**private, "host": req.name})
             for req, th, _ in tiers
         }
         try:
@@ -286,6 +295,7 @@ class AwsProvider(Provider):
                 rate_scale=settings.rate_scale,
                 time_scale=settings.time_scale,
                 extra_hosts=tasks,
+                public_path=public,
             )
         except ValueError as exc:  # pydantic's ValidationError is one
             raise LabError(
@@ -312,7 +322,7 @@ class AwsProvider(Provider):
                 continue
             host = SimInstanceHost(
                 name=req.name,
-                address=lh.address,
+                address=(lh.public_address or lh.address) if public else lh.address,
                 labels=labels,
                 namespace=lh.namespace,
                 instance_id=ids[req.name],

@@ -21,6 +21,10 @@ from netfleet.lab.models import TBF_MAX_BUCKET_SECONDS, LabSpec
 CREDIT_GBIT = {"r4.large": 2700.0, "r4.xlarge": 5145.0, "r4.2xlarge": 8925.0, "r4.4xlarge": 11950.0}
 #: seconds at (peak - baseline) assumed when a family's credit is not documented
 DEFAULT_CREDIT_S = 300.0
+#: the MTU of AWS's current instance types inside a VPC
+JUMBO_MTU = 9001
+#: the lab gateway standing for the internet gateway (seed 003: path MTU 1500 on public addresses)
+PUBLIC_PATH = {"mtu": 1500, "subnet": "198.18.100.0/24"}
 
 
 def shaper(info: InstanceInfo, rate_scale: float, time_scale: float) -> dict[str, Any] | None:
@@ -60,9 +64,15 @@ def lab_spec(
     time_scale: float = 0.05,
     subnet: str = "198.18.0.0/24",
     extra_hosts: dict[str, Any] | None = None,
+    public_path: bool = False,
 ) -> LabSpec:
     """A lab with one namespace per (host name ≤10 chars, type info, extra labels), plus
-    ``extra_hosts`` (lab host entries as they are: the Fargate tiers' namespaces)."""
+    ``extra_hosts`` (lab host entries as they are: the Fargate tiers' namespaces).
+
+    ``public_path`` (``cloud.path: public``, seed 003): the instances' links get AWS's jumbo
+    MTU (9001) and the lab a gateway whose routed path has MTU 1500 (:data:`PUBLIC_PATH`):
+    hosts addressed at their public faces meet through it, as on AWS through the internet
+    gateway, where iperf3's streams report ``pmtu 1500``."""
     lab_hosts: dict[str, Any] = dict(extra_hosts or {})
     for host, info, extra in hosts:
         shaping = shaper(info, rate_scale, time_scale)
@@ -76,11 +86,13 @@ def lab_spec(
             entry["out"] = shaping
             entry["in"] = dict(shaping)
         lab_hosts[host] = entry
+    path: dict[str, Any] = {"mtu": JUMBO_MTU, "gateway": dict(PUBLIC_PATH)} if public_path else {}
     return LabSpec.model_validate(
         {
             "name": name,
             "description": "simulated AWS backing (netfleet.cloud.sim)",
             "subnet": subnet,
+            **path,
             "scale": {
                 "rate": rate_scale,
                 "time": time_scale,

@@ -86,6 +86,13 @@ class CloudSettings(_Strict):
         "own AMIs, owner 136693071363, newest by name); or give `ami:` instead",
     )
 
+    path: Literal["auto", "private", "public"] = Field(
+        default="auto",
+        description="the addresses hosts meet at: private (inside the VPC), public (through the "
+        "internet gateway: seed 003's path, MTU 1500 and the gateway's limit); auto: private, "
+        "public across regions",
+    )
+
     @field_validator("region")
     @classmethod
     def _region(cls, v: str) -> str:
@@ -190,6 +197,11 @@ def vpc_cidr_for(settings: CloudSettings, index: int) -> str:
     return f"10.{second}.0.0/16"
 
 
+def public_path(settings: CloudSettings, regions: int) -> bool:
+    """Do the hosts meet at their public addresses (``path``; ``auto``: across regions)?"""
+    return settings.path == "public" or (settings.path == "auto" and regions > 1)
+
+
 def check_sites(settings: CloudSettings, members: list[Member]) -> None:
     """Refuse (LocatedError naming the field) what ``placement`` cannot hold."""
     p = settings.placement
@@ -250,6 +262,13 @@ def check_sites(settings: CloudSettings, members: list[Member]) -> None:
                 "different zones, or leave them out (netfleet picks distinct ones)",
                 (*members[-1].loc, "availability_zone"),
             )
+    if settings.path == "private" and len(regions) > 1:
+        raise LocatedError(
+            f"path private, but the fleets are in {len(regions)} regions: without VPC peering "
+            "hosts in different regions meet only at their public addresses: use `path: public` "
+            "(or auto)",
+            ("path",),
+        )
     last = int(settings.vpc_cidr.split(".")[1]) + len(regions) - 1
     if last > 255:
         raise LocatedError(
