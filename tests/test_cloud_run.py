@@ -241,6 +241,9 @@ def test_cheatsheet_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> Non
         assert itype in out
     assert "p50÷base" in out and "× 0.05: the simulated lab's rate scale" in out
     assert "cost: 4 instances (on-demand)" in out and "estimated cost: $" in out
+    # the vCPU quota check ran before launch and says it could not check (moto has no EC2
+    # quotas): a note, not a refusal
+    assert "vCPU quota L-1216C47A in us-east-1 not checked" in out
     # the cross-checks ran and say what they could not check (moto keeps no metrics and
     # rejects enaSupport): never a silent pass
     assert "Cross-checks: ENA per instance, CloudWatch bytes vs iperf3" in out

@@ -86,6 +86,12 @@ def up(
     root = state_root(state_dir)
     spot, _ = costs.spot_prices(cs)
     costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
+    from netfleet.cloud import quotas
+
+    found = quotas.check_campaign(cs)
+    for note in found.notes:
+        console.print(f"note: {escape(note)}")
+    quotas.guard(found)
     teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -129,6 +129,7 @@ def run(
             emit(priced.table, OutputFormat.table)
             if not dry_run:
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
+                _quota_guard(spec)
         if dry_run:
             return
     result = execute_campaign(
@@ -148,3 +149,16 @@ def run(
             emit(session_checks(result.envelopes, cloud_settings.region), OutputFormat.table)
     if result.failed or result.kept_failed:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))
+
+
+def _quota_guard(spec: Any) -> None:
+    """Refuse before launch when the account's vCPU quota cannot hold the fleet."""
+    from netfleet.cloud import quotas, runs
+
+    cs = runs.cloud_spec(spec)
+    if cs is None:
+        return
+    found = quotas.check_campaign(cs)
+    for note in found.notes:
+        console.print(f"note: {plain(note)}")
+    quotas.guard(found)
