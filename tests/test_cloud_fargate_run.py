@@ -8,6 +8,9 @@ it RUNNING (``set_task_transition``, as in tests/test_cloud_fargate.py); AWS doe
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,14 +46,16 @@ def fresh(moto: MotoServer) -> Iterator[MotoServer]:
     set_task_transition(moto, None)
 
 
-def shortened(tmp_path: Path) -> Path:
+def shortened(
+    tmp_path: Path, tiers: list[dict[str, int]] = TWO, duration: int = 2, omit: int = 1
+) -> Path:
     """Two tiers, a small client, 2 s of traffic after 1 s omitted, in and out, 1 s cooldown."""
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["cloud"]["fleets"][0]["instance_type"] = "c5.large"
-    doc["cloud"]["fargate"]["tiers"] = TWO
+    doc["cloud"]["fargate"]["tiers"] = tiers
     test = doc["tests"][0]
-    test["params"].update(duration=2, omit=1)
-    test["matrix"]["server"] = [fargate.tier(**t).name for t in TWO]
+    test["params"].update(duration=duration, omit=omit)
+    test["matrix"]["server"] = [fargate.tier(**t).name for t in tiers]
     doc["cooldown"] = 1
     path = tmp_path / "fargate-tiers.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -153,3 +158,52 @@ def test_fargate_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
         for direction, rate in (("out", out_bps * 0.2), ("in", in_bps * 0.2)):
             got = sheet[(f"fargate-{tier.cpu}-{tier.memory}", direction)]
             assert abs(got / (rate * goodput_ratio(1500)) - 1) <= 0.15, (tier, direction, got)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_kill_9_while_measuring_then_destroy_leaves_nothing(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """`netfleet run` with a Fargate tier (sim backing) is SIGKILLed by its PID while iperf3
+    runs in the lab; `netfleet cloud destroy` alone must then leave 0 ECS tasks, task
+    definitions and clusters, 0 instances, key pairs, security groups, internet gateways, route
+    tables, subnets and VPCs of the campaign (counted through the API) — and no lab namespace
+    or process: the ones the kill left are checked to exist first."""
+    from netfleet.lab import netns
+
+    spec = shortened(tmp_path, TWO[:1], duration=3, omit=0)
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # measuring: iperf3 runs in the task's namespace and in the client's
+            assert time.monotonic() < deadline and proc.poll() is None, "never measured"
+            lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
+            spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
+            if spaces and all(netns.pids(ns) for ns in spaces):
+                break
+            time.sleep(0.1)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left_pids = [pid for ns in spaces for pid in netns.pids(ns)]
+    counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
+    assert left_pids and counts["tasks"] == 1 and counts["instances"] == 1, counts
+    done = netfleet(tmp_path, "cloud", "destroy", "fargate-tiers",
+                    "--state-dir", str(tmp_path / "cloud"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sim-labs=0" in done.stdout
+    counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
+    assert set(counts) >= {"tasks", "task-definitions", "clusters", "instances", "key-pairs",
+                           "security-groups", "internet-gateways", "route-tables", "subnets",
+                           "vpcs"}  # fmt: skip
+    assert not any(counts.values()), counts
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"nf-{lab}-" not in namespaces and not any(sim.iterdir())
+    deadline = time.monotonic() + 5  # the killed run's iperf3 processes: stopped (and reaped)
+    while alive := [p for p in left_pids if Path(f"/proc/{p}").exists()]:
+        assert time.monotonic() < deadline, f"processes left running: {alive}"
+        time.sleep(0.05)

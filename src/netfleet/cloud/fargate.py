@@ -177,6 +177,10 @@ class FargateTiers:
     def __post_init__(self) -> None:
         self.ecs = aws.client("ecs", self.prov.spec.region)
         self.campaign = self.prov.spec.campaign
+        # in the campaign's own VPC the task reaches the image registry through the internet
+        # gateway, which needs a public address (no NAT); in a given subnet: its own routes
+        net = self.prov.network
+        self.public_ip = net is not None and net.igw_id is not None
         # the dead man's switch ends the server at the campaign's expires-at (at least 60 s)
         left = self.prov.expires_at - dt.datetime.now(dt.UTC)
         self.seconds = max(60, int(left.total_seconds()))
@@ -244,7 +248,7 @@ class FargateTiers:
                 "awsvpcConfiguration": {
                     "subnets": [subnet],
                     "securityGroups": [group],
-                    "assignPublicIp": "DISABLED",
+                    "assignPublicIp": "ENABLED" if self.public_ip else "DISABLED",
                 }
             },
             tags=tags,

@@ -33,15 +33,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import spot
+from netfleet.cloud import simlab, spot
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate import FargateBlock, FargateTiers, TierHost, TierSpec, cluster_name
 from netfleet.cloud.journal import Journal, default_root
@@ -177,7 +175,9 @@ class AwsProvider(Provider):
         if settings.backing == "sim":
             hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra)
         else:
-            hosts = [self._ssh_host(req, h, extra) for req, h, _ in launched]
+            ssh_hosts = [self._ssh_host(req, h, extra) for req, h, _ in launched]
+            await _all_ready(ssh_hosts)
+            hosts = list(ssh_hosts)
         watcher = spot.Watcher(
             prov.ec2,
             [h.instance_id for _, h, _ in launched],
@@ -248,12 +248,15 @@ class AwsProvider(Provider):
         from netfleet.cloud import fargate_sim
         from netfleet.cloud.sim import lab_spec
 
-        lab_name = "nf" + os.urandom(4).hex()
-        lab_dir = prov.journal.dir / "sim" / lab_name
+        lab_name, lab_dir = simlab.new_lab(prov.state_root, prov.spec.campaign)
         where = {"kind": "sim-lab", "lab": lab_name, "state_dir": str(lab_dir)}
         lease = log.intent(self.name, "sim-lab", where)
-        lab_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        (lab_dir / "owner").write_text(lease.id)
+        simlab.claim(
+            lab_dir,
+            lease.id,
+            region=prov.spec.region,
+            expires_at=prov.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
         log.acquired(lease)
         members = [
             (f"h{i}", prov.catalogue[h.instance_type], {**h.labels, **extra, "host": req.name})
@@ -306,7 +309,7 @@ class AwsProvider(Provider):
             hosts.append(host)
         return hosts
 
-    def _ssh_host(self, req: HostRequest, h: CloudHost, extra: dict[str, str]) -> Host:
+    def _ssh_host(self, req: HostRequest, h: CloudHost, extra: dict[str, str]) -> CloudSshHost:
         return CloudSshHost(
             name=req.name,
             address=h.private_ip,
@@ -421,8 +424,26 @@ class AwsProvider(Provider):
         journal = Journal(root, campaign)
         if not journal.exists() or not journal.read().live():
             return "gone"
-        destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"])])
+        destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"])], sim_labs=False)
         return "released"
+
+
+async def _all_ready(hosts: list[CloudSshHost]) -> None:
+    """Wait until every instance is ready over SSH (:mod:`.ready`), together; the first that
+    fails stops the others' waits and is raised."""
+    from netfleet.cloud.ready import wait_ready
+
+    tasks = [asyncio.ensure_future(wait_ready(h, h.instance_id)) for h in hosts]
+    if not tasks:
+        return
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, verb: str) -> None:
@@ -435,18 +456,8 @@ def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, 
 
 
 def _release_lab(lease: Lease) -> str:
-    from netfleet import lab
-
-    res = lease.resource
-    lab_dir = Path(res["state_dir"])
-    owner = lab_dir / "owner"
-    if not owner.exists():
-        return "gone"
-    if owner.read_text().strip() != lease.id:
-        raise HostError(f"{lab_dir} is not lease {lease.id}'s lab: left alone")
-    lab.down(str(res["lab"]), lab_dir)
-    shutil.rmtree(lab_dir)
-    return "released"
+    """The lease's lab, after :func:`simlab.take_down`'s checks (its ``owner`` is the lease)."""
+    return simlab.take_down(Path(str(lease.resource["state_dir"])), lease.id)
 
 
 def _ids(prov: Provisioner) -> dict[str, Any]:

@@ -2,8 +2,11 @@
 
 Order (each step: intent record → fault point ``before:<step>`` → API call with the
 deterministic client token and the campaign's tags → fault point ``after:<step>`` → created
-record): vpc, subnet, security-group, key-pair, placement-group (placement ``cluster`` only),
-instance (one call per instance: each has its own host key in its user-data).
+record): vpc, subnet (public addresses mapped on launch), internet-gateway (then attached),
+route-table (then the default route to the gateway and the subnet's association) — these four
+only when the campaign makes its own VPC — security-group, key-pair, placement-group
+(placement ``cluster`` only), instance (one call per instance: each has its own host key in its
+user-data).
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class Network:
     sg_id: str
     az: str
     group: str | None
+    #: the campaign's internet gateway (None when it runs in a given ``subnet_id``)
+    igw_id: str | None = None
 
 
 @dataclass
@@ -125,21 +130,14 @@ class Provisioner:
         if unknown:
             raise EnvironmentProblem(f"unknown instance types in {spec.region}: {sorted(unknown)}")
         az = spec.availability_zone or self._first_az()
+        igw_id = None
         if spec.subnet_id:
             subnet_id = spec.subnet_id
             vpc_id = self.ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]["VpcId"]
         else:
             vpc_id = self._step("vpc", "main", self._create_vpc)
-            subnet_id = self._step(
-                "subnet",
-                "main",
-                lambda t: self.ec2.create_subnet(
-                    VpcId=vpc_id,
-                    CidrBlock=spec.vpc_cidr.replace("/16", "/24"),
-                    AvailabilityZone=az,
-                    TagSpecifications=self.tag_spec("subnet", t),
-                )["Subnet"]["SubnetId"],
-            )
+            subnet_id = self._step("subnet", "main", lambda t: self._create_subnet(vpc_id, az, t))
+            igw_id = self._internet_route(vpc_id, subnet_id)
         sg_id = self._step("security-group", "main", lambda t: self._create_sg(vpc_id, t))
         client_key = hostkeys.generate(resource_name(spec.campaign))
         hostkeys.write_private(self.identity, client_key)
@@ -153,7 +151,7 @@ class Provisioner:
             )["KeyName"],
         )
         group = self._placement_group() if spec.placement == "cluster" else None
-        self.network = Network(vpc_id, subnet_id, sg_id, az, group)
+        self.network = Network(vpc_id, subnet_id, sg_id, az, group, igw_id)
         self._pinned = []
 
     def launch(
@@ -207,6 +205,43 @@ class Provisioner:
         )["Vpc"]["VpcId"]
         self.ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
         return str(vpc)
+
+    def _create_subnet(self, vpc_id: str, az: str, token: str) -> str:
+        subnet = self.ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=self.spec.vpc_cidr.replace("/16", "/24"),
+            AvailabilityZone=az,
+            TagSpecifications=self.tag_spec("subnet", token),
+        )["Subnet"]["SubnetId"]
+        # instances get a public address: reachable over SSH, and able to fetch packages
+        self.ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
+        return str(subnet)
+
+    def _internet_route(self, vpc_id: str, subnet_id: str) -> str:
+        """An internet gateway attached to the campaign's VPC and a route table with the
+        default route through it, associated with the subnet. CreateInternetGateway takes no
+        client token (a kill before its ``created`` record is recovered by tag);
+        CreateRouteTable does."""
+        igw_id = self._step(
+            "internet-gateway",
+            "main",
+            lambda t: self.ec2.create_internet_gateway(
+                TagSpecifications=self.tag_spec("internet-gateway", t)
+            )["InternetGateway"]["InternetGatewayId"],
+        )
+        self.ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+        rtb_id = self._step(
+            "route-table",
+            "main",
+            lambda t: self.ec2.create_route_table(
+                VpcId=vpc_id, ClientToken=t, TagSpecifications=self.tag_spec("route-table", t)
+            )["RouteTable"]["RouteTableId"],
+        )
+        self.ec2.create_route(
+            RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id
+        )
+        self.ec2.associate_route_table(RouteTableId=rtb_id, SubnetId=subnet_id)
+        return igw_id
 
     def _create_sg(self, vpc_id: str, token: str) -> str:
         sg = self.ec2.create_security_group(

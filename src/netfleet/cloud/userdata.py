@@ -1,4 +1,5 @@
-"""cloud-init user-data: the pinned host key, the engines, and the dead man's switch."""
+"""cloud-init user-data: the pinned host key, the engines, the dead man's switch, and the marker
+that says cloud-init has finished."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import math
 from netfleet.cloud.hostkeys import KeyPair
 
 PACKAGES = ("iperf3", "iperf", "sockperf")
+#: written by the user-data's last command (cloud-init's final stage, after the packages):
+#: the instance is ready for the campaign (:mod:`netfleet.cloud.ready` checks it over SSH)
+READY_MARKER = "/var/lib/netfleet/ready"
 
 
 def render(host_key: KeyPair, shutdown_after_minutes: float) -> str:
@@ -26,5 +30,10 @@ def render(host_key: KeyPair, shutdown_after_minutes: float) -> str:
         # the dead man's switch: with InstanceInitiatedShutdownBehavior=terminate a poweroff
         # terminates the instance even if the controller is gone
         "bootcmd": [["shutdown", "-P", f"+{minutes}"]],
+        # runcmd runs in cloud-init's final stage, after the packages module
+        "runcmd": [
+            ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
+            ["touch", READY_MARKER],
+        ],
     }
     return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"
