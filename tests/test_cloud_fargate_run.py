@@ -7,12 +7,15 @@ it RUNNING (``set_task_transition``, as in tests/test_cloud_fargate.py); AWS doe
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -20,10 +23,11 @@ import yaml
 from netfleet import aws
 from netfleet.cloud import fargate, fargate_sim, teardown
 from netfleet.cloud.fargate_teardown import our_cluster
-from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud.provider import TAG_LEASE, AwsProvider, task_host
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.engines.iperf3 import Iperf3
 from netfleet.errors import HostError, SpecError
-from netfleet.hosts.provider import Lease
+from netfleet.hosts.provider import HostRequest, Lease
 from netfleet.spec import load_spec
 from tests import motokit
 from tests.motokit import MotoServer
@@ -115,6 +119,16 @@ def test_task_release_checks_the_lease_tag_and_finds_the_task_by_it(
         assert status(b.task_arn) == "STOPPED" and status(a.task_arn) == "RUNNING"
         again = Lease("lease-b", "aws", "f2048-4g", {**where, "id": b.task_arn})
         assert asyncio.run(provider.release_lease(again)) == "gone"
+        # backing ssh: the task is a standing iperf3 server at its ENI address
+        task = task_host(HostRequest("f256-512m", SimpleNamespace(labels={"x": "y"})), a, 5201, {})
+        assert (task.address, task.server_port, task.labels["x"]) == (a.private_ip, 5201, "y")
+        assert task.labels["instance_type"] == "fargate-256-512" and task.kind == "standing"
+        assert task.serves(Iperf3().server_argv(20001, task.address)) == 5201
+        text_server = Iperf3().server_argv(20001, task.address, text=True)
+        with pytest.raises(HostError, match=r"Fargate task arn:.*lacks --forceflush"):
+            task.serves(text_server)
+        with pytest.raises(HostError, match="cannot run 'uname -r' there"):
+            asyncio.run(task.run(["uname", "-r"]))
     finally:
         prov.release()
     assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-lease").values())
@@ -207,3 +221,86 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
     while alive := [p for p in left_pids if Path(f"/proc/{p}").exists()]:
         assert time.monotonic() < deadline, f"processes left running: {alive}"
         time.sleep(0.05)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_a_task_is_measured_as_a_standing_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`backing: ssh` with Fargate tiers: on AWS the task's container runs its own iperf3 server
+    (`fargate.server_command`) and one cannot exec into it. Offline, a lab namespace plays the
+    task, its server started by this test exactly as the container's command; the client is a
+    lab host (on AWS the EC2 instance over SSH — tests/test_ssh.py runs SSH clients). The whole
+    runner runs (preflight, scheduler, session, engine, store) with the task as the host
+    `task_host` builds from a TierHost: nothing is run or probed on it, no process of it is
+    journalled, each run's server side comes from `--get-server-output`, and the server is
+    still running afterwards (its owner, the task, stops it). Not tested offline: a real task's
+    image, ENI and security group."""
+    from netfleet.hosts import registry
+    from netfleet.hosts.netns import NetnsProvider
+    from netfleet.units import goodput_ratio
+    from tests.labkit import lab_up, run, write_spec
+
+    body = """\
+        subnet: 198.18.53.0/24
+        hosts:
+          cli: {}
+          task: {out: {rate: 40mbit}, in: {rate: 20mbit}}
+    """
+    with lab_up(tmp_path, body, prefix="sv") as (name, state):
+        ns = f"nf-{name}-task"
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *fargate.server_command(5201)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while "5201" not in subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn"],
+                                               capture_output=True, text=True).stdout:  # fmt: skip
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.05)
+            tier = fargate.tier(256, 512)
+            arn = "arn:aws:ecs:eu-west-1:123456789012:task/netfleet-standing/0a1b"
+            labels = {"instance_type": "fargate-256-512", "task_arn": arn}
+
+            class Provider(NetnsProvider):
+                def build(self, request: HostRequest) -> Any:
+                    if request.name != tier.name:
+                        return super().build(request)
+                    address = super().build(request).address  # the lab's: on AWS, the ENI's
+                    th = fargate.TierHost(tier.name, tier, arn, address, labels)
+                    return task_host(request, th, 5201, {"backing": "ssh"})
+
+            monkeypatch.setitem(registry._registered, "netns", Provider)
+            monkeypatch.delitem(registry._instances, "netns", raising=False)
+            spec = write_spec(tmp_path, f"""\
+                campaign: standing
+                hosts:
+                  client: {{kind: netns, lab: {name}, host: cli}}
+                  {tier.name}: {{kind: netns, lab: {name}, host: task}}
+                tests:
+                  - name: tiers
+                    engine: iperf3
+                    client: client
+                    server: {tier.name}
+                    subject: server
+                    params: {{duration: 1, interval: 0.5}}
+                    matrix: {{direction: [in, out]}}
+            """)  # fmt: skip
+            result = run(spec, tmp_path / "results", state)
+            assert server.poll() is None  # not netfleet's to stop
+        finally:
+            server.terminate()
+            server.wait(10)
+    assert result.ok == 2, [e.reason for e in result.envelopes]
+    for env in result.envelopes:
+        assert env.server.kind == "standing" and env.server.labels["task_arn"] == arn
+        assert env.engine.server_argv == ["iperf3", "--server", "--json", "--port", "5201"]
+        assert env.result is not None and env.result["server_output_json"]["end"]
+        got = env.result["end"]["sum_received"]["bits_per_second"]
+        rate = {"out": 40e6, "in": 20e6}[env.direction] * goodput_ratio(1500)
+        assert abs(got / rate - 1) < 0.15, (env.direction, got)
+    journal = next((tmp_path / "results").rglob("standing.jsonl")).read_text().splitlines()
+    procs = [r for r in map(json.loads, journal) if r["event"] == "process"]
+    assert procs and {(r["host"], r["role"]) for r in procs} == {("client", "client")}

@@ -151,15 +151,22 @@ def family(campaign: str, t: TierSpec) -> str:
     return f"netfleet-{campaign}-{t.name}"
 
 
+def server_command(port: int) -> list[str]:
+    """What the task's container runs (under ``timeout``): a standing iperf3 server whose JSON
+    reports the client fetches with ``--get-server-output`` (one cannot exec into a task)."""
+    return ["iperf3", "--server", "--json", "--port", str(port)]
+
+
 def container_definition(t: TierSpec, block: FargateBlock, seconds: int) -> dict[str, Any]:
     """The iperf3 server; ``timeout`` ends it (and so the task) at the campaign's deadline."""
+    program, *args = server_command(block.port)
     return {
         "name": "iperf3",
         "image": block.image,
         "essential": True,
         "memory": t.memory,  # moto's run_task needs it per container; AWS accepts ≤ task memory
-        "entryPoint": ["timeout", str(seconds), "iperf3"],
-        "command": ["--server", "--port", str(block.port)],
+        "entryPoint": ["timeout", str(seconds), program],
+        "command": args,
         "portMappings": [{"containerPort": block.port, "protocol": "tcp"}],
     }
 

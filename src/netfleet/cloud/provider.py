@@ -11,13 +11,16 @@ An *owning* provider (see docs/hosts.md): for one campaign it
 4. backing ``sim``: journals a ``sim-lab`` lease and brings up a lab with one namespace per
    instance shaped from its advertised figures (:mod:`netfleet.cloud.sim`); the runner's hosts
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
-   hosts are the instances over SSH with the pinned host keys.
+   hosts are the instances over SSH with the pinned host keys, once each is ready
+   (:mod:`netfleet.cloud.ready`: sshd with that key, cloud-init finished).
 
 Fargate tiers (hosts with ``fargate: {cpu, memory}``, from ``cloud.fargate.tiers``): after the
 instances, one ``task`` lease per tier is journalled, then the cluster, task definitions and
 tasks are created (:mod:`netfleet.cloud.fargate`; each task tagged with its lease id); with
 backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
-(:mod:`netfleet.cloud.fargate_sim`).
+(:mod:`netfleet.cloud.fargate_sim`); with backing ``ssh`` each task is a standing iperf3 server
+at its ENI address (:func:`task_host`, :mod:`netfleet.hosts.standing`), measured from a client
+on EC2, its side of the test read through ``--get-server-output``.
 
 ``release_lease`` works from the campaign journal's record alone: a task is stopped (and waited
 for) only if it carries the campaign's and the lease's tags, and instances of this session wait
@@ -41,7 +44,14 @@ from typing import Any
 from netfleet import aws
 from netfleet.cloud import simlab, spot
 from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.fargate import FargateBlock, FargateTiers, TierHost, TierSpec, cluster_name
+from netfleet.cloud.fargate import (
+    IPERF3_PORT,
+    FargateBlock,
+    FargateTiers,
+    TierHost,
+    TierSpec,
+    cluster_name,
+)
 from netfleet.cloud.journal import Journal, default_root
 from netfleet.cloud.provision import TAG_CAMPAIGN, CloudHost, Provisioner
 from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
@@ -49,6 +59,7 @@ from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
 from netfleet.hosts.provider import Acquired, HostRequest, Lease, LeaseLog, Provider
 from netfleet.hosts.ssh import SshHost
+from netfleet.hosts.standing import StandingServerHost
 
 TAG_LEASE = "netfleet:lease"
 #: how long an instance's release waits for this session's tasks to be stopped first
@@ -136,12 +147,6 @@ class AwsProvider(Provider):
                 hint="add a fleet to the cloud block, e.g. "
                 "{name: client, instance_type: c5.large, role: client}",
             )
-        if task_reqs and settings.backing != "sim":
-            raise InputError(
-                f"campaign {settings.campaign!r}: Fargate tiers run with backing: sim only",
-                hint="on AWS the task runs its own iperf3 server, which netfleet's runner does "
-                "not drive yet (docs/cloud.md, Not yet done); use backing: sim",
-            )
         cs = CloudSpec.of_hosts(settings, [(r.spec.machine, r.spec.role) for r in requests])
         root = self.root()
         from netfleet.cloud.teardown import reap
@@ -177,7 +182,8 @@ class AwsProvider(Provider):
         else:
             ssh_hosts = [self._ssh_host(req, h, extra) for req, h, _ in launched]
             await _all_ready(ssh_hosts)
-            hosts = list(ssh_hosts)
+            port = settings.fargate.port if settings.fargate else IPERF3_PORT
+            hosts = [*ssh_hosts, *(task_host(req, th, port, extra) for req, th, _ in tiers)]
         watcher = spot.Watcher(
             prov.ec2,
             [h.instance_id for _, h, _ in launched],
@@ -426,6 +432,24 @@ class AwsProvider(Provider):
             return "gone"
         destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"])], sim_labs=False)
         return "released"
+
+
+def task_host(
+    req: HostRequest, th: TierHost, port: int, extra: dict[str, str]
+) -> StandingServerHost:
+    """A Fargate task as the runner's host (``backing: ssh``): a standing iperf3 server at the
+    task's ENI address, which the client on EC2 reaches inside the VPC; netfleet runs nothing
+    in it (:mod:`netfleet.hosts.standing`)."""
+    from netfleet.cloud.fargate import server_command
+
+    return StandingServerHost(
+        name=req.name,
+        address=th.private_ip,
+        labels={**th.labels, **extra, **req.spec.labels},
+        server_argv=server_command(port),
+        server_port=port,
+        what=f"Fargate task {th.task_arn}",
+    )
 
 
 async def _all_ready(hosts: list[CloudSshHost]) -> None:
