@@ -141,6 +141,8 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
     doc = json.loads(render(hk, 90).split("\n", 1)[1])
     assert doc["ssh_keys"]["ed25519_public"] == hk.public_openssh
     assert doc["bootcmd"] == [["shutdown", "-P", "+90"]] and "iperf3" in doc["packages"]
+    # the last command (cloud-init's final stage, after the packages) writes the ready marker
+    assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
 
 
 def test_cost_guard_and_stale_prices() -> None:
