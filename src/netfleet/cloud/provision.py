@@ -325,8 +325,14 @@ class Provisioner:
             state = inst["State"]["Name"]
             if state == "running":
                 break
-            if state in ("shutting-down", "terminated", "stopped") or time.monotonic() > deadline:
+            if state in ("shutting-down", "terminated", "stopped"):
                 raise EnvironmentProblem(f"instance {iid} ({name}) is {state}, not running")
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(
+                    f"instance {iid} ({name}) is still {state} after 600 s: waited for it to "
+                    "be running",
+                    hint=f"look at it: aws ec2 describe-instances --instance-ids {iid}",
+                )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
         labels = {**info.labels(), "role": role, "instance_id": iid, "region": self.spec.region}
