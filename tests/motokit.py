@@ -54,12 +54,14 @@ class MotoServer:
                 self.proc.wait(timeout=10)
 
 
-def start_moto_server(timeout: float = 30.0) -> MotoServer:
+def start_moto_server(timeout: float = 30.0, env: dict[str, str] | None = None) -> MotoServer:
+    """``env``: added to the server's environment (e.g. ``MOTO_AMIS_PATH``)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
@@ -76,9 +78,11 @@ def start_moto_server(timeout: float = 30.0) -> MotoServer:
 
 
 @contextmanager
-def moto_server(monkeypatch: pytest.MonkeyPatch | None = None) -> Iterator[MotoServer]:
+def moto_server(
+    monkeypatch: pytest.MonkeyPatch | None = None, env: dict[str, str] | None = None
+) -> Iterator[MotoServer]:
     """A running moto server with the AWS environment pointed at it (restored afterwards)."""
-    server = start_moto_server()
+    server = start_moto_server(env=env)
     saved = {k: os.environ.get(k) for k in [*ENV, "AWS_ENDPOINT_URL"]}
     os.environ.update(ENV)
     os.environ["AWS_ENDPOINT_URL"] = server.url

@@ -1,8 +1,8 @@
 """The columnar ingest path (DuckDB read_json + SQL) gives the same rows as the Python reference
 path, on every captured iperf3 output (tests/fixtures/iperf3: TCP, -P 2, reverse, bidir, UDP,
--O 1, text server, refused/busy/killed server, SIGINT; tests/fixtures/import: 3.12 and 3.18,
-client and server JSON) and on odd shapes made from them; and files it cannot take go to the
-Python path with the reason."""
+-O 1, text server, refused/busy/killed server, SIGINT; tests/fixtures/import: 3.9, 3.12, 3.18
+and 3.22, client and server JSON) and on odd shapes made from them; and files it cannot take
+go to the Python path with the reason."""
 
 from __future__ import annotations
 

@@ -22,9 +22,10 @@ from netfleet import aws
 from netfleet.catalog import TABLES, connect, ingest, query
 from netfleet.catalog.remote import S3Catalog
 from netfleet.report.cheatsheet import cheatsheet
+from netfleet.store import Envelope, open_root
 from netfleet.store.root import ResultsRoot
 from tests.motokit import moto_server
-from tests.test_catalog_fastpath import CASES, envelope
+from tests.test_catalog_fastpath import CASES, _rows, envelope
 
 URL = "s3://catalogs/team/net"
 
@@ -86,6 +87,26 @@ def test_ingest_to_s3_and_query_through_httpfs(tmp_path: Path) -> None:
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         assert out.stdout.split() == ["count_star()", str(len(CASES))]
+
+
+def test_raw_results_on_s3_take_the_columnar_path_through_httpfs(tmp_path: Path) -> None:
+    """An S3 results root is read by DuckDB (httpfs) like a local one: the same runs take the
+    columnar path, and the rows equal the Python reference path's over the same envelopes."""
+    local = _root(tmp_path, CASES)
+    with moto_server():
+        aws.client("s3").create_bucket(Bucket="raw")
+        remote = open_root("s3://raw/fleet")
+        for path in local.files():
+            remote.write(Envelope.model_validate(local.read(path)))
+        fast = ingest(remote, tmp_path / "from-s3")
+    slow = ingest(local, tmp_path / "reference", fast=False)
+    assert (fast.ingested, fast.bad, fast.rows) == (slow.ingested, [], slow.rows)
+    assert fast.fast == len(CASES) - 1  # all but the text server, as on disk
+    assert [p.rsplit("/", 1)[1].split("-", 1)[1] for p, _ in fast.fallback] == [
+        "tcp_server_text.json.gz"
+    ]
+    for table in ("runs", "intervals", "ends"):
+        assert _rows(tmp_path / "from-s3", table) == _rows(tmp_path / "reference", table), table
 
 
 class KillOnCommit:

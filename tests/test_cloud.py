@@ -11,14 +11,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import catalogue, prices, teardown
+from netfleet.cloud import catalogue, images, prices, teardown
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.journal import Journal, client_token
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
@@ -27,7 +29,44 @@ from netfleet.errors import InputError
 from tests import motokit
 from tests.motokit import MotoServer
 
-moto = motokit.moto  # one moto server for the module
+DEBIAN = images.DEBIAN_OWNER
+
+
+def _ami(ami_id: str, name: str, day: str, arch: str = "x86_64", **over: str) -> dict[str, Any]:
+    return {"ami_id": ami_id, "name": name, "owner_id": DEBIAN, "architecture": arch,
+            "creation_date": f"{day}T18:20:00.000Z", "state": "available", "public": True,
+            "image_type": "machine", "virtualization_type": "hvm", **over}  # fmt: skip
+
+
+#: The module's AMIs, as moto's MOTO_AMIS_PATH file (moto registers every image it creates under
+#: its own account, so Debian's owner id can only come in this way): Debian 12 twice (the newer
+#: must win) and for arm64, Debian 13 for amd64 only, and images the lookup must pass over — a
+#: backports build (another name), a newer one still pending, and a newer one owned by another
+#: account. Names and dates follow Debian's ("debian-12-amd64-20240717-1811").
+DEBIAN_AMIS = [
+    _ami("ami-0deb12a00000001", "debian-12-amd64-20240102-1614", "2024-01-02"),
+    _ami("ami-0deb12a00000002", "debian-12-amd64-20240717-1811", "2024-07-17"),
+    _ami("ami-0deb12b00000001", "debian-12-arm64-20240717-1811", "2024-07-17", "arm64"),
+    _ami("ami-0deb12c00000001", "debian-12-backports-amd64-20240801-1811", "2024-08-01"),
+    _ami("ami-0deb12d00000001", "debian-12-amd64-20240901-1811", "2024-09-01", state="pending"),
+    _ami(
+        "ami-0bad000000000001",
+        "debian-12-amd64-20991231-0000",
+        "2099-12-31",
+        owner_id="999999999999",
+    ),
+    _ami("ami-0deb13a00000001", "debian-13-amd64-20250814-2204", "2025-08-14"),
+]
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """One moto server for the module, whose AMIs are :data:`DEBIAN_AMIS`."""
+    amis = tmp_path_factory.mktemp("amis") / "amis.json"
+    amis.write_text(json.dumps(DEBIAN_AMIS))
+    with motokit.moto_server(env={"MOTO_AMIS_PATH": str(amis)}) as srv:
+        yield srv
+
 
 SPEC = {
     "campaign": "nf-test",
@@ -140,9 +179,38 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
     hk = generate("h")
     doc = json.loads(render(hk, 90).split("\n", 1)[1])
     assert doc["ssh_keys"]["ed25519_public"] == hk.public_openssh
-    assert doc["bootcmd"] == [["shutdown", "-P", "+90"]] and "iperf3" in doc["packages"]
+    # the switch: a transient systemd timer at boot (PID 1 directly: no D-Bus needed that
+    # early), backed by shutdown's own timer once the machine is up
+    (timer,) = doc["bootcmd"]
+    assert timer[0] == "systemd-run" and "--on-active=90min" in timer
+    assert timer[-2:] == ["/usr/bin/systemctl", "poweroff"]
+    assert doc["runcmd"][0] == ["shutdown", "-P", "+90"]
+    # AL2023: one dnf call that skips a package its repositories lack
+    assert doc["runcmd"][1] == [
+        "dnf", "install", "-y", "--setopt=strict=0", "iperf3", "iperf", "sockperf"
+    ]  # fmt: skip
+    assert not any("apt-get" in c for c in doc["runcmd"])
     # the last command (cloud-init's final stage, after the packages) writes the ready marker
+    assert doc["runcmd"][2:] == [["mkdir", "-p", "/var/lib/netfleet"],
+                                 ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
+
+
+def test_user_data_for_debian_uses_apt() -> None:
+    """Debian: package lists first (a fresh AMI has none), then one install per package,
+    waiting for the dpkg lock; the same switch; the ready marker last."""
+    from netfleet.cloud.hostkeys import generate
+
+    doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
+    assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
+    update, *installs = doc["runcmd"][1:-2]
     assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
+    assert update[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+    assert update[-1] == "update" and "DPkg::Lock::Timeout=600" in update
+    assert [c[-1] for c in installs] == ["iperf3", "iperf", "sockperf"]
+    assert all("install" in c and "-y" in c for c in installs)
+    assert not any("dnf" in c for c in doc["runcmd"])
+    assert images.FAMILIES["debian-12"].user == "admin"
+    assert images.FAMILIES["al2023"].user == "ec2-user"
 
 
 def test_cost_guard_and_stale_prices() -> None:
@@ -219,11 +287,12 @@ def test_security_group_delete_retries_dependency_violation() -> None:
 # The internet gateway and route table get only their `after:` points: `before:` leaves the
 # same resources as the previous step's `after:` plus an intent (destroy goes by tag either way);
 # `after:internet-gateway` leaves an unattached gateway the journal has no id for, and
-# `after:route-table` a table without its route and association.
+# `after:route-table` a table without its route and association. Those two are named in their
+# per-region form (`<point>@<region>`, fired right after the plain one).
 PROVISION_POINTS = [
     *(f"{when}:{kind}" for kind in ("vpc", "subnet") for when in ("before", "after")),
-    "after:internet-gateway",
-    "after:route-table",
+    "after:internet-gateway@us-east-1",
+    "after:route-table@us-east-1",
     *(f"{w}:{k}" for k in ("security-group", "key-pair", "instance") for w in ("before", "after")),
     "after:acquire",
 ]
@@ -266,8 +335,8 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
              "subnets", "vpcs"]  # fmt: skip
     # what the kill must have left at the new steps (the table shows them all)
     expect = {
-        "after:internet-gateway": (0, 0, 0, 1, 0, 1, 1),
-        "after:route-table": (0, 0, 0, 1, 1, 1, 1),
+        "after:internet-gateway@us-east-1": (0, 0, 0, 1, 0, 1, 1),
+        "after:route-table@us-east-1": (0, 0, 0, 1, 1, 1, 1),
         "teardown:after-internet-gateway": (0, 0, 0, 0, 1, 1, 1),
         "teardown:after-route-table": (0, 0, 0, 0, 0, 1, 1),
     }
@@ -505,3 +574,276 @@ def test_sim_labs_are_taken_down_only_when_provably_netfleets(tmp_path: Path) ->
     assert old.is_dir()
     teardown.reap(tmp_path, [], now, delete=True)
     assert not old.exists() and new.is_dir()
+
+
+# -- images, regions, zones (issue 12) ------------------------------------------------------------
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_debian_image_is_the_newest_by_owner_and_name(fresh: MotoServer) -> None:
+    """DescribeImages with Debian's owner id, name pattern, state and architecture; the newest
+    CreationDate wins — not the backports build, the pending one, nor another account's."""
+    from netfleet.errors import EnvironmentProblem
+
+    ec2 = aws.client("ec2", "eu-west-1")
+    assert images.resolve(ec2, "debian-12", "x86_64") == "ami-0deb12a00000002"
+    assert images.resolve(ec2, "debian-12", "arm64") == "ami-0deb12b00000001"
+    assert images.resolve(ec2, "debian-13", "x86_64") == "ami-0deb13a00000001"
+    with pytest.raises(EnvironmentProblem) as err:
+        images.resolve(ec2, "debian-13", "arm64")
+    msg = str(err.value)
+    assert "no Debian 13 image in eu-west-1" in msg and "debian-13-arm64-*" in msg and DEBIAN in msg
+    # the architecture is the type's, from DescribeInstanceTypes: Graviton → arm64
+    info = catalogue.describe(ec2, ["m7g.large", "c5n.large"])
+    assert images.architecture(info["m7g.large"].architectures) == "arm64"
+    assert images.architecture(info["c5n.large"].architectures) == "x86_64"
+
+
+def _cross_region_spec(tmp_path: Path) -> Any:
+    """examples/aws-cross-region.yaml (backing sim) on Debian 12, the eu-west-1 client a
+    Graviton m7g.large (arm64), without the same-zone client."""
+    import yaml
+
+    from netfleet.spec import load_spec
+
+    doc = yaml.safe_load((EXAMPLES / "aws-cross-region.yaml").read_text())
+    doc["cloud"].update(image="debian-12")
+    doc["cloud"]["fleets"] = [f for f in doc["cloud"]["fleets"] if f["name"] != "same-az"]
+    doc["cloud"]["fleets"][-1]["instance_type"] = "m7g.large"
+    doc["tests"][0]["matrix"]["client"] = ["other-az", "eu"]
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return load_spec(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+@pytest.mark.netns
+def test_cross_region_acquire_release_leaves_nothing_in_either_region(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """The AWS provider (host kind aws, through the host pool; backing sim: one lab namespace
+    per instance) on two regions: a VPC, subnets, a security group and the campaign key pair in
+    each, every instance in its fleet's region and zone on the right Debian AMI; the pool's
+    release leaves 0 of every type in both regions, and no lab."""
+    import asyncio
+
+    from netfleet.cloud import costs, runs
+    from netfleet.cloud.provider import AwsProvider
+    from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
+
+    spec = _cross_region_spec(tmp_path)
+    # the plan: each host at its region's price; no eu-west-1 price for m7g.large → unknown,
+    # which the guard refuses
+    priced = runs.plan_cost(spec, 60)
+    assert priced is not None and priced.estimate.usd is None
+    assert priced.estimate.unknown == ["m7g.large in eu-west-1"]
+    with pytest.raises(InputError, match="cannot be bounded"):
+        costs.guard(priced.estimate, 5, 10, yes=False)
+
+    campaign, root = spec.campaign, tmp_path / "cloud"
+    regions = ["us-east-1", "eu-west-1"]
+    ec2 = {r: aws.client("ec2", r) for r in regions}
+    reqs = [HostRequest(n, h) for n, h in spec.hosts.items() if h.kind == "aws"]
+    provider, log = AwsProvider(state_root=root, poll_s=0.05), MemoryLeaseLog()
+    during: dict[str, dict[str, int | None]] = {}
+
+    async def go() -> None:
+        async with HostPool(reqs, log, lambda _kind: provider) as hosts:
+            where = {
+                n: (h.labels["region"], h.labels["availability_zone"]) for n, h in hosts.items()
+            }
+            assert where == {"srv": ("us-east-1", "us-east-1a"),
+                             "other-az": ("us-east-1", "us-east-1b"),
+                             "eu": ("eu-west-1", "eu-west-1a")}  # fmt: skip
+            assert {h.labels["image"] for h in hosts.values()} == {"debian-12"}
+            found = {}
+            for r in regions:
+                for res in ec2[r].describe_instances(Filters=teardown._tag_filter(campaign))[
+                    "Reservations"
+                ]:
+                    for inst in res["Instances"]:
+                        found[inst["InstanceId"]] = inst
+            eu = found[hosts["eu"].labels["instance_id"]]
+            assert eu["ImageId"] == "ami-0deb12b00000001"  # arm64
+            assert found[hosts["srv"].labels["instance_id"]]["ImageId"] == "ami-0deb12a00000002"
+            # one VPC per region, distinct CIDRs; a subnet per zone used
+            for r, cidr in zip(regions, ["10.77.0.0/16", "10.78.0.0/16"], strict=True):
+                (vpc,) = ec2[r].describe_vpcs(Filters=teardown._tag_filter(campaign))["Vpcs"]
+                assert vpc["CidrBlock"] == cidr
+            subnets = ec2["us-east-1"].describe_subnets(Filters=teardown._tag_filter(campaign))
+            assert sorted(s["AvailabilityZone"] for s in subnets["Subnets"]) == [
+                "us-east-1a", "us-east-1b"
+            ]  # fmt: skip
+            # each region its own internet gateway and route table, every subnet associated
+            tagged = teardown._tag_filter(campaign)
+            for r in regions:
+                (igw,) = ec2[r].describe_internet_gateways(Filters=tagged)["InternetGateways"]
+                (rtb,) = ec2[r].describe_route_tables(Filters=tagged)["RouteTables"]
+                mine = ec2[r].describe_subnets(Filters=tagged)["Subnets"]
+                assert sorted(a["SubnetId"] for a in rtb["Associations"]) == sorted(
+                    x["SubnetId"] for x in mine
+                )
+                assert any(x.get("GatewayId") == igw["InternetGatewayId"] for x in rtb["Routes"])
+                assert igw["Attachments"][0]["VpcId"] == rtb["VpcId"]
+            # across regions: the other region's VPC CIDR (its own: the group itself), and
+            # each host's public address where it has one, which is then where hosts meet
+            public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
+            for r, other in (("us-east-1", "10.78.0.0/16"), ("eu-west-1", "10.77.0.0/16")):
+                (sg,) = ec2[r].describe_security_groups(Filters=teardown._tag_filter(campaign))[
+                    "SecurityGroups"
+                ]
+                perms = sg["IpPermissions"]
+                ranges = {x["CidrIp"] for p in perms for x in p.get("IpRanges", [])}
+                assert {other, *(f"{ip}/32" for ip in public)} <= ranges, (r, ranges)
+                assert any(p.get("UserIdGroupPairs") for p in perms)
+            for r in regions:
+                during[r] = teardown.remaining(ec2[r], campaign)
+
+    asyncio.run(go())
+    assert during["us-east-1"]["instances"] == 2 and during["eu-west-1"]["instances"] == 1
+    for r in regions:
+        assert during[r]["vpcs"] == during[r]["security-groups"] == during[r]["key-pairs"] == 1
+        assert during[r]["internet-gateways"] == during[r]["route-tables"] == 1
+        left = teardown.remaining(ec2[r], campaign)
+        assert not any(left.values()), (r, left)
+    assert all(o == ["released"] for o in log.outcomes.values()), log.outcomes
+    state = Journal(root, campaign).read()
+    assert state.regions == ["eu-west-1", "us-east-1"] and not state.live()
+    sim = root / campaign / "sim"
+    assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
+
+
+def test_kill_9_across_regions_then_destroy_leaves_zero_in_both(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """``cloud up`` SIGKILLed right after the eu-west-1 instance was launched (its id never
+    journalled; us-east-1 complete): destroy from the journal alone cleans both regions."""
+    spec = tmp_path / "x.yaml"
+    spec.write_text(
+        "campaign: nf-xfault\nplacement: cross-region\nduration_minutes: 1\nfleets:\n"
+        "  - {instance_type: t3.micro}\n  - {instance_type: t3.micro, region: eu-west-1}\n"
+    )
+    ec2 = {r: aws.client("ec2", r) for r in ("us-east-1", "eu-west-1")}
+
+    def left() -> dict[str, int]:
+        return {r: sum(v or 0 for v in teardown.remaining(c, "nf-xfault").values())
+                for r, c in ec2.items()}  # fmt: skip
+
+    env = {**os.environ, "NETFLEET_FAULT_AT": "after:instance@eu-west-1"}
+    killed = _cli(["up", str(spec), "--state-dir", str(tmp_path), "--release"], env)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    per_region = {r: teardown.remaining(c, "nf-xfault") for r, c in ec2.items()}
+    assert per_region["us-east-1"]["instances"] == per_region["eu-west-1"]["instances"] == 1
+    eu = [r for r in Journal(tmp_path, "nf-xfault").read().live() if r.region == "eu-west-1"]
+    assert [r.kind for r in eu if r.id is None] == ["instance"]  # found by its tags
+    teardown.destroy(tmp_path, "nf-xfault", poll_s=0.05)
+    assert left() == {"us-east-1": 0, "eu-west-1": 0}
+
+
+def test_cross_az_gives_each_fleet_its_own_zone(fresh: MotoServer, tmp_path: Path) -> None:
+    """A zone given is kept; the other fleets get the least used zone offering their type
+    (DescribeInstanceTypeOfferings); hosts of one fleet (one name) share theirs."""
+    cs = CloudSpec(
+        campaign="nf-az",
+        placement="cross-az",
+        fleets=[
+            {"instance_type": "c5n.large", "name": "a", "availability_zone": "us-east-1b"},
+            {"instance_type": "c5n.large", "name": "b"},
+            {"instance_type": "c5n.large", "name": "b"},  # as CloudSpec.of_hosts writes count 2
+            {"instance_type": "m5.large", "name": "c"},
+        ],
+    )
+    sites = Provisioner(cs, tmp_path).place()
+    assert sites[0].az == "us-east-1b" and sites[1] == sites[2]
+    assert len({sites[0].az, sites[1].az, sites[3].az}) == 3
+    assert {s.region for s in sites} == {"us-east-1"}
+    assert not (tmp_path / "nf-az").exists()  # placing creates nothing
+
+
+def test_cost_is_each_hosts_own_region_price() -> None:
+    table = prices.load(None)
+    cs = CloudSpec(
+        campaign="nf-x",
+        placement="cross-region",
+        fleets=[
+            {"instance_type": "c5n.large", "count": 2},
+            {"instance_type": "c5n.large", "region": "eu-west-1"},
+        ],
+    )
+    from netfleet.cloud.costs import cost_line, plan
+
+    priced = plan(cs, table, 52)  # + 8 min overhead = 1 h
+    us, eu = table.ec2_hourly("us-east-1", "c5n.large"), table.ec2_hourly("eu-west-1", "c5n.large")
+    assert us and eu and us != eu
+    assert priced.estimate.usd == pytest.approx(2 * us + eu)
+    assert priced.table.columns[:2] == ["instance_type", "region"]
+    assert "3 instances in us-east-1 (2), eu-west-1 (1)" in priced.table.notes[0]
+    held = [("us-east-1", "c5n.large", 3600.0), ("eu-west-1", "c5n.large", 3600.0)]
+    line = cost_line(table, "on-demand", held, priced.estimate.usd)
+    assert f"= ${us + eu:.2f} USD" in line and "in eu-west-1, us-east-1" in line
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "expect"),
+    [
+        (lambda c: c.update(placement="same-az"), "cloud.fleets.1.region",
+         "placement same-az keeps every fleet in us-east-1"),
+        (lambda c: c.update(placement="cluster"), "cloud.fleets.1.region",
+         "placement cluster keeps every fleet in us-east-1"),
+        (lambda c: c["fleets"][1].pop("region"), "cloud.placement",
+         "cross-region needs fleets in at least two regions"),
+        (lambda c: c["fleets"][0].update(availability_zone="eu-west-1a"),
+         "cloud.fleets.0.availability_zone", "is not in its region us-east-1"),
+        (lambda c: c.update(ami="ami-12345678", image="debian-12"), "cloud.image", "keep one"),
+        (lambda c: c.update(ami="ami-12345678"), "cloud.ami", "exists in one region only"),
+        (lambda c: c.update(subnet_id="subnet-1234"), "cloud.subnet_id", "one subnet"),
+        (lambda c: c.update(placement="cross-az", availability_zone="us-east-1a",
+                            fleets=[c["fleets"][0], {**c["fleets"][0], "name": "b"}]),
+         "cloud.availability_zone", "give availability_zone per fleet"),
+        (lambda c: c.update(placement="cross-az", fleets=c["fleets"][:1]), "cloud.placement",
+         "cross-az needs at least two fleets"),
+        (lambda c: c.update(placement="same-az", fleets=[
+            {**c["fleets"][0], "availability_zone": "us-east-1b"},
+            {**c["fleets"][0], "name": "b"}]),
+         "cloud.fleets.0.availability_zone", "puts every fleet in one zone"),
+    ],
+)  # fmt: skip
+def test_impossible_placements_are_refused_with_file_line_field(
+    tmp_path: Path, change: Any, field: str, expect: str
+) -> None:
+    import yaml
+
+    from netfleet.errors import SpecError
+    from netfleet.spec import load_spec
+
+    doc = yaml.safe_load(
+        "campaign: nf-bad\nresults: /tmp/unused\ncloud:\n  region: us-east-1\n"
+        "  placement: cross-region\n  fleets:\n"
+        "    - {name: srv, instance_type: c5n.large, role: server}\n"
+        "    - {name: eu, instance_type: c5n.large, role: client, region: eu-west-1}\n"
+        "tests: [{name: t, engine: iperf3, client: eu, server: srv}]\n"
+    )
+    change(doc["cloud"])
+    if not any(f["name"] == "eu" for f in doc["cloud"]["fleets"]):
+        doc["tests"][0]["client"] = "srv"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    found = [(p, line, what) for p, line, what in err.value.problems if p == field]
+    assert found, str(err.value)
+    assert found[0][1] is not None and expect in found[0][2], str(err.value)
+
+
+def test_cloud_yaml_placement_error_names_the_field(tmp_path: Path) -> None:
+    from netfleet.cli.cmd_cloud import _load
+    from netfleet.errors import SpecError
+
+    path = tmp_path / "c.cloud.yaml"
+    path.write_text(
+        "campaign: nf-bad\nplacement: same-az\nfleets:\n  - {instance_type: t3.micro}\n"
+        "  - {instance_type: t3.micro, region: eu-west-1}\n"
+    )
+    with pytest.raises(SpecError) as err:
+        _load(path)
+    assert f"{path}:5: fleets.1.region: " in str(err.value)

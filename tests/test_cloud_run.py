@@ -141,10 +141,17 @@ def test_run_refuses_above_the_cost_guard_before_launching(tmp_path: Path) -> No
     assert not (tmp_path / "cloud").exists()  # nothing journaled, nothing launched
 
 
-def test_plan_prints_cost_and_instance_count(tmp_path: Path) -> None:
-    res = netfleet(tmp_path, "plan", str(EXAMPLES / "aws-cheatsheet.yaml"))
+@pytest.mark.parametrize(
+    ("example", "where"),
+    [
+        ("aws-cheatsheet.yaml", "4 instances in us-east-1,"),
+        ("aws-cross-region.yaml", "4 instances in us-east-1 (3), eu-west-1 (1),"),
+    ],
+)
+def test_plan_prints_cost_and_instance_count(tmp_path: Path, example: str, where: str) -> None:
+    res = netfleet(tmp_path, "plan", str(EXAMPLES / example))
     assert res.returncode == 0, res.stderr
-    assert "4 instances in us-east-1" in res.stdout and "estimated cost: $" in res.stdout
+    assert where in " ".join(res.stdout.split()) and "estimated cost: $" in res.stdout
 
 
 # -- spot ----------------------------------------------------------------------------------------
@@ -195,7 +202,7 @@ def test_spot_price_is_the_latest_per_type_real_response_shape() -> None:
         found = spot.current_prices(ec2, "us-east-1a", ["r4.large"])
     assert found == {"r4.large": 0.035}
     cs = CloudSpec(campaign="x", market="spot", fleets=[{"instance_type": "r4.large", "count": 2}])
-    priced = costs.plan(cs, prices.load(None), 52, found)
+    priced = costs.plan(cs, prices.load(None), 52, {"us-east-1": found})
     on_demand = costs.plan(cs.model_copy(update={"market": "on-demand"}), prices.load(None), 52)
     assert priced.estimate.usd is not None and on_demand.estimate.usd is not None
     assert priced.estimate.usd == pytest.approx(0.035 * 2 * 1.0, rel=1e-3)

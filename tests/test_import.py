@@ -1,6 +1,7 @@
 """`netfleet import` over real iperf3 outputs (tests/fixtures/import, captured by
-scripts/capture_import_fixtures.py from iperf3 3.12 and 3.18): bytes kept, provenance, labels
-from a path pattern, interval checks, truncated files, idempotence, and the catalog."""
+scripts/capture_import_fixtures.py from iperf3 3.9, 3.12, 3.18 and 3.22; tests/fixtures/public,
+from public projects, SOURCES.md): bytes kept, provenance, labels from a path pattern, interval
+checks, truncated files, idempotence, and the catalog. Parsing only: no network."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import gzip
 import hashlib
 import json
 from pathlib import Path
+from statistics import median
+from typing import Any
 
 import pytest
 
@@ -22,6 +25,36 @@ from netfleet.store.imports import import_files
 FIX = Path(__file__).parent / "fixtures" / "import"
 FILES = sorted(FIX.glob("*.json"))
 RUNS = [p for p in FILES if p.name != "MANIFEST.json"]
+#: name -> argv, exit codes and `iperf3 --version` line of each capture
+CAPTURED: dict[str, dict[str, Any]] = json.loads((FIX / "MANIFEST.json").read_text())["fixtures"]
+
+
+def captured_version(path: Path) -> str:
+    return str(CAPTURED[path.name.split(".")[0]]["version"].split()[1])
+
+
+def raw_doc(path: Path) -> dict[str, Any]:
+    """The file's document read here, without netfleet (--json-stream: its events folded)."""
+    text = path.read_text()
+    if not text.startswith('{"event"'):
+        return dict(json.loads(text))
+    doc: dict[str, Any] = {"intervals": []}
+    for ev in map(json.loads, text.splitlines()):
+        if ev["event"] == "interval":
+            doc["intervals"].append(ev["data"])
+        else:
+            doc[ev["event"]] = ev["data"]
+    return doc
+
+
+def raw_sides(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """side -> that side's interval sums, as the file holds them."""
+    doc = raw_doc(path)
+    own = "server" if ".server." in path.name else "client"
+    sides = {own: [iv["sum"] for iv in doc["intervals"]]}
+    if "server_output_json" in doc:
+        sides["server"] = [iv["sum"] for iv in doc["server_output_json"]["intervals"]]
+    return sides
 
 
 def cli(*args: str) -> int:
@@ -40,11 +73,13 @@ def test_every_captured_output_imports_with_its_bytes_and_provenance(tmp_path: P
         assert imp["original"].encode() == data  # the file's bytes, untouched
         assert imp["sha256"] == hashlib.sha256(data).hexdigest()
         assert "client" in imp["inferred"] and doc["labels"] == {"cloud": "lab"}
-        assert doc["subject"] == ("server" if ".server." in path.name else "client")
-        assert doc["engine"]["version"].startswith(("3.12", "3.18"))
-        if "_udp_reverse.client" in path.name:
-            assert doc["direction"] == "in"
+        server = ".server." in path.name
+        assert doc["subject"] == ("server" if server else "client")
+        assert doc["engine"]["version"] == captured_version(path)
+        # -R: the server sends; direction is the subject's own
+        assert doc["direction"] == ("out" if ("_reverse" in path.name) == server else "in")
         assert imp["flags"] == [], (path.name, imp["flags"])
+    assert {captured_version(p) for p in RUNS} >= {"3.9", "3.12", "3.18", "3.22"}
     stream = docs[str(FIX / "v3_18_stream.client.json")]["result"]
     assert len(stream["intervals"]) == 2 and "end" in stream
 
@@ -74,6 +109,45 @@ def test_reimport_is_a_no_op_and_ingest_reads_the_numbers(tmp_path: Path) -> Non
     (notes,) = query(tmp_path / "c", "SELECT notes FROM runs WHERE run_id = ?", [run_id]).rows[0]
     imported = json.loads(notes)["imported"]
     assert "original" not in imported and imported["sha256"] == run_id_hash(path)
+    check_rows_per_side(tmp_path / "c")
+
+
+def check_rows_per_side(catalog: Path) -> None:
+    """Every captured run's catalog rows, side by side, against the file read here: which side,
+    who sent (-R turns it round), how many intervals, bytes, omitted ones (-O), and the UDP
+    packet and jitter columns wherever the file has them."""
+    got = {
+        (r[0], r[1]): r[2:]
+        for r in _rows(
+            catalog,
+            "SELECT run_id, side, min(role), max(role), min(flow), count(*), sum(bytes),"
+            " count(*) FILTER (WHERE omitted), count(packets), count(jitter_ms)"
+            " FROM intervals WHERE kind = 'sum' GROUP BY ALL",
+        )
+    }
+    expected = {}
+    for path in RUNS:
+        reverse = "_reverse" in path.name
+        flow = "server_to_client" if reverse else "client_to_server"
+        run_id = "import-" + run_id_hash(path)[:16]
+        for side, sums in raw_sides(path).items():
+            role = "sender" if (side == "server") == reverse else "receiver"
+            expected[run_id, side] = [
+                role,
+                role,
+                flow,
+                len(sums),
+                sum(s["bytes"] for s in sums),
+                sum(bool(s.get("omitted")) for s in sums),
+                sum("packets" in s for s in sums),
+                sum("jitter_ms" in s for s in sums),
+            ]
+            if "_udp" in path.name:  # UDP: packets on every row, jitter on the receiver's
+                assert expected[run_id, side][6] == len(sums)
+                assert expected[run_id, side][7] == (len(sums) if role == "receiver" else 0)
+            if "_omit" in path.name:
+                assert expected[run_id, side][5] == 1
+    assert got == expected
 
 
 def test_seed002_pattern_gz_and_flags(tmp_path: Path) -> None:
@@ -239,12 +313,19 @@ def test_iperf2_side_option_and_a_contradiction(tmp_path: Path) -> None:
 PUBLIC = Path(__file__).parent / "fixtures" / "public"  # SOURCES.md names each one
 
 
-def test_public_project_outputs_import_without_a_crash(tmp_path: Path) -> None:
+#: iperf3 3.17.1 clients (UDP -O 2, --get-server-output) against an iperf3 3.9 server; after the
+#: omitted second both sides report one interval of ~2 s holding 1 s of bytes (rate half the truth)
+MASQ_R = "v3_17_1_udp_reverse_gso_omit2.masquerade.json"  # -R: the 3.9 server sends
+MASQ_UP = "v3_17_1_udp_gso_omit2.masquerade.json"  # the 3.9 server receives (its end: 0 bytes)
+
+
+def test_public_project_outputs_import(tmp_path: Path) -> None:
     files = sorted(PUBLIC.glob("*.json"))
-    assert len(files) >= 4
+    assert len(files) >= 7
     root = ResultsRoot(tmp_path / "r")
     report = import_files([str(p) for p in files], root)
-    assert report.bad == [] and report.flagged == []
+    assert report.bad == []
+    assert sorted(report.flagged) == [(str(PUBLIC / MASQ_UP), 4), (str(PUBLIC / MASQ_R), 4)]
     docs = {Path(d["notes"]["imported"]["from"]).name: d for d in map(root.read, root.files())}
     for name, doc in docs.items():
         assert doc["engine"]["version"] == json.loads((PUBLIC / name).read_bytes())["start"][
@@ -252,21 +333,78 @@ def test_public_project_outputs_import_without_a_crash(tmp_path: Path) -> None:
         ].removeprefix("iperf ")
         assert doc["status"] == ("failed" if "_error_" in name else "ok")
     assert "started_at" in docs["v3_7_error_refused.openwisp.json"]["notes"]["imported"]["inferred"]
-    assert ingest(root, tmp_path / "c").bad == []
+    assert (docs[MASQ_R]["direction"], docs[MASQ_UP]["direction"]) == ("in", "out")
+    for name in (MASQ_R, MASQ_UP):
+        flags = docs[name]["notes"]["imported"]["flags"]
+        assert [(f["side"], f["interval"], f["field"]) for f in flags] == [
+            ("client", 1, "seconds"),
+            ("client", 1, "seconds"),
+            ("server", 1, "seconds"),
+            ("server", 1, "seconds"),
+        ]
+        assert "≠ end−start" in flags[0]["detail"]
+        assert "2.0× the run's usual 1 s interval" in flags[1]["detail"]
+    catalog = tmp_path / "c"
+    assert ingest(root, catalog).bad == []
     omitted = _rows(
-        tmp_path / "c",
+        catalog,
         "SELECT count(*) FILTER (WHERE omitted), count(*) FROM intervals i JOIN runs r USING"
         " (run_id) WHERE r.engine_version = '3.9' AND i.kind = 'sum'",
     )
     assert omitted == [
         [3, 13]
     ]  # -O 3: three omitted seconds, then the clock restarts (no gap flag)
+    check_masquerade_rows(catalog, docs)
+
+
+def check_masquerade_rows(catalog: Path, docs: dict[str, dict[str, Any]]) -> None:
+    """Both sides of the 3.17.1/3.9 runs in the catalog: who sent, the UDP receiver's jitter and
+    loss, the flags kept with the run, and the 2 s interval stored as the file says it (its rate
+    about half the others'), not averaged away."""
+    for name, receiver in ((MASQ_R, "client"), (MASQ_UP, "server")):
+        run_id = "import-" + run_id_hash(PUBLIC / name)[:16]
+        ((notes,),) = _rows(catalog, "SELECT notes FROM runs WHERE run_id = ?", run_id)
+        assert json.loads(notes)["imported"]["flags"] == docs[name]["notes"]["imported"]["flags"]
+        sides = _rows(
+            catalog,
+            "SELECT side, min(role), max(role), count(*), count(*) FILTER (WHERE omitted),"
+            " count(jitter_ms), count(lost_packets), count(packets) FROM intervals"
+            " WHERE run_id = ? AND kind = 'sum' GROUP BY side ORDER BY side",
+            run_id,
+        )
+        counts = {"client": 16, "server": 17}  # the server also reports the last 0.04 s
+        assert sides == [
+            [side, role, role, counts[side], 1, n, n, counts[side]]
+            for side in ("client", "server")
+            for role in ["receiver" if side == receiver else "sender"]
+            for n in [counts[side] if side == receiver else 0]
+        ]
+        for side in ("client", "server"):
+            rows = _rows(
+                catalog,
+                "SELECT seconds, bits_per_second FROM intervals WHERE run_id = ? AND side = ?"
+                " AND kind = 'sum' AND NOT omitted AND seconds > 0.5 ORDER BY idx",
+                run_id,
+                side,
+            )
+            long_one = [r for r in rows if r[0] > 1.9]
+            assert len(long_one) == 1 and len(rows) == 15
+            usual = median(r[1] for r in rows)
+            assert 0.45 * usual < long_one[0][1] < 0.55 * usual
+
+
+def test_public_2_s_interval_is_flagged_in_the_import_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("import", str(PUBLIC / MASQ_R), "--results", str(tmp_path / "r")) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"flagged {PUBLIC / MASQ_R}: 4 interval value(s) that don't add up" in out
 
 
 def test_an_interval_longer_than_its_bytes_is_flagged(tmp_path: Path) -> None:
-    """The shape seen in a public 3.x output: one interval reports 2.001 s while holding 1 s of
-    bytes, so its rate is half the truth. Reproduced on a public 3.9 file (the timeline after it
-    shifted, so only the long interval is wrong); then a gap instead."""
+    """The shape of the public 3.17.1 files (one interval reports 2.001 s while holding 1 s of
+    bytes, so its rate is half the truth) moved onto a public 3.9 TCP file whose start and end
+    agree with it (the timeline after it shifted, so only its length is wrong); then a gap."""
     doc = json.loads((PUBLIC / "v3_9_tcp_omit3.cloudpilot.json").read_bytes())
     iv = doc["intervals"][6]["sum"]
     iv["seconds"] = 2.001

@@ -177,7 +177,7 @@ def _cheatsheet(
     keys = _Keys(con)
     groups = [f"g{n}" for n in range(len(group_keys))]
     base = _Sql()
-    base.add("WITH r AS (SELECT r.run_id, r.protocol")
+    base.add("CREATE OR REPLACE TEMP TABLE _r AS SELECT r.run_id, r.protocol")
     per_interval = ""
     for alias, key in zip(groups, group_keys, strict=True):
         if key in INTERVAL_KEYS:
@@ -216,43 +216,63 @@ def _cheatsheet(
             f"(r.mtu - {TCP_IP_OVERHEAD}.0) END"
         )
     )
-    # fixed identifiers and constants only: every value is a parameter
-    base.add(
-        f"), x AS (SELECT r.*, {per_interval}i.bits_per_second * {factor} AS bps, i.omitted,"  # noqa: S608
-        f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
-        " FROM r JOIN intervals i ON i.run_id = r.run_id"
-        " WHERE i.kind = 'sum' AND i.role = ?), "
-        "kept AS (SELECT * FROM x WHERE NOT omitted AND NOT stub AND bps IS NOT NULL) ",
-        side,
+    run_groups = "".join(
+        f"r.{g}, " for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS
     )
-    cte, params = "".join(base.text), base.params
+    # the selected runs, then one pass over the intervals: their receiver's (or sender's) sums,
+    # kept in a temporary table; the statistics and the counts below read only those two
+    con.execute("".join(base.text), base.params)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
+        f"i.bits_per_second * {factor} AS bps, i.omitted,"
+        f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
+        " FROM _r r JOIN intervals i ON i.run_id = r.run_id"
+        " WHERE i.kind = 'sum' AND i.role = ?",
+        [side],
+    )
 
     grouping = ", ".join(groups)
+    by = f" GROUP BY {grouping}" if groups else ""
     stats = ", ".join(f"{fn} / {scale!r}" for fn in STATS.values())
-    select = (
-        f"SELECT {grouping + ', ' if groups else ''}count(DISTINCT run_id), count(*), {stats}"
-        ", count(DISTINCT CASE WHEN no_drop THEN run_id END)"
-        ", max(CASE WHEN no_drop THEN stopped_at END)"
-        ", string_agg(DISTINCT lab_scale, ',' ORDER BY lab_scale)"
-        ", string_agg(DISTINCT lab_time_scale, ',' ORDER BY lab_time_scale)"
+    kept = "NOT omitted AND NOT stub AND bps IS NOT NULL"
+    # fixed identifiers and constants only
+    per_group = con.execute(
+        f"SELECT {grouping + ', ' if groups else ''}count(*), {stats} "  # noqa: S608
+        f"FROM _x WHERE {kept}{by}"
+    ).fetchall()
+    # run-level facts per group: a run counts once per group it has kept intervals in
+    run_keys = ", ".join(f"k.{g}" for g in groups)
+    per_run = con.execute(
+        f"SELECT {run_keys + ', ' if groups else ''}count(*),"  # noqa: S608
+        " count(*) FILTER (WHERE r.no_drop), max(r.stopped_at) FILTER (WHERE r.no_drop),"
+        " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
+        " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale)"
+        f" FROM (SELECT DISTINCT run_id{', ' + grouping if groups else ''} FROM _x WHERE {kept}) k"
+        f" JOIN _r r ON r.run_id = k.run_id{' GROUP BY ' + run_keys if groups else ''}"
+    ).fetchall()
+    n = len(groups)
+    runs_of = {tuple(row[:n]): row[n:] for row in per_run}
+    found = sorted(
+        (
+            [*row[:n], runs_of[tuple(row[:n])][0], *row[n:], *runs_of[tuple(row[:n])][1:]]
+            for row in per_group
+            if row[n]
+        ),  # no intervals → no row
+        key=lambda row: tuple((v is None, v) for v in row[:n]),
     )
-    tail = f" GROUP BY {grouping} ORDER BY {grouping} NULLS LAST" if groups else ""
-    found = con.execute(f"{cte}{select} FROM kept{tail}", params).fetchall()
-    found = [row for row in found if row[len(groups) + 1]]  # no intervals → no row
     rows = [
         [*row[:-4], NO_DROP_FLAG.format(s=row[-3] or 0, n=row[-4]) if row[-4] else None]
         for row in found
     ]
-    scaled = [(tuple(row[: len(groups)]), row[-2], row[-1]) for row in found if row[-2]]
+    scaled = [(tuple(row[:n]), row[-2], row[-1]) for row in found if row[-2]]
 
-    counts = con.execute(
-        f"{cte}SELECT (SELECT count(*) FROM r),"  # noqa: S608 -- the cte above
-        " (SELECT count(*) FROM x WHERE omitted),"
-        " (SELECT count(*) FROM x WHERE stub AND NOT omitted),"
-        " (SELECT count(*) FROM r WHERE run_id NOT IN (SELECT run_id FROM kept)),"
-        " (SELECT count(*) FROM r WHERE protocol IS DISTINCT FROM 'tcp'),"
-        " (SELECT count(*) FROM r WHERE is_bidir)",
-        params,
+    counts = con.execute(  # fixed identifiers only
+        "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
+        " (SELECT count(*) FROM _x WHERE omitted),"
+        " (SELECT count(*) FROM _x WHERE stub AND NOT omitted),"
+        f" (SELECT count(*) FROM _r WHERE run_id NOT IN (SELECT run_id FROM _x WHERE {kept})),"
+        " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
+        " (SELECT count(*) FROM _r WHERE is_bidir)",
     ).fetchone()
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir = (int(c) for c in counts)

@@ -29,7 +29,7 @@ import os
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import duckdb
@@ -175,8 +175,16 @@ class FastChunk:
         return self.intervals.slice(run.offset, run.count)
 
 
-def _plain_file(path: Path) -> str | None:
-    """Why ``path`` is not for DuckDB (the reference path reports links and the like)."""
+def _plain_file(path: Any) -> str | None:
+    """Why ``path`` is not for DuckDB (the reference path reports links and the like). An
+    ``s3://`` object (:class:`netfleet.store.s3.S3Object`) has no links: only its place."""
+    if not isinstance(path, Path):
+        key = PurePosixPath(str(path))
+        if not (
+            key.parent.name.startswith("campaign=") and key.parent.parent.name.startswith("d=")
+        ):
+            return "not inside d=…/campaign=… prefixes"
+        return None
     try:
         info = os.lstat(path)
     except OSError as exc:
@@ -269,11 +277,11 @@ def _light(header: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _why_not(doc: dict[str, Any], path: Path) -> str | None:
+def _why_not(doc: dict[str, Any], path: Any) -> str | None:
     """Why a decoded envelope needs the reference path; None when the fast path applies."""
     try:
         upgrade(doc, str(path))
-        _check_partition(path, doc)
+        _check_partition(Path(str(path)), doc)
         Envelope.model_validate(doc)
     except (NetfleetError, ValidationError) as exc:
         return f"envelope check: {str(exc).splitlines()[0][:200]}"

@@ -207,7 +207,10 @@ def _write_batch(
             temp = catalog_dir / table / f"{TEMP_PREFIX}{name}"
             temps[table] = temp
             with open(temp, "wb") as fh:
-                pq.write_table(tables[table], fh, compression="zstd")
+                rows, group = (tables[table], None)
+                if table == "intervals":
+                    rows, group = _sums_first(rows)
+                pq.write_table(rows, fh, compression="zstd", row_group_size=group)
                 fh.flush()
                 os.fsync(fh.fileno())
         for table in TABLES:  # ... then publish, runs last: it commits the batch
@@ -224,6 +227,27 @@ def _write_batch(
         for temp in temps.values():
             temp.unlink(missing_ok=True)
     return {t: tables[t].num_rows for t in TABLES}
+
+
+#: rows per Parquet row group of an ``intervals`` part, at least (see :func:`_sums_first`)
+MIN_ROW_GROUP = 1024
+
+
+def _sums_first(table: Any) -> tuple[Any, int | None]:
+    """``intervals`` rows with the ``sum`` rows first and a row-group size that puts them in
+    the first row group(s): the per-stream row groups then hold only ``kind = 'stream'``, and
+    a query on sums (the cheat sheet, analysis) skips them by their min/max statistics."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table, None
+    is_sum = pc.equal(table.column("kind"), "sum")
+    sums = table.filter(is_sum)
+    if sums.num_rows in (0, table.num_rows):
+        return table, None
+    ordered = pa.concat_tables([sums, table.filter(pc.invert(is_sum))])
+    return ordered, max(sums.num_rows, MIN_ROW_GROUP)
 
 
 def _upload(remote: S3Catalog, temp: Path, rel: str) -> None:
@@ -355,10 +379,17 @@ def ingest(
     report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
     started = time.monotonic()
     with _prepared(catalog_dir, remote) as (catalog, known):
-        files = local_files(root.path) if isinstance(root, ResultsRoot) else list(root.files())
-        total = len(files)
+        if isinstance(root, ResultsRoot):
+            # runs already in the catalog are counted by name: a no-op ingest makes no Path
+            entries = local_entries(root.path)
+            total = len(entries)
+            files = [root.path / d / c / n for d, c, n in entries if _stem(n) not in known]
+            report.seen = report.skipped = total - len(files)
+        else:
+            files = list(root.files())
+            total = len(files)
         if progress:
-            progress(0, total)
+            progress(report.seen, total)
         batch = _Batch()
         con = _fast_connection(root) if fast else None
         for chunk, cached in _prefetched(con, _chunks(files, known, batch_runs), known, report):
@@ -423,16 +454,26 @@ def _size(path: Any) -> int:
         return 0
 
 
-def local_files(top: Path) -> list[Path]:
-    """``ResultsRoot.files()`` — ``d=*/campaign=*/*.json.gz``, in Path order — by scandir and
-    a sort on name tuples (10,000 Path comparisons cost a no-op ingest 0.3 s)."""
+def local_entries(top: Path) -> list[tuple[str, str, str]]:
+    """``(d=…, campaign=…, file name)`` of ``ResultsRoot.files()`` — ``d=*/campaign=*/*.json.gz``,
+    in the same order — by scandir and a sort on name tuples (10,000 Path objects and their
+    comparisons cost a no-op ingest 0.3 s)."""
     found: list[tuple[str, str, str]] = []
     for day in _entries(top, "d="):
         for campaign in _entries(top / day, "campaign="):
             folder = top / day / campaign
             with os.scandir(folder) as it:
                 found += [(day, campaign, e.name) for e in it if e.name.endswith(RAW_SUFFIX)]
-    return [top / d / c / n for d, c, n in sorted(found)]
+    return sorted(found)
+
+
+def local_files(top: Path) -> list[Path]:
+    """``ResultsRoot.files()``, from :func:`local_entries`."""
+    return [top / d / c / n for d, c, n in local_entries(top)]
+
+
+def _stem(name: str) -> str:
+    return name.removesuffix(RAW_SUFFIX)
 
 
 def _entries(folder: Path, prefix: str) -> list[str]:
@@ -446,22 +487,32 @@ def _entries(folder: Path, prefix: str) -> list[str]:
 
 class _Connection:
     """The columnar path's DuckDB connection, opened when a chunk first has new files (a no-op
-    ingest imports neither DuckDB nor pyarrow)."""
+    ingest imports neither DuckDB nor pyarrow); with ``s3``, httpfs reads the raw objects."""
 
-    def __init__(self) -> None:
+    def __init__(self, s3: bool = False) -> None:
         self._con: Any = None
+        self._s3 = s3
 
     def get(self) -> Any:
         if self._con is None:
             from netfleet.catalog.fastpath import connection
 
-            self._con = connection()
+            con = connection()
+            if self._s3:
+                from netfleet.catalog.httpfs import enable_s3
+
+                enable_s3(con)
+            self._con = con
         return self._con
 
 
 def _fast_connection(root: RawStore) -> _Connection | None:
-    """Local roots only: an S3 root's files go the Python way."""
-    return _Connection() if isinstance(root, ResultsRoot) else None
+    """A local root's files are read by DuckDB from disk, an S3 root's through httpfs."""
+    from netfleet.store.s3 import S3Root
+
+    if isinstance(root, ResultsRoot):
+        return _Connection()
+    return _Connection(s3=True) if isinstance(root, S3Root) else None
 
 
 def _prefetched(

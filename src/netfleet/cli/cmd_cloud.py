@@ -86,7 +86,7 @@ def up(
     root = state_root(state_dir)
     spot, _ = costs.spot_prices(cs)
     costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
-    teardown.reap(root, [cs.region], dt.datetime.now(dt.UTC), delete=True)
+    teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
@@ -98,10 +98,13 @@ def up(
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    rows = [[h.name, h.instance_id, h.instance_type, h.private_ip, h.public_ip] for h in hosts]
+    rows = [
+        [h.name, h.instance_id, h.instance_type, h.region, h.az, h.private_ip, h.public_ip]
+        for h in hosts
+    ]
     emit(
         Tabular(
-            ["host", "instance", "type", "private_ip", "public_ip"],
+            ["host", "instance", "type", "region", "zone", "private_ip", "public_ip"],
             rows,
             title=f"campaign {cs.campaign}",
             notes=[

@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from netfleet.cli.console import console
 from netfleet.cli.options import ResultsOpt, results_url
 from netfleet.errors import InputError
 from netfleet.store import open_root
-from netfleet.store.imports import PRESETS, SIDES, import_files
+from netfleet.store.imports import PRESETS, SIDES, default_workers, import_files
 
 
 def import_(
@@ -41,9 +42,24 @@ def import_(
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
     Exit 2 if any file could not be imported."""
     root = open_root(results_url(results))
-    report = import_files(
-        sources, root, campaign=campaign, labels=label or (), pattern=pattern, side=side
-    )
+    with Progress(
+        TextColumn("import"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
+    ) as progress:
+        task = progress.add_task("import", total=None)
+
+        def tick(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = import_files(
+            sources,
+            root,
+            campaign=campaign,
+            labels=label or (),
+            pattern=pattern,
+            side=side,
+            progress=tick,
+            workers=default_workers(),
+        )
     console.print(f"imported {len(report.imported)} file(s) into {escape(root.url)}")
     for path, count in report.flagged:
         console.print(

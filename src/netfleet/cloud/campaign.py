@@ -3,27 +3,39 @@ what ``netfleet run`` builds from a campaign spec's ``cloud:`` block (``netfleet
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from collections.abc import Sequence
+
+from pydantic import Field, field_validator, model_validator
 
 from netfleet.spec.cloud import (
     TYPE_RE,
+    AwsHostSpec,
     AwsSettings,
     CloudSettings,
+    Member,
     Role,
+    SiteFields,
     check_cloud_campaign,
+    check_sites,
+    regions_of,
+    vpc_cidr_for,
 )
-from netfleet.spec.common import _Strict
 
 #: the cost estimate's run time when neither the file nor a plan says
 DEFAULT_DURATION_MINUTES = 10.0
 
 
-class Fleet(_Strict):
-    """``count`` instances of one type in one role."""
+class Fleet(SiteFields):
+    """``count`` instances of one type in one role (optionally in its own region/zone)."""
 
     instance_type: str = Field(pattern=TYPE_RE)
     count: int = Field(default=1, ge=1, le=100)
     role: Role = "peer"
+    name: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9-]{0,30}$",
+        description="fleets of one name share a zone (netfleet run: the campaign's fleet)",
+    )
 
 
 class CloudSpec(CloudSettings):
@@ -34,6 +46,36 @@ class CloudSpec(CloudSettings):
 
     _campaign = field_validator("campaign")(check_cloud_campaign)
 
+    @model_validator(mode="after")
+    def _sites(self) -> CloudSpec:
+        check_sites(self, self.members())
+        return self
+
+    def group(self, index: int) -> str:
+        """The zone-sharing unit of fleet ``index``: its name, else itself."""
+        return self.fleets[index].name or f"#{index}"
+
+    def members(self) -> list[Member]:
+        """One :class:`Member` per group (the first fleet of each name)."""
+        seen: dict[str, Member] = {}
+        for i, f in enumerate(self.fleets):
+            seen.setdefault(
+                self.group(i),
+                Member(("fleets", i), f.name or f.instance_type, f.region, f.availability_zone),
+            )
+        return list(seen.values())
+
+    def region_of(self, fleet: Fleet) -> str:
+        return fleet.region or self.region
+
+    @property
+    def regions(self) -> list[str]:
+        """The block's region first, then the fleets' other regions in order."""
+        return regions_of(self, (f.region for f in self.fleets))
+
+    def vpc_cidr_in(self, region: str) -> str:
+        return vpc_cidr_for(self, self.regions.index(region))
+
     @property
     def instance_count(self) -> int:
         return sum(f.count for f in self.fleets)
@@ -43,8 +85,18 @@ class CloudSpec(CloudSettings):
         return self.duration_minutes or DEFAULT_DURATION_MINUTES
 
     @classmethod
-    def of_hosts(cls, settings: AwsSettings, types: list[tuple[str, str]]) -> CloudSpec:
-        """The CloudSpec of a campaign's aws hosts: (instance_type, role) per host."""
+    def of_hosts(cls, settings: AwsSettings, hosts: Sequence[AwsHostSpec]) -> CloudSpec:
+        """The CloudSpec of a campaign's EC2 hosts: one fleet per host, in order (hosts of one
+        campaign fleet share its name, hence its zone)."""
         common = settings.model_dump(include=set(CloudSettings.model_fields))
-        fleets = [Fleet(instance_type=t, role=r) for t, r in types]
+        fleets = [
+            Fleet(
+                instance_type=h.machine,
+                role=h.role,
+                name=h.fleet,
+                region=h.region,
+                availability_zone=h.availability_zone,
+            )
+            for h in hosts
+        ]
         return cls(campaign=settings.campaign, fleets=fleets, **common)

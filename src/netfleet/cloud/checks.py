@@ -82,7 +82,8 @@ def _iperf3_bytes(result: Any, key: str) -> float | None:
 
 
 def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
-    """After a cloud run (seeds 003 and 004): ENA per instance (DescribeInstanceAttribute) and,
+    """After a cloud run (each instance asked in its ``region`` label's region, else
+    ``region``) (seeds 003 and 004): ENA per instance (DescribeInstanceAttribute) and,
     per complete iperf3 run, CloudWatch's NetworkOut of the sending instance and NetworkIn of
     the receiving one over the run's window against iperf3's bytes. Every row says what it
     could not check and why — never a silent pass."""
@@ -90,7 +91,16 @@ def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
 
     from netfleet import aws
 
-    ec2, cw = aws.client("ec2", region), aws.client("cloudwatch", region)
+    clients: dict[str, tuple[Any, Any]] = {}
+
+    def clients_of(host: Any) -> tuple[Any, Any]:
+        """EC2 and CloudWatch of the host's own region (its ``region`` label)."""
+        where = host.labels.get("region")
+        where = where if isinstance(where, str) and where else region
+        if where not in clients:
+            clients[where] = (aws.client("ec2", where), aws.client("cloudwatch", where))
+        return clients[where]
+
     ena: dict[str, str] = {}
     rows: list[list[Any]] = []
     for env in envelopes:
@@ -112,6 +122,7 @@ def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
             iid = host.labels.get("instance_id")
             if not isinstance(iid, str) or not iid:
                 continue
+            ec2, cw = clients_of(host)
             if iid not in ena:
                 try:
                     ena[iid] = "on" if ena_enabled(ec2, iid) else "OFF"

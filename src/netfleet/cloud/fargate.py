@@ -66,6 +66,16 @@ def load_campaign(path: str | Path) -> FargateCampaign:
     return load_model(FargateCampaign, path, what="cloud campaign")
 
 
+def require_client_in(cs: CloudSpec) -> None:
+    """Tiers run in the cloud block's region: an EC2 fleet must be there to measure them."""
+    if cs.region not in cs.regions:
+        raise InputError(
+            f"campaign {cs.campaign!r}: Fargate tiers run in {cs.region} (the cloud block's "
+            f"region), but no EC2 fleet is there ({', '.join(cs.regions)})",
+            hint=f"leave one fleet (the client) in {cs.region}",
+        )
+
+
 def tier(cpu: int, memory: int, *, source: str = "<tiers>", where: str = "tiers") -> TierSpec:
     """A checked tier for callers outside a YAML file; the error names the source and field."""
     problem = check_pair(cpu, memory)
@@ -131,8 +141,10 @@ def ecs_tags(prov: Provisioner, token: str) -> list[dict[str, str]]:
 
 
 def network(prov: Provisioner) -> tuple[str, str]:
-    """The campaign's subnet and security group, from the spec and the intent journal."""
-    made = {r.kind: r.id for r in prov.journal.read().live() if r.id}
+    """The campaign's subnet and security group in the cloud block's region (where the tiers
+    run), from the spec and the intent journal."""
+    region = prov.spec.region
+    made = {r.kind: r.id for r in prov.journal.read().live() if r.id and r.region == region}
     subnet = prov.spec.subnet_id or made.get("subnet")
     group = made.get("security-group")
     if not subnet or not group:

@@ -107,7 +107,8 @@ class Journal:
             os.close(fd)
 
     def intent(self, kind: str, region: str, key: str) -> str:
-        token = client_token(self.campaign, kind, key)
+        """Record the create about to happen; its client token (distinct per region)."""
+        token = client_token(self.campaign, kind, f"{region}/{key}")
         self.append({"op": "intent", "kind": kind, "region": region, "key": key, "token": token})
         return token
 

@@ -2,10 +2,11 @@
 
 An *owning* provider (see docs/hosts.md): for one campaign it
 
-1. reaps expired leftovers of any campaign by tag, in the campaign's region (``cloud reap``);
-2. journals a ``network`` lease, then creates VPC, subnet, security group, key pair (and a
-   placement group) through :class:`~netfleet.cloud.provision.Provisioner`, whose own intent
-   journal (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
+1. reaps expired leftovers of any campaign by tag, in the campaign's regions (``cloud reap``);
+2. journals a ``network`` lease, then creates, in each region its fleets use, VPC, subnets,
+   internet gateway and route table, security group, key pair (and a placement group) through
+   :class:`~netfleet.cloud.provision.Provisioner`, whose own intent journal
+   (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
    (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
 4. backing ``sim``: journals a ``sim-lab`` lease and brings up a lab with one namespace per
@@ -51,6 +52,7 @@ from netfleet.cloud.fargate import (
     TierHost,
     TierSpec,
     cluster_name,
+    require_client_in,
 )
 from netfleet.cloud.journal import Journal, default_root
 from netfleet.cloud.provision import TAG_CAMPAIGN, CloudHost, Provisioner
@@ -147,52 +149,61 @@ class AwsProvider(Provider):
                 hint="add a fleet to the cloud block, e.g. "
                 "{name: client, instance_type: c5.large, role: client}",
             )
-        cs = CloudSpec.of_hosts(settings, [(r.spec.machine, r.spec.role) for r in requests])
+        cs = CloudSpec.of_hosts(settings, [r.spec for r in requests])
+        if task_reqs:
+            require_client_in(cs)
         root = self.root()
         from netfleet.cloud.teardown import reap
 
-        reap(root, [cs.region], dt.datetime.now(dt.UTC), delete=True, poll_s=self.poll_s)
+        reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True, poll_s=self.poll_s)
         base = {"campaign": cs.campaign, "region": cs.region, "state_root": str(root)}
-        net = log.intent(self.name, "network", {"kind": "network", **base})
+        where = {"kind": "network", **base, "regions": cs.regions}
+        net = log.intent(self.name, "network", where)
         prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
         prov.prepare()
-        assert prov.network is not None
         log.acquired(Lease(net.id, net.provider, net.host, {**net.resource, **_ids(prov)}))
-        bill = Bill(cs.market, cs.region)
-        self.bills.append(bill)
+        bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
+        self.bills.extend(bills.values())
         for itype, info in prov.catalogue.items():
             self.advertised[itype] = (info.baseline_gbps, info.peak_gbps)
         self.rate_scale = settings.rate_scale if settings.backing == "sim" else 1.0
         launched: list[tuple[HostRequest, CloudHost, Lease]] = []
-        for req in requests:
+        for index, req in enumerate(requests):  # of_hosts: fleet ``index`` is this host
             await asyncio.sleep(0)  # let Ctrl-C / SIGTERM in between launches
-            lease = log.intent(self.name, req.name, {"kind": "instance", **base})
-            host = prov.launch(req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id})
-            bill.started[host.instance_id] = (host.instance_type, time.monotonic())
+            region = prov.sites[index].region
+            lease = log.intent(self.name, req.name, {"kind": "instance", **base, "region": region})
+            host = prov.launch(
+                req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id}, fleet=index
+            )
+            bills[region].started[host.instance_id] = (host.instance_type, time.monotonic())
             lease = Lease(
                 lease.id, lease.provider, lease.host, {**lease.resource, "id": host.instance_id}
             )
             log.acquired(lease)
             launched.append((req, host, lease))
         await asyncio.sleep(0)
-        tiers = self._tasks(settings, prov, task_reqs, log, base, bill) if task_reqs else []
+        tiers = (
+            self._tasks(settings, prov, task_reqs, log, base, bills[cs.region]) if task_reqs else []
+        )
         extra = {"market": cs.market, "placement": cs.placement, "backing": settings.backing}
         if settings.backing == "sim":
             hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra)
         else:
-            ssh_hosts = [self._ssh_host(req, h, extra) for req, h, _ in launched]
+            public = len(cs.regions) > 1  # no peering: hosts meet at their public addresses
+            ssh_hosts = [self._ssh_host(req, h, extra, public) for req, h, _ in launched]
             await _all_ready(ssh_hosts)
             port = settings.fargate.port if settings.fargate else IPERF3_PORT
             hosts = [*ssh_hosts, *(task_host(req, th, port, extra) for req, th, _ in tiers)]
-        watcher = spot.Watcher(
-            prov.ec2,
-            [h.instance_id for _, h, _ in launched],
-            self._reclaimed,
-            sim=settings.backing == "sim",
-            every_s=1.0 if settings.backing == "sim" else 15.0,
-        )
-        watcher.start()
-        self.watchers.append(watcher)
+        for region in cs.regions:  # one watcher per region: DescribeInstances is regional
+            watcher = spot.Watcher(
+                prov.client(region),
+                [h.instance_id for _, h, _ in launched if h.region == region],
+                self._reclaimed,
+                sim=settings.backing == "sim",
+                every_s=1.0 if settings.backing == "sim" else 15.0,
+            )
+            watcher.start()
+            self.watchers.append(watcher)
         leases = [lease for _, _, lease in launched] + [lease for _, _, lease in tiers]
         return [Acquired(host, self, lease) for host, lease in zip(hosts, leases, strict=True)]
 
@@ -315,10 +326,12 @@ class AwsProvider(Provider):
             hosts.append(host)
         return hosts
 
-    def _ssh_host(self, req: HostRequest, h: CloudHost, extra: dict[str, str]) -> CloudSshHost:
+    def _ssh_host(
+        self, req: HostRequest, h: CloudHost, extra: dict[str, str], public: bool = False
+    ) -> CloudSshHost:
         return CloudSshHost(
             name=req.name,
-            address=h.private_ip,
+            address=(h.public_ip or h.private_ip) if public else h.private_ip,
             labels={**h.labels, **extra, **req.spec.labels},
             ssh_address=h.public_ip,
             user=h.user,
@@ -430,7 +443,15 @@ class AwsProvider(Provider):
         journal = Journal(root, campaign)
         if not journal.exists() or not journal.read().live():
             return "gone"
-        destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"])], sim_labs=False)
+        regions = res.get("regions")
+        regions = [str(r) for r in regions] if isinstance(regions, list) else []
+        destroy(
+            root,
+            campaign,
+            poll_s=self.poll_s,
+            regions=[str(res["region"]), *regions],
+            sim_labs=False,  # the sim-lab lease releases its own lab
+        )
         return "released"
 
 
@@ -485,8 +506,8 @@ def _release_lab(lease: Lease) -> str:
 
 
 def _ids(prov: Provisioner) -> dict[str, Any]:
-    net = prov.network
-    assert net is not None
+    """The block region's network ids (the first region's when no fleet is there)."""
+    net = prov.network or next(iter(prov.networks.values()))
     return {"vpc": net.vpc_id, "subnet": net.subnet_id, "security_group": net.sg_id}
 
 

@@ -1,12 +1,16 @@
 """Acquire a campaign's machines on EC2 and release them — every create journalled first.
 
-Order (each step: intent record → fault point ``before:<step>`` → API call with the
-deterministic client token and the campaign's tags → fault point ``after:<step>`` → created
-record): vpc, subnet (public addresses mapped on launch), internet-gateway (then attached),
-route-table (then the default route to the gateway and the subnet's association) — these four
-only when the campaign makes its own VPC — security-group, key-pair, placement-group
-(placement ``cluster`` only), instance (one call per instance: each has its own host key in its
-user-data).
+Order, per region the fleets use (the cloud block's first; each step: intent record with the
+region → fault points ``before:<step>`` and ``before:<step>@<region>`` → API call with the
+deterministic client token and the campaign's tags → ``after:<step>`` / ``after:<step>@<region>``
+→ created record): vpc (``10.77.0.0/16``, the next region ``10.78.0.0/16`` …), one subnet per
+zone used there (public addresses mapped on launch), internet-gateway (then attached),
+route-table (then the default route to the gateway and every subnet's association) — these
+four only when the campaign makes its own VPC — security-group, key-pair (the same campaign key
+in every region), placement-group (placement ``cluster`` only); with two or more regions each
+security group then admits the other regions' VPC CIDRs. Then instance (one call per instance:
+each has its own host key in its user-data), in its fleet's region and zone
+(:meth:`Provisioner.sites`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws, durable
-from netfleet.cloud import catalogue, faults, hostkeys, userdata
+from netfleet.cloud import catalogue, faults, hostkeys, images, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
 from netfleet.cloud.journal import Journal
@@ -28,10 +32,7 @@ TAG_CAMPAIGN = "netfleet:campaign"
 TAG_OWNER = "netfleet:owner"
 TAG_EXPIRES = "netfleet:expires-at"
 TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
-AMI_PARAMETER = {
-    "x86_64": "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
-    "arm64": "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64",
-}
+AMI_PARAMETER = images.AL2023_PARAMETER
 
 
 def resource_name(campaign: str) -> str:
@@ -52,19 +53,40 @@ class CloudHost:
     identity_file: Path
     known_hosts: Path
     labels: dict[str, str]
+    region: str = ""
+    az: str = ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where one fleet's instances run."""
+
+    region: str
+    az: str
 
 
 @dataclass(frozen=True)
 class Network:
-    """What a campaign's instances share (created by :meth:`Provisioner.prepare`)."""
+    """What a campaign's instances in one region share (created by :meth:`Provisioner.prepare`):
+    ``subnet_id``/``az`` are the region's first zone, ``subnets`` every zone used there."""
 
     vpc_id: str
     subnet_id: str
     sg_id: str
     az: str
     group: str | None
-    #: the campaign's internet gateway (None when it runs in a given ``subnet_id``)
+    region: str = ""
+    subnets: dict[str, str] = field(default_factory=dict)
+    cidr: str = ""
+    #: the region's internet gateway and route table (None when it runs in a given
+    #: ``subnet_id``)
     igw_id: str | None = None
+    route_table_id: str | None = None
+
+
+def subnet_cidr(vpc_cidr: str, index: int) -> str:
+    """The ``index``-th /24 of a 10.x.0.0/16."""
+    return vpc_cidr.replace(".0.0/16", f".{index}.0/24")
 
 
 @dataclass
@@ -81,13 +103,28 @@ class Provisioner:
         self.journal = Journal(self.state_root, self.spec.campaign)
         self.identity = self.journal.dir / "id_ed25519"
         self.known_hosts = self.journal.dir / "known_hosts"
+        #: the cloud block's region's network (Fargate tiers run there)
         self.network: Network | None = None
+        #: region → its network
+        self.networks: dict[str, Network] = {}
+        #: fleet index → where its instances run
+        self.sites: list[Site] = []
         self._pinned: list[str] = []
         self.ec2 = aws.client("ec2", self.spec.region)
+        self._clients: dict[str, Any] = {}
+        self._amis: dict[tuple[str, str], str] = {}
         self.expires_at = self.now + dt.timedelta(minutes=self.spec.expires_after_minutes)
         self.catalogue: dict[str, InstanceInfo] = {}
 
     # -- helpers ---------------------------------------------------------------------------
+    def client(self, region: str) -> Any:
+        """The EC2 client of ``region`` (``self.ec2`` for the block's)."""
+        if region == self.spec.region:
+            return self.ec2
+        if region not in self._clients:
+            self._clients[region] = aws.client("ec2", region)
+        return self._clients[region]
+
     def tags(self, token: str) -> list[dict[str, str]]:
         return [
             {"Key": TAG_CAMPAIGN, "Value": self.spec.campaign},
@@ -100,157 +137,335 @@ class Provisioner:
     def tag_spec(self, resource_type: str, token: str) -> list[dict[str, Any]]:
         return [{"ResourceType": resource_type, "Tags": self.tags(token)}]
 
-    def _step(self, kind: str, key: str, create: Any) -> str:
-        region = self.spec.region
-        token = self.journal.intent(kind, region, f"{key}#{self.session}" if self.session else key)
+    def _step(self, kind: str, key: str, create: Any, region: str | None = None) -> str:
+        region = region or self.spec.region
+        key = f"{key}#{self.session}" if self.session else key
+        token = self.journal.intent(kind, region, key)
         faults.point(f"before:{kind}")
+        faults.point(f"before:{kind}@{region}")
         rid = str(create(token))
         faults.point(f"after:{kind}")
-        self.journal.created(kind, region, f"{key}#{self.session}" if self.session else key, rid)
+        faults.point(f"after:{kind}@{region}")
+        self.journal.created(kind, region, key, rid)
         return rid
 
     # -- acquire ---------------------------------------------------------------------------
     def acquire(self) -> list[CloudHost]:
-        """The network, then every fleet's instances (``netfleet cloud up``)."""
+        """The networks, then every fleet's instances (``netfleet cloud up``)."""
         self.prepare()
         hosts = []
-        for fleet in self.spec.fleets:
-            for i in range(fleet.count):
-                name = f"{fleet.role}-{fleet.instance_type.replace('.', '-')}-{i}"
-                hosts.append(self.launch(name, fleet.role, fleet.instance_type))
+        seen: dict[str, int] = {}
+        for index, fleet in enumerate(self.spec.fleets):
+            base = fleet.name or f"{fleet.role}-{fleet.instance_type.replace('.', '-')}"
+            for _ in range(fleet.count):
+                n = seen[base] = seen.get(base, -1) + 1
+                hosts.append(
+                    self.launch(f"{base}-{n}", fleet.role, fleet.instance_type, fleet=index)
+                )
         faults.point("after:acquire")
         return hosts
 
     def prepare(self) -> None:
-        """Look the types up, then create what the instances share: VPC, subnet, security
-        group, key pair and (placement ``cluster``) a placement group."""
+        """Look the types up in each region, place the fleets (:meth:`place`), then create what
+        the instances of each region share: VPC, subnets, internet gateway and route table,
+        security group, key pair and (placement ``cluster``) a placement group; with several
+        regions, each security group admits the other regions' VPC CIDRs."""
         spec = self.spec
-        self.catalogue = catalogue.describe(self.ec2, [f.instance_type for f in spec.fleets])
-        unknown = {f.instance_type for f in spec.fleets} - set(self.catalogue)
-        if unknown:
-            raise EnvironmentProblem(f"unknown instance types in {spec.region}: {sorted(unknown)}")
-        az = spec.availability_zone or self._first_az()
-        igw_id = None
-        if spec.subnet_id:
-            subnet_id = spec.subnet_id
-            vpc_id = self.ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"][0]["VpcId"]
-        else:
-            vpc_id = self._step("vpc", "main", self._create_vpc)
-            subnet_id = self._step("subnet", "main", lambda t: self._create_subnet(vpc_id, az, t))
-            igw_id = self._internet_route(vpc_id, subnet_id)
-        sg_id = self._step("security-group", "main", lambda t: self._create_sg(vpc_id, t))
+        for region in spec.regions:
+            types = {f.instance_type for f in spec.fleets if spec.region_of(f) == region}
+            found = catalogue.describe(self.client(region), sorted(types))
+            unknown = types - set(found)
+            if unknown:
+                raise EnvironmentProblem(f"unknown instance types in {region}: {sorted(unknown)}")
+            self.catalogue.update(found)
+        self.sites = self.place()
         client_key = hostkeys.generate(resource_name(spec.campaign))
         hostkeys.write_private(self.identity, client_key)
+        for region in spec.regions:
+            self.networks[region] = self._prepare_region(region, client_key)
+        if len(self.networks) > 1:
+            self._admit_other_regions()
+        self.network = self.networks.get(spec.region)
+        self._pinned = []
+
+    def _prepare_region(self, region: str, client_key: hostkeys.KeyPair) -> Network:
+        spec, ec2 = self.spec, self.client(region)
+        zones = sorted({s.az for s in self.sites if s.region == region})
+        cidr = spec.vpc_cidr_in(region)
+        igw_id: str | None = None
+        rtb_id: str | None = None
+        if spec.subnet_id:  # one region, one zone (check_sites)
+            subnets = {zones[0]: spec.subnet_id}
+            vpc_id = ec2.describe_subnets(SubnetIds=[spec.subnet_id])["Subnets"][0]["VpcId"]
+        else:
+            vpc_id = self._step("vpc", "main", lambda t: self._create_vpc(ec2, cidr, t), region)
+            subnets = {}
+            for i, az in enumerate(zones):
+                subnets[az] = self._step(
+                    "subnet",
+                    "main" if i == 0 else az,
+                    lambda t, az=az, i=i: self._create_subnet(
+                        ec2, vpc_id, subnet_cidr(cidr, i), az, t
+                    ),
+                    region,
+                )
+            igw_id, rtb_id = self._internet_route(region, vpc_id, list(subnets.values()))
+        sg_id = self._step(
+            "security-group", "main", lambda t: self._create_sg(ec2, vpc_id, t), region
+        )
         self._step(
             "key-pair",
             "main",
-            lambda t: self.ec2.import_key_pair(
+            lambda t: ec2.import_key_pair(
                 KeyName=resource_name(spec.campaign),
                 PublicKeyMaterial=client_key.public_openssh.encode(),
                 TagSpecifications=self.tag_spec("key-pair", t),
             )["KeyName"],
+            region,
         )
-        group = self._placement_group() if spec.placement == "cluster" else None
-        self.network = Network(vpc_id, subnet_id, sg_id, az, group, igw_id)
-        self._pinned = []
+        group = self._placement_group(region) if spec.placement == "cluster" else None
+        return Network(
+            vpc_id,
+            subnets[zones[0]],
+            sg_id,
+            zones[0],
+            group,
+            region,
+            subnets,
+            cidr,
+            igw_id=igw_id,
+            route_table_id=rtb_id,
+        )
+
+    def _admit_other_regions(self) -> None:
+        """Across regions a security group cannot name another region's group: each admits
+        the other regions' campaign VPC CIDRs (distinct by construction: 10.77, 10.78, …),
+        the path a VPC peering would take; instances' public addresses are added at launch."""
+        for region, net in self.networks.items():
+            others = [n for r, n in self.networks.items() if r != region and n.cidr]
+            if not others:
+                continue
+            self.client(region).authorize_security_group_ingress(
+                GroupId=net.sg_id,
+                IpPermissions=[
+                    {
+                        "IpProtocol": "-1",
+                        "IpRanges": [
+                            {"CidrIp": n.cidr, "Description": f"netfleet VPC in {n.region}"}
+                            for n in others
+                        ],
+                    }
+                ],
+            )
+
+    def place(self) -> list[Site]:
+        """Each fleet's region and zone. A zone given (the fleet's, or the block's in its
+        region) is kept; ``cross-az`` gives every other fleet (hosts of one name together)
+        the least used zone of its region that offers its type; otherwise a region's fleets
+        share one zone: the first (by name) offering all of its types."""
+        spec = self.spec
+        chosen: dict[str, Site] = {}
+        used: dict[str, list[str]] = {}
+        for i, f in enumerate(spec.fleets):
+            region = spec.region_of(f)
+            block_az = spec.availability_zone if region == spec.region else None
+            az = f.availability_zone or block_az or self._subnet_zone()
+            if az and spec.group(i) not in chosen:
+                chosen[spec.group(i)] = Site(region, az)
+                used.setdefault(region, []).append(az)
+        for i, f in enumerate(spec.fleets):
+            group, region = spec.group(i), spec.region_of(f)
+            if group in chosen:
+                continue
+            if spec.placement == "cross-az":
+                types = {
+                    x.instance_type for j, x in enumerate(spec.fleets) if spec.group(j) == group
+                }
+                taken = used.get(region, [])
+                az = min(self._zones(region, types), key=lambda z: (taken.count(z), z))
+            else:
+                types = {x.instance_type for x in spec.fleets if spec.region_of(x) == region}
+                offered = self._zones(region, types)
+                az = next((z for z in used.get(region, []) if z in offered), offered[0])
+            chosen[group] = Site(region, az)
+            used.setdefault(region, []).append(az)
+        sites = [chosen[spec.group(i)] for i in range(len(spec.fleets))]
+        if spec.placement == "cross-az" and len({s.az for s in sites}) < 2:
+            raise EnvironmentProblem(
+                f"placement cross-az: only zone {sites[0].az} of {spec.region} offers "
+                f"{', '.join(sorted({f.instance_type for f in spec.fleets}))}",
+                hint="pick types every zone offers, or use placement: same-az",
+            )
+        return sites
+
+    def _subnet_zone(self) -> str | None:
+        """The zone of a given ``subnet_id`` (its instances must be launched there)."""
+        if not self.spec.subnet_id:
+            return None
+        found = self.ec2.describe_subnets(SubnetIds=[self.spec.subnet_id])["Subnets"]
+        return str(found[0]["AvailabilityZone"])
+
+    def _zones(self, region: str, types: set[str]) -> list[str]:
+        """The region's available zones (by name) where every one of ``types`` is offered
+        (DescribeInstanceTypeOfferings); all of them if the API lists no offering at all."""
+        ec2 = self.client(region)
+        zones = sorted(
+            z["ZoneName"]
+            for z in ec2.describe_availability_zones()["AvailabilityZones"]
+            if z.get("State", "available") == "available"
+        )
+        offered: dict[str, set[str]] = {}
+        pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": sorted(types)}],
+        )
+        for page in pages:
+            for o in page.get("InstanceTypeOfferings", []):
+                offered.setdefault(o["Location"], set()).add(o["InstanceType"])
+        if not offered:
+            return zones
+        fit = [z for z in zones if types <= offered.get(z, set())]
+        if not fit:
+            raise EnvironmentProblem(
+                f"no zone of {region} offers all of {', '.join(sorted(types))}",
+                hint="split the types over fleets with their own availability_zone "
+                "(placement: none or cross-az), or pick other types",
+            )
+        return fit
 
     def launch(
-        self, name: str, role: str, instance_type: str, extra_tags: dict[str, str] | None = None
+        self,
+        name: str,
+        role: str,
+        instance_type: str,
+        extra_tags: dict[str, str] | None = None,
+        fleet: int | None = None,
     ) -> CloudHost:
-        """One instance with its own generated host key, pinned in known_hosts once it runs."""
-        net = self.network
-        if net is None:
+        """One instance of fleet ``fleet`` (its region and zone; None: the block's region's
+        first zone) with its own generated host key, pinned in known_hosts once it runs."""
+        if not self.networks:
             raise EnvironmentProblem("launch before prepare: no network for the instances")
+        site = self.sites[fleet] if fleet is not None else None
+        net = self.networks[site.region if site else self.spec.region]
+        az = site.az if site else net.az
         info = self.catalogue[instance_type]
-        ami = self.spec.ami or self._ami(info)
+        ami = self._ami(info, net.region)
         host_key = hostkeys.generate(name)
         iid = self._step(
             "instance",
             name,
-            lambda t: self._run_instance(info, ami, net, host_key, t, extra_tags or {}),
+            lambda t: self._run_instance(info, ami, net, az, host_key, t, extra_tags or {}),
+            net.region,
         )
-        host = self._wait_host(iid, name, role, info, self.identity, self.known_hosts)
+        host = self._wait_host(iid, name, role, info, net.region, az)
         self._pinned.append(hostkeys.known_hosts_line(host.private_ip, host_key.public_openssh))
         if host.public_ip:
             self._pinned.append(hostkeys.known_hosts_line(host.public_ip, host_key.public_openssh))
+            self._admit_address(host)
         durable.atomic_write(self.known_hosts, ("\n".join(self._pinned) + "\n").encode())
         return host
 
-    def _placement_group(self) -> str:
+    def _admit_address(self, host: CloudHost) -> None:
+        """With several regions hosts meet at their public addresses (no peering), which a
+        security-group reference does not match: every region's group admits this one."""
+        if len(self.networks) < 2:
+            return
+        for region, net in self.networks.items():
+            self.client(region).authorize_security_group_ingress(
+                GroupId=net.sg_id,
+                IpPermissions=[
+                    {
+                        "IpProtocol": "-1",
+                        "IpRanges": [
+                            {
+                                "CidrIp": f"{host.public_ip}/32",
+                                "Description": f"netfleet host {host.name} in {host.region}",
+                            }
+                        ],
+                    }
+                ],
+            )
+
+    def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
         name = resource_name(self.spec.campaign)
+        ec2 = self.client(region or self.spec.region)
 
         def create(token: str) -> str:
-            self.ec2.create_placement_group(
+            ec2.create_placement_group(
                 GroupName=name,
                 Strategy="cluster",
                 TagSpecifications=self.tag_spec("placement-group", token),
             )
             return name
 
-        return self._step("placement-group", "main", create)
+        return self._step("placement-group", "main", create, region)
 
-    def _first_az(self) -> str:
-        zones = self.ec2.describe_availability_zones()["AvailabilityZones"]
-        return str(sorted(z["ZoneName"] for z in zones)[0])
+    def _ami(self, info: InstanceInfo, region: str) -> str:
+        """``ami:`` as given, else the image's AMI for the type's architecture in ``region``
+        (looked up once per region and architecture)."""
+        if self.spec.ami:
+            return self.spec.ami
+        arch = images.architecture(info.architectures)
+        if (region, arch) not in self._amis:
+            image = self.spec.image_family
+            self._amis[(region, arch)] = images.resolve(self.client(region), image, arch)
+        return self._amis[(region, arch)]
 
-    def _ami(self, info: InstanceInfo) -> str:
-        arch = "x86_64" if "x86_64" in info.architectures else "arm64"
-        ssm = aws.client("ssm", self.spec.region)
-        return str(ssm.get_parameter(Name=AMI_PARAMETER[arch])["Parameter"]["Value"])
-
-    def _create_vpc(self, token: str) -> str:
-        vpc = self.ec2.create_vpc(
-            CidrBlock=self.spec.vpc_cidr, TagSpecifications=self.tag_spec("vpc", token)
-        )["Vpc"]["VpcId"]
-        self.ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+    def _create_vpc(self, ec2: Any, cidr: str, token: str) -> str:
+        vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=self.tag_spec("vpc", token))["Vpc"][
+            "VpcId"
+        ]
+        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
         return str(vpc)
 
-    def _create_subnet(self, vpc_id: str, az: str, token: str) -> str:
-        subnet = self.ec2.create_subnet(
+    def _create_subnet(self, ec2: Any, vpc_id: str, cidr: str, az: str, token: str) -> str:
+        subnet = ec2.create_subnet(
             VpcId=vpc_id,
-            CidrBlock=self.spec.vpc_cidr.replace("/16", "/24"),
+            CidrBlock=cidr,
             AvailabilityZone=az,
             TagSpecifications=self.tag_spec("subnet", token),
         )["Subnet"]["SubnetId"]
         # instances get a public address: reachable over SSH, and able to fetch packages
-        self.ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
+        ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
         return str(subnet)
 
-    def _internet_route(self, vpc_id: str, subnet_id: str) -> str:
-        """An internet gateway attached to the campaign's VPC and a route table with the
-        default route through it, associated with the subnet. CreateInternetGateway takes no
-        client token (a kill before its ``created`` record is recovered by tag);
-        CreateRouteTable does."""
+    def _internet_route(self, region: str, vpc_id: str, subnets: list[str]) -> tuple[str, str]:
+        """An internet gateway attached to the region's campaign VPC and a route table with
+        the default route through it, associated with every subnet of the region.
+        CreateInternetGateway takes no client token (a kill before its ``created`` record is
+        recovered by tag); CreateRouteTable does."""
+        ec2 = self.client(region)
         igw_id = self._step(
             "internet-gateway",
             "main",
-            lambda t: self.ec2.create_internet_gateway(
+            lambda t: ec2.create_internet_gateway(
                 TagSpecifications=self.tag_spec("internet-gateway", t)
             )["InternetGateway"]["InternetGatewayId"],
+            region,
         )
-        self.ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
         rtb_id = self._step(
             "route-table",
             "main",
-            lambda t: self.ec2.create_route_table(
+            lambda t: ec2.create_route_table(
                 VpcId=vpc_id, ClientToken=t, TagSpecifications=self.tag_spec("route-table", t)
             )["RouteTable"]["RouteTableId"],
+            region,
         )
-        self.ec2.create_route(
-            RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id
-        )
-        self.ec2.associate_route_table(RouteTableId=rtb_id, SubnetId=subnet_id)
-        return igw_id
+        ec2.create_route(RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id)
+        for subnet_id in subnets:
+            ec2.associate_route_table(RouteTableId=rtb_id, SubnetId=subnet_id)
+        return igw_id, rtb_id
 
-    def _create_sg(self, vpc_id: str, token: str) -> str:
-        sg = self.ec2.create_security_group(
+    def _create_sg(self, ec2: Any, vpc_id: str, token: str) -> str:
+        sg = ec2.create_security_group(
             GroupName=resource_name(self.spec.campaign),
             Description="netfleet campaign: own hosts and the controller only",
             VpcId=vpc_id,
             TagSpecifications=self.tag_spec("security-group", token),
         )["GroupId"]
-        self.ec2.authorize_security_group_ingress(
+        ec2.authorize_security_group_ingress(
             GroupId=sg,
             IpPermissions=[
                 {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg}]},
@@ -269,11 +484,12 @@ class Provisioner:
         info: InstanceInfo,
         ami: str,
         net: Network,
+        az: str,
         host_key: hostkeys.KeyPair,
         token: str,
         extra_tags: dict[str, str],
     ) -> str:
-        placement: dict[str, str] = {"AvailabilityZone": net.az}
+        placement: dict[str, str] = {"AvailabilityZone": az}
         if net.group:
             placement["GroupName"] = net.group
         kwargs: dict[str, Any] = {}
@@ -292,36 +508,32 @@ class Provisioner:
         ]
         if self.spec.market == "spot":
             tags += self.tag_spec("spot-instances-request", token)
-        resp = self.ec2.run_instances(
+        family = self.spec.image_family
+        resp = self.client(net.region).run_instances(
             ImageId=ami,
             InstanceType=info.instance_type,
             MinCount=1,
             MaxCount=1,
             KeyName=resource_name(self.spec.campaign),
-            SubnetId=net.subnet_id,
+            SubnetId=net.subnets.get(az, net.subnet_id),
             SecurityGroupIds=[net.sg_id],
             Placement=placement,
             ClientToken=token,
             InstanceInitiatedShutdownBehavior="terminate",
-            UserData=userdata.render(host_key, self.spec.expires_after_minutes),
+            UserData=userdata.render(host_key, self.spec.expires_after_minutes, family),
             TagSpecifications=tags,
             **kwargs,
         )
         return str(resp["Instances"][0]["InstanceId"])
 
     def _wait_host(
-        self,
-        iid: str,
-        name: str,
-        role: str,
-        info: InstanceInfo,
-        identity: Path,
-        known_hosts: Path,
+        self, iid: str, name: str, role: str, info: InstanceInfo, region: str, az: str
     ) -> CloudHost:
+        ec2 = self.client(region)
         deadline = time.monotonic() + 600
         delay = self.poll_s
         while True:
-            inst = self.ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+            inst = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
             state = inst["State"]["Name"]
             if state == "running":
                 break
@@ -335,7 +547,14 @@ class Provisioner:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
-        labels = {**info.labels(), "role": role, "instance_id": iid, "region": self.spec.region}
+        labels = {
+            **info.labels(),
+            "role": role,
+            "instance_id": iid,
+            "region": region,
+            "availability_zone": az,
+            "image": self.spec.ami or self.spec.image_family,
+        }
         return CloudHost(
             name=name,
             instance_id=iid,
@@ -343,15 +562,20 @@ class Provisioner:
             role=role,
             private_ip=inst.get("PrivateIpAddress", ""),
             public_ip=inst.get("PublicIpAddress"),
-            user="ec2-user",
-            identity_file=identity,
-            known_hosts=known_hosts,
+            user=images.FAMILIES[self.spec.image_family].user,
+            identity_file=self.identity,
+            known_hosts=self.known_hosts,
             labels=labels,
+            region=region,
+            az=az,
         )
 
     # -- release ---------------------------------------------------------------------------
     def release(self) -> dict[str, int]:
-        """Tear everything down (from the journal + tags) and verify nothing remains."""
+        """Tear everything down in every region the journal names (and the campaign's), then
+        verify nothing remains."""
         from netfleet.cloud.teardown import destroy
 
-        return destroy(self.state_root, self.spec.campaign, poll_s=self.poll_s)
+        return destroy(
+            self.state_root, self.spec.campaign, poll_s=self.poll_s, regions=self.spec.regions
+        )

@@ -25,7 +25,7 @@ def cloud_spec(spec: CampaignSpec) -> CloudSpec | None:
     hosts = [h for h in spec.hosts.values() if isinstance(h, AwsHostSpec)]
     if not hosts or hosts[0].cloud is None:
         return None
-    ec2: list[tuple[str, str]] = [(h.machine, h.role) for h in hosts if h.fargate is None]
+    ec2 = [h for h in hosts if h.fargate is None]
     if not ec2:
         raise InputError(
             f"campaign {spec.campaign!r}: Fargate tiers need an EC2 client in the same VPC and "
@@ -33,7 +33,10 @@ def cloud_spec(spec: CampaignSpec) -> CloudSpec | None:
             hint="add a fleet to the cloud block, e.g. "
             "{name: client, instance_type: c5.large, role: client}",
         )
-    return CloudSpec.of_hosts(hosts[0].cloud, ec2)
+    cs = CloudSpec.of_hosts(hosts[0].cloud, ec2)
+    if len(ec2) < len(hosts):
+        fargate.require_client_in(cs)
+    return cs
 
 
 def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:
@@ -75,7 +78,8 @@ def _with_fargate(
     for t in tiers:
         p = fargate.hourly(table, region, t)
         usd = None if p is None else round(p * est.hours_each, 4)
-        rows.append([f"fargate-{t.cpu}-{t.memory}", "server", 1, p, usd])
+        where = [region] if "region" in priced.table.columns else []
+        rows.append([f"fargate-{t.cpu}-{t.memory}", *where, "server", 1, p, usd])
     ec2 = priced.estimate
     total = None if ec2.usd is None or est.usd is None else round(ec2.usd + est.usd, 4)
     both = prices.Estimate(ec2.instances, total, [*ec2.unknown, *est.unknown], ec2.hours_each)
@@ -122,12 +126,12 @@ def summary(
     start = dt.datetime.fromisoformat(since.replace("Z", "+00:00")).astimezone(dt.UTC)
     tab = cheatsheet(
         catalog,
-        group_by=("instance_type", "direction"),
+        group_by=group_keys(cs),
         campaign=spec.campaign,
         where=f"started_at >= TIMESTAMP '{start:%Y-%m-%d %H:%M:%S.%f}'",  # this session's runs
     )
     provider = get_provider("aws")
-    held: list[tuple[str, float]] = []
+    held: list[costs.Held] = []
     tasks: list[tuple[TierSpec, float]] = []
     if isinstance(provider, AwsProvider):
         types = {str(r.get("instance_type")) for r in tab.records()}
@@ -135,17 +139,13 @@ def summary(
             tab = with_advertised(
                 tab, "instance_type", provider.advertised, scale=provider.rate_scale
             )
-        held = [x for bill in provider.bills for x in bill.held_s]
+        held = [(bill.region, t, s) for bill in provider.bills for t, s in bill.held_s]
         tasks = [x for bill in provider.bills for x in bill.tasks_held_s]
     tiers = fargate_tiers(spec)
     table = prices.load(default_root())
+    spot = None if priced is None else priced.spot
     line = costs.cost_line(
-        table,
-        cs.region,
-        cs.market,
-        held,
-        None if priced is None or tiers else priced.estimate.usd,
-        None if priced is None else priced.spot,
+        table, cs.market, held, None if priced is None or tiers else priced.estimate.usd, spot
     )
     if tiers:
         tab.notes.append(
@@ -154,7 +154,7 @@ def summary(
             "advertised_out_mbps / advertised_in_mbps, at AWS scale)"
         )
         line += "\n" + fargate.cost_line(table, cs.region, tasks, None)
-        ec2_usd = costs.billed(table, cs.region, held, None if priced is None else priced.spot)[0]
+        ec2_usd = costs.billed(table, held, spot)[0]
         task_usd = fargate.billed(table, cs.region, tasks)[0]
         total = None if ec2_usd is None or task_usd is None else ec2_usd + task_usd
         line += "\ntotal (instances + tasks): " + (
@@ -163,3 +163,15 @@ def summary(
         if priced is not None and priced.estimate.usd is not None:
             line += f"; estimated before launch: {costs.usd(priced.estimate.usd)}"
     return tab, line
+
+
+def group_keys(cs: CloudSpec) -> tuple[str, ...]:
+    """The cheat sheet's groups: instance type and direction, plus the hosts' ``region`` label
+    when the campaign spans several regions and ``availability_zone`` when it spreads over
+    zones (cross-az, or fleets naming their zone)."""
+    keys = ["instance_type"]
+    if len(cs.regions) > 1:
+        keys.append("region")
+    if cs.placement == "cross-az" or any(f.availability_zone for f in cs.fleets):
+        keys.append("availability_zone")
+    return (*keys, "direction")

@@ -195,7 +195,7 @@ def teardown_region(
     faults.point("teardown:after-spot-requests")
     name = resource_name(campaign)
     planned = journal is not None and any(
-        r.kind == "placement-group" for r in journal.read().resources
+        r.kind == "placement-group" and r.region == region for r in journal.read().resources
     )
     if planned or (journal is None and remaining_placement(ec2, campaign)):
         _ignore_missing(lambda: retry(lambda: ec2.delete_placement_group(GroupName=name)))

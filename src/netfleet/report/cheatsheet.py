@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
-from netfleet.catalog.pending import pending_notes
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD
 
@@ -21,7 +20,10 @@ def cheatsheet(
     keyword arguments are those of :func:`netfleet.catalog.cheatsheet_data`. With ``results``
     (a results root), raw results not yet in the catalog are named in a note."""
     table = cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs))
-    table.notes += pending_notes(results, catalog_dir)
+    if results is not None:  # the store (and its models) only when asked: start-up time
+        from netfleet.catalog.pending import pending_notes
+
+        table.notes += pending_notes(results, catalog_dir)
     return table
 
 

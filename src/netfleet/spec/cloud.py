@@ -6,7 +6,8 @@ provider that acts on them lives in ``netfleet.cloud``, which this module never 
     campaign: aws-cheatsheet
     cloud:
       region: us-east-1
-      placement: same-az          # cluster | same-az | none
+      placement: same-az          # cluster | same-az | cross-az | cross-region | none
+      image: al2023               # or debian-12 / debian-13 (or `ami: ami-…`)
       market: on-demand           # or spot
       backing: sim                # sim: a shaped lab namespace per instance; ssh: the machine
       fleets:
@@ -20,11 +21,18 @@ Each Fargate tier (``fargate: {tiers: [{cpu: 256, memory: 512}, …]}``, seed 00
 ``{kind: aws, fargate: {cpu, memory}, role: server}`` named after the tier (``f256-512m``).
 Every aws host carries the campaign's cloud settings (``cloud``), so the provider needs nothing
 else to launch it.
+
+A fleet may name its own ``region:`` (placement ``cross-region``) and ``availability_zone:``
+(``cross-az``, ``cross-region``, ``none``); :func:`check_sites` refuses the combinations that
+cannot hold (a region override with ``same-az``, ``cross-region`` within one region, …) with the
+field named.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -34,16 +42,26 @@ from netfleet.spec.common import LabelValue, LocatedError, _check_labels, _Stric
 #: usable in AWS resource names and tags, and as a directory name
 CAMPAIGN_RE = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+AZ_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"
 TYPE_RE = r"^[a-z][a-z0-9-]*\.[a-z0-9]+$"
 Role = Literal["server", "client", "peer"]
+Placement = Literal["cluster", "same-az", "cross-az", "cross-region", "none"]
+#: ``image:`` choices: Amazon Linux 2023 (SSM public parameter) or Debian (owner + name)
+Image = Literal["al2023", "debian-12", "debian-13"]
+DEFAULT_IMAGE_FAMILY: Image = "al2023"
 
 
 class CloudSettings(_Strict):
     """Where and how to launch, and for how long at most (shared with ``netfleet cloud``)."""
 
     region: str = "us-east-1"
-    availability_zone: str | None = Field(None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
-    placement: Literal["cluster", "same-az", "none"] = "same-az"
+    availability_zone: str | None = Field(None, pattern=AZ_PATTERN)
+    placement: Placement = Field(
+        "same-az",
+        description="cluster: one placement group; same-az: one zone; cross-az: each fleet in "
+        "its own zone of the region; cross-region: fleets in two or more regions (a fleet's "
+        "`region:`); none: no constraint (a fleet may pick its zone)",
+    )
     market: Literal["on-demand", "spot"] = "on-demand"
     owner: str = Field(default="netfleet", pattern=r"^[A-Za-z0-9_.@+=-]{1,64}$")
     duration_minutes: float | None = Field(
@@ -62,6 +80,11 @@ class CloudSettings(_Strict):
     vpc_cidr: str = Field("10.77.0.0/16", pattern=r"^10\.\d{1,3}\.0\.0/16$")
     controller_cidr: str = Field(default="127.0.0.1/32", pattern=r"^[0-9.]+/\d{1,2}$")
     ami: str | None = Field(default=None, pattern=r"^ami-[0-9a-zA-Z]+$")
+    image: Image | None = Field(
+        default=None,
+        description="al2023 (default: SSM public parameter), debian-12 or debian-13 (Debian's "
+        "own AMIs, owner 136693071363, newest by name); or give `ami:` instead",
+    )
 
     @field_validator("region")
     @classmethod
@@ -70,8 +93,55 @@ class CloudSettings(_Strict):
             raise ValueError("an AWS region name such as us-east-1")
         return v
 
+    @model_validator(mode="after")
+    def _one_image(self) -> CloudSettings:
+        if self.ami is not None and self.image is not None:
+            raise LocatedError(
+                f"`ami: {self.ami}` and `image: {self.image}` both choose the machine image: "
+                "keep one (`image:` looks the newest AMI up in each region)",
+                ("image",),
+            )
+        if self.availability_zone and not in_region(self.availability_zone, self.region):
+            raise LocatedError(
+                f"availability_zone {self.availability_zone} is not in region {self.region}: "
+                f"use one of its zones ({self.region}a, {self.region}b, …)",
+                ("availability_zone",),
+            )
+        return self
 
-class FleetSpec(_Strict):
+    @property
+    def image_family(self) -> Image:
+        """What the AMI is: ``al2023`` also for an explicit ``ami:`` (assumed Amazon Linux)."""
+        return self.image or DEFAULT_IMAGE_FAMILY
+
+
+def in_region(zone: str, region: str) -> bool:
+    """An availability zone name is its region's name plus a letter (us-east-1a)."""
+    return zone[:-1] == region
+
+
+class SiteFields(_Strict):
+    """Where one fleet (or host) runs, when not where the cloud block says."""
+
+    region: str | None = Field(
+        None, description="this fleet's region (placement cross-region); default: the block's"
+    )
+    availability_zone: str | None = Field(
+        None,
+        pattern=AZ_PATTERN,
+        description="this fleet's zone (cross-az, cross-region, none); cross-az picks distinct "
+        "zones for the fleets without one",
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str | None) -> str | None:
+        if v is not None and not REGION_RE.match(v):
+            raise ValueError("an AWS region name such as eu-west-1")
+        return v
+
+
+class FleetSpec(SiteFields):
     """``count`` instances of one type in one role, named ``name`` (or ``name-1`` …)."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,30}$")
@@ -86,6 +156,107 @@ class FleetSpec(_Strict):
         if self.count == 1:
             return [self.name]
         return [f"{self.name}-{i}" for i in range(1, self.count + 1)]
+
+
+# -- where the fleets run: regions, zones, placement ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Member:
+    """One fleet (or written-out aws host) as :func:`check_sites` sees it."""
+
+    loc: tuple[str | int, ...]  #: where it is written; its fields are ``loc + (field,)``
+    name: str
+    region: str | None
+    zone: str | None
+
+
+def regions_of(settings: CloudSettings, regions: Iterable[str | None]) -> list[str]:
+    """The regions the fleets use (None: the block's): the block's first, then the others in
+    the order the fleets name them."""
+    used = [r or settings.region for r in regions]
+    out = [settings.region] if settings.region in used else []
+    for r in used:
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def vpc_cidr_for(settings: CloudSettings, index: int) -> str:
+    """The campaign VPC's CIDR in the ``index``-th region of :func:`regions_of`: ``vpc_cidr``
+    (10.77.0.0/16) in the first, then 10.78.0.0/16, 10.79.0.0/16 … — distinct, so a peering
+    or a rule naming another region's VPC never overlaps."""
+    second = int(settings.vpc_cidr.split(".")[1]) + index
+    return f"10.{second}.0.0/16"
+
+
+def check_sites(settings: CloudSettings, members: list[Member]) -> None:
+    """Refuse (LocatedError naming the field) what ``placement`` cannot hold."""
+    p = settings.placement
+    for m in members:
+        region = m.region or settings.region
+        if region != settings.region and p != "cross-region":
+            raise LocatedError(
+                f"{m.name!r} is in region {region}, but placement {p} keeps every fleet in "
+                f"{settings.region}: use `placement: cross-region`, or drop its region",
+                (*m.loc, "region"),
+            )
+        if m.zone and not in_region(m.zone, region):
+            raise LocatedError(
+                f"{m.name!r}: availability_zone {m.zone} is not in its region {region}",
+                (*m.loc, "availability_zone"),
+            )
+        if m.zone and p in ("same-az", "cluster") and m.zone != settings.availability_zone:
+            raise LocatedError(
+                f"{m.name!r} names zone {m.zone}, but placement {p} puts every fleet in one "
+                "zone: set availability_zone on the cloud block, or use `placement: cross-az`",
+                (*m.loc, "availability_zone"),
+            )
+    regions = regions_of(settings, (m.region for m in members))
+    if p == "cross-region" and len(regions) < 2:
+        raise LocatedError(
+            "placement cross-region needs fleets in at least two regions, all are in "
+            f"{(regions or [settings.region])[0]}: give a fleet `region:` (e.g. eu-west-1)",
+            ("placement",),
+        )
+    if p == "cross-region" and settings.ami:
+        raise LocatedError(
+            f"ami {settings.ami} exists in one region only: with placement cross-region use "
+            "`image:` (al2023, debian-12, debian-13), looked up in each region",
+            ("ami",),
+        )
+    if p in ("cross-az", "cross-region") and settings.subnet_id:
+        raise LocatedError(
+            f"subnet_id is one subnet in one zone: not with placement {p} (netfleet creates "
+            "a VPC per region and a subnet per zone): leave it out",
+            ("subnet_id",),
+        )
+    if p == "cross-az":
+        if settings.availability_zone:
+            raise LocatedError(
+                "placement cross-az spreads the fleets over zones: give availability_zone per "
+                "fleet (or none: netfleet picks distinct zones), not on the cloud block",
+                ("availability_zone",),
+            )
+        if len(members) < 2:
+            raise LocatedError(
+                "placement cross-az needs at least two fleets (each gets its own zone)",
+                ("placement",),
+            )
+        zones = {m.zone for m in members}
+        if None not in zones and len(zones) < 2:
+            raise LocatedError(
+                f"placement cross-az, but every fleet names zone {members[-1].zone}: give them "
+                "different zones, or leave them out (netfleet picks distinct ones)",
+                (*members[-1].loc, "availability_zone"),
+            )
+    last = int(settings.vpc_cidr.split(".")[1]) + len(regions) - 1
+    if last > 255:
+        raise LocatedError(
+            f"{len(regions)} regions need {len(regions)} VPC CIDRs from {settings.vpc_cidr} "
+            f"upwards (10.x.0.0/16, x + 1 per region): pick a lower vpc_cidr",
+            ("vpc_cidr",),
+        )
 
 
 # -- Fargate tiers (seed 000) ----------------------------------------------------------------
@@ -226,7 +397,7 @@ class AwsSettings(CloudBlock):
     _campaign = field_validator("campaign")(check_cloud_campaign)
 
 
-class AwsHostSpec(_Strict):
+class AwsHostSpec(SiteFields):
     """An EC2 instance (``instance_type``) or a Fargate task (``fargate: {cpu, memory}``, an
     iperf3 server) launched for this campaign and released when it ends."""
 
@@ -238,6 +409,9 @@ class AwsHostSpec(_Strict):
     cloud: AwsSettings | None = Field(
         None, description="filled in from the campaign's `cloud:` block (do not write it)"
     )
+    fleet: str | None = Field(
+        None, description="filled in: the fleet this host comes from (do not write it)"
+    )
 
     _labels = field_validator("labels")(_check_labels)
 
@@ -247,6 +421,11 @@ class AwsHostSpec(_Strict):
             raise ValueError(
                 "an aws host is an EC2 instance (`instance_type: m5.large`) or a Fargate task "
                 "(`fargate: {cpu: 256, memory: 512}`): give exactly one"
+            )
+        if self.fargate is not None and (self.region or self.availability_zone):
+            raise ValueError(
+                "a Fargate task runs in the cloud block's region and subnet: remove its "
+                "region/availability_zone"
             )
         return self
 
@@ -279,14 +458,19 @@ def expand_cloud(data: Any) -> Any:
     settings = {k: v for k, v in block.items() if k != "fleets"}
     settings["campaign"] = data.get("campaign")
     fleets = block.get("fleets")
+    members = [_member(("hosts", n), n, hosts[n]) for n in aws]
     for i, fleet in enumerate(fleets if isinstance(fleets, list) else []):
         if not isinstance(fleet, dict):
             continue
         try:
-            names = FleetSpec.model_validate(fleet).host_names()
+            spec = FleetSpec.model_validate(fleet)
         except ValueError:
             continue  # the cloud block's own validation names the field
-        for name in names:
+        members.append(
+            Member(("cloud", "fleets", i), spec.name, spec.region, spec.availability_zone)
+        )
+        site = {k: fleet[k] for k in ("region", "availability_zone") if fleet.get(k)}
+        for name in spec.host_names():
             if name in hosts:
                 raise LocatedError(
                     f"fleet {fleet['name']!r} makes host {name!r}, which is also under hosts: "
@@ -298,8 +482,11 @@ def expand_cloud(data: Any) -> Any:
                 "instance_type": fleet["instance_type"],
                 "role": fleet.get("role", "peer"),
                 "labels": fleet.get("labels", {}),
+                "fleet": spec.name,
+                **site,
             }
             aws.append(name)
+    _check_block_sites(block, [m for m in members if m is not None])
     fargate = block.get("fargate")
     tiers = fargate.get("tiers") if isinstance(fargate, dict) else None
     seen: set[str] = set()
@@ -324,3 +511,30 @@ def expand_cloud(data: Any) -> Any:
         if "cloud" not in hosts[name]:
             hosts[name] = {**hosts[name], "cloud": settings}
     return {**data, "hosts": hosts}
+
+
+def _member(loc: tuple[str | int, ...], name: str, host: Any) -> Member | None:
+    """A written-out EC2 host as a :class:`Member` (None: a Fargate task, or malformed — the
+    host's own validation names the field)."""
+    if not isinstance(host, dict) or host.get("fargate") is not None:
+        return None
+    region, zone = host.get("region"), host.get("availability_zone")
+    if not isinstance(region, str | None) or not isinstance(zone, str | None):
+        return None
+    return Member(loc, name, region, zone)
+
+
+def _check_block_sites(block: dict[str, Any], members: list[Member]) -> None:
+    """:func:`check_sites` over the raw block, once its settings validate (else the block's
+    own validation names the field); errors point into ``cloud:``."""
+    try:
+        settings = CloudSettings.model_validate(
+            {k: v for k, v in block.items() if k in CloudSettings.model_fields}
+        )
+    except ValueError:
+        return
+    try:
+        check_sites(settings, members)
+    except LocatedError as exc:
+        loc = exc.loc if exc.loc[0] in ("cloud", "hosts") else ("cloud", *exc.loc)
+        raise LocatedError(str(exc), loc) from None

@@ -21,9 +21,12 @@ from __future__ import annotations
 import glob as globmod
 import gzip
 import io
+import os
 import re
-from collections.abc import Iterable, Iterator
+import signal
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +153,83 @@ def parse_labels(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
+#: files at which an import spreads over worker processes (below, starting them costs more)
+PARALLEL_MIN = 64
+
+
+def default_workers() -> int:
+    """Worker processes for ``netfleet import``: one per CPU, at most 4."""
+    return min(os.cpu_count() or 1, 4)
+
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What every file of one import shares (sent to the worker processes once per file)."""
+
+    campaign: str
+    labels: dict[str, str]
+    pattern: re.Pattern[str] | None
+    side: str
+
+
+#: one file's outcome: (source, key, gzip bytes, interval flags) or (source, why not)
+Prepared = tuple[str, str, bytes, int] | tuple[str, str]
+
+
+def prepare(path: Path, opts: _Options) -> Prepared:
+    """Read, check and encode one file: no side effects, so it can run in a worker process."""
+    from netfleet.store.root import encode
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ImportProblem(
+                f"{size} bytes is more than the {MAX_BYTES} an iperf output can plausibly be"
+            )
+        data = path.read_bytes()
+        env = build_envelope(
+            path,
+            data,
+            campaign=opts.campaign,
+            labels=opts.labels,
+            pattern=opts.pattern,
+            side=opts.side,
+            mtime=path.stat().st_mtime,
+        )
+    except ImportProblem as exc:
+        return (str(path), str(exc))
+    except UnicodeDecodeError as exc:
+        return (str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except OSError as exc:
+        return (str(path), f"unreadable ({exc.strerror or exc})")
+    rel, gz = encode(env)
+    return (str(path), rel, gz, len(env.notes["imported"]["flags"]))
+
+
+def _quiet_worker() -> None:
+    """Ctrl-C is the parent's to handle: it stops handing out files and keeps what is written."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepared]:
+    """Each file prepared, in order: in ``workers`` processes when there are enough files."""
+    if workers < 2 or len(paths) < PARALLEL_MIN:
+        yield from (prepare(p, opts) for p in paths)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
+    try:
+        yield from pool.map(partial(prepare, opts=opts), paths, chunksize=8)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def import_files(
     sources: Iterable[str],
     root: Any,
@@ -158,42 +238,35 @@ def import_files(
     labels: Iterable[str] = (),
     pattern: str | None = None,
     side: str = "auto",
+    progress: Progress | None = None,
+    workers: int = 1,
 ) -> ImportReport:
     """Import every source file into ``root`` (a :class:`netfleet.store.root.RawStore`). A file
-    that cannot be imported is reported with its reason; the others are still imported."""
+    that cannot be imported is reported with its reason; the others are still imported.
+
+    With ``workers`` > 1 (``netfleet import`` passes one per CPU, at most 4), files are read,
+    checked and compressed in that many processes (``forkserver``: a script calling this must
+    guard its entry point with ``if __name__ == "__main__"``) and written by this one. Each
+    file is written atomically as it comes: an interrupted import keeps what it wrote, and
+    importing again duplicates nothing (run ids are content hashes)."""
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
-    fixed = parse_labels(labels)
-    regex = pattern_regex(pattern) if pattern else None
+    opts = _Options(
+        campaign=campaign,
+        labels=parse_labels(labels),
+        pattern=pattern_regex(pattern) if pattern else None,
+        side=side,
+    )
+    paths = list(expand_sources(sources))
     report = ImportReport()
-    for path in expand_sources(sources):
-        try:
-            size = path.stat().st_size
-            if size > MAX_BYTES:
-                raise ImportProblem(
-                    f"{size} bytes is more than the {MAX_BYTES} an iperf output can plausibly be"
-                )
-            data = path.read_bytes()
-            env = build_envelope(
-                path,
-                data,
-                campaign=campaign,
-                labels=fixed,
-                pattern=regex,
-                side=side,
-                mtime=path.stat().st_mtime,
-            )
-        except ImportProblem as exc:
-            report.bad.append((str(path), str(exc)))
-            continue
-        except UnicodeDecodeError as exc:
-            report.bad.append((str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})"))
-            continue
-        except OSError as exc:
-            report.bad.append((str(path), f"unreadable ({exc.strerror or exc})"))
-            continue
-        report.imported.append(str(root.write(env)))
-        flags = env.notes["imported"]["flags"]
-        if flags:
-            report.flagged.append((str(path), len(flags)))
+    for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
+        if len(outcome) == 2:
+            report.bad.append(outcome)
+        else:
+            source, rel, gz, flags = outcome
+            report.imported.append(str(root.write_encoded(rel, gz)))
+            if flags:
+                report.flagged.append((source, flags))
+        if progress is not None:
+            progress(done, len(paths))
     return report

@@ -38,6 +38,14 @@ def partition_path(envelope: Envelope) -> str:
     return f"d={day}/campaign={envelope.campaign}/{envelope.run_id}.json.gz"
 
 
+def encode(envelope: Envelope) -> tuple[str, bytes]:
+    """A run as it is stored: its relative key (:func:`partition_path`) and its gzip bytes."""
+    data = gzip.compress(
+        envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
+    )
+    return partition_path(envelope), data
+
+
 @dataclass(frozen=True)
 class ResultsRoot:
     """A local results root. Writes are atomic: temp file in the same directory, fsync, rename."""
@@ -64,13 +72,13 @@ class ResultsRoot:
         return sorted(self.path.glob(pattern))
 
     def write(self, envelope: Envelope) -> Path:
-        rel = partition_path(envelope)
+        return self.write_encoded(*encode(envelope))
+
+    def write_encoded(self, rel: str, data: bytes) -> Path:
+        """Store what :func:`encode` made (an import encodes in worker processes)."""
         final = self.path / rel
         final.parent.mkdir(parents=True, exist_ok=True)
         _check_not_linked(final)  # never write through a d=/campaign= link out of the root
-        data = gzip.compress(
-            envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
-        )
         return atomic_write(final, data, prefix=".tmp-", suffix=".part")
 
     def files(self) -> Iterator[Path]:
@@ -201,6 +209,8 @@ class RawStore(Protocol):
     def journal_root(self) -> Path: ...
 
     def write(self, envelope: Envelope) -> Any: ...
+
+    def write_encoded(self, rel: str, data: bytes) -> Any: ...
 
     def files(self) -> Iterator[Any]: ...
 

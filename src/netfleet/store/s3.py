@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import fnmatch
-import gzip
 import hashlib
 import io
 import os
@@ -105,12 +104,12 @@ class S3Root:
         )
 
     def write(self, envelope: Envelope) -> str:
-        from netfleet.store.root import partition_path
+        from netfleet.store.root import encode
 
-        rel = partition_path(envelope)
-        data = gzip.compress(
-            envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
-        )
+        return self.write_encoded(*encode(envelope))
+
+    def write_encoded(self, rel: str, data: bytes) -> str:
+        """Store what :func:`netfleet.store.root.encode` made: spooled locally, then uploaded."""
         spooled = self.state_dir / SPOOL_DIR / rel
         spooled.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(spooled, data)
