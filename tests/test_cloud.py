@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -112,9 +113,29 @@ def test_acquire_release_leaves_nothing(fresh: MotoServer, tmp_path: Path) -> No
     assert "PRIVATE KEY" not in prov.journal.path.read_text()
     before = teardown.remaining(ec2, "nf-test")
     assert before["instances"] == 2 and before["vpcs"] == 1 and before["key-pairs"] == 1
+    # the campaign's VPC reaches the internet: public addresses on launch, a gateway, a route
+    assert before["internet-gateways"] == 1 and before["route-tables"] == 1
+    net = prov.network
+    assert net is not None and net.igw_id is not None
+    sn = ec2.describe_subnets(SubnetIds=[net.subnet_id])["Subnets"][0]
+    assert sn["MapPublicIpOnLaunch"] is True
+    (rtb,) = ec2.describe_route_tables(
+        Filters=[{"Name": f"tag:{TAG_CAMPAIGN}", "Values": ["nf-test"]}]
+    )["RouteTables"]
+    assert {"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": net.igw_id}.items() <= next(
+        r for r in rtb["Routes"] if r.get("DestinationCidrBlock") == "0.0.0.0/0"
+    ).items()
+    assert [a["SubnetId"] for a in rtb["Associations"]] == [net.subnet_id]
+    (igw,) = ec2.describe_internet_gateways(InternetGatewayIds=[net.igw_id])["InternetGateways"]
+    assert igw["Attachments"][0]["VpcId"] == net.vpc_id
     totals = prov.release()
     assert not any(totals.values())
     assert all(r.deleted for r in Journal(tmp_path, "nf-test").read().resources)
+    # teardown order: the gateway and the route table go before the subnet, the VPC last
+    order = [json.loads(x) for x in prov.journal.path.read_text().splitlines()]
+    order = [r["kind"] for r in order if r["op"] == "deleted"]
+    assert order.index("instance") < order.index("internet-gateway") < order.index("subnet")
+    assert order.index("route-table") < order.index("subnet") < order.index("vpc") == len(order) - 1
 
 
 def test_destroy_only_deletes_tagged_resources(fresh: MotoServer, tmp_path: Path) -> None:
@@ -169,16 +190,20 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
         "dnf", "install", "-y", "--setopt=strict=0", "iperf3", "iperf", "sockperf"
     ]  # fmt: skip
     assert not any("apt-get" in c for c in doc["runcmd"])
+    # the last command (cloud-init's final stage, after the packages) writes the ready marker
+    assert doc["runcmd"][2:] == [["mkdir", "-p", "/var/lib/netfleet"],
+                                 ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
 
 
 def test_user_data_for_debian_uses_apt() -> None:
     """Debian: package lists first (a fresh AMI has none), then one install per package,
-    waiting for the dpkg lock; the same switch."""
+    waiting for the dpkg lock; the same switch; the ready marker last."""
     from netfleet.cloud.hostkeys import generate
 
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
     assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
-    update, *installs = doc["runcmd"][1:]
+    update, *installs = doc["runcmd"][1:-2]
+    assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
     assert update[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
     assert update[-1] == "update" and "DPkg::Lock::Timeout=600" in update
     assert [c[-1] for c in installs] == ["iperf3", "iperf", "sockperf"]
@@ -259,11 +284,18 @@ def test_security_group_delete_retries_dependency_violation() -> None:
             teardown._ignore_missing(lambda: ec2.delete_security_group(GroupId="sg-1"))
 
 
+# The internet gateway and route table get only their `after:` points: `before:` leaves the
+# same resources as the previous step's `after:` plus an intent (destroy goes by tag either way);
+# `after:internet-gateway` leaves an unattached gateway the journal has no id for, and
+# `after:route-table` a table without its route and association. Those two are named in their
+# per-region form (`<point>@<region>`, fired right after the plain one).
 PROVISION_POINTS = [
-    f"{when}:{kind}"
-    for kind in ("vpc", "subnet", "security-group", "key-pair", "instance")
-    for when in ("before", "after")
-] + ["after:acquire"]
+    *(f"{when}:{kind}" for kind in ("vpc", "subnet") for when in ("before", "after")),
+    "after:internet-gateway@us-east-1",
+    "after:route-table@us-east-1",
+    *(f"{w}:{k}" for k in ("security-group", "key-pair", "instance") for w in ("before", "after")),
+    "after:acquire",
+]
 TEARDOWN_POINTS = [
     "teardown:before-terminate",
     "teardown:after-terminate",
@@ -271,6 +303,8 @@ TEARDOWN_POINTS = [
     "teardown:after-spot-requests",
     "teardown:after-key-pair",
     "teardown:after-security-group",
+    "teardown:after-internet-gateway",
+    "teardown:after-route-table",
     "teardown:after-subnet",
     "teardown:after-vpc",
 ]
@@ -297,13 +331,24 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
         "campaign: nf-fault\nfleets: [{instance_type: t3.micro, count: 2}]\nduration_minutes: 1\n"
     )
     ec2 = aws.client("ec2", "us-east-1")
+    kinds = ["instances", "key-pairs", "security-groups", "internet-gateways", "route-tables",
+             "subnets", "vpcs"]  # fmt: skip
+    # what the kill must have left at the new steps (the table shows them all)
+    expect = {
+        "after:internet-gateway@us-east-1": (0, 0, 0, 1, 0, 1, 1),
+        "after:route-table@us-east-1": (0, 0, 0, 1, 1, 1, 1),
+        "teardown:after-internet-gateway": (0, 0, 0, 0, 1, 1, 1),
+        "teardown:after-route-table": (0, 0, 0, 0, 0, 1, 1),
+    }
     rows = []
     for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
         state = tmp_path / f"s{n}"
         env = {**os.environ, "NETFLEET_FAULT_AT": point}
         killed = _cli(["up", str(spec), "--state-dir", str(state), "--release"], env)
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
-        left_after_kill = sum(v or 0 for v in teardown.remaining(ec2, "nf-fault").values())
+        left = teardown.remaining(ec2, "nf-fault")
+        if point in expect:
+            assert tuple(left[k] for k in kinds) == expect[point], (point, left)
         env.pop("NETFLEET_FAULT_AT")
         if n % 4 == 0:  # the CLI itself now and then; the library call otherwise (faster)
             done = _cli(["destroy", "nf-fault", "--state-dir", str(state)], env)
@@ -311,12 +356,17 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
         else:
             teardown.destroy(state, "nf-fault", poll_s=0.1)
         counts = teardown.remaining(ec2, "nf-fault")
-        rows.append((point, left_after_kill, counts))
+        rows.append((point, left, counts))
         assert not any(counts.values()), (point, counts)
-    kinds = ["instances", "spot-requests", "key-pairs", "security-groups", "subnets", "vpcs"]
-    print("\nkill -9 at            left by kill  after destroy: " + " ".join(kinds))
-    for point, before, counts in rows:
-        print(f"{point:32} {before:4}   " + " ".join(f"{counts[k]:>{len(k)}}" for k in kinds))
+    print(
+        "\nkill -9 at                       left by kill: " + " ".join(kinds) + " → after destroy"
+    )
+    for point, left, counts in rows:
+        print(
+            f"{point:32} "
+            + " ".join(f"{left[k] or 0:>{len(k)}}" for k in kinds)
+            + f"  → {sum(v or 0 for v in counts.values())}"
+        )
 
 
 def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
@@ -459,6 +509,73 @@ def test_placement_group_journalled_and_deleted(fresh: MotoServer, tmp_path: Pat
     assert [(r.kind, r.id) for r in res] == [("placement-group", "netfleet-nf-test")]
 
 
+def test_sim_labs_are_taken_down_only_when_provably_netfleets(tmp_path: Path) -> None:
+    """`cloud destroy` and `cloud reap --delete` take a killed run's sim lab down from the cloud
+    state directory alone, after checking it: a lab whose `netfleet run` is still alive (its
+    PID's cmdline, start time and boot id as recorded) is left to that run; a recycled PID is
+    not that run; a state file naming another lab's namespace, or a lab without a controller
+    record, is left alone. (The labs here have no namespaces — every check comes before any is
+    touched; the kill -9 tests in test_cloud_run.py / test_cloud_fargate_run.py take real labs
+    down.)"""
+    import subprocess as sp
+
+    from netfleet.cloud import simlab
+    from netfleet.errors import EnvironmentProblem
+    from netfleet.lab.state import LabState
+
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    now = dt.datetime.now(dt.UTC)
+
+    def lab(campaign: str, expires: dt.datetime = now + dt.timedelta(hours=1)) -> Path:
+        _, d = simlab.new_lab(tmp_path, campaign)
+        simlab.claim(d, "ab" * 16, region="us-east-1", expires_at=expires.strftime(stamp))
+        return d
+
+    def controlled_by(d: Path, pid: int, **change: str) -> None:
+        meta = json.loads((d / "controller.json").read_text())
+        who = simlab._identity(pid)
+        assert who is not None
+        (d / "controller.json").write_text(json.dumps({**meta, **who, "pid": pid, **change}))
+
+    live = lab("nf-sim")
+    sleeper = sp.Popen(["sleep", "60"])
+    try:
+        controlled_by(live, sleeper.pid)
+        (out,) = simlab.release_campaign(tmp_path, "nf-sim")
+        assert out.outcome == "left" and f"live netfleet run (pid {sleeper.pid})" in out.detail
+        with pytest.raises(
+            EnvironmentProblem, match=r"sim-labs=1\n  sim lab nf[0-9a-f]{8}: .*live"
+        ):
+            teardown.destroy(tmp_path, "nf-sim")
+        assert live.is_dir()
+        controlled_by(live, sleeper.pid, start="1")  # the same PID, started at another time
+        assert teardown.destroy(tmp_path, "nf-sim") == {"sim-labs": 0}
+        assert not live.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    foreign = lab("nf-sim")
+    state = LabState(name=foreign.name, subnet="198.18.0.0/24", switch=f"nf-{foreign.name}-sw",
+                     created_at="x", namespaces=["nf-someone-else"])  # fmt: skip
+    (foreign / f"{foreign.name}.json").write_text(state.model_dump_json(by_alias=True))
+    (out,) = simlab.release_campaign(tmp_path, "nf-sim")
+    assert out.outcome == "left" and "nf-someone-else" in out.detail and foreign.is_dir()
+    shutil.rmtree(foreign)
+    unknown = lab("nf-sim")
+    (unknown / "controller.json").unlink()
+    (out,) = simlab.release_campaign(tmp_path, "nf-sim")
+    assert out.outcome == "left" and "no readable controller.json" in out.detail
+    shutil.rmtree(unknown)
+    # reap: by each lab's own expires-at (nothing of these campaigns is left on AWS)
+    old = lab("nf-old", now - dt.timedelta(minutes=5))
+    new = lab("nf-new")
+    (found,) = teardown.reap(tmp_path, [], now, delete=False)
+    assert (found.campaign, found.counts, found.region) == ("nf-old", {"sim-labs": 1}, "us-east-1")
+    assert old.is_dir()
+    teardown.reap(tmp_path, [], now, delete=True)
+    assert not old.exists() and new.is_dir()
+
+
 # -- images, regions, zones (issue 12) ------------------------------------------------------------
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -557,6 +674,17 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert sorted(s["AvailabilityZone"] for s in subnets["Subnets"]) == [
                 "us-east-1a", "us-east-1b"
             ]  # fmt: skip
+            # each region its own internet gateway and route table, every subnet associated
+            tagged = teardown._tag_filter(campaign)
+            for r in regions:
+                (igw,) = ec2[r].describe_internet_gateways(Filters=tagged)["InternetGateways"]
+                (rtb,) = ec2[r].describe_route_tables(Filters=tagged)["RouteTables"]
+                mine = ec2[r].describe_subnets(Filters=tagged)["Subnets"]
+                assert sorted(a["SubnetId"] for a in rtb["Associations"]) == sorted(
+                    x["SubnetId"] for x in mine
+                )
+                assert any(x.get("GatewayId") == igw["InternetGatewayId"] for x in rtb["Routes"])
+                assert igw["Attachments"][0]["VpcId"] == rtb["VpcId"]
             # across regions: the other region's VPC CIDR (its own: the group itself), and
             # each host's public address where it has one, which is then where hosts meet
             public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
@@ -575,6 +703,7 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
     assert during["us-east-1"]["instances"] == 2 and during["eu-west-1"]["instances"] == 1
     for r in regions:
         assert during[r]["vpcs"] == during[r]["security-groups"] == during[r]["key-pairs"] == 1
+        assert during[r]["internet-gateways"] == during[r]["route-tables"] == 1
         left = teardown.remaining(ec2[r], campaign)
         assert not any(left.values()), (r, left)
     assert all(o == ["released"] for o in log.outcomes.values()), log.outcomes

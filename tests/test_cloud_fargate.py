@@ -137,6 +137,8 @@ def test_acquire_tiers_then_release_leaves_nothing(fresh: MotoServer, tmp_path: 
     prov.acquire()
     hosts = fargate.acquire_tiers(prov, c.fargate)
     assert [h.name for h in hosts] == ["f256-512m", "f2048-4g"]
+    # the campaign's VPC has an internet gateway: tasks get a public address to pull the image
+    assert fargate.FargateTiers(prov, c.fargate).public_ip
     ecs = aws.client("ecs", "us-east-1")
     task = ecs.describe_tasks(cluster="netfleet-nf-fg", tasks=[hosts[1].task_arn], include=["TAGS"])
     t = task["tasks"][0]
@@ -149,6 +151,8 @@ def test_acquire_tiers_then_release_leaves_nothing(fresh: MotoServer, tmp_path: 
     # the dead man's switch: iperf3 ends (and the task with it) at the campaign's deadline
     timeout, seconds, engine = container["entryPoint"]
     assert (timeout, engine) == ("timeout", "iperf3") and 7000 < int(seconds) <= 120 * 60
+    # a standing JSON server: the client reads the task's side with --get-server-output
+    assert container["command"] == ["--server", "--json", "--port", "5201"]
     assert container["memory"] == 4096
     # the journal: an intent before every ECS create, the ARN after
     recs = [json.loads(x) for x in prov.journal.path.read_text().splitlines()]

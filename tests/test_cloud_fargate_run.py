@@ -7,9 +7,15 @@ it RUNNING (``set_task_transition``, as in tests/test_cloud_fargate.py); AWS doe
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -17,10 +23,11 @@ import yaml
 from netfleet import aws
 from netfleet.cloud import fargate, fargate_sim, teardown
 from netfleet.cloud.fargate_teardown import our_cluster
-from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud.provider import TAG_LEASE, AwsProvider, task_host
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.engines.iperf3 import Iperf3
 from netfleet.errors import HostError, SpecError
-from netfleet.hosts.provider import Lease
+from netfleet.hosts.provider import HostRequest, Lease
 from netfleet.spec import load_spec
 from tests import motokit
 from tests.motokit import MotoServer
@@ -43,14 +50,16 @@ def fresh(moto: MotoServer) -> Iterator[MotoServer]:
     set_task_transition(moto, None)
 
 
-def shortened(tmp_path: Path) -> Path:
+def shortened(
+    tmp_path: Path, tiers: list[dict[str, int]] = TWO, duration: int = 2, omit: int = 1
+) -> Path:
     """Two tiers, a small client, 2 s of traffic after 1 s omitted, in and out, 1 s cooldown."""
     doc = yaml.safe_load(EXAMPLE.read_text())
     doc["cloud"]["fleets"][0]["instance_type"] = "c5.large"
-    doc["cloud"]["fargate"]["tiers"] = TWO
+    doc["cloud"]["fargate"]["tiers"] = tiers
     test = doc["tests"][0]
-    test["params"].update(duration=2, omit=1)
-    test["matrix"]["server"] = [fargate.tier(**t).name for t in TWO]
+    test["params"].update(duration=duration, omit=omit)
+    test["matrix"]["server"] = [fargate.tier(**t).name for t in tiers]
     doc["cooldown"] = 1
     path = tmp_path / "fargate-tiers.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -110,6 +119,16 @@ def test_task_release_checks_the_lease_tag_and_finds_the_task_by_it(
         assert status(b.task_arn) == "STOPPED" and status(a.task_arn) == "RUNNING"
         again = Lease("lease-b", "aws", "f2048-4g", {**where, "id": b.task_arn})
         assert asyncio.run(provider.release_lease(again)) == "gone"
+        # backing ssh: the task is a standing iperf3 server at its ENI address
+        task = task_host(HostRequest("f256-512m", SimpleNamespace(labels={"x": "y"})), a, 5201, {})
+        assert (task.address, task.server_port, task.labels["x"]) == (a.private_ip, 5201, "y")
+        assert task.labels["instance_type"] == "fargate-256-512" and task.kind == "standing"
+        assert task.serves(Iperf3().server_argv(20001, task.address)) == 5201
+        text_server = Iperf3().server_argv(20001, task.address, text=True)
+        with pytest.raises(HostError, match=r"Fargate task arn:.*lacks --forceflush"):
+            task.serves(text_server)
+        with pytest.raises(HostError, match="cannot run 'uname -r' there"):
+            asyncio.run(task.run(["uname", "-r"]))
     finally:
         prov.release()
     assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-lease").values())
@@ -153,3 +172,135 @@ def test_fargate_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
         for direction, rate in (("out", out_bps * 0.2), ("in", in_bps * 0.2)):
             got = sheet[(f"fargate-{tier.cpu}-{tier.memory}", direction)]
             assert abs(got / (rate * goodput_ratio(1500)) - 1) <= 0.15, (tier, direction, got)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_kill_9_while_measuring_then_destroy_leaves_nothing(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """`netfleet run` with a Fargate tier (sim backing) is SIGKILLed by its PID while iperf3
+    runs in the lab; `netfleet cloud destroy` alone must then leave 0 ECS tasks, task
+    definitions and clusters, 0 instances, key pairs, security groups, internet gateways, route
+    tables, subnets and VPCs of the campaign (counted through the API) — and no lab namespace
+    or process: the ones the kill left are checked to exist first."""
+    from netfleet.lab import netns
+
+    spec = shortened(tmp_path, TWO[:1], duration=3, omit=0)
+    results = tmp_path / "results"
+    proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # measuring: iperf3 runs in the task's namespace and in the client's
+            assert time.monotonic() < deadline and proc.poll() is None, "never measured"
+            lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
+            spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
+            if spaces and all(netns.pids(ns) for ns in spaces):
+                break
+            time.sleep(0.1)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left_pids = [pid for ns in spaces for pid in netns.pids(ns)]
+    counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
+    assert left_pids and counts["tasks"] == 1 and counts["instances"] == 1, counts
+    done = netfleet(tmp_path, "cloud", "destroy", "fargate-tiers",
+                    "--state-dir", str(tmp_path / "cloud"))  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sim-labs=0" in done.stdout
+    counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
+    assert set(counts) >= {"tasks", "task-definitions", "clusters", "instances", "key-pairs",
+                           "security-groups", "internet-gateways", "route-tables", "subnets",
+                           "vpcs"}  # fmt: skip
+    assert not any(counts.values()), counts
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"nf-{lab}-" not in namespaces and not any(sim.iterdir())
+    deadline = time.monotonic() + 5  # the killed run's iperf3 processes: stopped (and reaped)
+    while alive := [p for p in left_pids if Path(f"/proc/{p}").exists()]:
+        assert time.monotonic() < deadline, f"processes left running: {alive}"
+        time.sleep(0.05)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_a_task_is_measured_as_a_standing_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`backing: ssh` with Fargate tiers: on AWS the task's container runs its own iperf3 server
+    (`fargate.server_command`) and one cannot exec into it. Offline, a lab namespace plays the
+    task, its server started by this test exactly as the container's command; the client is a
+    lab host (on AWS the EC2 instance over SSH — tests/test_ssh.py runs SSH clients). The whole
+    runner runs (preflight, scheduler, session, engine, store) with the task as the host
+    `task_host` builds from a TierHost: nothing is run or probed on it, no process of it is
+    journalled, each run's server side comes from `--get-server-output`, and the server is
+    still running afterwards (its owner, the task, stops it). Not tested offline: a real task's
+    image, ENI and security group."""
+    from netfleet.hosts import registry
+    from netfleet.hosts.netns import NetnsProvider
+    from netfleet.units import goodput_ratio
+    from tests.labkit import lab_up, run, write_spec
+
+    body = """\
+        subnet: 198.18.53.0/24
+        hosts:
+          cli: {}
+          task: {out: {rate: 40mbit}, in: {rate: 20mbit}}
+    """
+    with lab_up(tmp_path, body, prefix="sv") as (name, state):
+        ns = f"nf-{name}-task"
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *fargate.server_command(5201)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while "5201" not in subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn"],
+                                               capture_output=True, text=True).stdout:  # fmt: skip
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.05)
+            tier = fargate.tier(256, 512)
+            arn = "arn:aws:ecs:eu-west-1:123456789012:task/netfleet-standing/0a1b"
+            labels = {"instance_type": "fargate-256-512", "task_arn": arn}
+
+            class Provider(NetnsProvider):
+                def build(self, request: HostRequest) -> Any:
+                    if request.name != tier.name:
+                        return super().build(request)
+                    address = super().build(request).address  # the lab's: on AWS, the ENI's
+                    th = fargate.TierHost(tier.name, tier, arn, address, labels)
+                    return task_host(request, th, 5201, {"backing": "ssh"})
+
+            monkeypatch.setitem(registry._registered, "netns", Provider)
+            monkeypatch.delitem(registry._instances, "netns", raising=False)
+            spec = write_spec(tmp_path, f"""\
+                campaign: standing
+                hosts:
+                  client: {{kind: netns, lab: {name}, host: cli}}
+                  {tier.name}: {{kind: netns, lab: {name}, host: task}}
+                tests:
+                  - name: tiers
+                    engine: iperf3
+                    client: client
+                    server: {tier.name}
+                    subject: server
+                    params: {{duration: 1, interval: 0.5}}
+                    matrix: {{direction: [in, out]}}
+            """)  # fmt: skip
+            result = run(spec, tmp_path / "results", state)
+            assert server.poll() is None  # not netfleet's to stop
+        finally:
+            server.terminate()
+            server.wait(10)
+    assert result.ok == 2, [e.reason for e in result.envelopes]
+    for env in result.envelopes:
+        assert env.server.kind == "standing" and env.server.labels["task_arn"] == arn
+        assert env.engine.server_argv == ["iperf3", "--server", "--json", "--port", "5201"]
+        assert env.result is not None and env.result["server_output_json"]["end"]
+        got = env.result["end"]["sum_received"]["bits_per_second"]
+        rate = {"out": 40e6, "in": 20e6}[env.direction] * goodput_ratio(1500)
+        assert abs(got / rate - 1) < 0.15, (env.direction, got)
+    journal = next((tmp_path / "results").rglob("standing.jsonl")).read_text().splitlines()
+    procs = [r for r in map(json.loads, journal) if r["event"] == "process"]
+    assert procs and {(r["host"], r["role"]) for r in procs} == {("client", "client")}

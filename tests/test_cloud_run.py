@@ -342,9 +342,10 @@ def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_p
 @pytest.mark.netns
 def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path: Path) -> None:
     """SIGKILL skips every `finally`: `netfleet cloud destroy` removes the AWS resources from the
-    cloud journal alone, and the next `netfleet run --resume` releases the dead session's leases
-    (instances: gone; network: nothing live; the sim lab: taken down) before it acquires its
-    own, and releases those at its end."""
+    cloud journal alone and takes the sim lab down from the cloud state directory (the killed
+    run's PID is checked to be dead first), and the next `netfleet run --resume` settles the
+    dead session's leases (instances, network, lab: all gone) before it acquires its own, and
+    releases those at its end."""
     spec = one_client(tmp_path, 1)
     results = tmp_path / "results"
     proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
@@ -361,12 +362,16 @@ def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert left("aws-credits")["instances"] == 2
-    # the AWS side from the cloud intent journal alone …
+    (lab,) = [d.name for d in sim.iterdir()]
+    # the AWS side from the cloud intent journal alone, the lab from the cloud state dir …
     res = netfleet(tmp_path, "cloud", "destroy", "aws-credits",
                    "--state-dir", str(tmp_path / "cloud"))  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert not any(left("aws-credits").values())
-    # … and the next run releases every lease the dead session left open (the lab too)
+    assert_nothing_left("aws-credits", tmp_path)
+    assert f"nf-{lab}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                              text=True).stdout  # fmt: skip
+    # … and the next run settles every lease the dead session left open
     res = netfleet(tmp_path, "run", "--resume", str(spec), "-r", str(results))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "left acquired" in res.stdout + res.stderr
@@ -406,14 +411,21 @@ def test_sigterm_while_launching_releases_what_was_launched(
     assert_nothing_left("aws-credits", tmp_path)
 
 
-# -- SSH with the pinned host key -----------------------------------------------------------------
+# -- SSH with the pinned host key: readiness ------------------------------------------------------
 @ROOT
 @pytest.mark.netns
 @pytest.mark.skipif(not os.access("/usr/sbin/sshd", os.X_OK), reason="needs openssh-server")
-def test_generated_host_key_is_pinned_and_a_different_key_refused(tmp_path: Path) -> None:
-    """The cloud path's host key (generated here, injected through user-data on EC2) is what
-    sshd presents; the campaign's known_hosts pins it, and the SSH host kind connects — and
-    refuses when the machine presents any other key."""
+def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) -> None:
+    """`backing: ssh` readiness against a real OpenSSH server in a lab namespace, playing an
+    instance that is running but still booting: its sshd starts late and presents the host key
+    the cloud path generated (injected through user-data on EC2); cloud-init's marker comes last.
+    The wait is refused until sshd starts, then waits for the marker, then is ready; a
+    different host key is refused at once (not trusted); a timeout names the instance and what
+    it was still waiting for."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from netfleet.cloud.ready import wait_ready
+    from netfleet.errors import EnvironmentProblem
     from netfleet.hosts.ssh import SshHost
     from netfleet.lab.sshd import KeyPair
     from tests.sshlab import ssh_lab
@@ -422,29 +434,50 @@ def test_generated_host_key_is_pinned_and_a_different_key_refused(tmp_path: Path
         pair = hostkeys.generate("vm")  # what Provisioner.launch makes per instance
         hostkeys.write_private(tmp_path / "cloud_host_key", pair)
         fleet.host_keys["vm"] = KeyPair(tmp_path / "cloud_host_key", pair.public_openssh)
-        fleet.stop("vm")
-        fleet.start("vm")
+        fleet.stop("vm")  # running, but sshd is not up yet
         pinned = tmp_path / "campaign_known_hosts"
         pinned.write_text(hostkeys.known_hosts_line(fleet.addresses["vm"], pair.public_openssh))
+        marker = tmp_path / "ready"  # what the user-data's last command writes
 
-        def host() -> SshHost:
-            return SshHost(
-                name="vm", address=fleet.addresses["vm"], user="root",
-                key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=5,
-            )  # fmt: skip
+        def ready(timeout_s: float) -> Any:
+            async def wait() -> list[str]:
+                h = SshHost(
+                    name="vm", address=fleet.addresses["vm"], user="root",
+                    key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=2,
+                )  # fmt: skip
+                try:
+                    return await wait_ready(h, "i-0feed", marker=str(marker), timeout_s=timeout_s,
+                                            first_delay=0.1, max_delay=0.3)  # fmt: skip
+                finally:
+                    await h.close()
 
-        async def uname() -> str:
-            h = host()
-            try:
-                return (await h.run(["uname", "-s"])).stdout.strip()
-            finally:
-                await h.close()
+            return lambda: fleet.run(wait)
 
-        assert fleet.run(uname) == "Linux"
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(ready(20))
+            time.sleep(0.5)
+            fleet.start("vm")
+            time.sleep(0.5)
+            assert not waiting.done()  # sshd answers with the pinned key; cloud-init is not done
+            marker.touch()
+            seen = waiting.result(timeout=20)
+        assert len(seen) == 3 and seen[0].startswith("sshd to answer") and "refused" in seen[0]
+        assert seen[1].startswith("cloud-init to finish") and seen[2] == "ready", seen
+        marker.unlink()
+        msg = (
+            r"instance i-0feed \(vm\) at 198\.18\.60\.\d+ is not ready after 0\.5 s: still waiting"
+        )
+        with pytest.raises(EnvironmentProblem, match=msg + " for cloud-init to finish"):
+            ready(0.5)()
+        fleet.stop("vm")
+        with pytest.raises(EnvironmentProblem, match=msg + " for sshd to answer"):
+            ready(0.5)()
         other = hostkeys.generate("impostor")
         hostkeys.write_private(tmp_path / "other_key", other)
         fleet.host_keys["vm"] = KeyPair(tmp_path / "other_key", other.public_openssh)
-        fleet.stop("vm")
         fleet.start("vm")
-        with pytest.raises(HostError, match=r"CHANGED|changed"):
-            fleet.run(uname)
+        marker.touch()
+        t0 = time.monotonic()
+        with pytest.raises(HostError, match=r"not trusted.*CHANGED"):
+            ready(20)()
+        assert time.monotonic() - t0 < 5  # refused at once, not retried until the timeout

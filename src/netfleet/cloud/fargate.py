@@ -163,15 +163,22 @@ def family(campaign: str, t: TierSpec) -> str:
     return f"netfleet-{campaign}-{t.name}"
 
 
+def server_command(port: int) -> list[str]:
+    """What the task's container runs (under ``timeout``): a standing iperf3 server whose JSON
+    reports the client fetches with ``--get-server-output`` (one cannot exec into a task)."""
+    return ["iperf3", "--server", "--json", "--port", str(port)]
+
+
 def container_definition(t: TierSpec, block: FargateBlock, seconds: int) -> dict[str, Any]:
     """The iperf3 server; ``timeout`` ends it (and so the task) at the campaign's deadline."""
+    program, *args = server_command(block.port)
     return {
         "name": "iperf3",
         "image": block.image,
         "essential": True,
         "memory": t.memory,  # moto's run_task needs it per container; AWS accepts ≤ task memory
-        "entryPoint": ["timeout", str(seconds), "iperf3"],
-        "command": ["--server", "--port", str(block.port)],
+        "entryPoint": ["timeout", str(seconds), program],
+        "command": args,
         "portMappings": [{"containerPort": block.port, "protocol": "tcp"}],
     }
 
@@ -189,6 +196,10 @@ class FargateTiers:
     def __post_init__(self) -> None:
         self.ecs = aws.client("ecs", self.prov.spec.region)
         self.campaign = self.prov.spec.campaign
+        # in the campaign's own VPC the task reaches the image registry through the internet
+        # gateway, which needs a public address (no NAT); in a given subnet: its own routes
+        net = self.prov.network
+        self.public_ip = net is not None and net.igw_id is not None
         # the dead man's switch ends the server at the campaign's expires-at (at least 60 s)
         left = self.prov.expires_at - dt.datetime.now(dt.UTC)
         self.seconds = max(60, int(left.total_seconds()))
@@ -256,7 +267,7 @@ class FargateTiers:
                 "awsvpcConfiguration": {
                     "subnets": [subnet],
                     "securityGroups": [group],
-                    "assignPublicIp": "DISABLED",
+                    "assignPublicIp": "ENABLED" if self.public_ip else "DISABLED",
                 }
             },
             tags=tags,

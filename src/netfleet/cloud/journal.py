@@ -20,8 +20,17 @@ from typing import Any
 from netfleet.errors import InputError
 from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
 
-ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw)-[0-9a-zA-Z]{1,40}$")
-KINDS = ("vpc", "subnet", "security-group", "key-pair", "placement-group", "instance")
+ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw|rtb)-[0-9a-zA-Z]{1,40}$")
+KINDS = (
+    "vpc",
+    "subnet",
+    "internet-gateway",
+    "route-table",
+    "security-group",
+    "key-pair",
+    "placement-group",
+    "instance",
+)
 #: ECS (Fargate tiers, cloud/fargate.py): ids are ARNs
 ECS_KINDS = ("ecs-cluster", "task-definition", "task")
 _ECS_ARN = r"^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:"

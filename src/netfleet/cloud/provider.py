@@ -2,22 +2,26 @@
 
 An *owning* provider (see docs/hosts.md): for one campaign it
 
-1. reaps expired leftovers of any campaign by tag, in the campaign's region (``cloud reap``);
-2. journals a ``network`` lease, then creates VPC, subnet, security group, key pair (and a
-   placement group) through :class:`~netfleet.cloud.provision.Provisioner`, whose own intent
-   journal (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
+1. reaps expired leftovers of any campaign by tag, in the campaign's regions (``cloud reap``);
+2. journals a ``network`` lease, then creates, in each region its fleets use, VPC, subnets,
+   internet gateway and route table, security group, key pair (and a placement group) through
+   :class:`~netfleet.cloud.provision.Provisioner`, whose own intent journal
+   (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
    (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
 4. backing ``sim``: journals a ``sim-lab`` lease and brings up a lab with one namespace per
    instance shaped from its advertised figures (:mod:`netfleet.cloud.sim`); the runner's hosts
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
-   hosts are the instances over SSH with the pinned host keys.
+   hosts are the instances over SSH with the pinned host keys, once each is ready
+   (:mod:`netfleet.cloud.ready`: sshd with that key, cloud-init finished).
 
 Fargate tiers (hosts with ``fargate: {cpu, memory}``, from ``cloud.fargate.tiers``): after the
 instances, one ``task`` lease per tier is journalled, then the cluster, task definitions and
 tasks are created (:mod:`netfleet.cloud.fargate`; each task tagged with its lease id); with
 backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
-(:mod:`netfleet.cloud.fargate_sim`).
+(:mod:`netfleet.cloud.fargate_sim`); with backing ``ssh`` each task is a standing iperf3 server
+at its ENI address (:func:`task_host`, :mod:`netfleet.hosts.standing`), measured from a client
+on EC2, its side of the test read through ``--get-server-output``.
 
 ``release_lease`` works from the campaign journal's record alone: a task is stopped (and waited
 for) only if it carries the campaign's and the lease's tags, and instances of this session wait
@@ -33,17 +37,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import spot
+from netfleet.cloud import simlab, spot
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate import (
+    IPERF3_PORT,
     FargateBlock,
     FargateTiers,
     TierHost,
@@ -58,6 +61,7 @@ from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
 from netfleet.hosts.provider import Acquired, HostRequest, Lease, LeaseLog, Provider
 from netfleet.hosts.ssh import SshHost
+from netfleet.hosts.standing import StandingServerHost
 from netfleet.spec.cloud import public_path
 
 TAG_LEASE = "netfleet:lease"
@@ -146,12 +150,6 @@ class AwsProvider(Provider):
                 hint="add a fleet to the cloud block, e.g. "
                 "{name: client, instance_type: c5.large, role: client}",
             )
-        if task_reqs and settings.backing != "sim":
-            raise InputError(
-                f"campaign {settings.campaign!r}: Fargate tiers run with backing: sim only",
-                hint="on AWS the task runs its own iperf3 server, which netfleet's runner does "
-                "not drive yet (docs/cloud.md, Not yet done); use backing: sim",
-            )
         cs = CloudSpec.of_hosts(settings, [r.spec for r in requests])
         if task_reqs:
             require_client_in(cs)
@@ -199,7 +197,12 @@ class AwsProvider(Provider):
         if settings.backing == "sim":
             hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra, public)
         else:
-            hosts = [self._ssh_host(req, h, extra, public) for req, h, _ in launched]
+            ssh_hosts = [self._ssh_host(req, h, extra, public) for req, h, _ in launched]
+            await _all_ready(ssh_hosts)
+            port = settings.fargate.port if settings.fargate else IPERF3_PORT
+            private = {**extra, "path": "private"}  # a task is met at its ENI's private address
+            tasks = [task_host(req, th, port, private) for req, th, _ in tiers]
+            hosts = [*ssh_hosts, *tasks]
         for region in cs.regions:  # one watcher per region: DescribeInstances is regional
             watcher = spot.Watcher(
                 prov.client(region),
@@ -272,12 +275,15 @@ class AwsProvider(Provider):
         from netfleet.cloud import fargate_sim
         from netfleet.cloud.sim import lab_spec
 
-        lab_name = "nf" + os.urandom(4).hex()
-        lab_dir = prov.journal.dir / "sim" / lab_name
+        lab_name, lab_dir = simlab.new_lab(prov.state_root, prov.spec.campaign)
         where = {"kind": "sim-lab", "lab": lab_name, "state_dir": str(lab_dir)}
         lease = log.intent(self.name, "sim-lab", where)
-        lab_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        (lab_dir / "owner").write_text(lease.id)
+        simlab.claim(
+            lab_dir,
+            lease.id,
+            region=prov.spec.region,
+            expires_at=prov.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
         log.acquired(lease)
         members = [
             (f"h{i}", prov.catalogue[h.instance_type], {**h.labels, **extra, "host": req.name})
@@ -334,7 +340,7 @@ class AwsProvider(Provider):
 
     def _ssh_host(
         self, req: HostRequest, h: CloudHost, extra: dict[str, str], public: bool = False
-    ) -> Host:
+    ) -> CloudSshHost:
         return CloudSshHost(
             name=req.name,
             address=(h.public_ip or h.private_ip) if public else h.private_ip,
@@ -451,8 +457,50 @@ class AwsProvider(Provider):
             return "gone"
         regions = res.get("regions")
         regions = [str(r) for r in regions] if isinstance(regions, list) else []
-        destroy(root, campaign, poll_s=self.poll_s, regions=[str(res["region"]), *regions])
+        destroy(
+            root,
+            campaign,
+            poll_s=self.poll_s,
+            regions=[str(res["region"]), *regions],
+            sim_labs=False,  # the sim-lab lease releases its own lab
+        )
         return "released"
+
+
+def task_host(
+    req: HostRequest, th: TierHost, port: int, extra: dict[str, str]
+) -> StandingServerHost:
+    """A Fargate task as the runner's host (``backing: ssh``): a standing iperf3 server at the
+    task's ENI address, which the client on EC2 reaches inside the VPC; netfleet runs nothing
+    in it (:mod:`netfleet.hosts.standing`)."""
+    from netfleet.cloud.fargate import server_command
+
+    return StandingServerHost(
+        name=req.name,
+        address=th.private_ip,
+        labels={**th.labels, **extra, **req.spec.labels},
+        server_argv=server_command(port),
+        server_port=port,
+        what=f"Fargate task {th.task_arn}",
+    )
+
+
+async def _all_ready(hosts: list[CloudSshHost]) -> None:
+    """Wait until every instance is ready over SSH (:mod:`.ready`), together; the first that
+    fails stops the others' waits and is raised."""
+    from netfleet.cloud.ready import wait_ready
+
+    tasks = [asyncio.ensure_future(wait_ready(h, h.instance_id)) for h in hosts]
+    if not tasks:
+        return
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, verb: str) -> None:
@@ -465,18 +513,8 @@ def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, 
 
 
 def _release_lab(lease: Lease) -> str:
-    from netfleet import lab
-
-    res = lease.resource
-    lab_dir = Path(res["state_dir"])
-    owner = lab_dir / "owner"
-    if not owner.exists():
-        return "gone"
-    if owner.read_text().strip() != lease.id:
-        raise HostError(f"{lab_dir} is not lease {lease.id}'s lab: left alone")
-    lab.down(str(res["lab"]), lab_dir)
-    shutil.rmtree(lab_dir)
-    return "released"
+    """The lease's lab, after :func:`simlab.take_down`'s checks (its ``owner`` is the lease)."""
+    return simlab.take_down(Path(str(lease.resource["state_dir"])), lease.id)
 
 
 def _ids(prov: Provisioner) -> dict[str, Any]:

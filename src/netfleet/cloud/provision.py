@@ -4,10 +4,13 @@ Order, per region the fleets use (the cloud block's first; each step: intent rec
 region → fault points ``before:<step>`` and ``before:<step>@<region>`` → API call with the
 deterministic client token and the campaign's tags → ``after:<step>`` / ``after:<step>@<region>``
 → created record): vpc (``10.77.0.0/16``, the next region ``10.78.0.0/16`` …), one subnet per
-zone used there, security-group, key-pair (the same campaign key in every region),
-placement-group (placement ``cluster`` only); with two or more regions each security group then
-admits the other regions' VPC CIDRs. Then instance (one call per instance: each has its own
-host key in its user-data), in its fleet's region and zone (:meth:`Provisioner.sites`).
+zone used there (public addresses mapped on launch), internet-gateway (then attached),
+route-table (then the default route to the gateway and every subnet's association) — these
+four only when the campaign makes its own VPC — security-group, key-pair (the same campaign key
+in every region), placement-group (placement ``cluster`` only); with two or more regions each
+security group then admits the other regions' VPC CIDRs. Then instance (one call per instance:
+each has its own host key in its user-data), in its fleet's region and zone
+(:meth:`Provisioner.sites`).
 """
 
 from __future__ import annotations
@@ -75,6 +78,10 @@ class Network:
     region: str = ""
     subnets: dict[str, str] = field(default_factory=dict)
     cidr: str = ""
+    #: the region's internet gateway and route table (None when it runs in a given
+    #: ``subnet_id``)
+    igw_id: str | None = None
+    route_table_id: str | None = None
 
 
 def subnet_cidr(vpc_cidr: str, index: int) -> str:
@@ -160,9 +167,9 @@ class Provisioner:
 
     def prepare(self) -> None:
         """Look the types up in each region, place the fleets (:meth:`place`), then create what
-        the instances of each region share: VPC, subnets, security group, key pair and
-        (placement ``cluster``) a placement group; with several regions, each security group
-        admits the other regions' VPC CIDRs."""
+        the instances of each region share: VPC, subnets, internet gateway and route table,
+        security group, key pair and (placement ``cluster``) a placement group; with several
+        regions, each security group admits the other regions' VPC CIDRs."""
         spec = self.spec
         for region in spec.regions:
             types = {f.instance_type for f in spec.fleets if spec.region_of(f) == region}
@@ -185,6 +192,8 @@ class Provisioner:
         spec, ec2 = self.spec, self.client(region)
         zones = sorted({s.az for s in self.sites if s.region == region})
         cidr = spec.vpc_cidr_in(region)
+        igw_id: str | None = None
+        rtb_id: str | None = None
         if spec.subnet_id:  # one region, one zone (check_sites)
             subnets = {zones[0]: spec.subnet_id}
             vpc_id = ec2.describe_subnets(SubnetIds=[spec.subnet_id])["Subnets"][0]["VpcId"]
@@ -195,14 +204,12 @@ class Provisioner:
                 subnets[az] = self._step(
                     "subnet",
                     "main" if i == 0 else az,
-                    lambda t, az=az, i=i: ec2.create_subnet(
-                        VpcId=vpc_id,
-                        CidrBlock=subnet_cidr(cidr, i),
-                        AvailabilityZone=az,
-                        TagSpecifications=self.tag_spec("subnet", t),
-                    )["Subnet"]["SubnetId"],
+                    lambda t, az=az, i=i: self._create_subnet(
+                        ec2, vpc_id, subnet_cidr(cidr, i), az, t
+                    ),
                     region,
                 )
+            igw_id, rtb_id = self._internet_route(region, vpc_id, list(subnets.values()))
         sg_id = self._step(
             "security-group", "main", lambda t: self._create_sg(ec2, vpc_id, t), region
         )
@@ -217,7 +224,18 @@ class Provisioner:
             region,
         )
         group = self._placement_group(region) if spec.placement == "cluster" else None
-        return Network(vpc_id, subnets[zones[0]], sg_id, zones[0], group, region, subnets, cidr)
+        return Network(
+            vpc_id,
+            subnets[zones[0]],
+            sg_id,
+            zones[0],
+            group,
+            region,
+            subnets,
+            cidr,
+            igw_id=igw_id,
+            route_table_id=rtb_id,
+        )
 
     def _admit_other_regions(self) -> None:
         """Across regions a security group cannot name another region's group: each admits
@@ -401,6 +419,45 @@ class Provisioner:
         ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
         return str(vpc)
 
+    def _create_subnet(self, ec2: Any, vpc_id: str, cidr: str, az: str, token: str) -> str:
+        subnet = ec2.create_subnet(
+            VpcId=vpc_id,
+            CidrBlock=cidr,
+            AvailabilityZone=az,
+            TagSpecifications=self.tag_spec("subnet", token),
+        )["Subnet"]["SubnetId"]
+        # instances get a public address: reachable over SSH, and able to fetch packages
+        ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
+        return str(subnet)
+
+    def _internet_route(self, region: str, vpc_id: str, subnets: list[str]) -> tuple[str, str]:
+        """An internet gateway attached to the region's campaign VPC and a route table with
+        the default route through it, associated with every subnet of the region.
+        CreateInternetGateway takes no client token (a kill before its ``created`` record is
+        recovered by tag); CreateRouteTable does."""
+        ec2 = self.client(region)
+        igw_id = self._step(
+            "internet-gateway",
+            "main",
+            lambda t: ec2.create_internet_gateway(
+                TagSpecifications=self.tag_spec("internet-gateway", t)
+            )["InternetGateway"]["InternetGatewayId"],
+            region,
+        )
+        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+        rtb_id = self._step(
+            "route-table",
+            "main",
+            lambda t: ec2.create_route_table(
+                VpcId=vpc_id, ClientToken=t, TagSpecifications=self.tag_spec("route-table", t)
+            )["RouteTable"]["RouteTableId"],
+            region,
+        )
+        ec2.create_route(RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id)
+        for subnet_id in subnets:
+            ec2.associate_route_table(RouteTableId=rtb_id, SubnetId=subnet_id)
+        return igw_id, rtb_id
+
     def _create_sg(self, ec2: Any, vpc_id: str, token: str) -> str:
         sg = ec2.create_security_group(
             GroupName=resource_name(self.spec.campaign),
@@ -480,8 +537,14 @@ class Provisioner:
             state = inst["State"]["Name"]
             if state == "running":
                 break
-            if state in ("shutting-down", "terminated", "stopped") or time.monotonic() > deadline:
+            if state in ("shutting-down", "terminated", "stopped"):
                 raise EnvironmentProblem(f"instance {iid} ({name}) is {state}, not running")
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(
+                    f"instance {iid} ({name}) is still {state} after 600 s: waited for it to "
+                    "be running",
+                    hint=f"look at it: aws ec2 describe-instances --instance-ids {iid}",
+                )
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
         labels = {

@@ -2,7 +2,9 @@
 
 Order: Fargate tasks stopped → wait STOPPED → instances → wait terminated → task definitions
 deregistered → ECS cluster deleted (:mod:`.fargate_teardown`) → spot requests → placement
-group, key pair, security group (DependencyViolation retried while ENIs detach) → subnet → VPC.
+group, key pair, security group (DependencyViolation retried while ENIs detach) → internet
+gateway detached and deleted (retried while public addresses are still mapped) → route table
+disassociated and deleted → subnet → VPC.
 Only resources carrying the campaign's tag are deleted: an id read back from the journal is
 never trusted on its own.
 """
@@ -21,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
-from netfleet.cloud import fargate_teardown, faults
+from netfleet.cloud import fargate_teardown, faults, simlab
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
 from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES, resource_name
 from netfleet.errors import EnvironmentProblem
@@ -35,6 +37,8 @@ RESOURCE_TYPES = (
     "placement-groups",
     "key-pairs",
     "security-groups",
+    "internet-gateways",
+    "route-tables",
     "subnets",
     "vpcs",
 )
@@ -73,7 +77,7 @@ def _ignore_missing(call: Callable[[], Any]) -> None:
     try:
         call()
     except ClientError as exc:
-        if "NotFound" not in _code(exc) and "Malformed" not in _code(exc):
+        if not any(word in _code(exc) for word in ("NotFound", "Malformed", "NotAttached")):
             raise
 
 
@@ -141,6 +145,8 @@ def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
     )
     counts["key-pairs"] = len(keys["KeyPairs"])
     counts["security-groups"] = len(ec2.describe_security_groups(Filters=f)["SecurityGroups"])
+    counts["internet-gateways"] = len(ec2.describe_internet_gateways(Filters=f)["InternetGateways"])
+    counts["route-tables"] = len(ec2.describe_route_tables(Filters=f)["RouteTables"])
     counts["subnets"] = len(ec2.describe_subnets(Filters=f)["Subnets"])
     counts["vpcs"] = len(ec2.describe_vpcs(Filters=f)["Vpcs"])
     return counts
@@ -202,6 +208,25 @@ def teardown_region(
         _ignore_missing(partial(retry, partial(ec2.delete_security_group, GroupId=sg_id)))
         note("security-group", sg_id)
     faults.point("teardown:after-security-group")
+    for igw in ec2.describe_internet_gateways(Filters=f)["InternetGateways"]:
+        igw_id = igw["InternetGatewayId"]
+        for att in igw.get("Attachments", []):
+            detach = partial(ec2.detach_internet_gateway, InternetGatewayId=igw_id)
+            _ignore_missing(partial(retry, partial(detach, VpcId=att["VpcId"])))
+        _ignore_missing(
+            partial(retry, partial(ec2.delete_internet_gateway, InternetGatewayId=igw_id))
+        )
+        note("internet-gateway", igw_id)
+    faults.point("teardown:after-internet-gateway")
+    for rtb in ec2.describe_route_tables(Filters=f)["RouteTables"]:
+        rtb_id = rtb["RouteTableId"]
+        for assoc in rtb.get("Associations", []):
+            if not assoc.get("Main"):  # a tagged table is never a VPC's main one; be sure
+                aid = assoc["RouteTableAssociationId"]
+                _ignore_missing(partial(ec2.disassociate_route_table, AssociationId=aid))
+        _ignore_missing(partial(retry, partial(ec2.delete_route_table, RouteTableId=rtb_id)))
+        note("route-table", rtb_id)
+    faults.point("teardown:after-route-table")
     for sn in ec2.describe_subnets(Filters=f)["Subnets"]:
         sn_id = sn["SubnetId"]
         _ignore_missing(partial(retry, partial(ec2.delete_subnet, SubnetId=sn_id)))
@@ -215,19 +240,31 @@ def teardown_region(
 
 
 def destroy(
-    state_root: Path, campaign: str, *, poll_s: float = 0.2, regions: list[str] | None = None
+    state_root: Path,
+    campaign: str,
+    *,
+    poll_s: float = 0.2,
+    regions: list[str] | None = None,
+    sim_labs: bool = True,
 ) -> dict[str, int]:
     """``netfleet cloud destroy``: from the intent journal alone (plus tags), in every region the
-    journal names; then count what remains and fail loudly if anything does."""
+    journal names; then count what remains and fail loudly if anything does. With ``sim_labs``
+    (not when a run releases its network lease: its lab has a lease of its own) the sim
+    backing's labs of the campaign are taken down first (:mod:`.simlab`)."""
     journal = Journal(state_root, check_campaign(campaign))
     state = journal.read()
     todo = sorted(set(state.regions) | set(regions or []))
-    if not todo:
+    labs = simlab.labs(state_root, campaign) if sim_labs else []
+    if not todo and not labs:
         raise EnvironmentProblem(
             f"no intent journal for campaign {campaign!r} under {state_root}",
             hint="pass --region to sweep by tag anyway, or use `netfleet cloud reap`",
         )
-    totals: dict[str, int] = {}
+    # the sim backing's labs first (local, quick): a killed `netfleet run` leaves them up
+    left_labs = [
+        o for o in simlab.release_campaign(state_root, campaign, labs) if o.outcome == "left"
+    ]
+    totals: dict[str, int] = {"sim-labs": len(left_labs)}
     for region in todo:
         ec2 = aws.client("ec2", region)
         teardown_region(ec2, campaign, region, journal, poll_s=poll_s)
@@ -235,9 +272,11 @@ def destroy(
         for kind, n in left.items():
             totals[kind] = totals.get(kind, 0) + (n or 0)
     if any(totals.values()):
+        why = "".join(f"\n  sim lab {o.lab}: {o.detail}" for o in left_labs)
         raise EnvironmentProblem(
             f"teardown of {campaign!r} left resources behind: "
-            + ", ".join(f"{k}={v}" for k, v in totals.items() if v),
+            + ", ".join(f"{k}={v}" for k, v in totals.items() if v)
+            + why,
             hint=f"run `netfleet cloud destroy {campaign}` again; check the console if it persists",
         )
     return totals
@@ -289,11 +328,24 @@ def find_expired(regions: list[str], now: dt.datetime) -> list[Expired]:
 def reap(
     state_root: Path, extra_regions: list[str], now: dt.datetime, *, delete: bool, poll_s: float = 1
 ) -> list[Expired]:
-    """Find (and with ``delete`` remove) expired campaigns in every region used."""
+    """Find (and with ``delete`` remove) expired campaigns in every region used, and the sim
+    backing's labs whose campaign session has expired (a run killed with ``kill -9``)."""
     regions = sorted(set(journal_regions(state_root)) | set(extra_regions))
     found = find_expired(regions, now)
+    on_aws = list(found)
+    labs = simlab.expired(state_root, now)
+    for campaign, dirs in labs.items():
+        row = next((e for e in found if e.campaign == campaign), None)
+        if row is None:  # nothing left on AWS: the lab alone
+            meta = dirs[0][1]
+            row = Expired(str(meta.get("region", "")), campaign, str(meta["expires_at"]))
+            found.append(row)
+        row.counts["sim-labs"] = len(dirs)
+    found.sort(key=lambda e: (e.region, e.campaign))
     if delete:
-        for e in found:
+        for campaign, dirs in labs.items():
+            simlab.release_campaign(state_root, campaign, [d for d, _ in dirs])
+        for e in on_aws:
             journal = Journal(state_root, e.campaign)
             teardown_region(
                 aws.client("ec2", e.region),

@@ -1,4 +1,5 @@
-"""cloud-init user-data: the pinned host key, the engines, and the dead man's switch.
+"""cloud-init user-data: the pinned host key, the engines, the dead man's switch, and the marker
+that says cloud-init has finished.
 
 Per image family (:mod:`netfleet.cloud.images`):
 
@@ -14,6 +15,8 @@ Per image family (:mod:`netfleet.cloud.images`):
   10 min for the dpkg lock (unattended-upgrades may hold it at first boot). Package names come
   from :data:`netfleet.hosts.packages.PACKAGES`. A tool still missing is named by the run's
   preflight.
+* **the marker** (``runcmd``, last): :data:`READY_MARKER`, written once the engines are
+  installed; :mod:`netfleet.cloud.ready` waits for it over SSH before the campaign starts.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from netfleet.hosts.packages import packages_for
 
 TOOLS = ("iperf3", "iperf", "sockperf")
 _APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-o", "DPkg::Lock::Timeout=600"]
+#: written by the user-data's last command (cloud-init's final stage, after the packages):
+#: the instance is ready for the campaign (:mod:`netfleet.cloud.ready` checks it over SSH)
+READY_MARKER = "/var/lib/netfleet/ready"
 
 
 def install_commands(family: str) -> list[list[str]]:
@@ -68,6 +74,12 @@ def render(host_key: KeyPair, shutdown_after_minutes: float, family: str = "al20
         # the dead man's switch: with InstanceInitiatedShutdownBehavior=terminate a poweroff
         # terminates the instance even if the controller is gone
         "bootcmd": boot,
-        "runcmd": [*late, *install_commands(family)],
+        # runcmd runs in cloud-init's final stage; the ready marker last, after the engines
+        "runcmd": [
+            *late,
+            *install_commands(family),
+            ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
+            ["touch", READY_MARKER],
+        ],
     }
     return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"

@@ -73,6 +73,14 @@ def remote_command(argv: Sequence[str]) -> str:
     return shlex.join(["exec", "/bin/sh", "-c", LAUNCHER, "netfleet", *args])
 
 
+class HostKeyRefused(HostError):
+    """The server's host key is not the one known_hosts holds for it (unknown or changed)."""
+
+
+class LoginRefused(HostError):
+    """The server (its host key verified) did not accept the user and key."""
+
+
 class _Client(asyncssh.SSHClient):
     """Remembers the host key a server offered (for the refusal message) and why it went away."""
 
@@ -248,7 +256,7 @@ class SshHost(Host):
                 self.name, what, address, port, known_hosts, client.offered, tunnel is not None
             ) from None
         except asyncssh.PermissionDenied:
-            raise HostError(
+            raise LoginRefused(
                 f"host {self.name}: {where} refused the login as {user or getpass.getuser()!r}"
                 + ("" if what == "it" else f" ({what})"),
                 hint="check 'user' and 'key': the key's public half must be in that user's "
@@ -458,6 +466,8 @@ class SshProcess(Process):
 
 def _reason(exc: BaseException) -> str:
     text = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
+    if isinstance(exc, OSError) and exc.errno and str(text).startswith("Connect call failed"):
+        return os.strerror(exc.errno).lower()  # asyncio's text hides the cause: "refused"…
     return str(text or type(exc).__name__)
 
 
@@ -474,7 +484,7 @@ def _host_key_error(
     known_hosts: str | None,
     offered: asyncssh.SSHKey | None,
     via_jump: bool,
-) -> HostError:
+) -> HostKeyRefused:
     path = known_hosts or "~/.ssh/known_hosts"
     algorithm = offered.get_algorithm() if offered is not None else None
     fingerprint = (
@@ -486,14 +496,14 @@ def _host_key_error(
         scan = f"on the jump host: {scan} (copy the line into {path})"
     if _known_keys(address, port, known_hosts):
         entry = address if port == 22 else f"[{address}]:{port}"
-        return HostError(
+        return HostKeyRefused(
             f"host {host}: the SSH host key of {who} has CHANGED: it offers {fingerprint}, but "
             f"{path} holds another key for it — possibly a man-in-the-middle; refusing to connect",
             hint=f"only if the machine was rebuilt: check {fingerprint} out of band, then "
             f"ssh-keygen -R {shlex.quote(entry)} -f {shlex.quote(os.path.expanduser(path))} "
             f"&& {scan}",
         )
-    return HostError(
+    return HostKeyRefused(
         f"host {host}: unknown SSH host key for {who}: it offers {fingerprint}, which is not in "
         f"{path}; refusing to connect",
         hint=f"check {fingerprint} out of band (on the machine: ssh-keygen -lf "

@@ -56,13 +56,26 @@ def pids(ns: str) -> list[int]:
     return [int(p) for p in run(["ip", "netns", "pids", ns]).split()]
 
 
+def in_namespace(pid: int, ns_inode: int) -> bool:
+    """Is ``pid`` (still) a process of the namespace whose nsfs inode is ``ns_inode``?"""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == ns_inode
+    except OSError:
+        return False
+
+
 def stop_processes(ns: str, *, grace: float = 2.0) -> list[int]:
-    """SIGTERM every process in ``ns`` (by PID), SIGKILL what is left after ``grace`` s."""
+    """SIGTERM every process in ``ns`` (by PID), SIGKILL what is left after ``grace`` s. Each
+    PID is checked to be in ``ns`` right before its signal (a PID that ended and was reused by
+    another process between the listing and the signal is left alone)."""
     me = os.getpid()
+    ino = inode(ns)
     found = [p for p in pids(ns) if p != me]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         left = [p for p in pids(ns) if p != me]
         for pid in left:
+            if ino is not None and not in_namespace(pid, ino):
+                continue
             log.info("sending %s to pid %d in namespace %s", sig.name, pid, ns)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)

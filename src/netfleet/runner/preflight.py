@@ -10,6 +10,7 @@ from typing import Any
 from netfleet.engines import ENGINES, EngineInfo
 from netfleet.errors import EngineError, HostError, NetfleetError
 from netfleet.hosts.base import Host
+from netfleet.hosts.standing import StandingServerHost
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.tools import ensure_tools, required_tools
 from netfleet.spec.models import CampaignSpec
@@ -66,8 +67,11 @@ async def preflight(
     del spec
     used = sorted({r.client for r in runs} | {r.server for r in runs})
     await check_hosts([hosts[h] for h in used])
-    await ensure_tools(hosts, required_tools(runs), install_missing=install, say=say)
-    pairs = sorted(needed(runs))
+    # a standing server (a Fargate task's own iperf3) runs no command of ours: nothing to probe
+    standing = {h for h in used if isinstance(hosts[h], StandingServerHost)}
+    tools = {h: t for h, t in required_tools(runs).items() if h not in standing}
+    await ensure_tools(hosts, tools, install_missing=install, say=say)
+    pairs = sorted((h, e) for h, e in needed(runs) if h not in standing)
     infos = await asyncio.gather(*(ENGINES[e].probe(hosts[h]) for h, e in pairs))
     engines: dict[tuple[str, str], EngineInfo] = dict(zip(pairs, infos, strict=True))
     facts_list = await asyncio.gather(*(hosts[h].facts() for h in used))

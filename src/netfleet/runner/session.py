@@ -18,6 +18,7 @@ from typing import Any
 from netfleet.engines.contract import EngineInfo, LineHandler, StopEarly
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process
+from netfleet.hosts.standing import StandingProcess, StandingServerHost
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.events import Reporter
 
@@ -61,7 +62,15 @@ class RunSession:
     async def start_server(
         self, make_argv: Callable[[int], list[str]], *, protocol: str = "tcp"
     ) -> Started:
-        """Start a server on a port of its own and wait until it listens. Tries a few ports."""
+        """Start a server on a port of its own and wait until it listens. Tries a few ports.
+        On a host whose server runs on its own (a Fargate task) nothing is started: the
+        standing server is used if it is the one asked for (HostError if not)."""
+        if isinstance(self.server, StandingServerHost):
+            port = self.server.serves(make_argv(self.server.server_port))
+            argv = list(self.server.server_argv)
+            entry = Started("server", self.server, StandingProcess(argv), argv, port)
+            self.started.append(entry)  # no PID: nothing for the journal to record or stop
+            return entry
         last = ""
         for attempt in range(5):
             port = (
