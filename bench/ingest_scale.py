@@ -115,6 +115,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 DUCKDB = """
 import duckdb, sys
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 con.execute("SET threads = 2")
 print(con.execute(
     "SELECT d, count(*), avg(iv.sum.bits_per_second) FROM read_json(?, hive_partitioning=true,"
@@ -136,6 +137,7 @@ print(n)
 AGREE = """
 import duckdb, json, sys
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 rows = con.execute(
     "SELECT regexp_extract(filename, '([a-z0-9]+[.][a-z0-9]+)-[0-9]+[.]json[.]gz$', 1) AS t,"
     " count(*), avg(iv.sum.bits_per_second) / 1e9, quantile_cont(iv.sum.bits_per_second, 0.5) / 1e9"
