@@ -207,10 +207,7 @@ def _write_batch(
             temp = catalog_dir / table / f"{TEMP_PREFIX}{name}"
             temps[table] = temp
             with open(temp, "wb") as fh:
-                rows, group = (tables[table], None)
-                if table == "intervals":
-                    rows, group = _sums_first(rows)
-                pq.write_table(rows, fh, compression="zstd", row_group_size=group)
+                pq.write_table(tables[table], fh, compression="zstd")
                 fh.flush()
                 os.fsync(fh.fileno())
         for table in TABLES:  # ... then publish, runs last: it commits the batch
@@ -227,27 +224,6 @@ def _write_batch(
         for temp in temps.values():
             temp.unlink(missing_ok=True)
     return {t: tables[t].num_rows for t in TABLES}
-
-
-#: rows per Parquet row group of an ``intervals`` part, at least (see :func:`_sums_first`)
-MIN_ROW_GROUP = 1024
-
-
-def _sums_first(table: Any) -> tuple[Any, int | None]:
-    """``intervals`` rows with the ``sum`` rows first and a row-group size that puts them in
-    the first row group(s): the per-stream row groups then hold only ``kind = 'stream'``, and
-    a query on sums (the cheat sheet, analysis) skips them by their min/max statistics."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not table.num_rows:
-        return table, None
-    is_sum = pc.equal(table.column("kind"), "sum")
-    sums = table.filter(is_sum)
-    if sums.num_rows in (0, table.num_rows):
-        return table, None
-    ordered = pa.concat_tables([sums, table.filter(pc.invert(is_sum))])
-    return ordered, max(sums.num_rows, MIN_ROW_GROUP)
 
 
 def _upload(remote: S3Catalog, temp: Path, rel: str) -> None:
