@@ -371,7 +371,7 @@ def ingest(
         for chunk, cached in _prefetched(con, _chunks(files, known, batch_runs), known, report):
             for path in chunk:
                 report.seen += 1
-                if path.name.removesuffix(RAW_SUFFIX) in known:
+                if _stem(path.name) in known:
                     report.skipped += 1
                 else:
                     columnar = None
@@ -413,7 +413,7 @@ def _chunks(files: list[Any], known: set[str], batch_runs: int) -> Iterator[list
     new = size = 0
     for path in files:
         chunk.append(path)
-        if path.name.removesuffix(RAW_SUFFIX) not in known:
+        if _stem(path.name) not in known:
             new += 1
             size += _size(path)
         if new >= min(FAST_CHUNK_FILES, max(batch_runs, 64)) or size >= FAST_CHUNK_BYTES:
@@ -517,7 +517,7 @@ def _fast_chunk(
     con: _Connection | None, chunk: list[Any], known: set[str], report: IngestReport
 ) -> dict[Any, tuple[RunRows, pa.Table]]:
     """Rows of the chunk's new files that the columnar path made, by path."""
-    new = [p for p in chunk if p.name.removesuffix(RAW_SUFFIX) not in known]
+    new = [p for p in chunk if _stem(p.name) not in known]
     if con is None or not new:
         return {}
     from netfleet.catalog.fastpath import fast_rows

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from netfleet.cli.console import console
+from netfleet.cli.console import console, file_bar
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
 from netfleet.report import OutputFormat
 from netfleet.text import plain
@@ -23,14 +22,7 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
 
     root = open_root(results_url(results))
     cat = catalog_dir(catalog)
-    with Progress(
-        TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
-    ) as progress:
-        task = progress.add_task("ingest", total=None)
-
-        def tick(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with file_bar("ingest") as tick:
         report = run_ingest(root, cat, progress=tick)
     console.print(report.summary())
     for path, reason in report.bad:

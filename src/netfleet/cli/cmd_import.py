@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from netfleet.cli.console import console
+from netfleet.cli.console import console, file_bar
 from netfleet.cli.options import ResultsOpt, results_url
 from netfleet.errors import InputError
 from netfleet.store import open_root
@@ -42,14 +41,7 @@ def import_(
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
     Exit 2 if any file could not be imported."""
     root = open_root(results_url(results))
-    with Progress(
-        TextColumn("import"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
-    ) as progress:
-        task = progress.add_task("import", total=None)
-
-        def tick(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
+    with file_bar("import") as tick:
         report = import_files(
             sources,
             root,
