@@ -20,6 +20,7 @@ from netfleet.cloud.journal import CLOUD_DIR_ENV, default_root
 from netfleet.cloud.provision import Provisioner
 from netfleet.report import OutputFormat, Tabular
 from netfleet.spec.yamlsrc import load_model
+from netfleet.text import plain
 
 app = typer.Typer(
     help="AWS: launch what a campaign measures, price it, tear it down.", no_args_is_help=True
@@ -88,10 +89,7 @@ def up(
     costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
     from netfleet.cloud import quotas
 
-    found = quotas.check_campaign(cs)
-    for note in found.notes:
-        console.print(f"note: {escape(note)}")
-    quotas.guard(found)
+    quotas.enforce(cs, lambda line: console.print(plain(line)))
     teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)

@@ -158,7 +158,4 @@ def _quota_guard(spec: Any) -> None:
     cs = runs.cloud_spec(spec)
     if cs is None:
         return
-    found = quotas.check_campaign(cs)
-    for note in found.notes:
-        console.print(f"note: {plain(note)}")
-    quotas.guard(found)
+    quotas.enforce(cs, lambda line: console.print(plain(line)))

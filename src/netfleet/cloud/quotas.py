@@ -176,3 +176,11 @@ def guard(result: QuotaCheck) -> None:
             hint="request an increase (Service Quotas → Amazon EC2 → the code named), stop "
             "other instances, or launch fewer/smaller instances",
         )
+
+
+def enforce(cs: Any, say: Callable[[str], None]) -> None:
+    """:func:`check_campaign`, each note to ``say``, then :func:`guard` (``run``, ``cloud up``)."""
+    found = check_campaign(cs)
+    for note in found.notes:
+        say(f"note: {note}")
+    guard(found)
