@@ -64,6 +64,23 @@ def committed_parts(catalog_dir: Path) -> dict[str, list[Path]]:
     return parts
 
 
+def committed_run_ids(catalog_dir: Path) -> set[str]:
+    """The run_ids of the committed batches: from their ids files (JSON lines, no pyarrow),
+    else (a batch written before ids files existed, or one whose file is damaged) from their
+    runs part."""
+    ids: set[str] = set()
+    for batch in committed_batches(catalog_dir):
+        try:
+            text = (catalog_dir / IDS_DIR / ids_name(batch)).read_text()
+            ids.update(json.loads(line) for line in text.splitlines())
+        except (OSError, ValueError):
+            import pyarrow.parquet as pq
+
+            part = catalog_dir / "runs" / part_name(batch)
+            ids.update(pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist())
+    return ids
+
+
 def check_format(catalog_dir: Path) -> None:
     """Refuse a catalog written by another catalog format version."""
     meta = catalog_dir / META
