@@ -453,14 +453,14 @@ def test_a_crash_while_writing_leaves_no_temp_files(
     populate(root, ["tcp_1stream"])
     calls = []
 
-    def failing_write(table: Any, where: Any, **kw: Any) -> None:
+    def failing_write(fh: Any, table: str, rows: Any) -> None:
         calls.append(table)
         if len(calls) == 2:
             raise OSError("disk full")
-        real_write(table, where, **kw)
+        real_write(fh, table, rows)
 
-    real_write = ingest_module.pq.write_table
-    monkeypatch.setattr(ingest_module.pq, "write_table", failing_write)
+    real_write = ingest_module._write_part
+    monkeypatch.setattr(ingest_module, "_write_part", failing_write)
     with pytest.raises(OSError, match="disk full"):
         ingest(root, tmp_path / "cat")
     monkeypatch.undo()
@@ -724,3 +724,21 @@ def test_renders(by_type: tuple[Path, dict[str, list[str]]]) -> None:
     # query results render too (dates, timestamps, NULLs)
     runs = query(catalog, "SELECT run_id, d, started_at, reason FROM runs ORDER BY run_id")
     assert json.loads(render(runs, "json"))["rows"][0]["d"] == "2026-11-22"
+
+
+def test_interval_parts_hold_the_sums_in_a_row_group_of_their_own(tmp_path: Path) -> None:
+    """A query on sums skips the per-stream rows by row-group statistics: each intervals part
+    has its ``sum`` rows in one row group, its ``stream`` rows in the next, all rows kept."""
+    import pyarrow.parquet as pq
+
+    root = ResultsRoot(tmp_path / "raw")
+    populate(root, ["tcp_p2", "tcp_1stream"])
+    catalog = tmp_path / "cat"
+    ingest(root, catalog)
+    (part,) = (catalog / "intervals").glob("part-*.parquet")
+    meta = pq.ParquetFile(part).metadata
+    kind = meta.schema.to_arrow_schema().get_field_index("kind")
+    groups = [meta.row_group(g).column(kind).statistics for g in range(meta.num_row_groups)]
+    assert [(s.min, s.max) for s in groups] == [("sum", "sum"), ("stream", "stream")]
+    kinds = dict(sql(catalog, "SELECT kind, count(*) FROM intervals GROUP BY kind"))
+    assert sum(meta.row_group(g).num_rows for g in range(2)) == kinds["sum"] + kinds["stream"]
