@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from netfleet.catalog import TABLES, ingest, query
+from netfleet.catalog import ingestion as ingest_module
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.root import ResultsRoot
 
@@ -203,6 +204,28 @@ def test_fast_path_keeps_batches_idempotence_and_bad_files(tmp_path: Path, batch
     assert report.fast > 0
     again = ingest(root, tmp_path / "cat", batch_runs=batch_runs)
     assert (again.ingested, again.batches) == (0, 0)
+    for table in TABLES:
+        assert _rows(tmp_path / "cat", table) == _rows(tmp_path / "ref", table), table
+
+
+def test_chunks_read_side_by_side_keep_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three readers on chunks of two files: the catalog is the Python path's, and the files
+    left to the Python path are reported in listing order, whichever reader finished first."""
+    monkeypatch.setattr(ingest_module, "FAST_CHUNK_FILES", 2)
+    monkeypatch.setattr(ingest_module, "_readers", lambda: 3)
+    root = ResultsRoot(tmp_path / "raw")
+    for n, name in enumerate(CASES):
+        root.write(envelope(name, f"r{n:02d}"))
+    folder = root.path / "d=2026-11-22" / "campaign=camp"
+    for n in range(0, len(CASES), 4):
+        (folder / f"r{n:02d}-zbad.json.gz").write_bytes(b"not gzip")
+    report = ingest(root, tmp_path / "cat")
+    reference = ingest(root, tmp_path / "ref", fast=False)
+    fallback = [Path(p).name for p, _ in report.fallback]
+    assert len(fallback) > 3 and fallback == sorted(fallback)
+    assert (report.ingested, report.bad) == (reference.ingested, reference.bad)
     for table in TABLES:
         assert _rows(tmp_path / "cat", table) == _rows(tmp_path / "ref", table), table
 

@@ -41,6 +41,8 @@ from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreE
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pyarrow as pa
     from pydantic import ValidationError
 
@@ -455,24 +457,34 @@ def _entries(folder: Path, prefix: str) -> list[str]:
 
 
 class _Connection:
-    """The columnar path's DuckDB connection, opened when a chunk first has new files (a no-op
-    ingest imports neither DuckDB nor pyarrow); with ``s3``, httpfs reads the raw objects."""
+    """The columnar path's DuckDB connections, one per reader thread (each single-threaded:
+    two queries side by side keep both cores busier than one query on two threads), opened
+    when a chunk first has new files (a no-op ingest imports neither DuckDB nor pyarrow); with
+    ``s3``, httpfs reads the raw objects."""
 
     def __init__(self, s3: bool = False) -> None:
-        self._con: Any = None
+        import threading
+
+        self._local = threading.local()
         self._s3 = s3
 
     def get(self) -> Any:
-        if self._con is None:
+        con = getattr(self._local, "con", None)
+        if con is None:
             from netfleet.catalog.fastpath import connection
 
-            con = connection()
+            con = connection(threads=1)
             if self._s3:
                 from netfleet.catalog.httpfs import enable_s3
 
                 enable_s3(con)
-            self._con = con
-        return self._con
+            self._local.con = con
+        return con
+
+
+#: chunks read side by side (each by its own single-threaded DuckDB connection)
+def _readers() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def _fast_connection(root: RawStore) -> _Connection | None:
@@ -487,37 +499,57 @@ def _fast_connection(root: RawStore) -> _Connection | None:
 def _prefetched(
     con: _Connection | None, chunks: Iterator[list[Any]], known: set[str], report: IngestReport
 ) -> Iterator[tuple[list[Any], dict[Any, tuple[RunRows, pa.Table]]]]:
-    """Each chunk with its columnar rows; DuckDB reads the next chunk in a thread while the
-    caller writes this one's Parquet parts (both release the GIL: two cores at work)."""
+    """Each chunk with its columnar rows, in order. :func:`_readers` threads read the next
+    chunks through DuckDB while the caller writes this one's Parquet parts (DuckDB and the
+    Parquet writer release the GIL); at most that many chunks wait, read, beside the caller's."""
     if con is None:
         yield from ((chunk, {}) for chunk in chunks)
         return
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1, thread_name_prefix="netfleet-ingest") as pool:
-        chunk = next(chunks, None)
-        future = pool.submit(_fast_chunk, con, chunk, set(known), report) if chunk else None
-        while chunk is not None and future is not None:
-            cached = future.result()
-            following = next(chunks, None)
-            if following is not None:
-                future = pool.submit(_fast_chunk, con, following, set(known), report)
-            yield chunk, cached
-            chunk = following
+    readers = _readers()
+    pool = ThreadPoolExecutor(readers, thread_name_prefix="netfleet-ingest")
+    ahead: deque[tuple[list[Any], Future[_Read]]] = deque()
+    try:
+        for chunk in chunks:
+            ahead.append((chunk, pool.submit(_fast_chunk, con, chunk, set(known))))
+            if len(ahead) > readers:
+                yield _taken(ahead.popleft(), report)
+        while ahead:
+            yield _taken(ahead.popleft(), report)
+    finally:  # an error or Ctrl-C: the chunks not started yet are not read
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _fast_chunk(
-    con: _Connection | None, chunk: list[Any], known: set[str], report: IngestReport
-) -> dict[Any, tuple[RunRows, pa.Table]]:
+class _Read(NamedTuple):
+    """What a reader made of a chunk: rows by path, and the files left to the Python path."""
+
+    cached: dict[Any, tuple[RunRows, pa.Table]]
+    fallback: list[BadFile]
+
+
+def _taken(
+    item: tuple[list[Any], Future[_Read]], report: IngestReport
+) -> tuple[list[Any], dict[Any, tuple[RunRows, pa.Table]]]:
+    chunk, future = item
+    read = future.result()
+    report.fallback.extend(read.fallback)  # in chunk order, whichever reader finished first
+    return chunk, read.cached
+
+
+def _fast_chunk(con: _Connection, chunk: list[Any], known: set[str]) -> _Read:
     """Rows of the chunk's new files that the columnar path made, by path."""
     new = [p for p in chunk if _stem(p.name) not in known]
-    if con is None or not new:
-        return {}
+    if not new:
+        return _Read({}, [])
     from netfleet.catalog.fastpath import fast_rows
 
     made = fast_rows(con.get(), new)
-    report.fallback.extend(BadFile(str(new[n]), why) for n, why in sorted(made.fallback.items()))
-    return {new[n]: (run.rows, made.interval_slice(run)) for n, run in made.runs.items()}
+    return _Read(
+        {new[n]: (run.rows, made.interval_slice(run)) for n, run in made.runs.items()},
+        [BadFile(str(new[n]), why) for n, why in sorted(made.fallback.items())],
+    )
 
 
 def _reject(report: IngestReport, known: set[str], rejected: list[tuple[RunRows, str]]) -> None:
