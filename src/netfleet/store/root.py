@@ -38,10 +38,16 @@ def partition_path(envelope: Envelope) -> str:
     return f"d={day}/campaign={envelope.campaign}/{envelope.run_id}.json.gz"
 
 
+#: gzip level of a raw file: an imported file's envelope is mostly its original's gzip bytes
+#: (base64), which no level shrinks; level 3 against 6 halves the time (1.3 against 2.6 ms for
+#: a seed-002 file) for 9 % more bytes
+GZIP_LEVEL = 3
+
+
 def encode(envelope: Envelope) -> tuple[str, bytes]:
     """A run as it is stored: its relative key (:func:`partition_path`) and its gzip bytes."""
     data = gzip.compress(
-        envelope.model_dump_json(exclude_none=False).encode(), compresslevel=6, mtime=0
+        envelope.model_dump_json(exclude_none=False).encode(), compresslevel=GZIP_LEVEL, mtime=0
     )
     return partition_path(envelope), data
 
