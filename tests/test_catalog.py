@@ -742,3 +742,28 @@ def test_interval_parts_hold_the_sums_in_a_row_group_of_their_own(tmp_path: Path
     assert [(s.min, s.max) for s in groups] == [("sum", "sum"), ("stream", "stream")]
     kinds = dict(sql(catalog, "SELECT kind, count(*) FROM intervals GROUP BY kind"))
     assert sum(meta.row_group(g).num_rows for g in range(2)) == kinds["sum"] + kinds["stream"]
+
+
+def test_a_no_op_ingest_loads_neither_the_models_nor_the_columnar_libraries(
+    tmp_path: Path,
+) -> None:
+    """A no-op ingest is start-up and a listing: the store's pydantic models, pyarrow and
+    DuckDB stay unloaded (the names come from the _run_ids files)."""
+    import subprocess
+    import sys
+
+    root = ResultsRoot(tmp_path / "raw")
+    populate(root, ["tcp_p2", "tcp_1stream"])
+    ingest(root, tmp_path / "cat")
+    code = (
+        "import sys\n"
+        f"sys.argv = ['netfleet', 'ingest', '-r', {str(root.path)!r}, '--catalog', "
+        f"{str(tmp_path / 'cat')!r}]\n"
+        "from netfleet.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print('\\n'.join(sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "0 ingested, 2 already in the catalog" in out.stdout
+    loaded = set(out.stdout.splitlines())
+    assert not loaded & {"pydantic", "pyarrow", "duckdb", "netfleet.store.envelope"}

@@ -15,13 +15,15 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
 from netfleet.durable import atomic_write
 from netfleet.errors import InputError, StoreError
-from netfleet.store.envelope import Envelope, upgrade
 from netfleet.store.s3 import RAW_GLOB, parse_s3_url
+
+if TYPE_CHECKING:  # the models (pydantic) when a file is decoded: a no-op ingest needs none
+    from netfleet.store.envelope import Envelope
 
 _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -198,6 +200,8 @@ def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
         ) from None
     if not isinstance(doc, dict):
         raise StoreError(f"{where}: a raw result must be a JSON object")
+    from netfleet.store.envelope import upgrade
+
     doc = upgrade(doc, where)
     # an object's key is what it claims to be, as for a local file's directory
     _check_partition(Path(where.split("://", 1)[-1]), doc)

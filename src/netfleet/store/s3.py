@@ -22,12 +22,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfleet import aws
 from netfleet.durable import atomic_write
 from netfleet.errors import StoreError
-from netfleet.store.envelope import Envelope
+
+if TYPE_CHECKING:
+    from netfleet.store.envelope import Envelope
 
 SPOOL_DIR = "pending-uploads"
 RAW_GLOB = "d=*/campaign=*/*.json.gz"
