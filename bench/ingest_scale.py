@@ -1,6 +1,8 @@
 """Ingest at scale: seed-002-shaped raw files (iperf3 -P 10, 60 intervals of 60 s) through
-DuckDB's read_json, a naive Python loop, ``netfleet import`` + ``ingest``, a no-op re-ingest and
-``cheatsheet`` — interleaved over ``--rounds`` rounds, each step timed and its peak RSS read.
+DuckDB's read_json, a naive Python loop, ``netfleet import`` + ``ingest``, the least DuckDB
+itself needs to read the envelopes netfleet ingests (every interval's sum and streams typed, no
+output: ingest's floor), a no-op re-ingest and ``cheatsheet`` — interleaved over ``--rounds``
+rounds, each step timed and its peak RSS read.
 
     .venv/bin/python bench/ingest_scale.py [--files 200] [--rounds 3] [--seed 2]
 
@@ -123,6 +125,23 @@ print(con.execute(
     [sys.argv[1] + '/**/*.json.gz']).fetchall()[:1])
 """
 
+#: the least any ingest of the envelopes with per-stream rows must do: read every file and
+#: type each interval's sum and streams (no output): netfleet ingest's floor on this machine
+FLOOR = """
+import duckdb, sys
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+con.execute("SET threads = 2")
+num = ", ".join(f"{c} DOUBLE" for c in ("start", '"end"', "seconds", "bits_per_second"))
+num += ", socket BIGINT, bytes BIGINT, retransmits BIGINT, omitted BOOLEAN, sender BOOLEAN"
+print(con.execute(
+    "SELECT count(*), sum(s.bytes) FROM (SELECT unnest(iv.streams) AS s FROM (SELECT"
+    " unnest(r.result.intervals) AS iv FROM read_json(?, columns = {'run_id': 'VARCHAR',"
+    f" 'result': 'STRUCT(intervals STRUCT(\"sum\" STRUCT({num}), streams STRUCT({num})[])[])'}},"
+    " format = 'newline_delimited', compression = 'gzip', maximum_object_size = 1000000000) r))",
+    [sys.argv[1] + '/**/*.json.gz']).fetchall())
+"""
+
 NAIVE = """
 import gzip, json, sys
 from pathlib import Path
@@ -204,6 +223,7 @@ def main() -> int:
                     [*EXE, "import", str(raw), "--pattern", "seed002", "--results", str(res)],
                 ),
                 ("netfleet ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
+                ("duckdb envelopes floor", [sys.executable, "-c", FLOOR, str(res)]),
                 ("no-op ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
                 # seed 002's files are the client's (sender) side only: the receiver's cheat
                 # sheet of them is empty, by design
@@ -217,7 +237,9 @@ def main() -> int:
             ratio = got["netfleet ingest"] / got["duckdb read_json"]
             both = (got["netfleet import"] + got["netfleet ingest"]) / got["duckdb read_json"]
             ratios.append(ratio)
+            floor = got["duckdb envelopes floor"] / got["duckdb read_json"]
             print(f"{rnd:>5} {'ingest/duckdb':<22} {ratio:>8.2f}×")
+            print(f"{rnd:>5} {'floor/duckdb':<22} {floor:>8.2f}×")
             print(f"{rnd:>5} {'(import+ingest)/duckdb':<22} {both:>8.2f}×")
         print(agreement(raw, work / f"catalog{args.rounds}"))
         print(f"ingest/duckdb: min {min(ratios):.2f}× max {max(ratios):.2f}× (target ≤ 1.0×)")
