@@ -134,12 +134,14 @@ con.execute("SET enable_progress_bar = false")
 con.execute("SET threads = 2")
 num = ", ".join(f"{c} DOUBLE" for c in ("start", '"end"', "seconds", "bits_per_second"))
 num += ", socket BIGINT, bytes BIGINT, retransmits BIGINT, omitted BOOLEAN, sender BOOLEAN"
-print(con.execute(
+result = f'STRUCT(intervals STRUCT("sum" STRUCT({num}), streams STRUCT({num})[])[])'
+sql = (
     "SELECT count(*), sum(s.bytes) FROM (SELECT unnest(iv.streams) AS s FROM (SELECT"
     " unnest(r.result.intervals) AS iv FROM read_json(?, columns = {'run_id': 'VARCHAR',"
-    f" 'result': 'STRUCT(intervals STRUCT(\"sum\" STRUCT({num}), streams STRUCT({num})[])[])'}},"
-    " format = 'newline_delimited', compression = 'gzip', maximum_object_size = 1000000000) r))",
-    [sys.argv[1] + '/**/*.json.gz']).fetchall())
+    " 'result': '" + result + "'}, format = 'newline_delimited', compression = 'gzip',"
+    " maximum_object_size = 1000000000) r))"
+)
+print(con.execute(sql, [sys.argv[1] + '/**/*.json.gz']).fetchall())
 """
 
 NAIVE = """
