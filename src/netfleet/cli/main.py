@@ -13,7 +13,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from typer import _click as click  # typer ≥0.29 vendors click: TyperGroup is built on these classes
+from typer import _click as click  # typer ≥0.28 vendors click: TyperGroup is built on these classes
 from typer.core import TyperCommand, TyperGroup
 
 from netfleet import __version__
