@@ -117,7 +117,11 @@ def test_lab_report_opens_offline_in_chromium(tmp_path: Path) -> None:
     assert d.verdict == "worse" and -7 < (d.diff_percent or 0) < -3, d
     same = compare(catalog, "client=a", "client=b", by=("direction",), metrics=("goodput",))
     (s,) = same.rows
-    assert s.ci_low is not None and s.ci_high is not None and s.ci_low <= 0 <= s.ci_high, s
+    # two hosts behind equal shapers are not bit-identical links: with 3 tight runs a side the
+    # interval can exclude 0 by a fraction of a percent (seen once: -0.4 %, CI -0.8..-0.05 %).
+    # What must hold is that the whole interval is small beside the 5 % the shapers above resolve
+    assert s.ci_low is not None and s.ci_high is not None and s.mean_a, s
+    assert -2 < s.ci_low / s.mean_a * 100 <= s.ci_high / s.mean_a * 100 < 2, s
 
     doc = build_document(catalog, compare=("client=a", "client=c"), target="150mbit")
     assert [x.id for x in doc.sections] == list(SECTIONS)
