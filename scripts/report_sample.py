@@ -48,11 +48,15 @@ hosts:
 """
 
 
-def spec_text(lab_name: str, repeats: int = 4, seconds: int = 7) -> str:
+def spec_text(lab_name: str, repeats: int = 4, seconds: int = 7, concurrency: int = 1) -> str:
+    """The campaign; with ``concurrency`` > 1, that many runs at once, sharing the (unshaped)
+    server: each client's own shaper still sets its rate (the test suite's faster sample)."""
     return textwrap.dedent(f"""\
     campaign: report-sample
     description: report sample - shaped lab hosts, short runs
     repeats: {repeats}
+    concurrency: {concurrency}
+    allow_host_overlap: {"[server]" if concurrency > 1 else "false"}
     hosts:
       server: {{kind: netns, lab: {lab_name}, host: server}}
       a: {{kind: netns, lab: {lab_name}, host: a}}
@@ -92,7 +96,9 @@ def spec_text(lab_name: str, repeats: int = 4, seconds: int = 7) -> str:
     """)
 
 
-def make_sample(out: Path, repeats: int = 4, seconds: int = 7) -> tuple[Path, Path]:
+def make_sample(
+    out: Path, repeats: int = 4, seconds: int = 7, concurrency: int = 1
+) -> tuple[Path, Path]:
     """Lab up → campaign → ingest → lab down. Returns (results dir, catalog dir)."""
     from netfleet import lab
     from netfleet.catalog import ingest
@@ -106,7 +112,7 @@ def make_sample(out: Path, repeats: int = 4, seconds: int = 7) -> tuple[Path, Pa
     lab_file = out / f"{name}.yaml"
     lab_file.write_text(f"name: {name}\n" + LAB_BODY)
     spec_file = out / "campaign.yaml"
-    spec_file.write_text(spec_text(name, repeats, seconds))
+    spec_file.write_text(spec_text(name, repeats, seconds, concurrency))
     results, catalog = out / "results", out / "catalog"
     lab.up(lab.load_lab(lab_file), state_dir=state)
     try:

@@ -108,7 +108,10 @@ def test_lab_report_opens_offline_in_chromium(tmp_path: Path) -> None:
     from netfleet.report.html import write_report
     from netfleet.report.study_report import build_document
 
-    _, catalog = _sample_module().make_sample(tmp_path / "study", repeats=3, seconds=4)
+    # two runs at once (each client behind its own shaper, the server shared): the suite's budget
+    _, catalog = _sample_module().make_sample(
+        tmp_path / "study", repeats=3, seconds=4, concurrency=2
+    )
 
     # compare against shapers we know: 200 vs 190 Mbit/s (5 % apart), and 200 vs 200
     diff = compare(catalog, "client=a", "client=c", by=("direction",), metrics=("goodput",))
