@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -533,7 +534,11 @@ def test_sim_labs_are_taken_down_only_when_provably_netfleets(tmp_path: Path) ->
 
     def controlled_by(d: Path, pid: int, **change: str) -> None:
         meta = json.loads((d / "controller.json").read_text())
-        who = simlab._identity(pid)
+        # Popen returns once exec has begun; the new program's argv shows in /proc a moment
+        # later (an empty cmdline reads as "gone"): wait for it, a second at most
+        deadline = time.monotonic() + 1.0
+        while (who := simlab._identity(pid)) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert who is not None
         (d / "controller.json").write_text(json.dumps({**meta, **who, "pid": pid, **change}))
 
