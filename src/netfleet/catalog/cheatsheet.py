@@ -35,16 +35,10 @@ INTERVAL_KEYS = {"flow": "i.flow"}
 #: intervals shorter than this fraction of the run's reporting interval are the receiver's
 #: trailing stub (≈0.5 ms after the test ends), not a measurement
 STUB_FRACTION = 0.5
-#: the statistics columns and their SQL, in the unit asked for (named in title and notes)
-STATS = {
-    "min": "min(bps)",
-    "p5": "quantile_cont(bps, 0.05)",
-    "avg": "avg(bps)",
-    "p50": "quantile_cont(bps, 0.5)",
-    "p95": "quantile_cont(bps, 0.95)",
-    "max": "max(bps)",
-}
-#: :data:`STATS` as one select list (the quantiles as one list: one sort per group, not three)
+#: the statistics columns, in the unit asked for (named in title and notes): min, p5, avg, p50,
+#: p95, max of the interval rate — from :data:`_STATS_SQL`, by :func:`_stats`
+STATS = ("min", "p5", "avg", "p50", "p95", "max")
+#: the statistics as one select list (the quantiles as one list: one sort per group, not three)
 _STATS_SQL = "min(bps), avg(bps), max(bps), quantile_cont(bps, [0.05, 0.5, 0.95])"
 
 

@@ -482,8 +482,8 @@ class _Connection:
         return con
 
 
-#: chunks read side by side (each by its own single-threaded DuckDB connection)
 def _readers() -> int:
+    """Chunks read side by side, each by its own single-threaded DuckDB connection."""
     return max(1, min(os.cpu_count() or 1, 4))
 
 

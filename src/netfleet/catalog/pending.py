@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from netfleet.catalog.layout import committed_run_ids
 from netfleet.errors import NetfleetError
-
-if TYPE_CHECKING:
-    from netfleet.store.root import RawStore
+from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 RAW_SUFFIX = ".json.gz"
 
@@ -36,11 +33,6 @@ class Pending:
             f"{self.count} {files} under {self.root} {are} not in the catalog yet (new, or "
             f"rejected by an earlier ingest): run `netfleet ingest -r {self.root}`"
         )
-
-
-def catalog_run_ids(catalog_dir: str | os.PathLike[str]) -> set[str]:
-    """Every run_id of the committed batches (their ids files; runs parts only without one)."""
-    return committed_run_ids(Path(catalog_dir))
 
 
 def _local_names(path: Path) -> list[str]:
@@ -61,16 +53,6 @@ def _local_names(path: Path) -> list[str]:
     return names
 
 
-def _local_path(results: RawStore | str | os.PathLike[str]) -> Path | None:
-    """The directory of a local root given as a path (``file://`` URLs and opened roots go
-    through the store)."""
-    if isinstance(results, os.PathLike) or (isinstance(results, str) and "://" not in results):
-        return Path(os.fspath(results)).expanduser()
-    from netfleet.store.root import ResultsRoot
-
-    return results.path if isinstance(results, ResultsRoot) else None
-
-
 def pending_raw(
     results: RawStore | str | os.PathLike[str], catalog_dir: str | os.PathLike[str]
 ) -> Pending | None:
@@ -78,23 +60,21 @@ def pending_raw(
     None when there are none, or when ``results`` is a local path that does not exist (nothing
     to say about a root that was never written)."""
     try:
-        local = _local_path(results)
-        if local is not None:  # no store (nor its pydantic models) for a local root: start-up
-            if not local.is_dir():
-                return None
-            where, names = str(local), _local_names(local)
-        else:
-            from netfleet.store.root import as_root
-
-            root = as_root(results)
-            where, names = root.url, [str(ref).rsplit("/", 1)[-1] for ref in root.files()]
+        root = as_root(results)  # the store loads no models to list a root (start-up)
+        if isinstance(root, ResultsRoot) and not root.path.is_dir():
+            return None
+        names = (
+            _local_names(root.path)
+            if isinstance(root, ResultsRoot)
+            else [str(ref).rsplit("/", 1)[-1] for ref in root.files()]
+        )
         if not names:
             return None
-        known = catalog_run_ids(catalog_dir) if Path(catalog_dir).is_dir() else set()
+        known = committed_run_ids(Path(catalog_dir)) if Path(catalog_dir).is_dir() else set()
     except (NetfleetError, OSError, ValueError):
         return None  # a hint must never break the answer it is attached to
     count = sum(name.removesuffix(RAW_SUFFIX) not in known for name in names)
-    return Pending(where, count) if count else None
+    return Pending(root.url, count) if count else None
 
 
 def pending_notes(
