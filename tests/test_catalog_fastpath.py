@@ -230,6 +230,35 @@ def test_chunks_read_side_by_side_keep_file_order(
         assert _rows(tmp_path / "cat", table) == _rows(tmp_path / "ref", table), table
 
 
+def test_rows_out_of_their_region_order_are_sorted_into_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run's rows are spans of its chunk's regions (sums, reverse sums, streams — each in
+    file order, as DuckDB returns them on one thread). Should a DuckDB ever return them
+    shuffled, the safety net sorts them first: the catalog is still the Python path's, batch by
+    batch (a batch boundary cuts a chunk)."""
+    from netfleet.catalog import fastpath
+
+    query_of = fastpath.chunk_sql
+    monkeypatch.setattr(
+        fastpath,
+        "chunk_sql",
+        lambda limit: (  # the header rows stay first, in file order: read_chunk checks them
+            f"SELECT * FROM ({query_of(limit)}) "
+            "ORDER BY idx >= 0, CASE WHEN idx < 0 THEN k END, hash(k, pos, idx, stream_id)"
+        ),
+    )
+    root = ResultsRoot(tmp_path / "raw")
+    for n, name in enumerate(CASES):
+        root.write(envelope(name, f"r{n:02d}"))
+        root.write(envelope(name, f"rev{n:02d}", reverse=True, direction=None))
+    report = ingest(root, tmp_path / "cat", batch_runs=5)
+    reference = ingest(root, tmp_path / "ref", batch_runs=5, fast=False)
+    assert report.fast == 2 * len(CASES) - 2 and report.batches == reference.batches > 1
+    for table in TABLES:
+        assert _rows(tmp_path / "cat", table) == _rows(tmp_path / "ref", table), table
+
+
 def test_local_listing_is_the_roots_own(tmp_path: Path) -> None:
     """The no-op ingest lists files by scandir: same files, same order as ResultsRoot.files()."""
     from netfleet.catalog.ingestion import local_files

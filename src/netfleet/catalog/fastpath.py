@@ -30,7 +30,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -99,66 +99,100 @@ _REVERSE = "coalesce({}, {}, false)".format(  # iperf3_rows.result_rows's ``reve
 _INT_COLUMNS = ("retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "packets")
 
 
+#: an interval row's values, in the order of ``intervals`` (name, DuckDB type)
+_VALUE_COLUMNS = (
+    [("start", "DOUBLE"), ('"end"', "DOUBLE"), ("seconds", "DOUBLE"), ("bytes", "BIGINT")]
+    + [("bits_per_second", "DOUBLE")]
+    + [(c, "BIGINT") for c in _INT_COLUMNS]
+    + [("lost_packets", "BIGINT"), ("lost_percent", "DOUBLE"), ("jitter_ms", "DOUBLE")]
+)
+_VALUES = ", ".join(
+    [f"v.{c} AS {c}" for c, _ in _VALUE_COLUMNS] + ["coalesce(v.omitted, false) AS omitted"]
+)
+#: a header row's (no values; the names of the union's columns)
+_NO_VALUES = ", ".join([f"NULL::{t} AS {c}" for c, t in _VALUE_COLUMNS] + ["false AS omitted"])
+
+
 def chunk_sql(limit: int) -> str:
     """One pass over a chunk of files (``$files``): per file a *header* row (``idx`` = -1)
     carrying the envelope's small parts as one JSON text, then its interval rows by the rules
     of :func:`netfleet.engines.iperf3_rows.interval_rows` — except the repeated-interval drop
-    (``pos`` = 1 rows, the ``sum``s, are all kept for it: :func:`_drop_repeats`) and the text
+    (``pos`` = 1 rows, the ``sum``s, are all kept for it: :func:`_keep`) and the text
     columns (``server``/``sender``/``pos`` booleans and ints here: :func:`_finish`).
 
-    The client's and the server's interval lists are concatenated behind a NULL entry (the
-    header); an entry's ``sum``, ``sum_bidir_reverse`` and streams are concatenated into one
-    list (``pos`` 1, 2, 3…), so each nested list is unnested once."""
+    The files are read once (a materialized CTE); the client's and the server's interval
+    entries are unnested once each, then each entry's ``sum`` (``pos`` 1), ``sum_bidir_reverse``
+    (2) and streams (3) are taken in their own branch, without copying the nested lists. The
+    rows come out in four regions — headers, sums, reverse sums, streams — each in file order
+    (one thread, insertion order kept): :func:`_attach` relies on it, and checks it."""
     fields = ", ".join(
         [f"{k!r}: {k}" for k in ENVELOPE_KEYS]
         + [f"{name!r}: {sql}" for name, sql in _SMALL.items()]
         + ["'has_result': result IS NOT NULL"]
         + ["'has_server': result.server_output_json IS NOT NULL"]
     )
-    fwd = "((p >= nc) = reverse)"  # the host's role in the main direction, when unflagged
+    fwd = "(server = reverse)"  # the host's role in the main direction, when unflagged
     return f"""
-WITH files AS (
+WITH files AS MATERIALIZED (
     SELECT list_position($files, filename) - 1 AS k, run_id ->> '$' AS rid,
         to_json({{{fields}}})::VARCHAR AS hdr, {_REVERSE} AS reverse,
-        coalesce(len(result.intervals), 0) AS nc,
-        list_concat(list_prepend(NULL, coalesce(result.intervals, [])),
-                    coalesce(result.server_output_json.intervals, [])) AS ivs
+        result.intervals AS client, result.server_output_json.intervals AS srv
     FROM read_json($files, columns = {_COLUMNS}, records = true,
         format = 'newline_delimited', compression = 'gzip', filename = true,
         hive_partitioning = false, maximum_object_size = {limit})
-), entries AS (
-    SELECT k, rid, hdr, reverse, nc, p,
-        list_concat([x.sum, x.sum_bidir_reverse], x.streams) AS lst
-    FROM (SELECT * EXCLUDE (ivs), unnest(ivs) AS x, generate_subscripts(ivs, 1) - 2 AS p
-          FROM files)
-), series AS (
-    SELECT k, rid, hdr, reverse, nc, p, unnest(lst) AS v, generate_subscripts(lst, 1) AS pos
-    FROM entries
+), entries AS MATERIALIZED (
+    SELECT k, rid, reverse, false AS server, unnest(client) AS x,
+        generate_subscripts(client, 1) - 1 AS idx FROM files
+    UNION ALL
+    SELECT k, rid, reverse, true AS server, unnest(srv) AS x,
+        generate_subscripts(srv, 1) - 1 AS idx FROM files
 )
-SELECT k, rid AS run_id, p >= nc AS server,
-    coalesce(v.sender, (pos = 2) <> {fwd}) AS sender, pos,
-    CASE WHEN p < 0 THEN -1 WHEN p >= nc THEN p - nc ELSE p END AS idx,
-    CASE WHEN pos > 2 THEN v.socket END AS stream_id,
-    v.start AS start, v."end" AS "end", v.seconds AS seconds, v.bytes AS bytes,
-    v.bits_per_second AS bits_per_second, {", ".join(f"v.{c} AS {c}" for c in _INT_COLUMNS)},
-    v.lost_packets AS lost_packets, v.lost_percent AS lost_percent, v.jitter_ms AS jitter_ms,
-    coalesce(v.omitted, false) AS omitted,
-    CASE WHEN pos = 1 THEN {_nonempty("v")} END AS nonempty,
-    CASE WHEN p = -1 THEN hdr END AS header
-FROM series
-WHERE (p = -1 AND pos = 1) OR (p >= 0 AND (pos = 1 OR (pos = 2 AND {_nonempty("v")})
-    OR (pos > 2 AND v IS NOT NULL)))
+SELECT k, rid AS run_id, false AS server, NULL::BOOLEAN AS sender, 1 AS pos, -1 AS idx,
+    NULL::BIGINT AS stream_id, {_NO_VALUES},
+    NULL::BOOLEAN AS nonempty, hdr AS header
+FROM files
+UNION ALL
+SELECT k, rid, server, coalesce(v.sender, {fwd}), 1, idx, NULL, {_VALUES}, {_nonempty("v")}, NULL
+FROM (SELECT k, rid, server, reverse, idx, x.sum AS v FROM entries)
+UNION ALL
+SELECT k, rid, server, coalesce(v.sender, NOT {fwd}), 2, idx, NULL, {_VALUES}, NULL, NULL
+FROM (SELECT k, rid, server, reverse, idx, x.sum_bidir_reverse AS v FROM entries)
+WHERE {_nonempty("v")}
+UNION ALL
+SELECT k, rid, server, coalesce(v.sender, {fwd}), 3, idx, v.socket, {_VALUES}, NULL, NULL
+FROM (SELECT k, rid, server, reverse, idx, unnest(x.streams) AS v FROM entries)
+WHERE v IS NOT NULL
 """  # noqa: S608 (our own column names and constants only)
+
+
+class Span(NamedTuple):
+    """Rows ``offset`` … ``offset + length`` of a chunk's intervals, all of one region of
+    :func:`chunk_sql`: 1 sums, 2 reverse sums, 3 streams."""
+
+    region: int
+    offset: int
+    length: int
+
+
+class Columnar(NamedTuple):
+    """One run's interval rows: its spans of a chunk's ``intervals`` table (shared, not
+    copied, so a batch can slice many consecutive runs at once)."""
+
+    table: pa.Table
+    spans: tuple[Span, ...]
+
+    @property
+    def num_rows(self) -> int:
+        return sum(span.length for span in self.spans)
 
 
 @dataclass
 class FastRun:
     """One file the fast path turned into rows: ``rows`` holds ``runs`` and ``ends``; the
-    ``intervals`` rows are in :attr:`FastChunk.intervals`, at ``offset`` for ``count`` rows."""
+    ``intervals`` rows are in :attr:`FastChunk.intervals`, at ``spans``."""
 
     rows: RunRows
-    offset: int = 0
-    count: int = 0
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass
@@ -171,8 +205,8 @@ class FastChunk:
     #: interval rows of every run in :attr:`runs`, ordered by position
     intervals: pa.Table = field(default_factory=INTERVALS_SCHEMA.empty_table)
 
-    def interval_slice(self, run: FastRun) -> pa.Table:
-        return self.intervals.slice(run.offset, run.count)
+    def columnar(self, run: FastRun) -> Columnar:
+        return Columnar(self.intervals, run.spans)
 
 
 def _plain_file(path: Any) -> str | None:
@@ -332,7 +366,7 @@ def fast_rows(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> FastChunk:
         return chunk
     rows = rows.drop_columns(["header"])
     keep = _keep(rows, accepted)
-    _attach(chunk, _finish(rows.filter(pa.array(keep))), readable)
+    _attach(chunk, rows.filter(pa.array(keep)), readable)
     return chunk
 
 
@@ -404,16 +438,24 @@ def _small_rows(doc: dict[str, Any], source: str) -> RunRows:
 
 
 def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
-    """Order the interval rows by file and give each run its slice."""
-    ks = rows.column("k").to_numpy(zero_copy_only=False)
-    if len(ks) > 1 and (np.diff(ks) < 0).any():  # DuckDB keeps file order: a safety net
-        rows = rows.take(pa.array(np.argsort(ks, kind="stable")))
-        ks = rows.column("k").to_numpy(zero_copy_only=False)
-    ordered = rows.drop_columns(["k"])
+    """Give each run its spans: the rows come in regions by ``pos`` (sums, reverse sums,
+    streams), each in file order (:func:`chunk_sql`); rows out of that order are sorted into it
+    first (a safety net: DuckDB keeps insertion order on one thread)."""
+    ks = rows.column("k").to_numpy(zero_copy_only=False).astype(np.int64)
+    region = np.minimum(rows.column("pos").to_numpy(zero_copy_only=False), 3).astype(np.int64)
+    key = (region << 40) + ks
+    if len(key) > 1 and (np.diff(key) < 0).any():
+        order = np.argsort(key, kind="stable")
+        rows, ks, region = rows.take(pa.array(order)), ks[order], region[order]
+    ordered = _finish(rows).drop_columns(["k"])
     chunk.intervals = ordered.select(INTERVALS_SCHEMA.names).cast(INTERVALS_SCHEMA)
-    counts = np.bincount(ks, minlength=len(readable))
-    starts = np.concatenate([[0], np.cumsum(counts)])
+    spans: list[list[Span]] = [[] for _ in readable]
+    for r in (1, 2, 3):
+        first, last = np.searchsorted(region, [r, r + 1])
+        counts = np.bincount(ks[first:last], minlength=len(readable))
+        starts = first + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        for i in np.flatnonzero(counts):
+            spans[i].append(Span(r, int(starts[i]), int(counts[i])))
     for k, position in enumerate(readable):
         if position in chunk.runs:
-            chunk.runs[position].offset = int(starts[k])
-            chunk.runs[position].count = int(counts[k])
+            chunk.runs[position].spans = tuple(spans[k])

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pydantic import ValidationError
 
+    from netfleet.catalog.fastpath import Columnar
     from netfleet.catalog.rows import RunRows
 
 # pyarrow, pydantic and the row parsers are imported where rows are made: a no-op ingest
@@ -106,11 +107,11 @@ class _Batch:
         self.runs = 0
         self.interval_rows = 0
         #: interval rows the fast path made in Arrow already, by run
-        self.columnar: dict[str, pa.Table] = {}
+        self.columnar: dict[str, Columnar] = {}
 
-    def add(self, rows: RunRows, intervals: pa.Table | None = None) -> list[tuple[RunRows, str]]:
-        """Queue one run (its interval rows as Python rows, or already as an Arrow table);
-        return the runs rejected by a conversion this triggered."""
+    def add(self, rows: RunRows, intervals: Columnar | None = None) -> list[tuple[RunRows, str]]:
+        """Queue one run (its interval rows as Python rows, or already in Arrow); return the
+        runs rejected by a conversion this triggered."""
         count = len(rows.intervals)
         if intervals is not None:
             count = intervals.num_rows
@@ -148,15 +149,46 @@ class _Batch:
         for table, records in converted.items():
             self.parts[table].append(records)
 
-    def tables(self) -> dict[str, pa.Table]:
+    def tables(self) -> dict[str, list[pa.Table]]:
+        """Each table's rows, as the row groups of its part (:func:`_row_groups`)."""
         import pyarrow as pa
 
         from netfleet.catalog.rows import SCHEMAS
 
         tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+        groups = {t: _row_groups(t, rows) for t, rows in tables.items()}
         if self.columnar:
-            tables["intervals"] = pa.concat_tables([tables["intervals"], *self.columnar.values()])
-        return tables
+            python = groups["intervals"]
+            sums, streams = _columnar_groups(self.columnar.values())
+            python_sums = [g for g in python if g.num_rows and _is_sums(g)]
+            python_streams = [g for g in python if g.num_rows and not _is_sums(g)]
+            joined = [
+                pa.concat_tables(g) for g in (python_sums + sums, python_streams + streams) if g
+            ]
+            groups["intervals"] = [g for g in joined if g.num_rows]
+        return groups
+
+
+def _is_sums(group: pa.Table) -> bool:
+    """A row group of :func:`_row_groups` holds sums or streams only."""
+    return bool(group.column("kind")[0].as_py() == "sum")
+
+
+def _columnar_groups(runs: Any) -> tuple[list[pa.Table], list[pa.Table]]:
+    """The fast path's rows of a batch's runs, as slices of their chunks' tables — consecutive
+    runs of a chunk are adjacent in each region, so one slice per chunk and region, not one per
+    run — split into sums (regions 1 and 2) and streams (3)."""
+    merged: dict[int, list[list[Any]]] = {1: [], 2: [], 3: []}
+    for run in runs:
+        for span in run.spans:
+            same = merged[span.region]
+            last = same[-1] if same else None
+            if last is not None and last[0] is run.table and last[1] + last[2] == span.offset:
+                last[2] += span.length
+            else:
+                same.append([run.table, span.offset, span.length])
+    pieces = {r: [t.slice(o, n) for t, o, n in spans] for r, spans in merged.items()}
+    return pieces[1] + pieces[2], pieces[3]
 
 
 def _conversion_errors() -> tuple[type[Exception], ...]:
@@ -189,6 +221,7 @@ def _write_batch(
     batch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
     name = part_name(batch_id)
     tables = batch.tables()
+    counts = {t: sum(group.num_rows for group in tables[t]) for t in TABLES}
     temps: dict[str, Path] = {}
     try:
         for table in TABLES:  # write everything first ...
@@ -203,7 +236,7 @@ def _write_batch(
                 _upload(remote, temps[table], f"{table}/{name}")
                 continue
             if table == "runs":  # the batch's run_ids, for the next ingest's skip list
-                ids = tables["runs"].column("run_id").to_pylist()
+                ids = [i for group in tables["runs"] for i in group.column("run_id").to_pylist()]
                 text = "".join(json.dumps(i) + "\n" for i in ids).encode()
                 atomic_write(catalog_dir / IDS_DIR / ids_name(batch_id), text, prefix=TEMP_PREFIX)
             _publish(temps[table], catalog_dir / table / name)
@@ -211,15 +244,22 @@ def _write_batch(
     finally:
         for temp in temps.values():
             temp.unlink(missing_ok=True)
-    return {t: tables[t].num_rows for t in TABLES}
+    return counts
 
 
-def _write_part(fh: Any, table: str, rows: pa.Table) -> None:
-    """One table's part of a batch, as Parquet (zstd) in the row groups of :func:`_row_groups`."""
+def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
+    """One table's part of a batch, as Parquet (zstd), one row group per group. Only text
+    columns are dictionary-encoded: numbers (rates, bytes, times) are nearly all distinct, and
+    trying them cost a third of the writer's time for a larger file."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with pq.ParquetWriter(fh, rows.schema, compression="zstd") as writer:
-        for group in _row_groups(table, rows):
+    from netfleet.catalog.rows import SCHEMAS
+
+    schema = SCHEMAS[table]
+    text = [f.name for f in schema if pa.types.is_string(f.type)]
+    with pq.ParquetWriter(fh, schema, compression="zstd", use_dictionary=text) as writer:
+        for group in groups:
             writer.write_table(group)
 
 
@@ -498,7 +538,7 @@ def _fast_connection(root: RawStore) -> _Connection | None:
 
 def _prefetched(
     con: _Connection | None, chunks: Iterator[list[Any]], known: set[str], report: IngestReport
-) -> Iterator[tuple[list[Any], dict[Any, tuple[RunRows, pa.Table]]]]:
+) -> Iterator[tuple[list[Any], dict[Any, tuple[RunRows, Columnar]]]]:
     """Each chunk with its columnar rows, in order. :func:`_readers` threads read the next
     chunks through DuckDB while the caller writes this one's Parquet parts (DuckDB and the
     Parquet writer release the GIL); at most that many chunks wait, read, beside the caller's."""
@@ -525,13 +565,13 @@ def _prefetched(
 class _Read(NamedTuple):
     """What a reader made of a chunk: rows by path, and the files left to the Python path."""
 
-    cached: dict[Any, tuple[RunRows, pa.Table]]
+    cached: dict[Any, tuple[RunRows, Columnar]]
     fallback: list[BadFile]
 
 
 def _taken(
     item: tuple[list[Any], Future[_Read]], report: IngestReport
-) -> tuple[list[Any], dict[Any, tuple[RunRows, pa.Table]]]:
+) -> tuple[list[Any], dict[Any, tuple[RunRows, Columnar]]]:
     chunk, future = item
     read = future.result()
     report.fallback.extend(read.fallback)  # in chunk order, whichever reader finished first
@@ -547,7 +587,7 @@ def _fast_chunk(con: _Connection, chunk: list[Any], known: set[str]) -> _Read:
 
     made = fast_rows(con.get(), new)
     return _Read(
-        {new[n]: (run.rows, made.interval_slice(run)) for n, run in made.runs.items()},
+        {new[n]: (run.rows, made.columnar(run)) for n, run in made.runs.items()},
         [BadFile(str(new[n]), why) for n, why in sorted(made.fallback.items())],
     )
 
