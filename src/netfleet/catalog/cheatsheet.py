@@ -12,13 +12,18 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-import duckdb
-
-from netfleet.catalog.views import connect
+from netfleet.catalog.remote import is_s3
 from netfleet.errors import CatalogError
 from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD, rate_unit
+
+if TYPE_CHECKING:
+    import duckdb
+
+# DuckDB is imported where the query runs: a cheat sheet read back from the catalog's cache
+# (:mod:`netfleet.catalog.sheetcache`) needs none of it
 
 Side = Literal["receiver", "sender"]
 Rate = Literal["goodput", "wire"]
@@ -155,16 +160,37 @@ def cheatsheet_data(
     scale, unit_label = rate_unit(unit)
     unit_label += "/s"
     keys_asked = [group_by] if isinstance(group_by, str) else list(dict.fromkeys(group_by))
-    con = connect(catalog_dir)
-    try:
-        return _cheatsheet(con, keys_asked, side, where, campaign, scale, unit_label, rate)
-    except duckdb.Error as exc:
-        raise CatalogError(
-            f"cheat sheet query failed: {exc}",
-            hint="check the where condition against docs/catalog.md",
-        ) from exc
-    finally:
-        con.close()
+
+    def compute() -> CheatSheetData:
+        import duckdb
+
+        from netfleet.catalog.views import connect
+
+        con = connect(catalog_dir)
+        try:
+            return _cheatsheet(con, keys_asked, side, where, campaign, scale, unit_label, rate)
+        except duckdb.Error as exc:
+            raise CatalogError(
+                f"cheat sheet query failed: {exc}",
+                hint="check the where condition against docs/catalog.md",
+            ) from exc
+        finally:
+            con.close()
+
+    if is_s3(catalog_dir) or isinstance(where, str):
+        # free SQL may read the clock (now(), current_date): its answer is not kept
+        return compute()
+    from netfleet.catalog.sheetcache import cached
+
+    question = {
+        "group_by": keys_asked,
+        "side": side,
+        "where": None if where is None else dict(where),
+        "campaign": campaign,
+        "unit": unit,
+        "rate": rate,
+    }
+    return cached(Path(catalog_dir), question, compute)
 
 
 def _cheatsheet(

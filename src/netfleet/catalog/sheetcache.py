@@ -1,0 +1,150 @@
+"""Cheat sheets already answered, kept beside a local catalog: the same question over the same
+committed parts is read back instead of queried again (no DuckDB, no Parquet read).
+
+Why a cached answer cannot be stale: committed parts are never rewritten (see
+:mod:`netfleet.catalog.layout`: a batch is new files under new names), so the key is
+
+* every committed part of every table — name, size and modification time (a new batch, a
+  deleted, replaced or touched part changes it);
+* the question's arguments (group keys, side, filters, campaign, unit, rate basis);
+* the catalog format, netfleet's version and :data:`CACHE_FORMAT` (another netfleet, or another
+  query, never reads this one's answers).
+
+An entry is one JSON file, ``CATALOG/_sheets/sheet-<sha256 of the key>.json``, written
+atomically; ``_`` keeps it out of what Spark, Athena and Trino read as table data. An entry that
+does not parse or does not hold the shape expected is ignored (and written again). Only answers
+made of JSON's own values (text, numbers, booleans, null) are kept, so one reads back exactly
+what was computed. At most :data:`KEEP` entries stay; netfleet deletes only files in that
+directory that carry its own name pattern. S3 catalogs are not cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netfleet import __version__
+from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
+from netfleet.durable import atomic_write
+
+if TYPE_CHECKING:
+    from netfleet.catalog.cheatsheet import CheatSheetData
+
+#: bump when the cheat sheet's query or :class:`CheatSheetData` changes meaning
+CACHE_FORMAT = 1
+SHEETS_DIR = "_sheets"
+KEEP = 64
+_ENTRY = re.compile(r"^sheet-[0-9a-f]{64}\.json$")
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def cached(
+    catalog_dir: Path, question: dict[str, Any], compute: Callable[[], CheatSheetData]
+) -> CheatSheetData:
+    """The answer to ``question`` over the catalog's committed parts: read back when this
+    catalog answered it before, else ``compute()`` (and kept for next time)."""
+    key = _key(catalog_dir, question)
+    folder = catalog_dir / SHEETS_DIR
+    entry = folder / f"sheet-{key}.json"
+    found = _read(entry)
+    if found is not None:
+        return found
+    answer = compute()
+    _write(folder, entry, answer)
+    return answer
+
+
+def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
+    parts = []
+    for table, paths in sorted(committed_parts(catalog_dir).items()):
+        for path in paths:
+            info = os.stat(path)
+            parts.append([table, path.name, info.st_size, info.st_mtime_ns])
+    text = json.dumps(
+        {
+            "cache": CACHE_FORMAT,
+            "catalog": CATALOG_FORMAT,
+            "netfleet": __version__,
+            "question": question,
+            "parts": parts,
+        },
+        sort_keys=True,
+        default=repr,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read(entry: Path) -> CheatSheetData | None:
+    from netfleet.catalog.cheatsheet import CheatSheetData
+
+    try:
+        info = os.lstat(entry)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        doc = json.loads(entry.read_text())
+        if not _shaped(doc, {f.name for f in fields(CheatSheetData)}):
+            return None
+        doc["scaled"] = [(tuple(g), rate, time) for g, rate, time in doc["scaled"]]
+        return CheatSheetData(**doc)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir")
+_TEXTS = ("side", "rate", "unit_label", "filters")
+
+
+def _shaped(doc: Any, names: set[str]) -> bool:
+    """``doc`` has :class:`CheatSheetData`'s fields, each of its type."""
+    return (
+        isinstance(doc, dict)
+        and set(doc) == names
+        and all(type(doc[k]) is int for k in _INTS)
+        and all(isinstance(doc[k], str) for k in _TEXTS)
+        and isinstance(doc["group_keys"], list)
+        and all(isinstance(k, str) for k in doc["group_keys"])
+        and isinstance(doc["rows"], list)
+        and all(isinstance(r, list) and _plain(r) for r in doc["rows"])
+        and isinstance(doc["scaled"], list)
+        and all(isinstance(s, list) and len(s) == 3 and _plain(s) for s in doc["scaled"])
+    )
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return isinstance(value, _PLAIN)
+
+
+def _write(folder: Path, entry: Path, answer: CheatSheetData) -> None:
+    """Keep the answer (when it is made of plain values); a catalog that cannot take it (read
+    only, full) still gets its cheat sheet."""
+    doc = asdict(answer)
+    if not _plain(doc):
+        return
+    try:
+        folder.mkdir(exist_ok=True)
+        atomic_write(entry, json.dumps(doc).encode(), prefix=TEMP_PREFIX)
+        _prune(folder)
+    except OSError:
+        return
+
+
+def _prune(folder: Path) -> None:
+    """Delete the oldest entries beyond :data:`KEEP` (only regular files named as ours)."""
+    entries = []
+    with os.scandir(folder) as it:
+        for e in it:
+            if _ENTRY.match(e.name) and e.is_file(follow_symlinks=False):
+                entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+    for _, name in sorted(entries)[:-KEEP]:
+        (folder / name).unlink(missing_ok=True)
