@@ -1,9 +1,10 @@
 """Ingest at scale: seed-002-shaped raw files (iperf3 -P 10, 60 intervals of 60 s) through
 DuckDB's read_json, a naive Python loop, ``netfleet import`` + ``ingest``, the least DuckDB
 itself needs to read the envelopes netfleet ingests (every interval's sum and streams typed, no
-output: ingest's floor), a no-op re-ingest and ``cheatsheet`` (the first time: the query; again:
-the answer read back from the catalog's cache) — interleaved over ``--rounds`` rounds, each step
-timed and its peak RSS read.
+output: ingest's floor), ingest's own chunk query with its readers and no output (what reading
+costs ingest before any row is made), a no-op re-ingest and ``cheatsheet`` (the first time:
+the query; again: the answer read back from the catalog's cache) — interleaved over
+``--rounds`` rounds, each step timed and its peak RSS read.
 
     .venv/bin/python bench/ingest_scale.py [--files 200] [--rounds 3] [--seed 2]
 
@@ -145,6 +146,21 @@ sql = (
 print(con.execute(sql, [sys.argv[1] + '/**/*.json.gz']).fetchall())
 """
 
+QUERY = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from netfleet.catalog.fastpath import chunk_sql, connection
+from netfleet.catalog.ingestion import FAST_CHUNK_FILES, _readers, local_files
+from netfleet.store.root import max_raw_bytes
+files = [str(p) for p in local_files(__import__("pathlib").Path(sys.argv[1]))]
+chunks = [files[i:i + FAST_CHUNK_FILES] for i in range(0, len(files), FAST_CHUNK_FILES)]
+sql = "SELECT count(*), sum(bytes), count(header) FROM (" + chunk_sql(max_raw_bytes()) + ")"
+def read(chunk):
+    return connection(threads=1).execute(sql, {"files": chunk}).fetchall()
+with ThreadPoolExecutor(_readers()) as pool:
+    print(sum(r[0][0] for r in pool.map(read, chunks)))
+"""
+
 NAIVE = """
 import gzip, json, sys
 from pathlib import Path
@@ -227,6 +243,8 @@ def main() -> int:
                 ),
                 ("netfleet ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
                 ("duckdb envelopes floor", [sys.executable, "-c", FLOOR, str(res)]),
+                # ingest's own query with its chunks and readers, no output
+                ("ingest's query alone", [sys.executable, "-c", QUERY, str(res)]),
                 ("no-op ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
                 # seed 002's files are the client's (sender) side only: the receiver's cheat
                 # sheet of them is empty, by design
@@ -248,6 +266,8 @@ def main() -> int:
             floor = got["duckdb envelopes floor"] / got["duckdb read_json"]
             print(f"{rnd:>5} {'ingest/duckdb':<22} {ratio:>8.2f}×")
             print(f"{rnd:>5} {'floor/duckdb':<22} {floor:>8.2f}×")
+            alone = got["ingest's query alone"] / got["duckdb read_json"]
+            print(f"{rnd:>5} {'query alone/duckdb':<22} {alone:>8.2f}×")
             print(f"{rnd:>5} {'(import+ingest)/duckdb':<22} {both:>8.2f}×")
         print(agreement(raw, work / f"catalog{args.rounds}"))
         print(f"ingest/duckdb: min {min(ratios):.2f}× max {max(ratios):.2f}× (target ≤ 1.0×)")

@@ -7,6 +7,8 @@
     CATALOG/intervals/part-<batch>.parquet
     CATALOG/ends/part-<batch>.parquet
     CATALOG/<table>/.tmp-part-<batch>.parquet  being written (never read)
+    CATALOG/_run_ids/part-<batch>.jsonl      the run_ids of <batch> (the skip list)
+    CATALOG/_sheets/sheet-<sha256>.json      cheat sheets answered (netfleet.catalog.sheetcache)
 
 One ingest batch writes one part per table under a temp name, then renames intervals, ends and
 finally runs. A batch is *committed* when its runs part exists; readers only open the parts of
