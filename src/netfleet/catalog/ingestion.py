@@ -16,7 +16,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -174,19 +174,19 @@ def _is_sums(group: pa.Table) -> bool:
     return bool(group.column("kind")[0].as_py() == "sum")
 
 
-def _columnar_groups(runs: Any) -> tuple[list[pa.Table], list[pa.Table]]:
+def _columnar_groups(runs: Iterable[Columnar]) -> tuple[list[pa.Table], list[pa.Table]]:
     """The fast path's rows of a batch's runs, as slices of their chunks' tables — consecutive
     runs of a chunk are adjacent in each region, so one slice per chunk and region, not one per
     run — split into sums (regions 1 and 2) and streams (3)."""
-    merged: dict[int, list[list[Any]]] = {1: [], 2: [], 3: []}
+    merged: dict[int, list[tuple[pa.Table, int, int]]] = {1: [], 2: [], 3: []}
     for run in runs:
         for span in run.spans:
             same = merged[span.region]
-            last = same[-1] if same else None
-            if last is not None and last[0] is run.table and last[1] + last[2] == span.offset:
-                last[2] += span.length
+            if same and same[-1][0] is run.table and sum(same[-1][1:]) == span.offset:
+                table, offset, length = same[-1]
+                same[-1] = (table, offset, length + span.length)
             else:
-                same.append([run.table, span.offset, span.length])
+                same.append((run.table, span.offset, span.length))
     pieces = {r: [t.slice(o, n) for t, o, n in spans] for r, spans in merged.items()}
     return pieces[1] + pieces[2], pieces[3]
 
