@@ -84,6 +84,28 @@ def test_a_new_batch_or_a_touched_part_asks_again(
     assert len(queries) == 4
 
 
+def test_an_answer_is_not_kept_when_a_batch_commits_while_it_is_computed(
+    catalog: tuple[ResultsRoot, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The views were opened before the batch committed: the answer may lack it, so it must
+    not be filed under the catalog's new state (nor its old one, which can come back only by
+    deleting parts by hand)."""
+    root, cat = catalog
+    query = cheatsheet_module._cheatsheet
+
+    def with_an_ingest_meanwhile(*args):  # type: ignore[no-untyped-def]
+        answer = query(*args)
+        root.write(make_envelope("tcp_p2", "run-meanwhile", labels={"instance_type": "x"}))
+        ingest(root, cat)
+        return answer
+
+    monkeypatch.setattr(cheatsheet_module, "_cheatsheet", with_an_ingest_meanwhile)
+    during = cheatsheet_data(cat, group_by=())
+    assert not (cat / SHEETS_DIR).exists()
+    monkeypatch.setattr(cheatsheet_module, "_cheatsheet", query)
+    assert cheatsheet_data(cat, group_by=()).runs == during.runs + 1
+
+
 def test_free_sql_filters_are_never_kept(
     catalog: tuple[ResultsRoot, Path], queries: list[str]
 ) -> None:

@@ -10,12 +10,14 @@ Why a cached answer cannot be stale: committed parts are never rewritten (see
 * the catalog format, netfleet's version and :data:`CACHE_FORMAT` (another netfleet, or another
   query, never reads this one's answers).
 
-An entry is one JSON file, ``CATALOG/_sheets/sheet-<sha256 of the key>.json``, written
-atomically; ``_`` keeps it out of what Spark, Athena and Trino read as table data. An entry that
-does not parse or does not hold the shape expected is ignored (and written again). Only answers
-made of JSON's own values (text, numbers, booleans, null) are kept, so one reads back exactly
-what was computed. At most :data:`KEEP` entries stay; netfleet deletes only files in that
-directory that carry its own name pattern. S3 catalogs are not cached.
+An answer is kept only when the key is the same after the query as before it (an ingest that
+commits a batch meanwhile may or may not be in the answer). An entry is one JSON file,
+``CATALOG/_sheets/sheet-<sha256 of the key>.json``, written atomically; ``_`` keeps it out of
+what Spark, Athena and Trino read as table data. An entry that does not parse or does not hold
+the shape expected is ignored (and written again). Only answers made of JSON's own values
+(text, numbers, booleans, null) are kept, so one reads back exactly what was computed. At most
+:data:`KEEP` entries stay; netfleet deletes only files in that directory that carry its own
+name pattern. S3 catalogs are not cached.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def cached(
     if found is not None:
         return found
     answer = compute()
-    _write(folder, entry, answer)
+    if _key(catalog_dir, question) == key:  # no batch committed while the query ran
+        _write(folder, entry, answer)
     return answer
 
 
