@@ -123,8 +123,9 @@ def chunk_sql(limit: int) -> str:
     The files are read once (a materialized CTE); the client's and the server's interval
     entries are unnested once each, then each entry's ``sum`` (``pos`` 1), ``sum_bidir_reverse``
     (2) and streams (3) are taken in their own branch, without copying the nested lists. The
-    rows come out in four regions — headers, sums, reverse sums, streams — each in file order
-    (one thread, insertion order kept): :func:`_attach` relies on it, and checks it."""
+    rows come out in regions — headers, then sums, reverse sums and streams, each the client's
+    then the server's (:data:`REGIONS`) — each in file order (one thread, insertion order
+    kept): :func:`_attach` relies on it for speed, and checks it."""
     fields = ", ".join(
         [f"{k!r}: {k}" for k in ENVELOPE_KEYS]
         + [f"{name!r}: {sql}" for name, sql in _SMALL.items()]
@@ -166,8 +167,8 @@ WHERE v IS NOT NULL
 
 
 class Span(NamedTuple):
-    """Rows ``offset`` … ``offset + length`` of a chunk's intervals, all of one region of
-    :func:`chunk_sql`: 1 sums, 2 reverse sums, 3 streams."""
+    """Rows ``offset`` … ``offset + length`` of a chunk's intervals, all of one of
+    :data:`REGIONS`."""
 
     region: int
     offset: int
@@ -437,12 +438,26 @@ def _small_rows(doc: dict[str, Any], source: str) -> RunRows:
     return RunRows(run, [], ends)
 
 
+#: regions of :func:`chunk_sql`'s interval rows, in output order: (pos, server) → region
+REGIONS = {(1, 0): 1, (1, 1): 2, (2, 0): 3, (2, 1): 4, (3, 0): 5, (3, 1): 6}
+#: the regions holding ``sum`` rows (the rest hold streams)
+SUM_REGIONS = (1, 2, 3, 4)
+
+
+def regions(rows: pa.Table) -> Any:
+    """Each interval row's region: sums, reverse sums, streams (``pos`` 1, 2, 3), each the
+    client's then the server's — the order :func:`chunk_sql`'s branches give them."""
+    pos = rows.column("pos").to_numpy(zero_copy_only=False).astype(np.int64)
+    server = rows.column("server").to_numpy(zero_copy_only=False).astype(np.int64)
+    return (np.minimum(pos, 3) - 1) * 2 + server + 1
+
+
 def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
-    """Give each run its spans: the rows come in regions by ``pos`` (sums, reverse sums,
-    streams), each in file order (:func:`chunk_sql`); rows out of that order are sorted into it
-    first (a safety net: DuckDB keeps insertion order on one thread)."""
+    """Give each run its spans: the rows come in :data:`REGIONS`, each in file order
+    (:func:`chunk_sql`); rows out of that order are sorted into it first (a safety net: DuckDB
+    keeps insertion order on one thread)."""
     ks = rows.column("k").to_numpy(zero_copy_only=False).astype(np.int64)
-    region = np.minimum(rows.column("pos").to_numpy(zero_copy_only=False), 3).astype(np.int64)
+    region = regions(rows)
     key = (region << 40) + ks
     if len(key) > 1 and (np.diff(key) < 0).any():
         order = np.argsort(key, kind="stable")
@@ -450,7 +465,7 @@ def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
     ordered = _finish(rows).drop_columns(["k"])
     chunk.intervals = ordered.select(INTERVALS_SCHEMA.names).cast(INTERVALS_SCHEMA)
     spans: list[list[Span]] = [[] for _ in readable]
-    for r in (1, 2, 3):
+    for r in sorted(REGIONS.values()):
         first, last = np.searchsorted(region, [r, r + 1])
         counts = np.bincount(ks[first:last], minlength=len(readable))
         starts = first + np.concatenate([[0], np.cumsum(counts)[:-1]])

@@ -177,8 +177,10 @@ def _is_sums(group: pa.Table) -> bool:
 def _columnar_groups(runs: Iterable[Columnar]) -> tuple[list[pa.Table], list[pa.Table]]:
     """The fast path's rows of a batch's runs, as slices of their chunks' tables — consecutive
     runs of a chunk are adjacent in each region, so one slice per chunk and region, not one per
-    run — split into sums (regions 1 and 2) and streams (3)."""
-    merged: dict[int, list[tuple[pa.Table, int, int]]] = {1: [], 2: [], 3: []}
+    run — split into sums and streams (:data:`~netfleet.catalog.fastpath.SUM_REGIONS`)."""
+    from netfleet.catalog.fastpath import REGIONS, SUM_REGIONS
+
+    merged: dict[int, list[tuple[pa.Table, int, int]]] = {r: [] for r in sorted(REGIONS.values())}
     for run in runs:
         for span in run.spans:
             same = merged[span.region]
@@ -187,8 +189,12 @@ def _columnar_groups(runs: Iterable[Columnar]) -> tuple[list[pa.Table], list[pa.
                 same[-1] = (table, offset, length + span.length)
             else:
                 same.append((run.table, span.offset, span.length))
-    pieces = {r: [t.slice(o, n) for t, o, n in spans] for r, spans in merged.items()}
-    return pieces[1] + pieces[2], pieces[3]
+    sums: list[pa.Table] = []
+    streams: list[pa.Table] = []
+    for region, spans in merged.items():
+        into = sums if region in SUM_REGIONS else streams
+        into += [table.slice(offset, length) for table, offset, length in spans]
+    return sums, streams
 
 
 def _conversion_errors() -> tuple[type[Exception], ...]:
