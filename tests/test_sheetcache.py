@@ -152,3 +152,15 @@ def test_pruning_deletes_only_its_own_oldest_entries(
     assert len([n for n in ours if n.startswith("sheet-")]) == 2
     assert foreign.read_text() == "mine" and outside.read_text() == "keep"
     assert KEEP >= 2
+
+
+def test_a_linked_sheets_folder_is_neither_read_nor_written_through(
+    catalog: tuple[ResultsRoot, Path], tmp_path: Path, queries: list[str]
+) -> None:
+    _, cat = catalog
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (cat / SHEETS_DIR).symlink_to(elsewhere)
+    for _ in range(2):
+        cheatsheet_data(cat)
+    assert queries == ["receiver", "receiver"] and not list(elsewhere.iterdir())

@@ -17,7 +17,8 @@ what Spark, Athena and Trino read as table data. An entry that does not parse or
 the shape expected is ignored (and written again). Only answers made of JSON's own values
 (text, numbers, booleans, null) are kept, so one reads back exactly what was computed. At most
 :data:`KEEP` entries stay; netfleet deletes only files in that directory that carry its own
-name pattern. S3 catalogs are not cached.
+name pattern, and only when ``_sheets`` is a real directory (a link there is neither read
+nor written through). S3 catalogs are not cached.
 """
 
 from __future__ import annotations
@@ -55,13 +56,22 @@ def cached(
     key = _key(catalog_dir, question)
     folder = catalog_dir / SHEETS_DIR
     entry = folder / f"sheet-{key}.json"
-    found = _read(entry)
+    found = _read(entry) if _own_folder(folder) else None
     if found is not None:
         return found
     answer = compute()
     if _key(catalog_dir, question) == key:  # no batch committed while the query ran
         _write(folder, entry, answer)
     return answer
+
+
+def _own_folder(folder: Path) -> bool:
+    """``_sheets`` is a real directory, not a link that would send reads, writes and deletes
+    elsewhere."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder).st_mode)
+    except OSError:
+        return False
 
 
 def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
@@ -136,6 +146,8 @@ def _write(folder: Path, entry: Path, answer: CheatSheetData) -> None:
         return
     try:
         folder.mkdir(exist_ok=True)
+        if not _own_folder(folder):
+            return
         atomic_write(entry, json.dumps(doc).encode(), prefix=TEMP_PREFIX)
         _prune(folder)
     except OSError:
