@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import fargate, fargate_sim, teardown
+from netfleet.cloud import fargate, fargate_sim, simlab, teardown
 from netfleet.cloud.fargate_teardown import our_cluster
 from netfleet.cloud.provider import TAG_LEASE, AwsProvider, task_host
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
@@ -186,23 +186,38 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
     or process: the ones the kill left are checked to exist first."""
     from netfleet.lab import netns
 
-    spec = shortened(tmp_path, TWO[:1], duration=3, omit=0)
+    # long enough that the killed run's iperf3 processes are surely still running when checked
+    # (at 3 s they could end on their own between the kill and the check: failed CI once)
+    spec = shortened(tmp_path, TWO[:1], duration=15, omit=0)
     results = tmp_path / "results"
-    proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # measuring: iperf3 runs in the task's namespace and in the client's
-            assert time.monotonic() < deadline and proc.poll() is None, "never measured"
-            lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
-            spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
-            if spaces and all(netns.pids(ns) for ns in spaces):
-                break
-            time.sleep(0.1)
+    lab: str | None = None
+    spaces: list[str] = []
+    try:  # a failed assertion must not leave the lab behind (a passing run has none left)
+        proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # measuring: iperf3 runs in the task's namespace and in the client's
+                assert time.monotonic() < deadline and proc.poll() is None, "never measured"
+                lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
+                spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
+                if spaces and all(netns.pids(ns) for ns in spaces):
+                    break
+                time.sleep(0.1)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert lab is not None
+        _destroy_after_the_kill(tmp_path, sim, spaces, lab)
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        for leftover in list(sim.iterdir()) if sim.is_dir() else []:
+            simlab.take_down(leftover)
+
+
+def _destroy_after_the_kill(tmp_path: Path, sim: Path, spaces: list[str], lab: str) -> None:
+    from netfleet.lab import netns
+
     left_pids = [pid for ns in spaces for pid in netns.pids(ns)]
     counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
     assert left_pids and counts["tasks"] == 1 and counts["instances"] == 1, counts
