@@ -34,7 +34,7 @@ def credit_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield made
 
 
-def spec(tmp_path: Path, name: str, chroot: str = "") -> Path:
+def spec(tmp_path: Path, name: str, chroot: str = "", tolerance: float = 0.05) -> Path:
     extra = f", chroot: {chroot}" if chroot else ""
     return write_spec(
         tmp_path,
@@ -47,7 +47,8 @@ def spec(tmp_path: Path, name: str, chroot: str = "") -> Path:
           - name: a
             client: cr
             server: srv
-            params: {{duration: 60, until_steady: 4, min_duration: 30}}
+            params: {{duration: 60, until_steady: 4, min_duration: 30,
+                      steady_tolerance: {tolerance}}}
         """,
     )
 
@@ -90,7 +91,12 @@ def test_adaptive_run_with_iperf3_318_reads_the_json_stream(
     from netfleet.lab.chroot import ensure_root
 
     name, state = credit_lab
-    result = run(spec(tmp_path, name, chroot=str(ensure_root())), tmp_path / "r", state)
+    # the client's own (sender) series jitters by whole socket writes: ±4 % at 50 Mbit/s here,
+    # against ±0.5 % for the server's receiver series the 3.12 path follows. At the default 5 %
+    # the stop came at 6-10 s by hand, but the test took 54 s in one CI run and hit the 40 s
+    # maximum in another: 10 % here
+    chroot = str(ensure_root())
+    result = run(spec(tmp_path, name, chroot=chroot, tolerance=0.1), tmp_path / "r", state)
     [env] = result.envelopes
     assert env.status == "ok", env.reason
     assert env.engine.version.startswith("3.18")
