@@ -326,12 +326,11 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_path: Path) -> None:
     """The controller (a real subprocess: ``netfleet cloud up --release``) SIGKILLs itself at each
     provisioning and teardown step in turn; ``cloud destroy`` (also a subprocess) from the
-    journal alone must then leave 0 tagged resources of every type, counted through the API."""
-    spec = tmp_path / "c.yaml"
-    spec.write_text(
-        "campaign: nf-fault\nfleets: [{instance_type: t3.micro, count: 2}]\nduration_minutes: 1\n"
-    )
-    ec2 = aws.client("ec2", "us-east-1")
+    journal alone must then leave 0 tagged resources of every type, counted through the API.
+    Each step is its own campaign, so two run side by side (the subprocesses' start-up is most
+    of the time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     kinds = ["instances", "key-pairs", "security-groups", "internet-gateways", "route-tables",
              "subnets", "vpcs"]  # fmt: skip
     # what the kill must have left at the new steps (the table shows them all)
@@ -341,24 +340,35 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
         "teardown:after-internet-gateway": (0, 0, 0, 0, 1, 1, 1),
         "teardown:after-route-table": (0, 0, 0, 0, 0, 1, 1),
     }
-    rows = []
-    for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
+
+    def one(n: int, point: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        campaign = f"nf-fault-{n}"
+        spec = tmp_path / f"c{n}.yaml"
+        spec.write_text(
+            f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n"
+            "duration_minutes: 1\n"
+        )
+        ec2 = aws.client("ec2", "us-east-1")
         state = tmp_path / f"s{n}"
         env = {**os.environ, "NETFLEET_FAULT_AT": point}
         killed = _cli(["up", str(spec), "--state-dir", str(state), "--release"], env)
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
-        left = teardown.remaining(ec2, "nf-fault")
+        left = teardown.remaining(ec2, campaign)
         if point in expect:
             assert tuple(left[k] for k in kinds) == expect[point], (point, left)
         env.pop("NETFLEET_FAULT_AT")
         if n % 4 == 0:  # the CLI itself now and then; the library call otherwise (faster)
-            done = _cli(["destroy", "nf-fault", "--state-dir", str(state)], env)
+            done = _cli(["destroy", campaign, "--state-dir", str(state)], env)
             assert done.returncode == 0, (point, done.stderr[-2000:])
         else:
-            teardown.destroy(state, "nf-fault", poll_s=0.1)
-        counts = teardown.remaining(ec2, "nf-fault")
-        rows.append((point, left, counts))
+            teardown.destroy(state, campaign, poll_s=0.1)
+        counts = teardown.remaining(ec2, campaign)
         assert not any(counts.values()), (point, counts)
+        return point, left, counts
+
+    with ThreadPoolExecutor(2) as pool:
+        points = PROVISION_POINTS + TEARDOWN_POINTS
+        rows = list(pool.map(one, range(len(points)), points))
     print(
         "\nkill -9 at                       left by kill: " + " ".join(kinds) + " → after destroy"
     )
