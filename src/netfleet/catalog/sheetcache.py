@@ -53,16 +53,26 @@ def cached(
 ) -> CheatSheetData:
     """The answer to ``question`` over the catalog's committed parts: read back when this
     catalog answered it before, else ``compute()`` (and kept for next time)."""
-    key = _key(catalog_dir, question)
+    try:
+        key = _key(catalog_dir, question)
+    except OSError:  # a part went away while listed: the query reports what is there
+        return compute()
     folder = catalog_dir / SHEETS_DIR
     entry = folder / f"sheet-{key}.json"
     found = _read(entry) if _own_folder(folder) else None
     if found is not None:
         return found
     answer = compute()
-    if _key(catalog_dir, question) == key:  # no batch committed while the query ran
+    if _same_key(catalog_dir, question, key):  # no batch committed while the query ran
         _write(folder, entry, answer)
     return answer
+
+
+def _same_key(catalog_dir: Path, question: dict[str, Any], key: str) -> bool:
+    try:
+        return _key(catalog_dir, question) == key
+    except OSError:
+        return False
 
 
 def _own_folder(folder: Path) -> bool:
