@@ -124,8 +124,8 @@ def chunk_sql(limit: int) -> str:
     entries are unnested once each, then each entry's ``sum`` (``pos`` 1), ``sum_bidir_reverse``
     (2) and streams (3) are taken in their own branch, without copying the nested lists. The
     rows come out in regions — headers, then sums, reverse sums and streams, each the client's
-    then the server's (:data:`REGIONS`) — each in file order (one thread, insertion order
-    kept): :func:`_attach` relies on it for speed, and checks it."""
+    then the server's (:data:`REGIONS`) — each region in file order (one thread): one span per
+    file and region for :func:`_attach`."""
     fields = ", ".join(
         [f"{k!r}: {k}" for k in ENVELOPE_KEYS]
         + [f"{name!r}: {sql}" for name, sql in _SMALL.items()]
@@ -438,10 +438,11 @@ def _small_rows(doc: dict[str, Any], source: str) -> RunRows:
     return RunRows(run, [], ends)
 
 
-#: regions of :func:`chunk_sql`'s interval rows, in output order: (pos, server) → region
-REGIONS = {(1, 0): 1, (1, 1): 2, (2, 0): 3, (2, 1): 4, (3, 0): 5, (3, 1): 6}
+#: the regions of :func:`chunk_sql`'s interval rows (:func:`regions`): sums, reverse sums,
+#: streams, each the client's then the server's
+REGIONS = range(1, 7)
 #: the regions holding ``sum`` rows (the rest hold streams)
-SUM_REGIONS = (1, 2, 3, 4)
+SUM_REGIONS = range(1, 5)
 
 
 def regions(rows: pa.Table) -> Any:
@@ -452,25 +453,29 @@ def regions(rows: pa.Table) -> Any:
     return (np.minimum(pos, 3) - 1) * 2 + server + 1
 
 
-def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
-    """Give each run its spans: the rows come in :data:`REGIONS`, each in file order
-    (:func:`chunk_sql`); rows out of that order are sorted into it first (a safety net: DuckDB
-    keeps insertion order on one thread)."""
+def pieces(rows: pa.Table) -> tuple[Any, Any, Any]:
+    """The table cut where the (region, file) changes: each piece's first row, region and
+    file (``k``)."""
     ks = rows.column("k").to_numpy(zero_copy_only=False).astype(np.int64)
     region = regions(rows)
-    key = (region << 40) + ks
-    if len(key) > 1 and (np.diff(key) < 0).any():
-        order = np.argsort(key, kind="stable")
-        rows, ks, region = rows.take(pa.array(order)), ks[order], region[order]
+    cut = np.flatnonzero((np.diff(ks) != 0) | (np.diff(region) != 0)) + 1
+    first = np.concatenate([[0], cut]).astype(np.int64) if len(ks) else cut
+    return first, region[first], ks[first]
+
+
+def _attach(chunk: FastChunk, rows: pa.Table, readable: list[int]) -> None:
+    """Give each run its spans: one per (region, file) piece of the table, whatever order the
+    pieces come in. DuckDB returns a region's rows in file order (one thread), so a file has
+    one piece per region (not always the regions in the order of the ``UNION ALL``
+    branches, which spans do not need); rows in any other order only give more, smaller
+    spans."""
+    first, region, ks = pieces(rows)
     ordered = _finish(rows).drop_columns(["k"])
     chunk.intervals = ordered.select(INTERVALS_SCHEMA.names).cast(INTERVALS_SCHEMA)
+    ends = np.append(first[1:], rows.num_rows)[: len(first)]
     spans: list[list[Span]] = [[] for _ in readable]
-    for r in sorted(REGIONS.values()):
-        first, last = np.searchsorted(region, [r, r + 1])
-        counts = np.bincount(ks[first:last], minlength=len(readable))
-        starts = first + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        for i in np.flatnonzero(counts):
-            spans[i].append(Span(r, int(starts[i]), int(counts[i])))
+    for start, end, r, k in zip(first, ends, region, ks, strict=True):
+        spans[int(k)].append(Span(int(r), int(start), int(end - start)))
     for k, position in enumerate(readable):
         if position in chunk.runs:
-            chunk.runs[position].spans = tuple(spans[k])
+            chunk.runs[position].spans = tuple(sorted(spans[k]))

@@ -150,28 +150,32 @@ class _Batch:
             self.parts[table].append(records)
 
     def tables(self) -> dict[str, list[pa.Table]]:
-        """Each table's rows, as the row groups of its part (:func:`_row_groups`)."""
+        """Each table's rows, as the row groups of its part: for ``intervals`` the ``sum`` rows
+        (the Python path's, then the fast path's) in a row group ahead of the per-stream rows,
+        so a query on sums — the cheat sheet, analysis — skips the per-stream row groups by
+        their min/max statistics instead of reading ten times the rows (``-P 10``)."""
         import pyarrow as pa
 
         from netfleet.catalog.rows import SCHEMAS
 
         tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
-        groups = {t: _row_groups(t, rows) for t, rows in tables.items()}
-        if self.columnar:
-            python = groups["intervals"]
-            sums, streams = _columnar_groups(self.columnar.values())
-            python_sums = [g for g in python if g.num_rows and _is_sums(g)]
-            python_streams = [g for g in python if g.num_rows and not _is_sums(g)]
-            joined = [
-                pa.concat_tables(g) for g in (python_sums + sums, python_streams + streams) if g
-            ]
-            groups["intervals"] = [g for g in joined if g.num_rows]
+        groups = {t: [rows] for t, rows in tables.items()}
+        python_sums, python_streams = _sums_and_streams(tables["intervals"])
+        fast_sums, fast_streams = _columnar_groups(self.columnar.values())
+        joined = [
+            pa.concat_tables([python_sums, *fast_sums]),
+            pa.concat_tables([python_streams, *fast_streams]),
+        ]
+        groups["intervals"] = [g for g in joined if g.num_rows] or [tables["intervals"]]
         return groups
 
 
-def _is_sums(group: pa.Table) -> bool:
-    """A row group of :func:`_row_groups` holds sums or streams only."""
-    return bool(group.column("kind")[0].as_py() == "sum")
+def _sums_and_streams(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The Python path's interval rows split by ``kind`` (two filters, no sort)."""
+    import pyarrow.compute as pc
+
+    is_sum = pc.fill_null(pc.equal(rows.column("kind"), "sum"), False)
+    return rows.filter(is_sum), rows.filter(pc.invert(is_sum))
 
 
 def _columnar_groups(runs: Iterable[Columnar]) -> tuple[list[pa.Table], list[pa.Table]]:
@@ -180,7 +184,7 @@ def _columnar_groups(runs: Iterable[Columnar]) -> tuple[list[pa.Table], list[pa.
     run — split into sums and streams (:data:`~netfleet.catalog.fastpath.SUM_REGIONS`)."""
     from netfleet.catalog.fastpath import REGIONS, SUM_REGIONS
 
-    merged: dict[int, list[tuple[pa.Table, int, int]]] = {r: [] for r in sorted(REGIONS.values())}
+    merged: dict[int, list[tuple[pa.Table, int, int]]] = {r: [] for r in REGIONS}
     for run in runs:
         for span in run.spans:
             same = merged[span.region]
@@ -267,20 +271,6 @@ def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
     with pq.ParquetWriter(fh, schema, compression="zstd", use_dictionary=text) as writer:
         for group in groups:
             writer.write_table(group)
-
-
-def _row_groups(table: str, rows: pa.Table) -> list[pa.Table]:
-    """What one part's row groups hold: for ``intervals``, the ``sum`` rows in their own row
-    group ahead of the per-stream rows (two filters, no sort), so a query on sums — the cheat
-    sheet, analysis — skips the per-stream row groups by their min/max statistics instead of
-    reading ten times the rows (``-P 10``)."""
-    import pyarrow.compute as pc
-
-    if table != "intervals" or not rows.num_rows:
-        return [rows]
-    is_sum = pc.fill_null(pc.equal(rows.column("kind"), "sum"), False)
-    parts = [rows.filter(is_sum), rows.filter(pc.invert(is_sum))]
-    return [p for p in parts if p.num_rows]
 
 
 def _upload(remote: S3Catalog, temp: Path, rel: str) -> None:
