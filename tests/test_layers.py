@@ -19,6 +19,7 @@ RANKS: dict[str, int] = {
     "errors": 0,  # base: exit statuses and the error types, no dependencies
     "units": 0,  # base: rate/size units and the goodput/wire ratio
     "values": 0,  # tolerant readers of raw JSON values (no netfleet imports)
+    "jsonparse": 0,  # JSON text → values, fast (pydantic_core) with json.loads's results
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts
     "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it
     "aws": 0,  # base: the one boto3 client factory

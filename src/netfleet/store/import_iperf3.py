@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from netfleet.jsonparse import loads
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.import_base import (
     TOLERANCE,
@@ -32,7 +33,7 @@ def decode(data: bytes) -> dict[str, Any]:
     if not stripped:
         raise ImportProblem("empty file")
     try:
-        doc = json.loads(stripped)
+        doc = loads(stripped)
     except json.JSONDecodeError as exc:
         lines = [ln for ln in stripped.splitlines() if ln.strip()]
         if len(lines) > 1 and lines[0].lstrip().startswith('{"event"'):
@@ -52,7 +53,7 @@ def _from_stream(lines: list[str]) -> dict[str, Any]:
     doc: dict[str, Any] = {"intervals": []}
     for n, line in enumerate(lines, 1):
         try:
-            ev = json.loads(line)
+            ev = loads(line)
         except json.JSONDecodeError as exc:
             raise ImportProblem(
                 f"--json-stream line {n} is not JSON ({exc.msg}); truncated stream?"
