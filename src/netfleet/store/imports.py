@@ -24,6 +24,7 @@ import io
 import os
 import re
 import signal
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -246,8 +247,10 @@ def import_files(
 
     With ``workers`` > 1 (``netfleet import`` passes one per CPU, at most 4), files are read,
     checked and compressed in that many processes (``forkserver``: a script calling this must
-    guard its entry point with ``if __name__ == "__main__"``) and written by this one. Each
-    file is written atomically as it comes: an interrupted import keeps what it wrote, and
+    guard its entry point with ``if __name__ == "__main__"``) and written by this one, in
+    groups (:data:`GROUP_FILES` files, :data:`GROUP_BYTES`, :data:`GROUP_SECONDS` at most),
+    each file atomically. An interrupted import (Ctrl-C, a failure) still writes the group it
+    had prepared and keeps everything written; after a crash a file is either whole or absent;
     importing again duplicates nothing (run ids are content hashes)."""
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
@@ -259,14 +262,56 @@ def import_files(
     )
     paths = list(expand_sources(sources))
     report = ImportReport()
-    for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
-        if len(outcome) == 2:
-            report.bad.append(outcome)
-        else:
-            source, rel, gz, flags = outcome
-            report.imported.append(str(root.write_encoded(rel, gz)))
-            if flags:
-                report.flagged.append((source, flags))
-        if progress is not None:
-            progress(done, len(paths))
+    group = _Group(root, report)
+    try:
+        for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
+            if len(outcome) == 2:
+                report.bad.append(outcome)
+            else:
+                group.add(*outcome)
+            if progress is not None:
+                progress(done, len(paths))
+    finally:  # Ctrl-C or a failure: what was prepared is still written
+        group.flush()
     return report
+
+
+#: an import writes its files in groups of at most this many files, bytes and seconds: one
+#: ``syncfs`` pair per group (≈ 10 ms) instead of two ``fsync`` per file (2,000 seed-002 files
+#: cost the writing process 4.1 s in fsync and 2.6 s in opening files and directories)
+GROUP_FILES = 256
+GROUP_BYTES = 32 * 1024 * 1024
+GROUP_SECONDS = 2.0
+
+
+@dataclass
+class _Group:
+    """Prepared files waiting to be written together (:meth:`RawStore.write_encoded_many`)."""
+
+    root: Any
+    report: ImportReport
+    items: list[tuple[str, str, bytes, int]] = field(default_factory=list)
+    size: int = 0
+    since: float = 0.0
+
+    def add(self, source: str, rel: str, gz: bytes, flags: int) -> None:
+        if not self.items:
+            self.since = time.monotonic()
+        self.items.append((source, rel, gz, flags))
+        self.size += len(gz)
+        if (
+            len(self.items) >= GROUP_FILES
+            or self.size >= GROUP_BYTES
+            or time.monotonic() - self.since >= GROUP_SECONDS
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        items, self.items, self.size = self.items, [], 0
+        if not items:
+            return
+        written = self.root.write_encoded_many([(rel, gz) for _, rel, gz, _ in items])
+        for (source, _, _, flags), where in zip(items, written, strict=True):
+            self.report.imported.append(str(where))
+            if flags:
+                self.report.flagged.append((source, flags))

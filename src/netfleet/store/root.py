@@ -12,13 +12,13 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
-from netfleet.durable import atomic_write
+from netfleet.durable import atomic_write, write_group
 from netfleet.errors import InputError, StoreError
 from netfleet.store.s3 import RAW_GLOB, parse_s3_url
 
@@ -88,6 +88,17 @@ class ResultsRoot:
         final.parent.mkdir(parents=True, exist_ok=True)
         _check_not_linked(final)  # never write through a d=/campaign= link out of the root
         return atomic_write(final, data, prefix=".tmp-", suffix=".part")
+
+    def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[Path]:
+        """Store many at once (an import): each atomically, the filesystem synced per group
+        rather than per file (:func:`netfleet.durable.write_group`)."""
+        finals = []
+        for rel, data in items:
+            final = self.path / rel
+            final.parent.mkdir(parents=True, exist_ok=True)
+            _check_not_linked(final)
+            finals.append((final, data))
+        return write_group(finals, prefix=".tmp-", suffix=".part")
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""
@@ -221,6 +232,8 @@ class RawStore(Protocol):
     def write(self, envelope: Envelope) -> Any: ...
 
     def write_encoded(self, rel: str, data: bytes) -> Any: ...
+
+    def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[Any]: ...
 
     def files(self) -> Iterator[Any]: ...
 

@@ -19,7 +19,7 @@ import fnmatch
 import hashlib
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,6 +118,10 @@ class S3Root:
         self._upload(rel, data)
         spooled.unlink(missing_ok=True)
         return self.url + rel
+
+    def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[str]:
+        """Store many at once: one after the other (each PUT is atomic by itself)."""
+        return [self.write_encoded(rel, data) for rel, data in items]
 
     def _upload(self, rel: str, data: bytes) -> None:
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
