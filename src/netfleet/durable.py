@@ -70,10 +70,10 @@ def syncfs(directories: Iterable[str | os.PathLike[str]]) -> None:
     for directory in directories:
         one_per_device.setdefault(os.stat(directory).st_dev, directory)
     call = _libc_syncfs()
+    if call is None:
+        os.sync()
+        return
     for directory in one_per_device.values():
-        if call is None:
-            os.sync()
-            return
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             if call(fd) != 0:  # type: ignore[operator]

@@ -53,9 +53,8 @@ def cached(
 ) -> CheatSheetData:
     """The answer to ``question`` over the catalog's committed parts: read back when this
     catalog answered it before, else ``compute()`` (and kept for next time)."""
-    try:
-        key = _key(catalog_dir, question)
-    except OSError:  # a part went away while listed: the query reports what is there
+    key = _key_now(catalog_dir, question)
+    if key is None:  # a part went away while listed: the query reports what is there
         return compute()
     folder = catalog_dir / SHEETS_DIR
     entry = folder / f"sheet-{key}.json"
@@ -63,16 +62,17 @@ def cached(
     if found is not None:
         return found
     answer = compute()
-    if _same_key(catalog_dir, question, key):  # no batch committed while the query ran
+    if _key_now(catalog_dir, question) == key:  # no batch committed while the query ran
         _write(folder, entry, answer)
     return answer
 
 
-def _same_key(catalog_dir: Path, question: dict[str, Any], key: str) -> bool:
+def _key_now(catalog_dir: Path, question: dict[str, Any]) -> str | None:
+    """:func:`_key`, or None when a part went away while it was taken."""
     try:
-        return _key(catalog_dir, question) == key
+        return _key(catalog_dir, question)
     except OSError:
-        return False
+        return None
 
 
 def _own_folder(folder: Path) -> bool:

@@ -84,21 +84,21 @@ class ResultsRoot:
 
     def write_encoded(self, rel: str, data: bytes) -> Path:
         """Store what :func:`encode` made (an import encodes in worker processes)."""
-        final = self.path / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _check_not_linked(final)  # never write through a d=/campaign= link out of the root
-        return atomic_write(final, data, prefix=".tmp-", suffix=".part")
+        return atomic_write(self._final(rel), data, prefix=".tmp-", suffix=".part")
 
     def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[Path]:
         """Store many at once (an import): each atomically, the filesystem synced per group
         rather than per file (:func:`netfleet.durable.write_group`)."""
-        finals = []
-        for rel, data in items:
-            final = self.path / rel
-            final.parent.mkdir(parents=True, exist_ok=True)
-            _check_not_linked(final)
-            finals.append((final, data))
+        finals = [(self._final(rel), data) for rel, data in items]
         return write_group(finals, prefix=".tmp-", suffix=".part")
+
+    def _final(self, rel: str) -> Path:
+        """Where ``rel`` is stored, its directories made; never through a d=/campaign= link
+        out of the root."""
+        final = self.path / rel
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _check_not_linked(final)
+        return final
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""
