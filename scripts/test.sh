@@ -8,4 +8,6 @@ source scripts/bootstrap.sh
 "$UV" run --frozen ruff check src tests scripts bench
 "$UV" run --frozen ruff format --check src tests scripts bench
 "$UV" run --frozen mypy
-exec "$UV" run --frozen pytest --durations=15 "$@"
+# two workers (pytest-xdist), a test file per worker at a time: most tests wait on shaped links
+# or on other processes, so two files at once use the two cores without crowding them
+exec "$UV" run --frozen pytest -n 2 --dist loadfile --durations=15 "$@"
