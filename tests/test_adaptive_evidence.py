@@ -77,6 +77,7 @@ def one_run(
     return env.notes["adaptive"], analyze_file(Path(result.paths[0]))
 
 
+@pytest.mark.slow
 def test_a_burst_longer_than_until_steady_is_not_called_steady(
     lab: tuple[str, Path], tmp_path: Path
 ) -> None:

@@ -323,6 +323,7 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_path: Path) -> None:
     """The controller (a real subprocess: ``netfleet cloud up --release``) SIGKILLs itself at each
     provisioning and teardown step in turn; ``cloud destroy`` (also a subprocess) from the

@@ -67,6 +67,7 @@ def gw_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         assert name not in left
 
 
+@pytest.mark.slow
 def test_every_engine_end_to_end(gw_lab: tuple[str, Path], trixie: Path, tmp_path: Path) -> None:
     name, state = gw_lab
     spec_path = tmp_path / "c.yaml"

@@ -45,6 +45,7 @@ def shaped_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     assert name not in listed  # lab down removed every namespace it made
 
 
+@pytest.mark.slow
 def test_cheatsheet_of_a_shaped_link_matches_the_shaper(
     shaped_lab: tuple[str, Path], tmp_path: Path
 ) -> None:
