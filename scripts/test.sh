@@ -9,5 +9,7 @@ source scripts/bootstrap.sh
 "$UV" run --frozen ruff format --check src tests scripts bench
 "$UV" run --frozen mypy
 # two workers (pytest-xdist), a test file per worker at a time: most tests wait on shaped links
-# or on other processes, so two files at once use the two cores without crowding them
-exec "$UV" run --frozen pytest -n 2 --dist loadfile --durations=15 "$@"
+# or on other processes, so two files at once use the two cores without crowding them. Files go
+# out in collection order (tests/conftest.py puts the long ones first), not xdist's default
+# order by number of tests
+exec "$UV" run --frozen pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 "$@"
