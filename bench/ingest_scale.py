@@ -127,7 +127,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 
 #: every DuckDB step's start: a connection with both cores, no progress bar; and ``num``, the
 #: nine fields of a seed-002 sum or stream as a struct's SQL members
-_DUCKDB2 = """
+_DUCKDB_PRELUDE = """
 import duckdb, sys
 con = duckdb.connect()
 con.execute("SET enable_progress_bar = false")
@@ -138,8 +138,8 @@ num += ", socket BIGINT, bytes BIGINT, retransmits BIGINT, omitted BOOLEAN, send
 
 
 def duckdb_step(body: str) -> str:
-    """A step's script: :data:`_DUCKDB2`, then ``body``."""
-    return _DUCKDB2 + body
+    """A step's script: :data:`_DUCKDB_PRELUDE`, then ``body``."""
+    return _DUCKDB_PRELUDE + body
 
 
 #: the baseline: seed 002's Athena query in DuckDB over the raw files — per instance type (from

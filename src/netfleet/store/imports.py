@@ -29,13 +29,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfleet.errors import InputError
 from netfleet.store.envelope import Envelope
 from netfleet.store.import_base import ImportProblem
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
+
+if TYPE_CHECKING:
+    from netfleet.store.root import RawStore
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".txt", ".txt.gz")
@@ -233,7 +236,7 @@ def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepa
 
 def import_files(
     sources: Iterable[str],
-    root: Any,
+    root: RawStore,
     *,
     campaign: str = "imported",
     labels: Iterable[str] = (),
@@ -242,7 +245,7 @@ def import_files(
     progress: Progress | None = None,
     workers: int = 1,
 ) -> ImportReport:
-    """Import every source file into ``root`` (a :class:`netfleet.store.root.RawStore`). A file
+    """Import every source file into ``root`` (a local or S3 results root). A file
     that cannot be imported is reported with its reason; the others are still imported.
 
     With ``workers`` > 1 (``netfleet import`` passes one per CPU, at most 4), files are read,
@@ -288,7 +291,7 @@ GROUP_SECONDS = 2.0
 class _Group:
     """Prepared files waiting to be written together (:meth:`RawStore.write_encoded_many`)."""
 
-    root: Any
+    root: RawStore
     report: ImportReport
     items: list[tuple[str, str, bytes, int]] = field(default_factory=list)
     size: int = 0
