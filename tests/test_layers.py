@@ -20,6 +20,7 @@ RANKS: dict[str, int] = {
     "units": 0,  # base: rate/size units and the goodput/wire ratio
     "values": 0,  # tolerant readers of raw JSON values (no netfleet imports)
     "jsonparse": 0,  # JSON text → values, fast (pydantic_core) with json.loads's results
+    "journalfile": 0,  # reading a JSON-lines journal someone else may have written (bounded)
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts
     "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it
     "aws": 0,  # base: the one boto3 client factory

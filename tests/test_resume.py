@@ -103,20 +103,27 @@ def test_select_skips_done_and_retries_by_policy(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------- strays
-def test_sweep_stops_a_recorded_process_by_pid(
-    tmp_path: Path, sleeper: subprocess.Popen[bytes]
-) -> None:
-    with Journal(journal_path(tmp_path, "c")) as j:
-        host = LocalHost("a", "127.0.0.1")
-        j.process("run-1", "a", sleeper.pid, ["sleep", "300"], "server")
-        who = asyncio.run(identity(host, sleeper.pid))
-        assert who is not None
-        j.process_identity("a", sleeper.pid, who)  # as run_campaign records it at launch
-        counts = asyncio.run(sweep(j, {"a": host}))
-        assert counts == {"killed": 1}
-        assert sleeper.wait(5) == -signal.SIGTERM
-        assert not j.history.open_processes
-        assert asyncio.run(sweep(j, {"a": LocalHost("a", "127.0.0.1")})) == {}
+def test_sweep_stops_a_recorded_process_by_pid(tmp_path: Path) -> None:
+    host = LocalHost("a", "127.0.0.1")
+
+    async def scenario() -> None:
+        proc = await host.start(["sleep", "300"])
+        try:
+            with Journal(journal_path(tmp_path, "c")) as j:
+                who = await identity(host, proc.pid)
+                assert who is not None
+                # as run_campaign records it at launch: identity and proof of the launch token
+                j.process(
+                    "run-1", "a", proc.pid, ["sleep", "300"], "server", who, proc.launch_token
+                )
+                assert await sweep(j, {"a": host}) == {"killed": 1}
+                assert await proc.wait(5) == -signal.SIGTERM
+                assert not j.history.open_processes
+                assert await sweep(j, {"a": LocalHost("a", "127.0.0.1")}) == {}
+        finally:
+            await proc.stop(grace=1, first=signal.SIGKILL)
+
+    asyncio.run(scenario())
 
 
 def test_sweep_leaves_a_recycled_pid_alone(

@@ -37,14 +37,17 @@ def test_a_login_shell_runs_exactly_the_argv(args: list[str]) -> None:
     """Whatever the strings, the remote shell (bash or dash here) passes them through intact."""
     command = remote_command(["printf", "%s\\0", *args])
     for shell in ("bash", "sh"):
-        out = subprocess.run([shell, "-c", command], capture_output=True, check=True).stdout
+        out = subprocess.run(
+            [shell, "-c", command], input=b"token\n", capture_output=True, check=True
+        ).stdout
         head, _, rest = out.partition(b"\n")
         assert head.startswith(b"NETFLEET_PID ")
         assert rest.split(b"\0")[:-1] == [a.encode() for a in args] or (not args and rest == b"\0")
 
 
 def test_a_missing_command_is_reported_not_run() -> None:
-    out = subprocess.run(["sh", "-c", remote_command(["no-such-tool-x"])], capture_output=True)
+    command = remote_command(["no-such-tool-x"])
+    out = subprocess.run(["sh", "-c", command], input=b"token\n", capture_output=True)
     assert out.returncode == 127 and out.stdout == b"NETFLEET_MISSING\n"
 
 
@@ -263,3 +266,11 @@ def test_inventory_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [(r["name"], r["ssh_address"]) for r in rows] == [("big", "54.1.2.3"), ("m5-1", "")]
     assert cli("inventory", "import-terraform", str(tmp_path / "none.json")) == 2
+
+
+def test_the_launch_token_reaches_the_environment_never_the_command_line() -> None:
+    """Read from the launcher's stdin, exported to the command (issue 23 item 1)."""
+    command = remote_command(["sh", "-c", 'printf "%s" "$NETFLEET_LAUNCH_TOKEN"'])
+    assert "s3cr3t" not in command
+    out = subprocess.run(["sh", "-c", command], input=b"s3cr3t\n", capture_output=True, check=True)
+    assert out.stdout.split(b"\n", 1)[1] == b"s3cr3t"

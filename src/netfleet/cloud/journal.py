@@ -5,19 +5,26 @@ token); after the call returns it appends a ``created`` record with the id. A ``
 the two leaves an intent without an id: ``destroy`` then finds the resource by its tags (every
 resource carries the campaign tag and its token), so nothing is lost. ``deleted`` records mark
 what teardown removed. The file is never rewritten.
+
+Reading trusts nothing (:mod:`netfleet.journalfile`): a regular file only (a FIFO cannot hang
+``destroy`` or ``reap``), bounded in size and nesting; a bad record is skipped and reported on
+stderr, and a journal that cannot be read at all is reported and read as empty — one bad
+journal never stops ``reap`` from handling the others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet.errors import InputError
+from netfleet.errors import InputError, StoreError
+from netfleet.journalfile import read_journal
 from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
 
 ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw|rtb)-[0-9a-zA-Z]{1,40}$")
@@ -40,6 +47,10 @@ ECS_ARN_RE = {
     "task": re.compile(_ECS_ARN + r"task/[A-Za-z0-9/_-]{1,120}$"),
 }
 
+
+log = logging.getLogger(__name__)
+#: (path, what) already reported in this process: a journal is read several times per command
+_REPORTED: set[tuple[str, str]] = set()
 
 #: where intent journals, keys, known_hosts and refreshed prices live (``--state-dir`` wins)
 CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
@@ -79,6 +90,8 @@ class JournalState:
     campaign: str
     resources: list[Resource] = field(default_factory=list)
     bad_lines: int = 0
+    #: why the journal could not be read at all (then it reads as empty)
+    problem: str | None = None
 
     @property
     def regions(self) -> list[str]:
@@ -124,39 +137,66 @@ class Journal:
     def read(self) -> JournalState:
         """Replay the file; malformed or foreign lines are counted and ignored (never trusted)."""
         state = JournalState(self.campaign)
-        if not self.path.exists():
+        try:
+            got = read_journal(self.path)
+        except StoreError as exc:
+            state.problem = exc.message
+            _report(self.path, f"{exc.message}; read as empty ({exc.hint})")
             return state
+        state.bad_lines = len(got.skipped)
         by_key: dict[tuple[str, str, str], Resource] = {}
-        for raw in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for rec in got.records:
             try:
-                rec = json.loads(raw)
-                op, kind, region = rec["op"], rec["kind"], rec["region"]
-                ok = (
-                    rec.get("campaign") == self.campaign
-                    and (kind in KINDS or kind in ECS_KINDS)
-                    and REGION_RE.match(region)
-                )
-                rid = rec.get("id")
-                if rid is not None and not (isinstance(rid, str) and _valid_id(kind, rid)):
-                    ok = False
+                ok = _replay(rec, self.campaign, state, by_key)
             except (ValueError, KeyError, TypeError):
                 ok = False
             if not ok:
                 state.bad_lines += 1
-                continue
-            if op == "intent":
-                res = Resource(kind, region, str(rec["token"]), str(rec["key"]))
-                by_key[(kind, region, res.key)] = res
-                state.resources.append(res)
-            elif op == "created":
-                made = by_key.get((kind, region, str(rec["key"])))
-                if made is not None:
-                    made.id = rid
-            elif op == "deleted":
-                for res in state.resources:
-                    if res.kind == kind and res.region == region and res.id == rid:
-                        res.deleted = True
+        if state.bad_lines:
+            _report(self.path, f"skipped {state.bad_lines} record(s) netfleet did not write")
         return state
+
+
+def _replay(
+    rec: dict[str, Any],
+    campaign: str,
+    state: JournalState,
+    by_key: dict[tuple[str, str, str], Resource],
+) -> bool:
+    """Apply one record to ``state``; False (or KeyError/TypeError/ValueError) if it is not one
+    netfleet writes for this campaign."""
+    op, kind, region = rec["op"], rec["kind"], rec["region"]
+    if not (
+        rec.get("campaign") == campaign
+        and (kind in KINDS or kind in ECS_KINDS)
+        and isinstance(region, str)
+        and REGION_RE.match(region)
+    ):
+        return False
+    rid = rec.get("id")
+    if rid is not None and not (isinstance(rid, str) and _valid_id(kind, rid)):
+        return False
+    if op == "intent":
+        res = Resource(kind, region, str(rec["token"]), str(rec["key"]))
+        by_key[(kind, region, res.key)] = res
+        state.resources.append(res)
+    elif op == "created":
+        made = by_key.get((kind, region, str(rec["key"])))
+        if made is not None:
+            made.id = rid
+    elif op == "deleted":
+        for res in state.resources:
+            if res.kind == kind and res.region == region and res.id == rid:
+                res.deleted = True
+    else:
+        return False
+    return True
+
+
+def _report(path: Path, what: str) -> None:
+    if (str(path), what) not in _REPORTED:
+        _REPORTED.add((str(path), what))
+        log.warning("cloud journal %s: %s", path, what)
 
 
 def _valid_id(kind: str, rid: str) -> bool:

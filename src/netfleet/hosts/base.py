@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -26,12 +27,30 @@ class CommandResult:
     stderr: str
 
 
+#: the environment variable that carries a process's launch token (see :func:`new_launch_token`)
+LAUNCH_TOKEN_ENV = "NETFLEET_LAUNCH_TOKEN"  # noqa: S105 — a variable name, not a secret
+
+
+def new_launch_token() -> str:
+    """A fresh random token for one launch. It is put in the child's environment only — which
+    ``/proc/PID/environ`` shows to root and to the process's owner, nobody else — and never
+    written to disk: the campaign journal keeps a keyed digest of it (``runner/journal.py``),
+    so that a stray can later be proved to be a process netfleet itself started."""
+    return secrets.token_hex(16)
+
+
 class Process:
     """A background process on a host; output is collected as it arrives."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, argv: list[str]) -> None:
+    #: the random token in the process's environment (``LAUNCH_TOKEN_ENV``); None if it has none
+    launch_token: str | None = None
+
+    def __init__(
+        self, proc: asyncio.subprocess.Process, argv: list[str], launch_token: str | None = None
+    ) -> None:
         self._proc = proc
         self.argv = argv
+        self.launch_token = launch_token
         self.stdout_chunks: list[bytes] = []
         self.stderr_chunks: list[bytes] = []
         self._line_listeners: list[Any] = []
@@ -144,6 +163,7 @@ class Host(ABC):
         """Start a background process; stop it with ``Process.stop`` (by its PID)."""
         full = self.wrap(argv)
         reap_own_children()  # else an inherited SIGCHLD=SIG_IGN turns return codes into 255
+        token = new_launch_token()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *full,
@@ -151,13 +171,14 @@ class Host(ABC):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                env={**os.environ, LAUNCH_TOKEN_ENV: token},
             )
         except FileNotFoundError as exc:
             raise HostError(
                 f"{self.name}: cannot run {full[0]!r}: not installed",
                 hint=f"install it on host {self.name}",
             ) from exc
-        return Process(proc, full)
+        return Process(proc, full, token)
 
     def live_bytes(self, proc: Process) -> int | None:
         """Bytes sent + received so far on the interfaces of ``proc``'s network namespace, read

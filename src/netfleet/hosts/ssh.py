@@ -4,12 +4,14 @@
   key's fingerprint and the command that trusts it. There is no switch to skip the check.
 - **No shell injection**: the remote login shell receives ``shlex.join`` of an argv, always::
 
-      exec /bin/sh -c 'command -v "$1" … || exit 127; printf "NETFLEET_PID %d\\n" "$$";
-                       exec "$@"' netfleet ARGV…
+      exec /bin/sh -c 'read -r NETFLEET_LAUNCH_TOKEN; export …; command -v "$1" … || exit 127;
+                       printf "NETFLEET_PID %d\\n" "$$"; exec "$@" </dev/null' netfleet ARGV…
 
-  The launcher checks the command exists, prints its PID and ``exec``s it — so it keeps that PID:
-  netfleet stops remote processes **by PID** (``kill -s SIG PID`` on the host), never by name,
-  and the campaign journal records the PIDs of what it started.
+  The launcher reads the process's random launch token from its stdin (so it is never on a
+  command line, where every user of the host could read it) into its environment, checks the
+  command exists, prints its PID and ``exec``s it — so it keeps that PID: netfleet stops remote
+  processes **by PID** (``kill -s SIG PID`` on the host), never by name, and the campaign
+  journal records the PIDs of what it started (and a digest of their tokens).
 - **Everything is time-bounded**: connecting and logging in (``connect_timeout``), starting a
   command, every ``run`` (its timeout), signals; keepalives declare a silent host lost after
   about ``KEEPALIVE_S × (KEEPALIVE_MAX + 1)`` seconds. A lost connection fails the run it
@@ -34,7 +36,7 @@ from typing import Any
 import asyncssh
 
 from netfleet.errors import HostError
-from netfleet.hosts.base import Host, Process
+from netfleet.hosts.base import Host, Process, new_launch_token
 from netfleet.hosts.provider import AttachProvider, HostRequest
 from netfleet.spec.ssh import SshJump
 
@@ -52,9 +54,10 @@ KEEPALIVE_MAX = 3
 LOST_STATUS = 255
 
 LAUNCHER = (
+    "IFS= read -r NETFLEET_LAUNCH_TOKEN || NETFLEET_LAUNCH_TOKEN=; export NETFLEET_LAUNCH_TOKEN; "
     'command -v "$1" >/dev/null 2>&1 || { printf "NETFLEET_MISSING\\n"; exit 127; }; '
     'printf "NETFLEET_PID %d\\n" "$$"; '
-    'exec "$@"'
+    'exec "$@" </dev/null'
 )
 
 
@@ -282,12 +285,14 @@ class SshHost(Host):
     async def start(self, argv: list[str]) -> Process:
         """Start ``argv`` on the host; returns once it runs and its remote PID is known."""
         command = remote_command(argv)
+        token = new_launch_token()
         link = await self._acquire()
         try:
             chan = await asyncio.wait_for(
-                link.conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL),
-                START_TIMEOUT,
+                link.conn.create_process(command, encoding=None), START_TIMEOUT
             )
+            chan.stdin.write(f"{token}\n".encode())  # the launcher's first line, then EOF
+            chan.stdin.write_eof()
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             self._release(link)
             raise HostError(
@@ -295,6 +300,7 @@ class SshHost(Host):
                 hint="check that the host is up and reachable",
             ) from None
         proc = SshProcess(self, link, chan, list(argv))
+        proc.launch_token = token
         await proc.started()
         return proc
 

@@ -121,6 +121,8 @@ async def _run(
     result = CampaignResult(
         total=len(todo), done_before=len(chosen.done), kept_failed=chosen.kept_failed
     )
+    if journal.history.skipped:  # a torn line after a crash, or lines someone else wrote
+        rep.note(journal.history.skipped)
     await sweep(journal, hosts, rep.note)  # strays of earlier sessions, before anything starts
     if not todo:
         return result
@@ -141,13 +143,13 @@ async def _run(
             return ctx
 
         def on_process(run: PlannedRun, entry: Started) -> None:
-            pid = entry.process.pid
+            pid, token = entry.process.pid, entry.process.launch_token
             mine.add((entry.host.name, pid))
+            where = (run.run_key, entry.host.name, pid, entry.argv, entry.role)
             if entry.host.kind in LOCAL_KINDS:  # same kernel: identity in the same record
-                ident = local_identity(pid)
-                journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role, ident)
+                journal.process(*where, local_identity(pid), token=token)
                 return
-            journal.process(run.run_key, entry.host.name, pid, entry.argv, entry.role)
+            journal.process(*where, token=token)
             identities.append(asyncio.ensure_future(_record_identity(journal, entry.host, pid)))
 
         def on_finished(run: PlannedRun, envelope: Envelope, started: list[Started]) -> None:

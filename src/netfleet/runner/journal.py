@@ -12,8 +12,11 @@ Records (``event``):
   ``resume`` continues them).
 - ``run_started`` / ``run_finished`` — a run began / ended with ``status``, ``run_id``, the
   result file, and the processes confirmed stopped (``stopped``: ``[[host, pid], …]``).
-- ``process`` — a process was started: ``host``, ``pid``, ``argv``, ``role``, ``run_key``.
-  Until a ``run_finished`` or ``stray`` record closes it, it may still run on its host.
+- ``process`` — a process was started: ``host``, ``pid``, ``argv``, ``role``, ``run_key``,
+  ``identity`` (local kinds) and ``proof``: HMAC-SHA256 keyed by the process's random launch
+  token (in its environment only, never on disk) over this journal's real path, the host and
+  the PID — checked against ``/proc/PID/environ`` before a stray is ever signalled. Until a
+  ``run_finished`` or ``stray`` record closes it, it may still run on its host.
 - ``stray`` — a process left running was checked: ``outcome`` ``killed``, ``gone``,
   ``replaced`` (the PID now runs something else), ``survived`` or ``unreachable`` (the last
   two keep it open, to check again next time).
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import socket
@@ -34,6 +39,7 @@ from typing import Any
 
 from netfleet.durable import fsync_dir
 from netfleet.errors import StoreError
+from netfleet.journalfile import Records, open_regular, read_journal
 
 JOURNAL_DIR = Path(".netfleet") / "journal"
 #: stray outcomes after which the process is known not to be ours any more
@@ -50,6 +56,17 @@ class ProcessRecord:
     #: who the process is (start time in clock ticks, boot id, network namespace), read from
     #: /proc right after launch; None when it was never recorded (then it is never signalled)
     identity: dict[str, str] | None = None
+    #: :func:`launch_proof` of the token netfleet put in the process's environment
+    proof: str | None = None
+
+
+def launch_proof(token: str, journal: Path, host: str, pid: int) -> str:
+    """What the journal keeps of a launch token: a keyed digest bound to this journal, host and
+    PID. It does not reveal the token (which only root and the process's owner can read, in
+    ``/proc/PID/environ``), and a record copied into another journal, or naming another PID,
+    does not verify."""
+    where = f"{os.path.realpath(journal)}\0{host}\0{pid}".encode()
+    return hmac.new(token.encode(), where, hashlib.sha256).hexdigest()
 
 
 @dataclass
@@ -68,6 +85,8 @@ class History:
     #: the hosts of runs still going — a credit bucket drains while they run
     last_traffic: dict[str, str] = field(default_factory=dict)
     hosts_of_run: dict[str, set[str]] = field(default_factory=dict)
+    #: what reading the journal skipped (malformed, oversized or too deeply nested records)
+    skipped: str | None = None
 
     def apply(self, rec: dict[str, Any]) -> None:
         event = rec.get("event")
@@ -83,12 +102,13 @@ class History:
             self.unfinished.add(key)
             self.started_at[key] = str(rec.get("at", ""))
         elif event == "run_finished":
+            stopped = [(str(host), int(pid)) for host, pid in rec.get("stopped", [])]
             self.outcomes[key] = str(rec.get("status"))
             self.unfinished.discard(key)
             for host in self.hosts_of_run.pop(key, set()):
                 self.last_traffic[host] = str(rec.get("at", ""))
-            for host, pid in rec.get("stopped", []):
-                self.open_processes.pop((host, int(pid)), None)
+            for at in stopped:  # checked before anything is applied: a bad record applies not
+                self.open_processes.pop(at, None)
         elif event == "process":
             proc = ProcessRecord(
                 str(rec["host"]), int(rec["pid"]), list(rec["argv"]), str(rec["role"]), key
@@ -96,6 +116,8 @@ class History:
             if isinstance(rec.get("identity"), dict):
                 ident = {str(k): str(v) for k, v in rec["identity"].items()}
                 proc = replace(proc, identity=ident)
+            if isinstance(rec.get("proof"), str):
+                proc = replace(proc, proof=rec["proof"])
             self.open_processes[(proc.host, proc.pid)] = proc
             self.hosts_of_run.setdefault(key, set()).add(proc.host)
             self.last_traffic[proc.host] = str(rec.get("at", ""))
@@ -131,39 +153,24 @@ def journal_path(results_root: Path, campaign: str) -> Path:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Every complete record; a torn or unreadable line (a crash mid-write) is skipped."""
+    """Every readable record (:func:`netfleet.journalfile.read_journal`: a regular file only,
+    bounded in size and depth; a torn or malformed line is skipped)."""
     _check_inside(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StoreError(
-            f"cannot read the campaign journal {path}: {exc.strerror}",
-            hint="it must be a regular file (not a symbolic link) netfleet can read",
-        ) from None
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
-    records = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            records.append(rec)
-    return records
+    return read_journal(path).records
 
 
 def read_history(path: Path) -> History:
+    """The journal replayed; what was skipped is said in ``History.skipped``."""
+    _check_inside(path)
+    got = read_journal(path)
     history = History()
-    for rec in read_records(path):
+    bad = list(got.skipped)
+    for number, rec in zip(got.lines, got.records, strict=True):
         try:
             history.apply(rec)
-        except (KeyError, TypeError, ValueError):
-            continue  # a malformed (or forged) record is no instruction
+        except (KeyError, TypeError, ValueError, OverflowError):
+            bad.append((number, "not a record netfleet writes"))  # a forged one: no instruction
+    history.skipped = Records(skipped=sorted(bad)).summary(path)
     return history
 
 
@@ -207,9 +214,8 @@ class Journal:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             _check_inside(self.path)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-            flags |= os.O_CREAT if create else 0
-            fd = os.open(self.path, flags, 0o644)
+            flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+            fd = open_regular(self.path, flags, 0o644)
         except OSError as exc:
             raise StoreError(
                 f"cannot open the campaign journal {self.path}: {exc.strerror}",
@@ -226,11 +232,15 @@ class Journal:
         self._fd = fd
         if create:
             fsync_dir(self.path.parent)
-        if self.path.stat().st_size:
-            with open(self.path, "rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":  # a torn last record: start ours on a line of its own
-                    os.write(fd, b"\n")
+        size = os.fstat(fd).st_size
+        if size:
+            last = open_regular(self.path, os.O_RDONLY)
+            try:
+                torn = os.pread(last, 1, size - 1) != b"\n"
+            finally:
+                os.close(last)
+            if torn:  # a torn last record: start ours on a line of its own
+                os.write(fd, b"\n")
 
     def close(self) -> None:
         if self._fd is not None:
@@ -276,8 +286,12 @@ class Journal:
         argv: list[str],
         role: str,
         identity: dict[str, str] | None = None,
+        token: str | None = None,
     ) -> None:
-        extra = {"identity": identity} if identity else {}
+        """A process was started; ``token`` is its launch token (only its digest is written)."""
+        extra: dict[str, Any] = {"identity": identity} if identity else {}
+        if token:
+            extra["proof"] = launch_proof(token, self.path, host, pid)
         self.append("process", run_key=run_key, host=host, pid=pid, argv=argv, role=role, **extra)
 
     def process_identity(self, host: str, pid: int, identity: dict[str, str]) -> None:

@@ -1,0 +1,130 @@
+"""Hostile journals — the run journal in a results root, the cloud intent journal in the state
+directory — never hang or crash netfleet: read as regular files only, bounded in size and
+nesting, a bad record skipped and reported, never fatal to the others (issue 23 item 8;
+docs/security.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from netfleet import aws
+from netfleet.cloud import teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.journal import Journal as CloudJournal
+from netfleet.cloud.provision import Provisioner
+from netfleet.runner.journal import journal_path, read_history
+from tests.motokit import MotoServer, moto  # noqa: F401 — the module's moto server fixture
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+CAMPAIGN = """\
+campaign: c
+hosts:
+  a: {kind: local}
+  b: {kind: local}
+tests:
+  - {name: quick, client: a, server: b, params: {duration: 1, bitrate: 10mbit}}
+"""
+
+
+def netfleet_run(tmp_path: Path, results: Path) -> subprocess.CompletedProcess[str]:
+    spec = tmp_path / "c.yaml"
+    spec.write_text(textwrap.dedent(CAMPAIGN))
+    return subprocess.run(
+        [sys.executable, "-m", "netfleet", "run", str(spec), "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=60,  # a journal that hangs netfleet fails here
+    )
+
+
+def test_a_fifo_journal_is_refused_not_waited_on(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    path = journal_path(results, "c")
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    res = netfleet_run(tmp_path, results)
+    assert res.returncode == 4, res.stdout + res.stderr
+    assert "is not a regular file" in res.stderr and "c.jsonl" in res.stderr
+
+
+def test_a_deeply_nested_record_is_skipped_and_reported(tmp_path: Path) -> None:
+    results = tmp_path / "r"
+    path = journal_path(results, "c")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(DEEP + b"\n" + DEEP_OBJECT + b"\n")
+    res = netfleet_run(tmp_path, results)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "skipped 2 unreadable record(s)" in res.stdout, res.stdout
+    assert "nested more than" in res.stdout
+
+
+def test_bad_records_never_stop_the_good_ones(tmp_path: Path) -> None:
+    path = journal_path(tmp_path, "c")
+    path.parent.mkdir(parents=True)
+    good = [
+        {"event": "session", "mode": "fresh"},
+        {"event": "run_started", "run_key": "k1"},
+        {"event": "run_finished", "run_key": "k1", "status": "ok", "stopped": 5},  # forged type
+        {"event": "run_started", "run_key": "k2"},
+        {"event": "run_finished", "run_key": "k2", "status": "ok"},
+        {"event": "process", "host": "a", "pid": 1e400, "argv": [], "role": "x"},  # inf PID
+    ]
+    lines = [json.dumps(r).encode() for r in good]
+    lines[1:1] = [DEEP, b"x" * (2 * 1024 * 1024), b"[1, 2]", b"{not json"]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    history = read_history(path)
+    assert history.outcomes == {"k2": "ok"} and history.attempts["k1"] == 1
+    assert history.skipped is not None and "skipped 6" in history.skipped
+    assert "longer than" in history.skipped and "nested more than" in history.skipped
+
+
+# ------------------------------------------------------------------------- cloud journals
+SPEC = {
+    "campaign": "nf-old",
+    "region": "us-east-1",
+    "fleets": [{"instance_type": "t3.micro", "count": 1, "role": "server"}],
+    "duration_minutes": 5,
+    "expires_after_minutes": 60,
+}
+
+
+def test_one_bad_cloud_journal_never_blocks_reap_or_destroy(
+    moto: MotoServer,  # noqa: F811
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A journal nested 100,000 deep and one that is a FIFO sit beside an expired campaign's:
+    `cloud reap --delete` still reaps it, `cloud destroy` of the bad ones does not crash, and
+    each bad journal is reported."""
+    moto.reset()
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(hours=5)
+    Provisioner(CloudSpec(**SPEC), tmp_path, now=past).acquire()
+    deep = CloudJournal(tmp_path, "nf-deep")
+    deep.intent("vpc", "us-east-1", "main")
+    with deep.path.open("ab") as fh:
+        fh.write(DEEP + b"\n")
+    fifo = CloudJournal(tmp_path, "nf-fifo")
+    fifo.dir.mkdir(mode=0o700)
+    os.mkfifo(fifo.path)
+    caplog.set_level(logging.WARNING, logger="netfleet.cloud.journal")
+    now = dt.datetime.now(dt.UTC)
+    found = teardown.reap(tmp_path, [], now, delete=True, poll_s=0.05)
+    assert [e.campaign for e in found] == ["nf-old"]
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-old").values())
+    said = caplog.text
+    assert "nf-deep" in said and "skipped 1 record" in said
+    assert "nf-fifo" in said and "not a regular file" in said
+    assert teardown.destroy(tmp_path, "nf-deep", poll_s=0.05)["instances"] == 0
+    with pytest.raises(Exception, match="no intent journal"):
+        teardown.destroy(tmp_path, "nf-fifo", poll_s=0.05)
