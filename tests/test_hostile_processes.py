@@ -172,3 +172,36 @@ def test_netfleet_run_leaves_a_forged_stray_alone(
     assert "stopped a stray" not in res.stdout
     assert "left sleep" in res.stdout
     assert alive(sleeper.pid)
+
+
+SSH_CAMPAIGN = """\
+campaign: k
+hosts:
+  far: {{kind: ssh, address: 127.0.0.1, port: 9, key: {key}, known_hosts: {known}}}
+  a: {{kind: local}}
+tests:
+  - {{name: quick, client: a, server: far, params: {{duration: 1}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    "content", [b"not a key at all\n", b"-----BEGIN OPENSSH PRIVATE KEY-----\n"]
+)
+def test_a_key_file_that_is_not_a_key_is_an_input_error(tmp_path: Path, content: bytes) -> None:
+    """issue 23 item 12: exit 2 naming the file and the spec field, no KeyImportError traceback
+    (and nothing of the file's content echoed)."""
+    key = tmp_path / "notakey"
+    key.write_bytes(content)
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    spec = tmp_path / "k.yaml"
+    spec.write_text(SSH_CAMPAIGN.format(key=key, known=known))
+    res = subprocess.run(
+        [sys.executable, "-m", "netfleet", "run", str(spec), "--results", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert str(key) in res.stderr and "hosts.far.key" in res.stderr
+    assert "Traceback" not in res.stderr and "not a key at all" not in res.stdout + res.stderr

@@ -35,7 +35,7 @@ from typing import Any
 
 import asyncssh
 
-from netfleet.errors import HostError
+from netfleet.errors import HostError, InputError
 from netfleet.hosts.base import Host, Process, new_launch_token
 from netfleet.hosts.provider import AttachProvider, HostRequest
 from netfleet.spec.ssh import SshJump
@@ -231,6 +231,8 @@ class SshHost(Host):
                 f"host {self.name}: SSH key file {key} does not exist",
                 hint="give the path of an existing private key (key: PATH) or use ssh-agent",
             )
+        if key is not None:
+            _check_key(self.name, key, what)
         if known_hosts is not None and not os.path.isfile(known_hosts):
             raise HostError(
                 f"host {self.name}: known_hosts file {known_hosts} does not exist",
@@ -468,6 +470,40 @@ class SshProcess(Process):
                 await asyncio.wait_for(asyncio.shield(self._done), 5)
         rc = self.returncode
         return LOST_STATUS if rc is None else rc
+
+
+#: a private key file is a few KB; anything larger is not one (and is not read whole)
+MAX_KEY_BYTES = 64 * 1024
+
+
+def _check_key(host: str, path: str, what: str) -> None:
+    """InputError naming the file and the spec field when ``path`` holds no private key asyncssh
+    can use (no traceback, nothing of its content echoed)."""
+    field_name = f"hosts.{host}.key" if what == "it" else f"hosts.{host}.jump.key"
+    hint = (
+        f"{field_name} must be the path of an unencrypted OpenSSH, PEM or PKCS#8 private key "
+        "(for an encrypted key, leave 'key' out and load it into ssh-agent)"
+    )
+    try:
+        if os.path.getsize(path) > MAX_KEY_BYTES:
+            raise InputError(
+                f"host {host}: the SSH key file {path} ({field_name}) is larger than "
+                f"{MAX_KEY_BYTES:,} bytes: not a private key",
+                hint=hint,
+            )
+        asyncssh.read_private_key(path)
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError, ValueError) as exc:
+        reason = str(getattr(exc, "reason", "") or exc)[:200] or "unreadable"
+        raise InputError(
+            f"host {host}: the SSH key file {path} ({field_name}) is not a usable private key: "
+            f"{reason}",
+            hint=hint,
+        ) from None
+    except OSError as exc:
+        raise HostError(
+            f"host {host}: cannot read the SSH key file {path} ({field_name}): {exc.strerror}",
+            hint="check that netfleet may read it",
+        ) from None
 
 
 def _reason(exc: BaseException) -> str:
