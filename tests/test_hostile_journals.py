@@ -128,3 +128,16 @@ def test_one_bad_cloud_journal_never_blocks_reap_or_destroy(
     assert teardown.destroy(tmp_path, "nf-deep", poll_s=0.05)["instances"] == 0
     with pytest.raises(Exception, match="no intent journal"):
         teardown.destroy(tmp_path, "nf-fifo", poll_s=0.05)
+
+
+def test_forged_lease_records_of_the_wrong_shape_are_skipped() -> None:
+    """Host leases live in the same journal: a record whose resource is not a mapping (or whose
+    outcome is unhashable) is skipped, the others still count."""
+    from netfleet.runner.leases import open_leases
+
+    recs: list[dict[str, object]] = [
+        {"event": "host_intent", "lease": "bad", "provider": "p", "host": "h", "resource": 5},
+        {"event": "host_intent", "lease": "ok", "provider": "p", "host": "h", "resource": {}},
+        {"event": "host_released", "lease": "ok", "outcome": ["released"]},
+    ]
+    assert list(open_leases(recs)) == ["ok"]

@@ -22,20 +22,27 @@ from netfleet.runner.journal import Journal, read_records
 
 
 def open_leases(records: list[dict[str, Any]]) -> dict[str, Lease]:
-    """Leases recorded and not settled, by id, in the order they were recorded."""
+    """Leases recorded and not settled, by id, in the order they were recorded. A record of the
+    wrong shape (the journal may be forged) is skipped."""
     leases: dict[str, Lease] = {}
     for rec in records:
-        event, lid = rec.get("event"), str(rec.get("lease", ""))
-        if event == "host_intent" and lid:
-            leases[lid] = Lease(
-                lid, str(rec.get("provider")), str(rec.get("host")), dict(rec.get("resource", {}))
-            )
-        elif event == "host_acquired" and lid in leases:
-            old = leases[lid]
-            leases[lid] = Lease(lid, old.provider, old.host, dict(rec.get("resource", {})))
-        elif event == "host_released" and rec.get("outcome") in SETTLED:
-            leases.pop(lid, None)
+        try:
+            _apply_lease(leases, rec)
+        except (TypeError, ValueError):
+            continue
     return leases
+
+
+def _apply_lease(leases: dict[str, Lease], rec: dict[str, Any]) -> None:
+    event, lid = rec.get("event"), str(rec.get("lease", ""))
+    if event == "host_intent" and lid:
+        resource = dict(rec.get("resource", {}))
+        leases[lid] = Lease(lid, str(rec.get("provider")), str(rec.get("host")), resource)
+    elif event == "host_acquired" and lid in leases:
+        old = leases[lid]
+        leases[lid] = Lease(lid, old.provider, old.host, dict(rec.get("resource", {})))
+    elif event == "host_released" and rec.get("outcome") in SETTLED:
+        leases.pop(lid, None)
 
 
 class JournalLeases:
