@@ -81,11 +81,12 @@ def test_bad_records_never_stop_the_good_ones(tmp_path: Path) -> None:
         {"event": "process", "host": "a", "pid": 1e400, "argv": [], "role": "x"},  # inf PID
     ]
     lines = [json.dumps(r).encode() for r in good]
-    lines[1:1] = [DEEP, b"x" * (2 * 1024 * 1024), b"[1, 2]", b"{not json"]
+    escapes = b'"' + b'\\"' * 100_000  # an unterminated string of escaped quotes
+    lines[1:1] = [DEEP, b"x" * (2 * 1024 * 1024), b"[1, 2]", b"{not json", escapes]
     path.write_bytes(b"\n".join(lines) + b"\n")
     history = read_history(path)
     assert history.outcomes == {"k2": "ok"} and history.attempts["k1"] == 1
-    assert history.skipped is not None and "skipped 6" in history.skipped
+    assert history.skipped is not None and "skipped 7" in history.skipped
     assert "longer than" in history.skipped and "nested more than" in history.skipped
 
 
