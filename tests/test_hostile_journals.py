@@ -23,18 +23,10 @@ from netfleet.cloud.journal import Journal as CloudJournal
 from netfleet.cloud.provision import Provisioner
 from netfleet.runner.journal import journal_path, read_history
 from tests.motokit import MotoServer, moto  # noqa: F401 — the module's moto server fixture
+from tests.test_hostile_processes import CAMPAIGN
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
-
-CAMPAIGN = """\
-campaign: c
-hosts:
-  a: {kind: local}
-  b: {kind: local}
-tests:
-  - {name: quick, client: a, server: b, params: {duration: 1, bitrate: 10mbit}}
-"""
 
 
 def netfleet_run(tmp_path: Path, results: Path) -> subprocess.CompletedProcess[str]:
@@ -100,6 +92,7 @@ SPEC = {
 }
 
 
+@pytest.mark.slow
 def test_one_bad_cloud_journal_never_blocks_reap_or_destroy(
     moto: MotoServer,  # noqa: F811
     tmp_path: Path,

@@ -23,16 +23,9 @@ from netfleet.hosts.base import LAUNCH_TOKEN_ENV
 from netfleet.hosts.local import LocalHost
 from netfleet.runner.journal import Journal, journal_path, launch_proof, read_records
 from netfleet.runner.strays import local_identity, sweep
+from tests.test_resume import alive
 
 NOBODY = 65534
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 @pytest.fixture
