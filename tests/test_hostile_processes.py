@@ -177,8 +177,22 @@ tests:
 """
 
 
+def _encrypted_key() -> bytes:
+    import asyncssh
+
+    key = asyncssh.generate_private_key("ecdsa-sha2-nistp256")
+    return bytes(key.export_private_key("pkcs8-pem", passphrase="pw"))
+
+
 @pytest.mark.parametrize(
-    "content", [b"not a key at all\n", b"-----BEGIN OPENSSH PRIVATE KEY-----\n"]
+    "content",
+    [
+        b"not a key at all\n",
+        b"-----BEGIN OPENSSH PRIVATE KEY-----\n",
+        b"not a key at all\n" * 5000,  # over 64 KiB: not read whole
+        _encrypted_key(),
+    ],
+    ids=["text", "truncated", "oversized", "encrypted"],
 )
 def test_a_key_file_that_is_not_a_key_is_an_input_error(tmp_path: Path, content: bytes) -> None:
     """issue 23 item 12: exit 2 naming the file and the spec field, no KeyImportError traceback
