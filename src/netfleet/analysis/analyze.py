@@ -20,7 +20,7 @@ from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from_phases
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
-from netfleet.analysis.stats import t975
+from netfleet.analysis.stats import t_quantile
 from netfleet.engines.burstable import (
     LONGEST_DOCUMENTED_BURST_S,
     adaptive_verdict,
@@ -274,14 +274,16 @@ def analyze_phases(
     return replace(analysis, refill=refill)
 
 
-def pool(values: Sequence[Estimate]) -> Estimate | None:
+def pool(values: Sequence[Estimate], level: float = 0.95) -> Estimate | None:
     """Several runs' estimates of one quantity: their mean; ± combines the spread between runs
-    (t · s/√k) with the runs' own ± (root mean square / √k)."""
+    (t · s/√k, the two-sided ``level`` t interval of the mean) with the runs' own ± (root mean
+    square / √k)."""
     if not values:
         return None
     v = np.array([e.value for e in values])
     own = math.sqrt(float(np.mean([e.err**2 for e in values])) / len(values))
-    between = t975(len(values) - 1) * float(v.std(ddof=1)) / math.sqrt(v.size) if v.size > 1 else 0
+    k = v.size
+    between = t_quantile(k - 1, level) * float(v.std(ddof=1)) / math.sqrt(k) if k > 1 else 0
     return Estimate(float(v.mean()), math.hypot(between, own))
 
 

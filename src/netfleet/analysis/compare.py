@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from netfleet.analysis.stats import t975
+from netfleet.analysis.stats import FloatArray, t_quantile
 from netfleet.catalog import connect
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.errors import CatalogError, InputError
@@ -215,22 +215,40 @@ class Comparison:
         return {"title": table.title, "rows": out, "notes": table.notes}
 
 
+def _mean_diff(a: FloatArray, b: FloatArray, axis: int = -1) -> FloatArray:
+    return np.asarray(np.mean(b, axis=axis) - np.mean(a, axis=axis), dtype=np.float64)
+
+
 def bootstrap_diff(
     a: Sequence[float], b: Sequence[float], level: float, resamples: int, seed: int
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of mean(b) − mean(a), A and B resampled independently."""
-    rng = np.random.default_rng(seed)
+    """Percentile bootstrap interval of mean(b) − mean(a), A and B resampled independently:
+    ``scipy.stats.bootstrap`` (``method="percentile"``, ``paired=False``) seeded with
+    ``numpy.random.default_rng(seed)``."""
+    from scipy.stats import bootstrap
+
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ma = va[rng.integers(0, va.size, (resamples, va.size))].mean(axis=1)
-    mb = vb[rng.integers(0, vb.size, (resamples, vb.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(mb - ma, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    if np.all(va == va[0]) and np.all(vb == vb[0]):  # every resample gives the same difference
+        d = float(vb[0] - va[0])
+        return d, d
+    res = bootstrap(
+        (va, vb),
+        _mean_diff,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        paired=False,
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def welch_interval(a: Sequence[float], b: Sequence[float], level: float) -> tuple[float, float]:
-    """Welch's t interval of mean(b) − mean(a) (t quantile from :func:`t975`, scaled for other
-    levels by the normal ratio)."""
+    """Welch's t interval of mean(b) − mean(a): Welch–Satterthwaite degrees of freedom (not
+    rounded) and the t quantile of ``level`` (:func:`~netfleet.analysis.stats.t_quantile`,
+    scipy) — what ``scipy.stats.ttest_ind(b, a, equal_var=False).confidence_interval(level)``
+    gives."""
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     sa, sb = va.var(ddof=1) / va.size, vb.var(ddof=1) / vb.size
     se = math.sqrt(sa + sb)
@@ -238,20 +256,8 @@ def welch_interval(a: Sequence[float], b: Sequence[float], level: float) -> tupl
     if se == 0:
         return d, d
     dof = (sa + sb) ** 2 / (sa**2 / (va.size - 1) + sb**2 / (vb.size - 1))
-    t = t975(max(1, math.floor(dof))) * _normal_quantile(level) / _normal_quantile(0.95)
+    t = t_quantile(dof, level)
     return d - t * se, d + t * se
-
-
-def _normal_quantile(level: float) -> float:
-    """z with P(|Z| < z) = level (Acklam-free: bisection on erf; exact enough here)."""
-    lo, hi = 0.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if math.erf(mid / math.sqrt(2)) < level:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 def hedges_g(a: Sequence[float], b: Sequence[float]) -> float | None:

@@ -18,6 +18,7 @@ import numpy as np
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.segments import Segment, Segmentation, SegmentationConfig, log_rates
 from netfleet.analysis.series import Series
+from netfleet.analysis.stats import Z975
 from netfleet.units import DEFAULT_MTU, wire_factor
 
 #: "no-drop": one flat level without evidence that it is not a burst still going on (an
@@ -192,7 +193,7 @@ def estimate_credit(
     if segs[0].core < 2:
         # no two intervals agree on the peak: every one of them was partly at the baseline
         top = float(series.rate[segs[0].first : segs[0].stop].max())
-        peak = Estimate(top, 1.96 * segmentation.noise * top, lower_bound=True)
+        peak = Estimate(top, Z975 * segmentation.noise * top, lower_bound=True)
     his = [peak.value, *(s.level for s in segs[1:-1])]
     drops = tuple(
         _drop(series, y, a, b, hi, segmentation.noise, cfg.outlier_sigmas)

@@ -22,7 +22,7 @@ import numpy as np
 from netfleet.analysis.credit import bucket_from_series
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
-from netfleet.analysis.stats import t975
+from netfleet.analysis.stats import Z975, t975
 from netfleet.engines.iperf3_rows import result_rows
 
 
@@ -92,9 +92,9 @@ def _fit_line(t: np.ndarray, y: np.ndarray, e: np.ndarray) -> _Line:
     slope = float(((t - tm) * (y - ym)).sum() / sxx)
     offset = float(ym - slope * tm)
     ssr = float(((y - offset - slope * t) ** 2).sum())
-    own = float(np.sqrt(np.mean((e / 1.96) ** 2)))
+    own = float(np.sqrt(np.mean((e / Z975) ** 2)))
     sd = max(math.sqrt(ssr / (n - 2)) if n > 2 else 0.0, own)
-    q = t975(n - 2) if n > 2 else 1.96
+    q = t975(n - 2) if n > 2 else Z975
     return _Line(
         slope,
         offset,
@@ -129,7 +129,7 @@ def estimate_refill(
         ssr = left.ssr + float(((y[k:] - cap) ** 2).sum())
         if below and (best is None or ssr < best[0]):
             best = (ssr, k, left, cap)
-    own_var = float(np.mean((e / 1.96) ** 2))
+    own_var = float(np.mean((e / Z975) ** 2))
     notes: list[str] = []
     if t.size == 2:
         notes.append("two points: the line goes through both; linearity is not checked")
@@ -145,7 +145,7 @@ def estimate_refill(
         if improvement > penalty:
             m = t.size - k
             sd = max(float(np.std(y[k:], ddof=1)) if m > 1 else 0.0, math.sqrt(own_var))
-            cap_est = Estimate(cap, (t975(m - 1) if m > 1 else 1.96) * sd / math.sqrt(m))
+            cap_est = Estimate(cap, (t975(m - 1) if m > 1 else Z975) * sd / math.sqrt(m))
             if max_bucket is not None:
                 notes.append(_compare_cap(cap_est, max_bucket))
             return RefillEstimate(

@@ -1,4 +1,5 @@
-"""Small robust-statistics helpers shared by the analysis modules (numpy only)."""
+"""Small robust-statistics helpers shared by the analysis modules (numpy; quantiles from
+scipy.stats, imported when first needed)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,36 @@ FloatArray = NDArray[np.float64]
 
 #: consistency constant: MAD × 1.4826 estimates the standard deviation of normal data
 MAD_TO_SD = 1.4826
-#: two-sided 97.5 % quantiles of Student's t for 1–30 degrees of freedom (then 1.96)
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-Z975 = 1.96
+#: z with P(|Z| < z) = 0.95: ``scipy.stats.norm.ppf(0.975)``, to full precision
+Z975 = 1.959963984540054
+
+
+def t_quantile(dof: float, level: float = 0.95) -> float:
+    """Student's t quantile of a two-sided ``level`` interval with ``dof`` degrees of freedom
+    (fractional for Welch–Satterthwaite): ``scipy.stats.t.ppf((1 + level) / 2, dof)``."""
+    if dof <= 0:
+        raise ValueError("a t quantile needs a positive number of degrees of freedom")
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence level is between 0 and 1, not {level}")
+    from scipy.stats import t
+
+    return float(t.ppf((1 + level) / 2, dof))
+
+
+def z_quantile(level: float = 0.95) -> float:
+    """z with P(|Z| < z) = ``level``: ``scipy.stats.norm.ppf((1 + level) / 2)``."""
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence level is between 0 and 1, not {level}")
+    from scipy.stats import norm
+
+    return float(norm.ppf((1 + level) / 2))
 
 
 def t975(dof: int) -> float:
     """Student's t quantile for a two-sided 95 % interval with ``dof`` degrees of freedom."""
     if dof < 1:
         raise ValueError("a t quantile needs at least one degree of freedom")
-    return _T975[dof - 1] if dof <= len(_T975) else Z975
+    return t_quantile(dof, 0.95)
 
 
 def mad(values: FloatArray) -> float:
@@ -58,9 +75,11 @@ def running_median(values: FloatArray, width: int) -> FloatArray:
     return out
 
 
-def mean_interval(values: Sequence[float] | FloatArray, noise_sd: float) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % interval: t · s/√n with s the sample standard
-    deviation, never below ``noise_sd`` (which is also used when n = 1)."""
+def mean_interval(
+    values: Sequence[float] | FloatArray, noise_sd: float, level: float = 0.95
+) -> tuple[float, float]:
+    """Mean and the half-width of its two-sided ``level`` interval: t · s/√n with s the sample
+    standard deviation, never below ``noise_sd`` (which is also used, with z, when n = 1)."""
     arr = np.asarray(values, dtype=np.float64)
     n = arr.size
     if n == 0:
@@ -68,7 +87,8 @@ def mean_interval(values: Sequence[float] | FloatArray, noise_sd: float) -> tupl
     mean = float(arr.mean())
     sd = float(arr.std(ddof=1)) if n > 1 else 0.0
     sd = max(sd, noise_sd)
-    return mean, (t975(n - 1) if n > 1 else Z975) * sd / math.sqrt(n)
+    q = t_quantile(n - 1, level) if n > 1 else z_quantile(level)
+    return mean, q * sd / math.sqrt(n)
 
 
 def hampel(
