@@ -200,7 +200,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from netfleet.catalog.fastpath import chunk_sql, connection
 from netfleet.catalog.ingestion import FAST_CHUNK_FILES, _readers, local_files
-from netfleet.store.root import max_raw_bytes
+from netfleet.store.rawfile import max_raw_bytes
 files = [str(p) for p in local_files(__import__("pathlib").Path(sys.argv[1]))]
 chunks = [files[i:i + FAST_CHUNK_FILES] for i in range(0, len(files), FAST_CHUNK_FILES)]
 sql = "SELECT count(*), sum(bytes), count(header) FROM (" + chunk_sql(max_raw_bytes()) + ")"

@@ -13,9 +13,9 @@ from netfleet.analysis import (
     Series,
     estimate_credit,
     segment,
-    token_bucket_series,
 )
 from netfleet.analysis.credit import wire_factor
+from tests.bucketsim import token_bucket_series
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
@@ -145,7 +145,7 @@ def test_the_bucket_pm_never_claims_more_than_the_wire_model_allows() -> None:
     model error. A noiseless series still gets BUCKET_MODEL_ERR."""
     from netfleet.analysis.credit import BUCKET_MODEL_ERR, bucket_from_series
     from netfleet.analysis.estimate import Estimate
-    from netfleet.analysis.simulate import token_bucket_series
+    from tests.bucketsim import token_bucket_series
 
     series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20)
     sigma = bucket_from_series(series, Estimate(50e6, 0.0))

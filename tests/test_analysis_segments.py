@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netfleet.analysis import SegmentationConfig, Series, segment, token_bucket_series
+from netfleet.analysis import SegmentationConfig, Series, segment
+from tests.bucketsim import token_bucket_series
 
 
 def noisy(levels: list[tuple[float, int]], noise: float, seed: int = 0) -> Series:

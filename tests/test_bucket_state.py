@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from netfleet.analysis import token_bucket_series
 from netfleet.analysis.analyze import analyze_series
 from netfleet.analysis.series import RunInfo
 from netfleet.engines.params import Iperf3Params
@@ -13,6 +12,7 @@ from netfleet.engines.params.credit import CreditParams
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.bucket import UNKNOWN_REFILL_S, check_bucket
 from netfleet.runner.journal import History
+from tests.bucketsim import token_bucket_series
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from netfleet.analysis import token_bucket_series
 from netfleet.analysis.analyze import analyze_series
 from netfleet.analysis.series import RunInfo
 from netfleet.engines.burstable import (
@@ -15,6 +14,7 @@ from netfleet.engines.burstable import (
     host_burstability,
     steady_evidence,
 )
+from tests.bucketsim import token_bucket_series
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """Architecture: packages import only packages of their own rank or lower (issue 8), no import
-cycle between packages, and the cheap paths stay cheap (no heavy library loaded for nothing)."""
+cycle between packages nor between the modules of one package (issue 22), the product imports no
+test or simulation code, and the cheap paths stay cheap (no heavy library loaded for nothing)."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -139,6 +141,145 @@ def test_no_import_cycle_between_packages() -> None:
     for start in sorted(graph):
         visit(start, [start])
     assert not cycles, "package import cycles:\n" + "\n".join(sorted(set(cycles))[:20])
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the product: dotted name → file (a package by its ``__init__``)."""
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def module_imports(path: Path, module: str, known: dict[str, Path]) -> set[str]:
+    """The modules ``module`` imports, at every level (module, function, ``TYPE_CHECKING``):
+    ``from pkg import sub`` is the submodule ``pkg.sub`` when there is one, else ``pkg``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            for alias in node.names:
+                sub = f"{name}.{alias.name}"
+                names.add(sub if sub in known else name)
+    resolved = set()
+    for name in names:
+        while name and name not in known:  # a name inside a module → that module
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            resolved.add(name)
+    return resolved
+
+
+#: packages whose modules still import each other in a circle, each with its reason
+MODULE_CYCLE_EXCEPTIONS: dict[str, str] = {
+    "cloud": "provision ↔ teardown ↔ fargate(_teardown): being untangled in issue 24 (h24cloud)",
+}
+
+
+def module_cycles(package: str) -> set[str]:
+    """The import circles between the modules of ``package`` (each once, as ``a → b → a``)."""
+    known = modules()
+    graph = {
+        m: {d for d in module_imports(p, m, known) if package_of(d) == package}
+        for m, p in known.items()
+        if package_of(m) == package and m.count(".") >= 1
+    }
+    cycles: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                cycle = path[path.index(nxt) :]
+                first = cycle.index(min(cycle))  # one rotation per circle
+                cycle = cycle[first:] + cycle[:first]
+                cycles.add(" → ".join([*cycle, cycle[0]]))
+            elif len(path) < 12:
+                visit(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    return cycles
+
+
+def packages() -> list[str]:
+    return sorted({p for m in modules() if m.count(".") >= 1 and (p := package_of(m))})
+
+
+def test_no_import_cycle_between_modules_of_a_package() -> None:
+    """Inside a package (``catalog``, ``report``, ``store``, …) no module imports, directly or
+    through others, a module that imports it back — at module or function level."""
+    cycles = sorted(
+        c for pkg in packages() if pkg not in MODULE_CYCLE_EXCEPTIONS for c in module_cycles(pkg)
+    )
+    assert not cycles, "module import cycles inside a package:\n" + "\n".join(cycles)
+
+
+@pytest.mark.parametrize("package", sorted(MODULE_CYCLE_EXCEPTIONS))
+def test_module_cycle_exceptions_are_still_needed(package: str) -> None:
+    """An exception goes once its circle is gone."""
+    assert module_cycles(package), f"{package}: no module cycle left: drop its exception"
+
+
+#: modules of the product that are simulation (stand-ins for clouds, links, hosts) rather than
+#: product, each with its reason; nothing else in the product may import them
+SIMULATION_EXCEPTIONS: dict[str, str] = {
+    "netfleet.cloud.sim": "the cloud spec's `backing: sim` (a documented mode; issue 24, h24emu)",
+    "netfleet.cloud.simlab": "the lab behind `backing: sim` (issue 24, h24emu)",
+    "netfleet.cloud.fargate_sim": "Fargate's `backing: sim` (issue 24, h24emu)",
+}
+
+
+def test_product_imports_no_test_or_simulation_code() -> None:
+    """Nothing in ``src/netfleet`` imports the tests (``tests``, ``conftest``, the ``*kit``
+    helpers, ``tests/bucketsim.py``) nor a simulation module other than the known ones."""
+    known = modules()
+    test_modules = {p.stem for p in (SRC.parents[1] / "tests").glob("*.py")} | {"tests"}
+    bad = []
+    for module, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in test_modules or top in {"pytest", "hypothesis", "moto"}:
+                    bad.append(f"{module} imports {name} (test code)")
+        for dst in module_imports(path, module, known):
+            leaf = dst.rpartition(".")[2]
+            simulated = "sim" in leaf.split("_") or leaf.startswith(("sim", "simulat"))
+            if simulated and dst not in SIMULATION_EXCEPTIONS:
+                bad.append(f"{module} imports {dst} (simulation)")
+    assert not bad, "the product imports test or simulation code:\n" + "\n".join(sorted(bad))
+
+
+def test_no_string_reference_runs_up_the_layers() -> None:
+    """A module named in a string (``"netfleet.cloud.provider:AwsProvider"``, imported later by
+    ``importlib``) is an import all the same: it may not run up the ranks either."""
+    target = re.compile(r"^netfleet(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?$")
+    bad = []
+    for module, path in modules().items():
+        src = package_of(module)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            if target.match(node.value):
+                dst = package_of(node.value.partition(":")[0])
+                if src in RANKS and dst in RANKS and RANKS[dst] > RANKS[src]:
+                    bad.append(f"{module} names {node.value!r}")
+    assert not bad, "string references that run up the layers:\n" + "\n".join(bad)
 
 
 def loaded_after(code: str) -> set[str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.analysis import token_bucket_series
 from netfleet.analysis.analyze import analyze_series
 from netfleet.analysis.series import RunInfo
 from netfleet.catalog import ingest
@@ -16,6 +15,7 @@ from netfleet.report.analysis_tables import runs_table
 from netfleet.report.output import render
 from netfleet.runner.hostcpu import busy_note, cpu_times
 from netfleet.store import ResultsRoot
+from tests.bucketsim import token_bucket_series
 from tests.test_catalog import make_envelope
 from tests.test_cli import SPEC, cli
 

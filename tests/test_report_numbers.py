@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from netfleet.analysis import analyze_series, token_bucket_series
+from netfleet.analysis import analyze_series
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.series import RunInfo
 from netfleet.report.analysis_tables import estimate_text, groups_table
@@ -15,6 +15,7 @@ from netfleet.report.markdown import _table_md
 from netfleet.report.numbers import exact, pm, quantity, sig
 from netfleet.report.output import render
 from netfleet.tabular import Tabular
+from tests.bucketsim import token_bucket_series
 
 
 def test_the_error_sets_the_precision() -> None:

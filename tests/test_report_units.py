@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
-from netfleet.analysis import RunAnalysis, RunInfo, analyze_series, token_bucket_series
+from netfleet.analysis import RunAnalysis, RunInfo, analyze_series
 from netfleet.analysis.estimate import Estimate
 from netfleet.report import plots
 from netfleet.report.price import PriceRow, cheapest
 from tests import pngkit
+from tests.bucketsim import token_bucket_series
 
 
 def _burst_run() -> RunAnalysis:

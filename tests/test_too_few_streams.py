@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from netfleet.analysis import analyze_file, token_bucket_series
+from netfleet.analysis import analyze_file
 from netfleet.analysis.analyze import (
     HOST_LIMITED_BUCKET_ERR,
     HOST_LIMITED_ERR,
@@ -26,6 +26,7 @@ from netfleet.analysis.series import RunInfo, Series
 from netfleet.analysis.sources import analyze_catalog
 from netfleet.catalog import ingest
 from netfleet.store import ResultsRoot
+from tests.bucketsim import token_bucket_series
 from tests.test_catalog import make_envelope
 
 BURST = (400e6, 50e6, 350e6 * 6, 20)  # peak, baseline, bucket, seconds

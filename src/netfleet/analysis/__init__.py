@@ -66,7 +66,6 @@ from netfleet.analysis.series import (
     run_from_envelope,
     series_from_rows,
 )
-from netfleet.analysis.simulate import token_bucket_series
 from netfleet.analysis.sources import (
     analyze_catalog,
     analyze_file,
@@ -121,5 +120,4 @@ __all__ = [
     "run_from_envelope",
     "segment",
     "series_from_rows",
-    "token_bucket_series",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -86,6 +86,33 @@ class CheatSheetData:
     #: groups measured in a scaled lab: (group key values, "lab_scale" values, "lab_time_scale"
     #: values), the values as the labels give them, comma-separated when runs differ
     scaled: list[tuple[tuple[Any, ...], str, str | None]] = field(default_factory=list)
+
+
+_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir")
+_TEXTS = ("side", "rate", "unit_label", "filters")
+
+
+def _from_cache(doc: Any) -> CheatSheetData | None:
+    """A cached answer (:mod:`netfleet.catalog.sheetcache`) back as :class:`CheatSheetData`, or
+    None when the document does not have its fields, each of its type."""
+    from netfleet.catalog.sheetcache import plain
+
+    shaped = (
+        isinstance(doc, dict)
+        and set(doc) == {f.name for f in fields(CheatSheetData)}
+        and all(type(doc[k]) is int for k in _INTS)
+        and all(isinstance(doc[k], str) for k in _TEXTS)
+        and isinstance(doc["group_keys"], list)
+        and all(isinstance(k, str) for k in doc["group_keys"])
+        and isinstance(doc["rows"], list)
+        and all(isinstance(r, list) and plain(r) for r in doc["rows"])
+        and isinstance(doc["scaled"], list)
+        and all(isinstance(s, list) and len(s) == 3 and plain(s) for s in doc["scaled"])
+    )
+    if not shaped:
+        return None
+    doc["scaled"] = [(tuple(g), rate, time) for g, rate, time in doc["scaled"]]
+    return CheatSheetData(**doc)
 
 
 class _Keys:
@@ -190,7 +217,7 @@ def cheatsheet_data(
         "unit": unit,
         "rate": rate,
     }
-    return cached(Path(catalog_dir), question, compute)
+    return cached(Path(catalog_dir), question, compute, _from_cache)
 
 
 def _cheatsheet(

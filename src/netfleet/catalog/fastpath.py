@@ -48,7 +48,7 @@ from netfleet.catalog.rows import (
 from netfleet.engines import ENGINES, iperf3_rows
 from netfleet.errors import NetfleetError
 from netfleet.store.envelope import Envelope, upgrade
-from netfleet.store.root import _check_partition, max_raw_bytes
+from netfleet.store.rawfile import _check_partition, max_raw_bytes
 from netfleet.values import obj
 
 #: the envelope's keys other than ``result``, read as raw JSON and decoded by Python's json

@@ -29,18 +29,18 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
 from netfleet.durable import atomic_write
 
-if TYPE_CHECKING:
-    from netfleet.catalog.cheatsheet import CheatSheetData
+#: what is cached: a dataclass of plain values (the cheat sheet's ``CheatSheetData``)
+T = TypeVar("T")
 
-#: bump when the cheat sheet's query or :class:`CheatSheetData` changes meaning
+#: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
 CACHE_FORMAT = 1
 SHEETS_DIR = "_sheets"
 KEEP = 64
@@ -49,16 +49,21 @@ _PLAIN = (str, int, float, bool, type(None))
 
 
 def cached(
-    catalog_dir: Path, question: dict[str, Any], compute: Callable[[], CheatSheetData]
-) -> CheatSheetData:
+    catalog_dir: Path,
+    question: dict[str, Any],
+    compute: Callable[[], T],
+    load: Callable[[Any], T | None],
+) -> T:
     """The answer to ``question`` over the catalog's committed parts: read back when this
-    catalog answered it before, else ``compute()`` (and kept for next time)."""
+    catalog answered it before, else ``compute()`` (and kept for next time). ``compute``
+    returns a dataclass of plain values; ``load`` turns a kept JSON document back into one, or
+    None when the document is not of its shape (then it is computed again)."""
     key = _key_now(catalog_dir, question)
     if key is None:  # a part went away while listed: the query reports what is there
         return compute()
     folder = catalog_dir / SHEETS_DIR
     entry = folder / f"sheet-{key}.json"
-    found = _read(entry) if _own_folder(folder) else None
+    found = _read(entry, load) if _own_folder(folder) else None
     if found is not None:
         return found
     answer = compute()
@@ -104,55 +109,30 @@ def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _read(entry: Path) -> CheatSheetData | None:
-    from netfleet.catalog.cheatsheet import CheatSheetData
-
+def _read(entry: Path, load: Callable[[Any], T | None]) -> T | None:
     try:
         info = os.lstat(entry)
         if not stat.S_ISREG(info.st_mode):
             return None
-        doc = json.loads(entry.read_text())
-        if not _shaped(doc, {f.name for f in fields(CheatSheetData)}):
-            return None
-        doc["scaled"] = [(tuple(g), rate, time) for g, rate, time in doc["scaled"]]
-        return CheatSheetData(**doc)
+        return load(json.loads(entry.read_text()))
     except (OSError, ValueError, TypeError):
         return None
 
 
-_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir")
-_TEXTS = ("side", "rate", "unit_label", "filters")
-
-
-def _shaped(doc: Any, names: set[str]) -> bool:
-    """``doc`` has :class:`CheatSheetData`'s fields, each of its type."""
-    return (
-        isinstance(doc, dict)
-        and set(doc) == names
-        and all(type(doc[k]) is int for k in _INTS)
-        and all(isinstance(doc[k], str) for k in _TEXTS)
-        and isinstance(doc["group_keys"], list)
-        and all(isinstance(k, str) for k in doc["group_keys"])
-        and isinstance(doc["rows"], list)
-        and all(isinstance(r, list) and _plain(r) for r in doc["rows"])
-        and isinstance(doc["scaled"], list)
-        and all(isinstance(s, list) and len(s) == 3 and _plain(s) for s in doc["scaled"])
-    )
-
-
-def _plain(value: Any) -> bool:
+def plain(value: Any) -> bool:
+    """Made of JSON's plain values only (str, numbers, bool, None, lists, string-keyed dicts)."""
     if isinstance(value, (list, tuple)):
-        return all(_plain(v) for v in value)
+        return all(plain(v) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+        return all(isinstance(k, str) and plain(v) for k, v in value.items())
     return isinstance(value, _PLAIN)
 
 
-def _write(folder: Path, entry: Path, answer: CheatSheetData) -> None:
+def _write(folder: Path, entry: Path, answer: Any) -> None:
     """Keep the answer (when it is made of plain values); a catalog that cannot take it (read
     only, full) still gets its cheat sheet."""
     doc = asdict(answer)
-    if not _plain(doc):
+    if not plain(doc):
         return
     try:
         folder.mkdir(exist_ok=True)

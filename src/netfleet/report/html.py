@@ -11,15 +11,14 @@ campaign names, advice evidence) is HTML-escaped.
 from __future__ import annotations
 
 import base64
-import os
 from datetime import date
 from html import escape
 from pathlib import Path
 from typing import Literal
 
-from netfleet.durable import fsync_dir, write_temp
 from netfleet.errors import InputError
 from netfleet.report.document import Block, Bullets, Document, Figure, Paragraph, Table, cell_text
+from netfleet.report.files import atomic_write
 
 ReportFormat = Literal["html", "markdown"]
 
@@ -103,22 +102,6 @@ def render_html(doc: Document) -> str:
         f'<h1>{escape(doc.title)}</h1><p class="sub">{escape(doc.subtitle)}</p>'
         f"<nav>{nav}</nav>\n" + "\n".join(body) + "\n</body></html>\n"
     )
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through :mod:`netfleet.durable` (temp file, fsync, rename):
-    never half-written; readable as the umask allows (a report is for sharing, not 0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = write_temp(path.parent, data, prefix=f".{path.name}.")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def write_report(doc: Document, path: Path, fmt: ReportFormat = "html") -> Path:

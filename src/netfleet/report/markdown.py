@@ -8,7 +8,7 @@ from pathlib import Path
 
 from netfleet.errors import InputError
 from netfleet.report.document import Block, Bullets, Document, Figure, Paragraph, Table, cell_text
-from netfleet.report.html import atomic_write
+from netfleet.report.files import atomic_write
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
 

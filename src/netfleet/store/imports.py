@@ -185,7 +185,7 @@ Prepared = tuple[str, str, bytes, int] | tuple[str, str]
 
 def prepare(path: Path, opts: _Options) -> Prepared:
     """Read, check and encode one file: no side effects, so it can run in a worker process."""
-    from netfleet.store.root import encode
+    from netfleet.store.rawfile import encode
 
     try:
         size = path.stat().st_size

@@ -106,7 +106,7 @@ class S3Root:
         )
 
     def write(self, envelope: Envelope) -> str:
-        from netfleet.store.root import encode
+        from netfleet.store.rawfile import encode
 
         return self.write_encoded(*encode(envelope))
 
@@ -187,7 +187,7 @@ class S3Root:
             if _aws_error(exc):
                 raise self._fail(f"reading {key}", exc) from exc
             raise
-        from netfleet.store.root import decode_raw
+        from netfleet.store.rawfile import decode_raw
 
         return decode_raw(io.BytesIO(body), url)
 

@@ -1,5 +1,6 @@
 """A token bucket, simulated exactly per interval: what a credit link delivers to a sender that
-always has data. For tests, for the docs' examples and for "what if" questions."""
+always has data. Test machinery (it was ``netfleet.analysis.simulate``): the product never
+imports it (tests/test_layers.py)."""
 
 from __future__ import annotations
 
