@@ -56,7 +56,7 @@ import toy_engine
 registry.ENGINES["toy"] = toy_engine.Toy()  # the one registry line
 
 from netfleet.catalog.rows import TABLE_PARSERS
-from netfleet.hosts.packages import PACKAGES
+from netfleet.hosts.packages import package_table
 from netfleet.plan import expand
 from netfleet.spec.load import spec_schema
 from netfleet.spec.models import TEST_KINDS, CampaignSpec
@@ -82,7 +82,7 @@ print(json.dumps({
     "refused": refused,
     "schema_has_toy": "ToyTest" in json.dumps(spec_schema()),
     "tools": required_tools(runs),
-    "package": PACKAGES["toytool"],
+    "package": package_table()["toytool"],
     "rows": TABLE_PARSERS["toy"]("r1", {"bits": 5}, {}, {}),
     "summary": registry.summary("toy", {"bits": 7}).text,
     "throughput": registry.measuring("throughput"),

@@ -1,13 +1,17 @@
-"""Numbers the rules need, read from any throughput engine's raw result."""
+"""Numbers the rules need, read from any throughput engine's raw result through the engine
+registry (each engine's ``summary`` and ``evidence``): no rule knows a tool by name."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from netfleet.engines import measuring, summary
+from netfleet.engines import Evidence, measuring, summary
+from netfleet.engines import evidence as engine_evidence
+from netfleet.engines.params import spec_params
 
-THROUGHPUT = measuring("throughput")
+#: labels that are about one run, not about the hosts (left out of an imported host's identity)
+RUN_LABELS = frozenset({"date", "epoch", "run", "repeat", "sequence", "file"})
 
 
 def _obj(v: Any) -> Mapping[str, Any]:
@@ -18,65 +22,41 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def inner(env: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """(tool, its own result): the throughput wrapper is unwrapped."""
-    engine = str(_obj(env.get("engine")).get("name"))
-    result = _obj(env.get("result"))
-    if engine == "throughput":
-        return str(result.get("chosen")), _obj(result.get("result"))
-    return engine, result
+def engine(env: Mapping[str, Any]) -> str:
+    return str(_obj(env.get("engine")).get("name"))
+
+
+def is_throughput(env: Mapping[str, Any]) -> bool:
+    """The run's engine measures throughput (asked of the registry when called: an engine
+    registered at run time counts)."""
+    return engine(env) in measuring("throughput")
 
 
 def receiver_bps(env: Mapping[str, Any]) -> float | None:
     """The received rate of a complete run, from its engine's own summary."""
-    engine = str(_obj(env.get("engine")).get("name"))
-    found = summary(engine, env.get("result"))
+    found = summary(engine(env), env.get("result"))
     return found.received_bps if found is not None else None
 
 
+def of(env: Mapping[str, Any]) -> Evidence:
+    """What the run's engine reports of CPU, bytes sent, retransmits, path MTUs and streams."""
+    return engine_evidence(engine(env), env.get("result"))
+
+
 def cpu(env: Mapping[str, Any]) -> dict[str, float]:
-    """Client ("host") and server ("remote") CPU %, where the tool reports it (iperf3)."""
-    tool, r = inner(env)
-    if tool == "iperf3":
-        c = _obj(_obj(r.get("end")).get("cpu_utilization_percent"))
-        host, remote = _num(c.get("host_total")), _num(c.get("remote_total"))
-    elif tool == "iperf3-multi":
-        s = _obj(r.get("summary"))
-        host, remote = _num(s.get("cpu_host_total_max")), _num(s.get("cpu_remote_total_max"))
-    else:
-        return {}
-    return {k: v for k, v in (("client", host), ("server", remote)) if v is not None}
+    """Client and server CPU %, where the tool reports it."""
+    return dict(of(env).cpu)
 
 
 def sent(env: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """(bytes sent, TCP retransmits) where reported."""
-    tool, r = inner(env)
-    if tool == "iperf3":
-        s = _obj(_obj(r.get("end")).get("sum_sent"))
-        return _num(s.get("bytes")), _num(s.get("retransmits"))
-    if tool == "iperf3-multi":
-        s = _obj(r.get("summary"))
-        return _num(s.get("sender_bytes")), _num(s.get("retransmits"))
-    return None, None
+    found = of(env)
+    return found.sent_bytes, found.retransmits
 
 
 def path_mtus(env: Mapping[str, Any]) -> list[int]:
-    """``pmtu`` values the sending iperf3 streams reported (client's and server's JSON)."""
-    tool, r = inner(env)
-    docs: list[Mapping[str, Any]] = []
-    if tool == "iperf3":
-        docs = [r]
-    elif tool == "iperf3-multi":
-        docs = [_obj(_obj(p).get("result")) for p in r.get("processes") or []]
-    found: list[int] = []
-    for doc in docs:
-        for d in (doc, _obj(doc.get("server_output_json"))):
-            for interval in d.get("intervals") or []:
-                for stream in _obj(interval).get("streams") or []:
-                    v = _num(_obj(stream).get("pmtu"))
-                    if v:
-                        found.append(int(v))
-    return found
+    """``pmtu`` values the sending streams reported."""
+    return list(of(env).path_mtus)
 
 
 def interface_mtu(env: Mapping[str, Any]) -> int | None:
@@ -87,9 +67,31 @@ def interface_mtu(env: Mapping[str, Any]) -> int | None:
     return min(known) if known else None
 
 
+def params(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's parameters in the spec's vocabulary (``parallel``, also for a result that
+    stored another name)."""
+    return spec_params(env.get("params"))
+
+
 def parallel(env: Mapping[str, Any]) -> int | None:
-    r = _obj(env.get("result"))
-    if _obj(env.get("engine")).get("name") == "throughput":
-        return int(r["parallel"]) if _num(r.get("parallel")) else None
-    p = _num(_obj(env.get("params")).get("parallel"))
-    return int(p) if p else None
+    """Streams: the run's ``parallel`` parameter (in the spec's vocabulary, so also an imported
+    file's), else what the tool reports it ran (a wrapper's choice, e.g. ``throughput``'s)."""
+    p = params(env).get("parallel")
+    if isinstance(p, int) and not isinstance(p, bool) and p > 0:
+        return p
+    return of(env).streams
+
+
+def host(env: Mapping[str, Any], role: str) -> str:
+    """What identifies the run's ``role`` host across runs: its name for netfleet's own runs;
+    for an imported file (whose hosts are just "client" and "server") the labels that describe
+    the hosts (instance type, region, ...) and the address the file recorded."""
+    record = _obj(env.get(role))
+    name = str(record.get("name"))
+    if record.get("kind") != "imported":
+        return name
+    labels = _obj(env.get("labels"))
+    described = [f"{k}={v}" for k, v in sorted(labels.items()) if k not in RUN_LABELS]
+    address = str(record.get("address") or "")
+    parts = [*described, *([address] if address else [])]
+    return f"{role} " + (" ".join(parts) if parts else "(imported)")

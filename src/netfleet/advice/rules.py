@@ -9,6 +9,9 @@ from typing import Any
 
 from netfleet.advice import evidence as ev
 from netfleet.advice.model import Advice
+from netfleet.engines import tools as registry_tools
+from netfleet.engines.probes import VERSION_PROBES
+from netfleet.hosts.packages import install_hint
 from netfleet.units import TCP_IP_OVERHEAD
 
 CPU_BOUND_PERCENT = 90.0
@@ -21,11 +24,7 @@ RETRANSMIT_RATE = 0.01
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [
-        e
-        for e in envs
-        if e.get("status") == "ok"
-        and ev._obj(e.get("engine")).get("name") in ev.THROUGHPUT
-        and ev.receiver_bps(e)
+        e for e in envs if e.get("status") == "ok" and ev.is_throughput(e) and ev.receiver_bps(e)
     ]
 
 
@@ -37,7 +36,7 @@ def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
     out = []
     for role, pct in ev.cpu(env).items():
         if pct >= CPU_BOUND_PERCENT:
-            host = ev._obj(env.get(role)).get("name")
+            host = ev.host(env, role)
             out.append(
                 Advice(
                     "cpu-bound",
@@ -115,36 +114,44 @@ def ena_exceeded(env: Mapping[str, Any]) -> list[Advice]:
 
 
 def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
+    """One stream against the fewest streams above one between the same hosts, direction and
+    protocol: n streams giving ≥ :data:`FLOW_CAP_RATIO`/2 × n times one stream's rate means
+    each flow is capped."""
     groups: dict[tuple[Any, ...], dict[int, list[tuple[float, str]]]] = defaultdict(
         lambda: defaultdict(list)
     )
     for e in envs:
         p = ev.parallel(e)
-        params = ev._obj(e.get("params"))
+        params = ev.params(e)
         if p is None or params.get("protocol") == "udp" or params.get("bitrate"):
             continue  # only unpaced TCP runs say anything about a per-flow cap
-        key = (
-            ev._obj(e.get("client")).get("name"),
-            ev._obj(e.get("server")).get("name"),
-            e.get("direction"),
-        )
+        key = (ev.host(e, "client"), ev.host(e, "server"), e.get("direction"))
         groups[key][p].append((ev.receiver_bps(e) or 0.0, str(e.get("run_id"))))
     out = []
     for (client, server, direction), by_p in groups.items():
-        if 1 not in by_p or 2 not in by_p:
+        more = sorted(n for n in by_p if n > 1)
+        if 1 not in by_p or not more:
             continue
-        one, two = fmean(b for b, _ in by_p[1]), fmean(b for b, _ in by_p[2])
-        if one and two / one >= FLOW_CAP_RATIO:
+        n = more[0]
+        one, many = fmean(b for b, _ in by_p[1]), fmean(b for b, _ in by_p[n])
+        needed = FLOW_CAP_RATIO / 2 * n
+        if one and many / one >= needed:
             out.append(
                 Advice(
                     "per-flow-cap",
                     "info",
-                    f"{client}→{server} {direction}: 2 streams gave {_g(two)}, {two / one:.2f}× "
-                    f"1 stream's {_g(one)}: each flow is capped near {_g(one)}",
-                    "measure with several streams (the cloud caps single flows, e.g. AWS "
-                    "5 Gbit/s outside a placement group)",
-                    {"one_stream_bps": one, "two_streams_bps": two, "ratio": round(two / one, 3)},
-                    tuple(r for _, r in by_p[1] + by_p[2]),
+                    f"{client}→{server} {direction}: {n} streams gave {_g(many)}, "
+                    f"{many / one:.2f}× 1 stream's {_g(one)}: each flow is capped near "
+                    f"{_g(one)}",
+                    f"measure with {n} or more streams (-P {n}): the cloud caps single flows "
+                    "(e.g. AWS 5 Gbit/s outside a placement group)",
+                    {
+                        "streams": n,
+                        "one_stream_bps": one,
+                        "streams_bps": many,
+                        "ratio": round(many / one, 3),
+                    },
+                    tuple(r for _, r in by_p[1] + by_p[n]),
                 )
             )
     return out
@@ -159,7 +166,7 @@ def asymmetry(envs: list[Mapping[str, Any]]) -> list[Advice]:
             continue
         subject = "client" if e.get("subject") == "client" else "server"
         peer = "server" if subject == "client" else "client"
-        key = (ev._obj(e.get(subject)).get("name"), ev._obj(e.get(peer)).get("name"))
+        key = (ev.host(e, subject), ev.host(e, peer))
         by_host[key][str(e["direction"])].append((ev.receiver_bps(e) or 0.0, str(e["run_id"])))
     out = []
     for (host, peer), dirs in by_host.items():
@@ -196,6 +203,21 @@ def advise(envelopes: Iterable[Mapping[str, Any]]) -> list[Advice]:
     return items
 
 
+#: doctor's name of a tool → its command (iperf 2 is reported as "iperf2", run as "iperf")
+COMMANDS = {name: argv[0] for name, (argv, _) in VERSION_PROBES.items()}
+
+
+def engine_tools(reported: Mapping[str, Any]) -> list[str]:
+    """The engine registry's tools under doctor's names, and any other tool the report lists
+    except the system ones (``ethtool``, ``tracepath``)."""
+    names = {argv: name for name, argv in COMMANDS.items()}
+    found = [names.get(t, t) for t in registry_tools()]
+    return found + [t for t in reported if t not in found and t not in SYSTEM_TOOLS]
+
+
+SYSTEM_TOOLS = ("ethtool", "tracepath")
+
+
 def advise_doctor(hosts: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> list[Advice]:
     """Findings from ``netfleet doctor``: gateway MTU, unreachable peers, missing tools,
     single-threaded iperf3 on multi-core hosts, ENA counters to watch."""
@@ -230,12 +252,13 @@ def advise_doctor(hosts: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> l
             )  # fmt: skip
     for h in hosts:
         tools, cpus = h.get("tools") or {}, h.get("cpus") or 1
-        missing = [t for t in ("iperf3", "iperf2", "sockperf") if not tools.get(t)]
+        missing = [t for t in engine_tools(tools) if not tools.get(t)]
         if missing:
             items.append(
                 Advice(
                     "missing-tools", "info", f"{h['host']}: {', '.join(missing)} not installed",
-                    "apt-get install iperf3 iperf sockperf (some engines need them)",
+                    install_hint([COMMANDS.get(t, t) for t in missing])
+                    + " (the engines that use them need them)",
                     {"missing": missing},
                 )
             )  # fmt: skip

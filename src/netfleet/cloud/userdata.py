@@ -13,8 +13,8 @@ Per image family (:mod:`netfleet.cloud.images`):
   repositories lack is skipped, not fatal to the others); Debian ``apt-get update`` then one
   ``apt-get install`` per package (a fresh Debian AMI has no package lists), waiting up to
   10 min for the dpkg lock (unattended-upgrades may hold it at first boot). Package names come
-  from :data:`netfleet.hosts.packages.PACKAGES`. A tool still missing is named by the run's
-  preflight.
+  from :func:`netfleet.hosts.packages.package_table`, for every tool of the engine registry
+  (:func:`netfleet.engines.tools`). A tool still missing is named by the run's preflight.
 * **the marker** (``runcmd``, last): :data:`READY_MARKER`, written once the engines are
   installed; :mod:`netfleet.cloud.ready` waits for it over SSH before the campaign starts.
 """
@@ -26,9 +26,9 @@ import math
 
 from netfleet.cloud.hostkeys import KeyPair
 from netfleet.cloud.images import FAMILIES
+from netfleet.engines import tools
 from netfleet.hosts.packages import packages_for
 
-TOOLS = ("iperf3", "iperf", "sockperf")
 _APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-o", "DPkg::Lock::Timeout=600"]
 #: written by the user-data's last command (cloud-init's final stage, after the packages):
 #: the instance is ready for the campaign (:mod:`netfleet.cloud.ready` checks it over SSH)
@@ -38,7 +38,7 @@ READY_MARKER = "/var/lib/netfleet/ready"
 def install_commands(family: str) -> list[list[str]]:
     """argv lists (run as root by cloud-init) installing the engines on ``family``."""
     manager = FAMILIES[family].manager
-    packages, _ = packages_for(list(TOOLS), manager)
+    packages, _ = packages_for(list(tools()), manager)
     if manager == "apt-get":
         each = [[*_APT, "install", "-y", "--no-install-recommends", p] for p in packages]
         return [[*_APT, "update"], *each]

@@ -14,10 +14,12 @@ import re
 import time
 from typing import Any
 
-from netfleet.engines.probes import tool_version, version_text
+from netfleet.engines import tools as engine_tools
+from netfleet.engines.probes import VERSION_PROBES, tool_version, version_text
 from netfleet.errors import HostError
 from netfleet.hosts import ena
 from netfleet.hosts.base import Host
+from netfleet.hosts.packages import missing_tools
 
 #: version landmarks worth knowing before a campaign (FIELD-NOTES)
 CAPABILITIES: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -27,6 +29,17 @@ CAPABILITIES: dict[str, tuple[str, tuple[int, ...]]] = {
     "iperf2 --bounceback": ("iperf2", (2, 1)),
 }
 PORT_LOW, PORT_HIGH = 20000, 39999
+#: command → the name its version probe (and doctor's report) knows it by
+PROBE_NAMES = {argv[0]: name for name, (argv, _) in VERSION_PROBES.items()}
+#: tools that print their version with ``-V`` (``--version`` is not theirs)
+DASH_V = ("ping", "tracepath")
+
+
+async def _missing(host: Host, commands: list[str]) -> list[str]:
+    try:
+        return await missing_tools(host, commands)
+    except HostError:
+        return []
 
 
 async def _run(host: Host, argv: list[str], timeout: float = 15) -> tuple[int, str]:
@@ -42,14 +55,20 @@ async def host_report(host: Host) -> dict[str, Any]:
     facts = await host.facts()
     tools: dict[str, str | None] = {}
     versions: dict[str, tuple[int, ...]] = {}
-    for tool in ("iperf3", "iperf2", "sockperf"):
-        v = await tool_version(host, tool)
-        tools[tool] = version_text(v) if v else None
-        if v:
-            versions[tool] = v
-    for tool, argv in (("ping", ["ping", "-V"]), ("tracepath", ["tracepath", "-V"])):
-        rc, out = await _run(host, argv)
-        tools[tool] = (out.strip().splitlines() or ["?"])[0][:40] if rc == 0 else None
+    commands = [*engine_tools(), *(t for t in ("ping", "tracepath") if t not in engine_tools())]
+    missing = set(await _missing(host, commands))
+    for command in commands:
+        name = PROBE_NAMES.get(command, command)  # iperf 2's command is "iperf"
+        if command in missing:
+            tools[name] = None
+        elif name in VERSION_PROBES:
+            v = await tool_version(host, name)
+            tools[name] = version_text(v) if v else "installed"
+            if v:
+                versions[name] = v
+        else:  # a tool netfleet knows no version probe for: the first line it prints
+            rc, out = await _run(host, [command, "-V" if command in DASH_V else "--version"])
+            tools[name] = (out.strip().splitlines() or ["?"])[0][:40] if rc == 0 else "installed"
     rc, out = await _run(host, ["ethtool", "--version"])
     tools["ethtool"] = out.strip()[:40] if rc == 0 else None
     caps = {

@@ -13,7 +13,7 @@ modules: they import only ``errors``, ``units`` and this contract).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from netfleet.engines.params.base import EngineParams
@@ -60,6 +60,61 @@ class Summary:
 
     received_bps: float | None
     text: str
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the advice rules read of a stored result, where the tool reports it (an engine's
+    optional ``evidence(result)``; an engine without one gives advice nothing beyond its
+    summary's rate)."""
+
+    #: CPU % by role: ``client`` (iperf3's "host") and ``server`` (its "remote")
+    cpu: Mapping[str, float] = field(default_factory=dict)
+    #: bytes the sender sent, and TCP retransmits
+    sent_bytes: float | None = None
+    retransmits: float | None = None
+    #: path MTUs the sending streams reported
+    path_mtus: tuple[int, ...] = ()
+    #: streams the tool itself reports it ran (a run's own ``-P``, also for imported files)
+    streams: int | None = None
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One output file of an engine's tool, produced outside netfleet and read by the engine
+    (``netfleet import``): neutral values the store wraps in an envelope with the file's bytes
+    and provenance. ``params`` speak the spec's vocabulary (``parallel``, ``duration``...)."""
+
+    result: dict[str, Any]
+    subject: Literal["client", "server"]
+    direction: Literal["out", "in", "bidir"] | None
+    duration_s: float
+    params: dict[str, Any] = field(default_factory=dict)
+    #: epoch seconds; None: from the path's ``{epoch}`` or the file's mtime (then "inferred")
+    started_at: float | None = None
+    version: str = "unknown"
+    status: Literal["ok", "failed"] = "ok"
+    reason: str | None = None
+    client_address: str = ""
+    server_address: str = ""
+    #: interval sums that do not add up (listed in ``notes.imported.flags``)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: how sure an importer is that a file is its tool's output: 0 not its own, 1 the catch-all of
+#: its kind (JSON, text: its reader then says what is wrong), 2 its own signature
+Claim = Literal[0, 1, 2]
+
+
+@dataclass(frozen=True)
+class ImportFormat:
+    """An engine's ``imports``: which files it reads (``claims``, on the decompressed bytes) and
+    how (``read`` with the ``--side`` asked: auto, client or server). ``read`` is None for the
+    engines whose readers live in the store with its interval checks (iperf3, iperf 2)."""
+
+    title: str
+    claims: Callable[[bytes], Claim]
+    read: Callable[[bytes, str], ImportedRun] | None = None
 
 
 class CommandOutput(Protocol):
@@ -207,6 +262,10 @@ class Engine(Protocol):
     def summary(self, result: Mapping[str, Any]) -> Summary:
         """The received rate and a few words, read from a stored ``result``."""
         ...
+
+    # Optional members (read through ``netfleet.engines``' helpers, absent on most engines):
+    #   evidence(result) -> Evidence       what advice reads (CPU, retransmits, path MTU, streams)
+    #   imports: ImportFormat              the tool's own output files ``netfleet import`` reads
 
 
 def check_params(params: EngineParams, model: type[EngineParams]) -> None:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from netfleet.engines import iperf2_rows
 from netfleet.engines.contract import (
+    Claim,
     EngineInfo,
     Host,
+    ImportFormat,
     Measure,
     Outcome,
     Summary,
@@ -77,6 +79,13 @@ def receiver_bps(result: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def claim_text(plain: bytes) -> Claim:
+    """iperf 2 writes CSV or text: the catch-all of non-JSON files (its reader says when there
+    are no iperf 2 lines)."""
+    stripped = plain.lstrip()
+    return 1 if stripped and stripped[:1] != b"{" else 0
+
+
 class Iperf2:
     name = "iperf2"
     title: ClassVar[str] = "A throughput test with iperf 2 (one thread per stream)."
@@ -89,6 +98,12 @@ class Iperf2:
         "iperf": {"apt-get": "iperf", "dnf": "iperf", "yum": "iperf", "apk": "iperf"}
     }
     needs_server = True
+    #: ``netfleet import``: iperf 2 ``-y C`` CSV and its text reports (read by the store's
+    #: ``import_iperf2``, which checks their intervals)
+    imports: ClassVar[ImportFormat] = ImportFormat(
+        "iperf 2 -y C CSV or text (-e or plain), client or server side",
+        lambda plain: claim_text(plain),
+    )
 
     table_rows = staticmethod(iperf2_rows.result_rows)
 

@@ -20,8 +20,11 @@ from netfleet.engines.burstable import (
     steady_evidence,
 )
 from netfleet.engines.contract import (
+    Claim,
     EngineInfo,
+    Evidence,
     Host,
+    ImportFormat,
     Measure,
     Outcome,
     StopEarly,
@@ -50,6 +53,56 @@ MIN_VERSION: dict[str, tuple[int, ...]] = {
 }
 
 
+def claim_json(plain: bytes) -> Claim:
+    """iperf3 writes JSON: its own when a ``start`` object or a ``--json-stream`` event is
+    there, else the catch-all of JSON (and of an empty file), whose reader says what is wrong."""
+    head = plain.lstrip()[:4096]
+    if not head:
+        return 1
+    if head[:1] != b"{":
+        return 0
+    return 2 if b'"start"' in head or head.startswith(b'{"event"') else 1
+
+
+def _obj(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def stream_pmtus(doc: Mapping[str, Any]) -> list[int]:
+    """``pmtu`` values the streams of an iperf3 document (and the server's JSON it carries)
+    reported."""
+    found: list[int] = []
+    for d in (doc, _obj(doc.get("server_output_json"))):
+        for interval in d.get("intervals") or []:
+            for stream in _obj(interval).get("streams") or []:
+                v = _number(_obj(stream).get("pmtu"))
+                if v:
+                    found.append(int(v))
+    return found
+
+
+def iperf3_evidence(result: Mapping[str, Any]) -> Evidence:
+    """CPU (client = iperf3's "host", server = its "remote"), bytes sent and retransmits, the
+    streams' path MTUs and the stream count, as iperf3's JSON reports them."""
+    end = _obj(result.get("end"))
+    c = _obj(end.get("cpu_utilization_percent"))
+    pairs = (("client", c.get("host_total")), ("server", c.get("remote_total")))
+    cpu = {role: v for role, raw in pairs if (v := _number(raw)) is not None}
+    sent = _obj(end.get("sum_sent"))
+    streams = _number(_obj(_obj(result.get("start")).get("test_start")).get("num_streams"))
+    return Evidence(
+        cpu=cpu,
+        sent_bytes=_number(sent.get("bytes")),
+        retransmits=_number(sent.get("retransmits")),
+        path_mtus=tuple(stream_pmtus(result)),
+        streams=int(streams) if streams else None,
+    )
+
+
 def parse_version(text: str) -> tuple[int, ...]:
     m = re.search(r"iperf (\d+)\.(\d+)(?:\.(\d+))?", text)
     if not m:
@@ -69,6 +122,15 @@ class Iperf3:
         "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"}
     }
     needs_server = True
+    #: ``netfleet import``: iperf3 ``-J`` and ``--json-stream`` files (read by the store's
+    #: ``import_iperf3``, which checks their intervals)
+    imports: ClassVar[ImportFormat] = ImportFormat(
+        "iperf3 JSON (-J or --json-stream, client or server side)", lambda plain: claim_json(plain)
+    )
+
+    @staticmethod
+    def evidence(result: Mapping[str, Any]) -> Evidence:
+        return iperf3_evidence(result)
 
     @staticmethod
     def table_rows(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from netfleet.engines import multi_rows
 from netfleet.engines.contract import (
     EngineInfo,
+    Evidence,
     Host,
     Measure,
     Outcome,
@@ -23,7 +24,7 @@ from netfleet.engines.contract import (
     check_params,
 )
 from netfleet.engines.iperf2 import receiver_bps
-from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines.iperf3 import Iperf3, iperf3_evidence
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.params.iperf3_multi import Iperf3MultiParams
 from netfleet.engines.summaries import rate_summary
@@ -78,6 +79,35 @@ def merge_summary(docs: list[dict[str, Any] | None]) -> dict[str, Any]:
     }
 
 
+def multi_evidence(result: Mapping[str, Any]) -> Evidence:
+    """The merged summary's CPU maxima, bytes sent and retransmits; the path MTUs and stream
+    counts of every process's iperf3 JSON."""
+
+    def num(v: Any) -> float | None:
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    s = result.get("summary")
+    s = s if isinstance(s, Mapping) else {}
+    cpu = {
+        role: v
+        for role, v in (
+            ("client", num(s.get("cpu_host_total_max"))),
+            ("server", num(s.get("cpu_remote_total_max"))),
+        )
+        if v is not None
+    }
+    docs = [p.get("result") for p in result.get("processes") or [] if isinstance(p, Mapping)]
+    each = [iperf3_evidence(d) for d in docs if isinstance(d, Mapping)]
+    streams = sum(e.streams or 0 for e in each)
+    return Evidence(
+        cpu=cpu,
+        sent_bytes=num(s.get("sender_bytes")),
+        retransmits=num(s.get("retransmits")),
+        path_mtus=tuple(m for e in each for m in e.path_mtus),
+        streams=streams or None,
+    )
+
+
 class Iperf3Multi:
     name = "iperf3-multi"
     title: ClassVar[str] = (
@@ -96,6 +126,10 @@ class Iperf3Multi:
     @staticmethod
     def summary(result: Mapping[str, Any]) -> Summary:
         return rate_summary(receiver_bps(result))  # the merged ``summary`` has iperf2's shape
+
+    @staticmethod
+    def evidence(result: Mapping[str, Any]) -> Evidence:
+        return multi_evidence(result)
 
     async def probe(self, host: Host) -> EngineInfo:
         info = await _IPERF3.probe(host)

@@ -19,12 +19,13 @@ result is ``result``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from netfleet.engines import multi_rows
 from netfleet.engines.contract import (
     EngineInfo,
+    Evidence,
     Host,
     Measure,
     Outcome,
@@ -32,9 +33,9 @@ from netfleet.engines.contract import (
     check_params,
 )
 from netfleet.engines.iperf2 import Iperf2, receiver_bps
-from netfleet.engines.iperf3 import Iperf3, received_bps
+from netfleet.engines.iperf3 import Iperf3, iperf3_evidence, received_bps
 from netfleet.engines.iperf3_multi import interpret as multi_interpret
-from netfleet.engines.iperf3_multi import run_processes
+from netfleet.engines.iperf3_multi import multi_evidence, run_processes
 from netfleet.engines.params import Iperf3Params
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.params.throughput import ThroughputParams
@@ -132,6 +133,22 @@ class Throughput:
     needs_server = True
 
     table_rows = staticmethod(multi_rows.throughput_rows)
+
+    @staticmethod
+    def evidence(result: Mapping[str, Any]) -> Evidence:
+        """The chosen tool's evidence; the streams are the ones the run chose."""
+        inner = result.get("result")
+        inner = inner if isinstance(inner, Mapping) else {}
+        chosen = result.get("chosen")
+        found = Evidence()
+        if chosen == "iperf3":
+            found = iperf3_evidence(inner)
+        elif chosen == "iperf3-multi":
+            found = multi_evidence(inner)
+        streams = result.get("parallel")
+        if isinstance(streams, int) and not isinstance(streams, bool) and streams > 0:
+            found = replace(found, streams=streams)
+        return found
 
     @staticmethod
     def summary(result: Mapping[str, Any]) -> Summary:

@@ -7,22 +7,27 @@ root, through ``sudo -n`` for an SSH host with ``sudo: true``.
 
 from __future__ import annotations
 
-from netfleet.engines import ENGINES
+from netfleet.engines import packages as engine_packages
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 
 MANAGERS = ("apt-get", "dnf", "yum", "apk")
 
 _IPROUTE = {"apt-get": "iproute2", "dnf": "iproute", "yum": "iproute", "apk": "iproute2"}
-#: tool → package providing it, per package manager
+#: tool → package providing it, per package manager: the system tools netfleet uses; each
+#: engine declares its own (``packages`` in its module, asked of the registry when needed)
 PACKAGES: dict[str, dict[str, str]] = {
     "ip": _IPROUTE,
     "ss": _IPROUTE,
     "tc": {**_IPROUTE, "dnf": "iproute-tc"},
     "ethtool": {"apt-get": "ethtool", "dnf": "ethtool", "yum": "ethtool", "apk": "ethtool"},
-    # each engine declares its own (``packages`` in its module)
-    **{tool: managers for engine in ENGINES.values() for tool, managers in engine.packages.items()},
 }
+
+
+def package_table() -> dict[str, dict[str, str]]:
+    """Tool → package per package manager: :data:`PACKAGES` and every registered engine's."""
+    return {**PACKAGES, **engine_packages()}
+
 
 _MISSING = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 || printf "%s\\n" "$t"; done'
 INSTALL_TIMEOUT = 900.0
@@ -51,8 +56,9 @@ def packages_for(tools: list[str], manager: str) -> tuple[list[str], list[str]]:
     """(packages to install, tools no package is known for) with ``manager``."""
     packages: list[str] = []
     unknown = []
+    table = package_table()
     for tool in tools:
-        package = PACKAGES.get(tool, {}).get(manager)
+        package = table.get(tool, {}).get(manager)
         if package is None:
             unknown.append(tool)
         elif package not in packages:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netfleet.engines.params.base import OTHER_NAMES, spec_params
 from netfleet.errors import FormatError
 
 FORMAT_VERSION = 1
@@ -84,9 +85,14 @@ class Envelope(BaseModel):
 
 
 def upgrade(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    """Bring a decoded raw file to the current format version, or refuse clearly."""
+    """Bring a decoded raw file to the current format version, or refuse clearly. Its
+    ``params`` are read in the spec's vocabulary (an imported file's ``num_streams`` →
+    ``parallel``: :func:`netfleet.engines.params.spec_params`)."""
     version = doc.get("netfleet_format")
     if version == FORMAT_VERSION:
+        params = doc.get("params")
+        if isinstance(params, dict) and any(k in params for k in OTHER_NAMES):
+            doc["params"] = spec_params(params)
         return doc
     if not isinstance(version, int):
         raise FormatError(

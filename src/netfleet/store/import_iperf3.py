@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from netfleet.engines.params.base import spec_params
 from netfleet.jsonparse import loads
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.import_base import (
@@ -174,7 +175,9 @@ def build_iperf3_envelope(
         reason=str(error) if error else None,
         direction=direction,
         subject=side_name,
-        params={k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test},
+        params=spec_params(
+            {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
+        ),
         labels=labels,
         client=HostRecord(name="client", kind="imported", address=accepted if server_side else ""),
         server=HostRecord(name="server", kind="imported", address=peer),

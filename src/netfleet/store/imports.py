@@ -2,10 +2,11 @@
 
 * Sources: files, folders (recursively: ``*.json``, ``*.json.gz``, ``*.jsonl``, ``*.csv``,
   ``*.txt``, ``.gz`` or not), globs; gzip is recognised by its magic bytes, not by the name.
-* Accepted: iperf3 ``-J`` output (client or server side, with or without
-  ``--get-server-output``) and ``--json-stream`` lines (:mod:`netfleet.store.import_iperf3`);
-  iperf 2 ``-y C`` CSV and its ``-e``/plain text, client or server side
-  (:mod:`netfleet.store.import_iperf2`).
+* Accepted: what the engine registry's ``imports`` claim — iperf3 ``-J`` output (client or
+  server side, with or without ``--get-server-output``) and ``--json-stream`` lines
+  (:mod:`netfleet.store.import_iperf3`); iperf 2 ``-y C`` CSV and its ``-e``/plain text, client
+  or server side (:mod:`netfleet.store.import_iperf2`); any engine's own format (its
+  ``ImportFormat.read``, wrapped here by :func:`engine_envelope`).
 * The file's bytes are kept untouched inside the envelope (``notes.imported.original``: UTF-8
   text, or base64 when not UTF-8) with their SHA-256; ``notes.imported`` also says where the
   file came from and which envelope fields were inferred rather than recorded.
@@ -31,9 +32,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netfleet.engines import ImportedRun, import_formats
+from netfleet.engines.params import spec_params
 from netfleet.errors import InputError
-from netfleet.store.envelope import Envelope
-from netfleet.store.import_base import ImportProblem
+from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
+from netfleet.store.import_base import ImportProblem, imported_envelope, provenance, stamp
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
 
@@ -121,6 +124,18 @@ def _labels(
     return all_labels, sorted(found), epoch
 
 
+#: the engines whose files the store reads itself, with its interval checks (their
+#: :class:`~netfleet.engines.ImportFormat` has no ``read``)
+STORE_READERS: dict[str, Callable[..., Envelope]] = {
+    "iperf3": lambda path, data, plain, **common: build_iperf3_envelope(
+        path, data, plain, **common
+    ),
+    "iperf2": lambda path, data, plain, **common: build_iperf2_envelope(
+        path, data, plain.decode("utf-8"), **common
+    ),
+}
+
+
 def build_envelope(
     path: Path,
     data: bytes,
@@ -131,7 +146,9 @@ def build_envelope(
     side: str = "auto",
     mtime: float | None = None,
 ) -> Envelope:
-    """One file → its envelope: iperf3 JSON when it starts with ``{``, else iperf 2 output."""
+    """One file → its envelope, read by the engine whose format claims it most surely (the
+    engine registry's ``imports``: iperf3 JSON, iperf 2 CSV/text, any engine that declares
+    one)."""
     all_labels, found, epoch_label = _labels(path, labels, pattern)
     plain = _plain(data)
     common: dict[str, Any] = {
@@ -142,9 +159,66 @@ def build_envelope(
         "side": side,
         "mtime": mtime,
     }
-    if plain.lstrip()[:1] == b"{" or not plain.strip():
-        return build_iperf3_envelope(path, data, plain, **common)
-    return build_iperf2_envelope(path, data, plain.decode("utf-8"), **common)
+    formats = import_formats()
+    claims = {name: fmt.claims(plain) for name, fmt in formats.items()}
+    best = max(claims.values(), default=0)
+    if not best:
+        raise ImportProblem(
+            "not the output of a tool netfleet imports: "
+            + "; ".join(fmt.title for fmt in formats.values())
+        )
+    name = next(n for n, c in claims.items() if c == best)
+    read = formats[name].read
+    if read is None:
+        return STORE_READERS[name](path, data, plain, **common)
+    return engine_envelope(name, read(plain, side), path, data, **common)
+
+
+def engine_envelope(
+    engine: str,
+    run: ImportedRun,
+    path: Path,
+    data: bytes,
+    *,
+    campaign: str,
+    labels: dict[str, Any],
+    found: list[str],
+    epoch_label: str | None,
+    side: str,
+    mtime: float | None,
+) -> Envelope:
+    """An engine's reading of one file, in an envelope with the file's bytes and provenance."""
+    if side != "auto" and side != run.subject:
+        raise ImportProblem(f"--side {side}, but this is the {run.subject}'s output")
+    inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
+    started = run.started_at
+    if started is None:
+        if epoch_label is not None and str(epoch_label).isdigit():
+            started = float(epoch_label)
+        elif mtime is not None:
+            started = mtime
+        else:
+            raise ImportProblem("no start time in the file and no {epoch} in the path")
+        inferred.append("started_at")
+    run_id, notes = provenance(path, data, inferred, found, run.flags, format=engine)
+    return imported_envelope(
+        run_id,
+        campaign,
+        status=run.status,
+        reason=run.reason,
+        direction=run.direction,
+        subject=run.subject,
+        params=spec_params(run.params),
+        labels=labels,
+        client=HostRecord(name="client", kind="imported", address=run.client_address),
+        server=HostRecord(name="server", kind="imported", address=run.server_address),
+        engine=EngineRecord(name=engine, version=run.version, argv=[]),
+        started_at=stamp(started),
+        ended_at=stamp(started + run.duration_s),
+        duration_s=run.duration_s,
+        result=run.result,
+        notes=notes,
+    )
 
 
 def parse_labels(items: Iterable[str]) -> dict[str, str]:

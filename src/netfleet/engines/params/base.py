@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,3 +55,22 @@ class StreamsSummary:
 
     def run_direction(self) -> Direction:
         return self.direction
+
+
+#: parameter names that older or imported results stored, → the spec's name for them. One
+#: vocabulary everywhere (spec, envelope, catalog, advice): the spec's. Imported iperf3 files
+#: stored iperf3's own ``num_streams`` before issue 22; results are read through
+#: :func:`spec_params`.
+OTHER_NAMES: dict[str, str] = {"num_streams": "parallel"}
+
+
+def spec_params(params: Any) -> dict[str, Any]:
+    """``params`` of a stored result in the spec's vocabulary (:data:`OTHER_NAMES` renamed; the
+    spec's own name wins when both are there). Anything not a mapping gives ``{}``."""
+    if not isinstance(params, Mapping):
+        return {}
+    out = {k: v for k, v in params.items() if k not in OTHER_NAMES}
+    for other, name in OTHER_NAMES.items():
+        if other in params and params[other] is not None:
+            out.setdefault(name, params[other])
+    return out
