@@ -322,7 +322,9 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     unusable (no run_id, bad timestamps)."""
     run = run_row(doc, source)
     result = doc.get("result")
-    parser = TABLE_PARSERS.get(run["engine"] or "")
+    name = run["engine"] or ""
+    registered = ENGINES.get(name)  # an engine registered after this module was imported
+    parser = TABLE_PARSERS.get(name) or (registered.table_rows if registered else None)
     if parser is None or not isinstance(result, Mapping):
         return RunRows(run)
     tables = parser(run["run_id"], result, obj(doc.get("params")), obj(doc.get("outputs")))

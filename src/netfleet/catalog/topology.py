@@ -42,7 +42,7 @@ def topology_rows(
         expr, params = _Keys(con).resolve(by)
         where = " AND r.campaign = ?" if campaign else ""
         params = [*params, *([campaign] if campaign else [])]
-        engines = ", ".join(f"'{e}'" for e in THROUGHPUT_ENGINES)
+        engines = ", ".join(f"'{e}'" for e in measuring("throughput"))
         sql = f"""
         WITH r AS (SELECT r.run_id, r.engine, r.parallel, {expr} AS g,
                           json_extract_string(r.labels, '$.lab_scale') AS lab_scale,
