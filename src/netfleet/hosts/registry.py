@@ -59,7 +59,11 @@ def get_provider(name: str) -> Provider:
     if factory is None:
         plugged = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
         known = ", ".join(sorted({*PROVIDERS, *_registered, *plugged}))
-        raise HostError(f"no host provider {name!r}", hint=f"use one of the known kinds: {known}")
+        raise HostError(
+            f"no host provider {name!r}",
+            hint=f"use one of the known kinds: {known} (a kind another package provides is "
+            "found through its installed entry points: reinstall it, e.g. `uv sync`)",
+        )
     provider = factory()
     _instances[name] = provider
     return provider
