@@ -17,6 +17,7 @@ from netfleet.analysis.compare import (
     difference,
     welch_interval,
 )
+from netfleet.analysis.refill import _fit_line
 from netfleet.analysis.stats import mean_interval, t_quantile, z_quantile
 
 LEVELS = (0.9, 0.95, 0.99)
@@ -109,3 +110,17 @@ def test_pooled_and_calculator_plus_minus_are_scipys(level: float) -> None:
     model = BucketModel(Estimate(0.75e9), Estimate(10e9), pooled)
     secs = burst_seconds(model, 10e9)
     assert secs.err == pytest.approx((hi - lo) / 2 / (10e9 - 0.75e9), rel=TOL)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_refill_line_plus_minus_is_scipys(level: float) -> None:
+    """The refill rate's ± (a least-squares slope over idle time, points' own ± zero): scipy's
+    ``linregress`` standard errors times the t quantile on n − 2 degrees of freedom."""
+    t = np.array([30.0, 60.0, 90.0, 120.0, 180.0, 240.0])
+    y = 0.75e9 * t + np.random.default_rng(9).normal(0, 2e9, t.size)
+    line = _fit_line(t, y, np.zeros(t.size), level=level)
+    fit = stats.linregress(t, y)
+    q = stats.t.ppf((1 + level) / 2, t.size - 2)
+    assert line.slope == pytest.approx(fit.slope, rel=1e-9)
+    assert line.slope_err == pytest.approx(q * fit.stderr, rel=TOL)
+    assert line.offset_err == pytest.approx(q * fit.intercept_stderr, rel=TOL)

@@ -22,7 +22,7 @@ import numpy as np
 from netfleet.analysis.credit import bucket_from_series
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
-from netfleet.analysis.stats import Z975, t975
+from netfleet.analysis.stats import Z975, t975, t_quantile, z_quantile
 from netfleet.engines.iperf3_rows import result_rows
 
 
@@ -83,9 +83,10 @@ class _Line:
     ssr: float
 
 
-def _fit_line(t: np.ndarray, y: np.ndarray, e: np.ndarray) -> _Line:
+def _fit_line(t: np.ndarray, y: np.ndarray, e: np.ndarray, level: float = 0.95) -> _Line:
     """Least squares; the ± uses the larger of the residual scatter and the points' own ±
-    (as a standard deviation: ± / 1.96), with t quantiles on n − 2 degrees of freedom."""
+    (as a standard deviation: ± / z₀.₉₇₅), with the t quantile of ``level`` on n − 2 degrees of
+    freedom (with no scatter to go by: what ``scipy.stats.linregress``'s standard errors give)."""
     n = t.size
     tm, ym = t.mean(), y.mean()
     sxx = float(((t - tm) ** 2).sum())
@@ -94,7 +95,7 @@ def _fit_line(t: np.ndarray, y: np.ndarray, e: np.ndarray) -> _Line:
     ssr = float(((y - offset - slope * t) ** 2).sum())
     own = float(np.sqrt(np.mean((e / Z975) ** 2)))
     sd = max(math.sqrt(ssr / (n - 2)) if n > 2 else 0.0, own)
-    q = t975(n - 2) if n > 2 else Z975
+    q = t_quantile(n - 2, level) if n > 2 else z_quantile(level)
     return _Line(
         slope,
         offset,
