@@ -27,8 +27,6 @@ from netfleet.errors import CatalogError, InputError, StoreError
 from netfleet.store import RawStore, ResultsRoot
 from netfleet.store.root import as_root
 
-#: engines whose series the catalog does not index (phases): analysed from the raw file
-RAW_ONLY_ENGINES = frozenset(measuring("credit"))
 #: the interval columns the analysis reads
 _COLUMNS = 'run_id, side, role, flow, kind, idx, start, "end", seconds, bytes, omitted'
 
@@ -159,10 +157,13 @@ def analyze_catalog(
             "no complete runs in the catalog" + (f" for {', '.join(what)}" if what else ""),
             hint="run netfleet ingest first, or check --campaign / --match",
         )
+    # engines whose series the catalog does not index (phases): analysed from the raw file (the
+    # registry is asked when called: an engine registered late counts)
+    raw_only = measuring("credit")
     prepared = {
         info.run_id: analyze_file(Path(info.source), config)
         for info, rows in runs
-        if not rows and info.row.get("engine") in RAW_ONLY_ENGINES and Path(info.source).is_file()
+        if not rows and info.row.get("engine") in raw_only and Path(info.source).is_file()
     }
     groups = group_runs(runs, by)
     return [
