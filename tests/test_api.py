@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import netfleet
 from netfleet.errors import InputError
 
+if TYPE_CHECKING:
+    from netfleet.tabular import Tabular
+
 DEMO = Path(netfleet.__file__).parent / "demo" / "campaign.yaml"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_plan_expands_the_demo_campaign() -> None:
@@ -30,3 +35,102 @@ def test_calc_from_given_numbers() -> None:
 def test_calc_without_a_bucket_names_what_is_missing() -> None:
     with pytest.raises(InputError, match="missing bucket"):
         netfleet.api.calc(baseline=0.75e9, peak=10e9)
+
+
+def test_run_refuses_a_cloud_campaign_above_the_spending_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost guard is the library's, not the CLI's: a notebook or a scheduler calling
+    ``api.run`` gets the same refusal, before anything is journaled or launched."""
+    monkeypatch.setenv("NETFLEET_CLOUD_DIR", str(tmp_path / "cloud"))
+    shown: list[Tabular] = []
+    with pytest.raises(InputError, match=r"exceeds --max-cost \$0\.00"):
+        netfleet.api.run(
+            EXAMPLES / "aws-cheatsheet.yaml",
+            results=str(tmp_path / "r"),
+            max_cost=0.001,
+            show=shown.append,
+        )
+    assert shown and "4 instances" in " ".join([*shown[0].notes, shown[0].title or ""])
+    with pytest.raises(InputError, match="exceed --max-instances 3"):
+        netfleet.api.run(EXAMPLES / "aws-cheatsheet.yaml", results=str(tmp_path / "r"),
+                         max_instances=3)  # fmt: skip
+    assert not (tmp_path / "cloud").exists()  # nothing journaled, nothing launched
+    assert not any((tmp_path / "r").rglob("*.json*"))
+    # a dry run prices the campaign and launches nothing, whatever the limit
+    dry = netfleet.api.run(EXAMPLES / "aws-cheatsheet.yaml", results=str(tmp_path / "r"),
+                           max_cost=0.001, dry_run=True)  # fmt: skip
+    assert dry.result is None and dry.cost is not None and dry.plan is not None
+    assert not dry.failed
+
+
+def test_constants_the_cli_help_names_match_the_library() -> None:
+    """The CLI's help names these without importing the modules that define them."""
+    from netfleet.analysis.compare import METRICS
+    from netfleet.cloud.journal import CLOUD_DIR_ENV
+    from netfleet.store.imports import PRESETS, SIDES
+
+    assert tuple(METRICS) == netfleet.api.COMPARE_METRICS
+    assert PRESETS == netfleet.api.IMPORT_PRESETS
+    assert SIDES == netfleet.api.IMPORT_SIDES
+    assert CLOUD_DIR_ENV == netfleet.api.CLOUD_DIR_ENV
+
+
+#: CLI command → its api function. Options that only choose how the answer is shown
+#: (``--format``, ``--runs``; ``--unit`` where it only scales the table) are the CLI's own.
+FACADE = {
+    ("plan",): "plan",
+    ("run",): "run",
+    ("import",): "import_",
+    ("ingest",): "ingest",
+    ("cheatsheet",): "cheatsheet",
+    ("sql",): "sql",
+    ("export",): "export",
+    ("analyze",): "analyze",
+    ("credit", "calc"): "calc",
+    ("compare",): "compare",
+    ("doctor",): "doctor",
+    ("demo",): "demo",
+    ("schema",): "schema",
+    ("report", "topology"): "report_topology",
+    ("report", "advice"): "advice",
+    ("report", "html"): "report_html",
+    ("report", "price"): "report_price",
+    ("lab", "up"): "lab_up",
+    ("lab", "down"): "lab_down",
+    ("lab", "status"): "lab_status",
+    ("inventory", "import-terraform"): "inventory_import_terraform",
+    ("inventory", "show"): "inventory_show",
+    ("inventory", "check"): "inventory_check",
+    ("cloud", "plan"): "cloud_plan",
+    ("cloud", "up"): "cloud_up",
+    ("cloud", "destroy"): "cloud_destroy",
+    ("cloud", "reap"): "cloud_reap",
+    ("cloud", "prices", "show"): "cloud_prices",
+    ("cloud", "prices", "refresh"): "cloud_prices_refresh",
+}
+SHOWN_ONLY = {"--format"}
+SHOWN_BY = {("analyze",): {"--runs"}, ("credit", "calc"): {"--unit"}}
+
+
+@pytest.mark.parametrize("path", sorted(FACADE), ids=" ".join)
+def test_every_cli_option_is_a_keyword_of_its_api_function(path: tuple[str, ...]) -> None:
+    import inspect
+
+    from netfleet.cli.main import load_command
+
+    cmd: Any = load_command(path[0])
+    for name in path[1:]:
+        cmd = cmd.commands[name]
+    fn = getattr(netfleet.api, FACADE[path])
+    params = inspect.signature(fn).parameters
+    for opt in cmd.params:
+        flags = [f for f in opt.opts if f.startswith("--")]
+        if not flags or flags[0] in SHOWN_ONLY | SHOWN_BY.get(path, set()):
+            continue  # an argument (positional), or how the answer is shown
+        name = flags[0][2:].replace("-", "_")
+        assert name in params, (
+            f"{' '.join(path)} {flags[0]}: no keyword {name!r} in api.{fn.__name__}"
+        )
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (path, name)
+    assert fn.__doc__, fn.__name__

@@ -853,7 +853,7 @@ def test_impossible_placements_are_refused_with_file_line_field(
 
 
 def test_cloud_yaml_placement_error_names_the_field(tmp_path: Path) -> None:
-    from netfleet.cli.cmd_cloud import _load
+    from netfleet.api import load_cloud_spec as _load
     from netfleet.errors import SpecError
 
     path = tmp_path / "c.cloud.yaml"

@@ -282,14 +282,58 @@ def test_no_string_reference_runs_up_the_layers() -> None:
     assert not bad, "string references that run up the layers:\n" + "\n".join(bad)
 
 
-def loaded_after(code: str) -> set[str]:
+#: what the CLI may import from netfleet: the facade, its own modules, the renderers and the
+#: error types. Anything else is listed here with its reason — keep this short.
+CLI_MAY_IMPORT = ("netfleet.api", "netfleet.cli", "netfleet.report", "netfleet.errors")
+CLI_EXCEPTIONS: dict[str, str] = {
+    "netfleet.__version__": "`netfleet --version` prints it",
+    "netfleet.children": "main() reaps its own child processes before any command runs",
+    "netfleet.text": "safe terminal text: user strings escaped before Rich prints them",
+    "netfleet.units": "fmt_rate: the live rate on a run's progress line",
+}
+
+
+def cli_imports() -> dict[str, set[str]]:
+    """netfleet module imported by the CLI → the CLI modules importing it."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((SRC / "cli").rglob("*.py")):
+        module = "netfleet.cli." + path.stem if path.stem != "__init__" else "netfleet.cli"
+        for name in imports_of(path, module):
+            if name.startswith("netfleet.") or name == "netfleet":
+                found[name].add(module)
+    return found
+
+
+def test_the_cli_goes_through_the_facade() -> None:
+    """Every command is parse → one ``netfleet.api`` call → render (issue 22)."""
+    bad = []
+    for name, where in sorted(cli_imports().items()):
+        if name == "netfleet":  # `from netfleet import api`: the names are checked one by one
+            continue
+        allowed = name.startswith(tuple(p + "." for p in CLI_MAY_IMPORT)) or name in CLI_MAY_IMPORT
+        if not allowed and name not in CLI_EXCEPTIONS:
+            bad.append(f"{name} (in {', '.join(sorted(where))})")
+    assert not bad, "the CLI imports past netfleet.api:\n" + "\n".join(bad)
+
+
+def test_the_cli_import_list_fits_one_screen() -> None:
+    names = [n for n in cli_imports() if n != "netfleet"]
+    assert len(names) <= 30, sorted(names)
+
+
+def loaded_modules(code: str) -> set[str]:
+    """Every module in ``sys.modules`` after ``code`` ran in a fresh interpreter."""
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport sys; print('\\n'.join(sys.modules))"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    return {line.split(".")[0] for line in out.splitlines()}
+    return set(out.splitlines())
+
+
+def loaded_after(code: str) -> set[str]:
+    return {name.split(".")[0] for name in loaded_modules(code)}
 
 
 HEAVY = {"duckdb", "numpy", "ruptures", "asyncssh", "boto3", "matplotlib", "scipy", "pyarrow"}
@@ -307,13 +351,40 @@ def test_version_loads_no_heavy_library() -> None:
     assert not (loaded_after(code) & HEAVY)
 
 
-@pytest.mark.parametrize("args", [["--help"], ["plan", "--help"]])
-def test_help_loads_no_heavy_library(args: list[str]) -> None:
-    code = (
-        f"import sys\nsys.argv = ['netfleet', *{args!r}]\nfrom netfleet.cli.main import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass"
+def test_help_loads_no_heavy_library() -> None:
+    """``netfleet --help`` and every command's ``--help`` (issue 27.9: ``run --help`` imported
+    the runner, the engines and pydantic to print its options)."""
+    from netfleet.cli.main import LAZY_COMMANDS
+
+    helps = [["--help"]] + [[name, "--help"] for name in LAZY_COMMANDS]
+    code = "import contextlib, io, sys\nfrom netfleet.cli.main import main\n" + "".join(
+        f"sys.argv = ['netfleet', *{args!r}]\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main()\n    except SystemExit:\n        pass\n"
+        for args in helps
     )
-    assert not (loaded_after(code) & HEAVY)
+    modules = loaded_modules(code)
+    heavy = {m.split(".")[0] for m in modules} & (HEAVY | {"pydantic", "botocore", "yaml"})
+    assert not heavy, sorted(heavy)
+    # the library behind the facade is imported when a command runs, not to describe it
+    deep = {
+        m
+        for m in modules
+        if m.startswith("netfleet.")
+        and not m.startswith(
+            (
+                "netfleet.api",
+                "netfleet.cli",
+                "netfleet.report",
+                "netfleet.errors",
+                "netfleet.text",
+                "netfleet.tabular",
+                "netfleet.units",
+                "netfleet.children",
+            )
+        )
+    }
+    assert not deep, sorted(deep)
 
 
 NETFLEET = str(Path(sys.executable).parent / "netfleet")

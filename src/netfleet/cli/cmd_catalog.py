@@ -6,24 +6,17 @@ from typing import Annotated, Literal
 
 import typer
 
+from netfleet import api
 from netfleet.cli.console import console, file_bar
-from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat
 from netfleet.text import plain
-
-# the catalog, DuckDB and the store are imported inside the commands: a no-op ingest and a
-# cheat sheet are mostly start-up
 
 
 def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
     """Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."""
-    from netfleet.catalog.ingestion import ingest as run_ingest
-    from netfleet.store import open_root
-
-    root = open_root(results_url(results))
-    cat = catalog_dir(catalog)
     with file_bar("ingest") as tick:
-        report = run_ingest(root, cat, progress=tick)
+        report = api.ingest(results=results, catalog=catalog, progress=tick)
     console.print(report.summary())
     for path, reason in report.bad:
         console.print(f"  [yellow]skipped[/] {plain(path)}: {plain(reason)}")
@@ -43,16 +36,7 @@ def cheatsheet(
 ) -> None:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB."""
-    from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
-
-    groups = tuple(g.strip() for g in by.split(",") if g.strip())
-    sheet = build_cheatsheet(
-        catalog_dir(catalog),
-        group_by=groups,
-        side=side,
-        campaign=campaign,
-        results=results_url(results),
-    )
+    sheet = api.cheatsheet(catalog=catalog, results=results, by=by, side=side, campaign=campaign)
     emit(sheet, fmt)
 
 
@@ -64,6 +48,4 @@ def sql(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run DuckDB SQL over the catalog's views."""
-    from netfleet.catalog.query import query
-
-    emit(query(catalog_dir(catalog), statement), fmt)
+    emit(api.sql(statement, catalog=catalog), fmt)

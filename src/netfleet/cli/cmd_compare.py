@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from netfleet.analysis.compare import METRICS
-from netfleet.analysis.compare import compare as run_compare
-from netfleet.cli.options import CatalogOpt, FormatOpt, catalog_dir, emit
+from netfleet import api
+from netfleet.cli.options import CatalogOpt, FormatOpt, emit
 from netfleet.report import OutputFormat
 
 
@@ -24,7 +23,9 @@ def compare(
     ] = None,
     metric: Annotated[
         list[str] | None,
-        typer.Option("--metric", help=f"one of {', '.join(METRICS)}; repeatable (default: all)"),
+        typer.Option(
+            "--metric", help=f"one of {', '.join(api.COMPARE_METRICS)}; repeatable (default: all)"
+        ),
     ] = None,
     level: Annotated[float, typer.Option(help="confidence level of the interval")] = 0.95,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples")] = 10_000,
@@ -33,12 +34,12 @@ def compare(
 ) -> None:
     """Per metric and group: B − A with a bootstrap confidence interval, Hedges' g and a verdict
     (better / worse / no significant difference), or "too few runs" when a side has < 3."""
-    result = run_compare(
-        catalog_dir(catalog),
+    result = api.compare(
         a,
         b,
-        by=tuple(by) if by else ("instance_type", "direction"),
-        metrics=tuple(metric) if metric else tuple(METRICS),
+        catalog=catalog,
+        by=by,
+        metric=metric,
         level=level,
         resamples=resamples,
         seed=seed,

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from netfleet.cli.cmd_run import _with_sigterm
+from netfleet import api
 from netfleet.cli.console import console
 from netfleet.cli.options import LabStateOpt, emit
 from netfleet.cli.progress import RichReporter
-from netfleet.demo import TOLERANCE, run_demo
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
 
@@ -26,20 +24,19 @@ def demo(
     """Lab up (steady, credit-burst and asymmetric hosts + a big server), a campaign over both
     directions and 1 vs 2 streams, ingest, cheat sheet, lab down. Needs root."""
     with RichReporter(console) as reporter:
-        res = run_demo(
-            workdir,
-            reporter,
-            state_dir,
-            run_async=lambda c: asyncio.run(_with_sigterm(c)),
+        outcome = api.demo(
+            dir=workdir,
+            state_dir=state_dir,
+            reporter=reporter,
             say=lambda m: console.print(f"[dim]{m}[/]"),
         )
+    res = outcome.result
     emit(res.cheatsheet, OutputFormat.table)
-    for direction, got in sorted(res.steady_measured_gbps.items()):
-        delta = got / res.steady_expected_gbps - 1
-        mark = "[green]✓[/]" if abs(delta) <= TOLERANCE else "[red]✗[/]"
+    for check in outcome.steady:
+        mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
         console.print(
-            f"{mark} steady {direction}: avg {got:.4f} Gbit/s vs shaper × 1448/1514 = "
-            f"{res.steady_expected_gbps:.4f} ({delta:+.2%})"
+            f"{mark} steady {check.direction}: avg {check.measured_gbps:.4f} Gbit/s vs shaper × "
+            f"1448/1514 = {check.expected_gbps:.4f} ({check.delta:+.2%})"
         )
     console.print(
         f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "
@@ -51,5 +48,5 @@ def demo(
         console.print(f"no report: {res.report_problem}", markup=False, highlight=False)
     example = '"select direction, count(*) from runs group by 1"'
     console.print(f"try: netfleet sql --catalog {workdir / 'catalog'} {example}")
-    if res.campaign.failed or not res.steady_ok:
+    if outcome.failed:
         raise typer.Exit(int(ExitStatus.RUNS_FAILED))

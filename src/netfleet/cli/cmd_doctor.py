@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from netfleet import api
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
-from netfleet.doctor import doctor as run_doctor
 from netfleet.report import OutputFormat
-from netfleet.report.doctor import doctor_tables
-from netfleet.spec import load_spec
 
 
 def doctor(
@@ -24,8 +21,9 @@ def doctor(
     """Check every host and client→server pair of a campaign before running it: tool versions
     and capabilities, CPUs, interface and path MTU (tracepath), NIC driver, ENA allowance
     counters, offloads, ICMP and TCP port reachability — then advice with its evidence."""
-    spec = load_spec(spec_path)
-    report = asyncio.run(run_doctor(spec, state_dir))
+    from netfleet.report.doctor import doctor_tables
+
+    report = api.doctor(spec_path, state_dir=state_dir)
     for table in doctor_tables(report.hosts, report.pairs, report.advice):
         emit(table, fmt)
     if any(a.severity == "error" for a in report.advice):

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from netfleet.catalog.export import Dialect, export_sql
+from netfleet import api
 
 
 def export(
@@ -32,11 +32,4 @@ def export(
     """Print the DDL over the raw results layout and the Parquet catalog (runs, intervals, ends),
     each with its cheat-sheet query, in the given engine's dialect (docs/scale.md: when to use
     which, and the quantile definitions)."""
-    from netfleet.errors import InputError
-
-    if dialect not in ("athena", "trino", "spark"):
-        raise InputError(f"export {dialect!r}: unknown dialect", hint="use athena, trino or spark")
-    if side not in ("receiver", "sender"):
-        raise InputError(f"--side {side!r}: unknown side", hint="use receiver or sender")
-    d: Dialect = dialect  # type: ignore[assignment]
-    print(export_sql(d, location, catalog, side=side), end="")
+    print(api.export(dialect, location=location, catalog=catalog, side=side), end="")

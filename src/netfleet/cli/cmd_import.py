@@ -7,11 +7,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from netfleet import api
 from netfleet.cli.console import console, file_bar
-from netfleet.cli.options import ResultsOpt, results_url
+from netfleet.cli.options import ResultsOpt
 from netfleet.errors import InputError
-from netfleet.store import open_root
-from netfleet.store.imports import PRESETS, SIDES, default_workers, import_files
 
 
 def import_(
@@ -25,34 +24,34 @@ def import_(
         str | None,
         typer.Option(
             help="labels from the path: a preset ("
-            + ", ".join(f"{k} = {v}" for k, v in PRESETS.items())
+            + ", ".join(f"{k} = {v}" for k, v in api.IMPORT_PRESETS.items())
             + ") or a pattern with {name} placeholders"
         ),
     ] = None,
     side: Annotated[
         str,
         typer.Option(
-            help="whose output the files are: " + "|".join(SIDES) + " (auto: iperf3 JSON and "
-            "iperf2 text say it; iperf2 CSV from 'server' in the file name, else client)"
+            help="whose output the files are: " + "|".join(api.IMPORT_SIDES) + " (auto: iperf3 "
+            "JSON and iperf2 text say it; iperf2 CSV from 'server' in the file name, else client)"
         ),
     ] = "auto",
 ) -> None:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
     Exit 2 if any file could not be imported."""
-    root = open_root(results_url(results))
     with file_bar("import") as tick:
-        report = import_files(
+        report = api.import_(
             sources,
-            root,
+            results=results,
             campaign=campaign,
-            labels=label or (),
+            label=label or (),
             pattern=pattern,
             side=side,
             progress=tick,
-            workers=default_workers(),
         )
-    console.print(f"imported {len(report.imported)} file(s) into {escape(root.url)}")
+    console.print(
+        f"imported {len(report.imported)} file(s) into {escape(api.results_url(results))}"
+    )
     for path, count in report.flagged:
         console.print(
             f"  [yellow]flagged[/] {escape(path)}: {count} interval value(s) that don't add up "

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from netfleet import api
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
 from netfleet.report.inventory import fleet_check_table, inventory_table
-from netfleet.runner.fleet import check_fleet
-from netfleet.spec.inventory import (
-    inventory_from_terraform,
-    inventory_yaml,
-    load_inventory,
-    read_terraform_json,
-)
 
 app = typer.Typer(
     help="Inventories of hosts (YAML lists): import from Terraform/OpenTofu, show, check.",
@@ -45,14 +38,13 @@ def import_terraform(
 ) -> None:
     """Turn `terraform output -json` (or `tofu output -json`) into an inventory on stdout:
     netfleet inventory import-terraform outputs.json > hosts.yaml"""
-    entries = inventory_from_terraform(read_terraform_json(file), output)
-    sys.stdout.write(inventory_yaml(entries, source="terraform output" if file == "-" else file))
+    sys.stdout.write(api.inventory_import_terraform(file, output=output))
 
 
 @app.command()
 def show(inventory: InventoryArg, fmt: FormatOpt = OutputFormat.table) -> None:
     """List an inventory's hosts (validated: errors name the item, field and line)."""
-    emit(inventory_table(load_inventory(inventory), title=str(inventory)), fmt)
+    emit(inventory_table(api.inventory_show(inventory), title=str(inventory)), fmt)
 
 
 @app.command()
@@ -67,7 +59,7 @@ def check(
 ) -> None:
     """Reach every host (SSH host keys verified, login), look for iperf3 and the tools netfleet
     needs. Exit 4 when a host is not ready."""
-    results = asyncio.run(check_fleet(inventory, install, state_dir))
+    results = api.inventory_check(inventory, install=install, state_dir=state_dir)
     emit(fleet_check_table(results), fmt)
     if not all(r.ok for r in results):
         raise typer.Exit(int(ExitStatus.ENVIRONMENT))

@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from netfleet import lab as labmod
+from netfleet import api
 from netfleet.cli.console import console
 from netfleet.cli.options import FormatOpt, LabStateOpt, emit
 from netfleet.report import OutputFormat
-from netfleet.report.lab import lab_hosts_table, lab_profiles_table
 from netfleet.text import plain
 
 app = typer.Typer(
@@ -26,10 +25,11 @@ def up(
     state_dir: LabStateOpt = None,
 ) -> None:
     """Create the lab's namespaces, links, addresses and shapers (needs root)."""
-    spec = labmod.load_lab(lab)
-    state = labmod.up(spec, state_dir=state_dir)
+    from netfleet.report.lab import lab_hosts_table
+
+    state = api.lab_up(lab, state_dir=state_dir)
     console.print(f"lab [bold]{plain(state.name)}[/] is up:")
-    emit(lab_hosts_table(labmod.status(state.name, state_dir=state_dir)), OutputFormat.table)
+    emit(lab_hosts_table(state.status), OutputFormat.table)
     console.print(f"tear it down with: netfleet lab down {plain(state.name)}")
 
 
@@ -39,7 +39,7 @@ def down(
     state_dir: LabStateOpt = None,
 ) -> None:
     """Remove exactly what the lab created (also after a crash). Idempotent."""
-    removed = labmod.down(name, state_dir=state_dir, missing_ok=False)
+    removed = api.lab_down(name, state_dir=state_dir)
     console.print(
         plain(
             f"lab {name}: removed {len(removed)} namespaces"
@@ -55,7 +55,9 @@ def status(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Show labs, their hosts, shapers (with live counters) and processes."""
-    table = lab_hosts_table(labmod.status(name, state_dir=state_dir))
+    from netfleet.report.lab import lab_hosts_table
+
+    table = lab_hosts_table(api.lab_status(name, state_dir=state_dir))
     if not table.rows and fmt is OutputFormat.table:
         console.print("no lab is up")
         return
@@ -65,4 +67,6 @@ def status(
 @app.command()
 def profiles(fmt: FormatOpt = OutputFormat.table) -> None:
     """List the lab profiles shipped with netfleet."""
-    emit(lab_profiles_table(), fmt)
+    from netfleet.report.lab import lab_profiles_table
+
+    emit(lab_profiles_table(api.lab_profiles()), fmt)

@@ -8,10 +8,8 @@ import typer
 
 from netfleet import api
 from netfleet.cli import cmd_study
-from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat
-from netfleet.report.advice import advice_table
-from netfleet.report.topology import topology_table
 
 app = typer.Typer(help="Answers over the catalog and the raw results.", no_args_is_help=True)
 app.command("html")(cmd_study.html)
@@ -27,7 +25,7 @@ def topology(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Seed 001's summary: request/response latency, ping and throughput per topology label."""
-    table = topology_table(catalog_dir(catalog), by, campaign, results=results_url(results))
+    table = api.report_topology(catalog=catalog, results=results, by=by, campaign=campaign)
     emit(table, fmt)
 
 
@@ -39,4 +37,6 @@ def advice(
 ) -> None:
     """Advice with evidence over raw results: CPU-bound runs, per-flow caps, gateway MTU,
     in/out asymmetry, retransmits, ENA allowances."""
-    emit(advice_table(api.advice(results_url(results), campaign)), fmt)
+    from netfleet.report.advice import advice_table
+
+    emit(advice_table(api.advice(results=results, campaign=campaign)), fmt)

@@ -12,19 +12,13 @@ from netfleet import api
 from netfleet.cli.options import FormatOpt, emit
 from netfleet.report import OutputFormat
 from netfleet.report.plan import plan_table
-from netfleet.spec import spec_schema
 
 
 def schema(
     lab: Annotated[bool, typer.Option("--lab", help="the lab file's schema instead")] = False,
 ) -> None:
     """Print the JSON Schema of a campaign spec (or, with --lab, of a lab file)."""
-    if lab:
-        from netfleet.lab import lab_schema
-
-        print(json.dumps(lab_schema(), indent=2))
-    else:
-        print(json.dumps(spec_schema(), indent=2))
+    print(json.dumps(api.schema(lab=lab), indent=2))
 
 
 def plan(
@@ -32,12 +26,7 @@ def plan(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
-    the_plan = api.plan(spec)
+    the_plan = api.plan(spec, cost=fmt == OutputFormat.table)
     emit(plan_table(the_plan), fmt)
-    cloud = any(h.kind == "aws" for h in the_plan.spec.hosts.values())
-    if cloud and fmt == OutputFormat.table:  # what launching would cost
-        from netfleet.cloud.runs import plan_cost
-
-        priced = plan_cost(the_plan.spec, the_plan.estimated_seconds)
-        if priced is not None:
-            emit(priced.table, fmt)
+    if the_plan.cost is not None:  # what launching would cost
+        emit(the_plan.cost, fmt)

@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 
 import typer
 
+from netfleet import api
 from netfleet.cli.console import console
-from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, catalog_dir, emit, results_url
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat
 
 CampaignsOpt = Annotated[
@@ -41,18 +42,16 @@ def html(
     """One file per study: summary with advice, cheat sheet (burst rows flagged), out vs in,
     measured ÷ advertised, burst vs baseline with the credit table, latency per topology,
     price per Gbit/s, compare, per-run appendix. Opens offline: no CDN, no script."""
-    from netfleet.catalog.pending import pending_notes
-    from netfleet.report.document import Paragraph
-    from netfleet.report.html import write_report
-    from netfleet.report.study_report import build_document
-
-    cat = catalog_dir(catalog)
-    doc = build_document(cat, campaign or (), compare=compare, target=target, title=title)
-    if doc.sections:  # un-ingested raw results: said first, in the summary
-        doc.sections[0].blocks[:0] = [
-            Paragraph(n, "warn") for n in pending_notes(results_url(results), cat)
-        ]
-    path = write_report(doc, out, fmt)
+    path = api.report_html(
+        catalog=catalog,
+        results=results,
+        campaign=campaign or (),
+        out=out,
+        format=fmt,
+        compare=compare,
+        target=target,
+        title=title,
+    )
     console.print(f"report written: {path}", markup=False, highlight=False)
 
 
@@ -66,11 +65,7 @@ def price(
 ) -> None:
     """$ per sustained and per peak Gbit/s and $/month: prices from the dated price table for
     cloud hosts (instance_type + region labels), else from price_per_hour labels."""
-    from netfleet import pricetable
-    from netfleet.report.price import price_performance
-
-    table = pricetable.load(pricetable.default_state_root())
-    result = price_performance(catalog_dir(catalog), campaign or (), target=target, table=table)
+    result = api.report_price(catalog=catalog, campaign=campaign or (), target=target)
     if fmt is OutputFormat.json:
         print(json.dumps(result.records(), indent=2, default=str))
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +10,7 @@ import typer
 
 from netfleet.report import OutputFormat, Tabular, render
 
+CampaignOpt = Annotated[str | None, typer.Option("--campaign", help="only this campaign")]
 FormatOpt = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown")
 ]
@@ -40,17 +40,6 @@ LabStateOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def results_url(opt: str | None, from_spec: str | None = None) -> str:
-    return opt or os.environ.get("NETFLEET_RESULTS") or from_spec or "results"
-
-
-def catalog_dir(opt: str | None) -> Path | str:
-    """The catalog: a directory, or an ``s3://`` URL kept as text (a Path would fold its
-    ``//``); the catalog functions take either."""
-    where = opt or os.environ.get("NETFLEET_CATALOG") or "catalog"
-    return where if where.startswith("s3://") else Path(where)
 
 
 def emit(data: Tabular, fmt: OutputFormat) -> None:

@@ -4,7 +4,7 @@ line per finished run."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -17,11 +17,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from netfleet.engines import summary
-from netfleet.plan.matrix import PlannedRun
-from netfleet.store.envelope import Envelope
+from netfleet import api
 from netfleet.text import plain
 from netfleet.units import fmt_rate
+
+if TYPE_CHECKING:
+    from netfleet.api import Envelope, PlannedRun
 
 
 def describe(run: PlannedRun) -> str:
@@ -30,12 +31,6 @@ def describe(run: PlannedRun) -> str:
         f"{run.test} {run.client}→{run.server} {run.params.summary()} #{run.repeat}",
         keep_newlines=False,
     )
-
-
-def summary_text(env: Envelope) -> str:
-    """The engine's one-line summary of the run (its received rate, for throughput engines)."""
-    found = summary(env.engine.name, env.result)
-    return found.text if found is not None else ""
 
 
 class RichReporter:
@@ -91,7 +86,7 @@ class RichReporter:
             self.progress.advance(self.overall)
         if envelope.status == "ok":
             mark = "[green]ok[/]"
-            rate = plain(summary_text(envelope), keep_newlines=False)
+            rate = plain(api.run_summary(envelope), keep_newlines=False)
             adaptive = envelope.notes.get("adaptive")
             if isinstance(adaptive, dict) and adaptive.get("verdict") == "no-drop":
                 rate += f" [yellow]{adaptive.get('verdict_text', '')}[/]"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from netfleet.plan.matrix import PlannedRun
 from netfleet.spec.models import CampaignSpec
+from netfleet.tabular import Tabular
 
 
 @dataclass(frozen=True)
@@ -17,3 +18,6 @@ class Plan:
     runs: list[PlannedRun]
     concurrency: int
     estimated_seconds: float
+    #: what launching the campaign's cloud machines would cost (None: no cloud hosts, or not
+    #: asked for)
+    cost: Tabular | None = None

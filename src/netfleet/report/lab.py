@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from netfleet.lab import LabStatus, load_lab, profiles
+from collections.abc import Mapping
+
+from netfleet.lab import LabSpec, LabStatus, load_lab, profiles
 from netfleet.tabular import Tabular
 
 
@@ -29,10 +31,10 @@ def lab_hosts_table(labs: list[LabStatus]) -> Tabular:
     )
 
 
-def lab_profiles_table() -> Tabular:
-    """The lab profiles shipped with netfleet: name, hosts, description."""
-    rows = []
-    for name in profiles():
-        spec = load_lab(name)
-        rows.append([name, len(spec.hosts), spec.description or ""])
+def lab_profiles_table(specs: Mapping[str, LabSpec] | None = None) -> Tabular:
+    """The lab profiles shipped with netfleet (or ``specs``, name → lab): name, hosts,
+    description."""
+    if specs is None:
+        specs = {name: load_lab(name) for name in profiles()}
+    rows = [[name, len(spec.hosts), spec.description or ""] for name, spec in specs.items()]
     return Tabular(["profile", "hosts", "description"], rows)

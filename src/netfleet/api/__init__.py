@@ -1,0 +1,129 @@
+"""The library under the CLI: one typed function per thing ``netfleet`` does.
+
+Every command of the CLI parses its arguments, calls one of these and renders what it returns;
+a notebook, a script or a scheduler calls the same functions and gets the same answers (and the
+same guards: :func:`run` and :func:`cloud_up` refuse a cloud campaign above its spending limit
+before anything is launched). Options are keyword-only and named like the CLI's flags
+(``--results`` → ``results=``, ``--max-cost`` → ``max_cost=``); ``results`` and ``catalog``
+default as on the command line (``$NETFLEET_RESULTS`` / ``$NETFLEET_CATALOG``, else
+``./results`` and ``./catalog``). Errors are :mod:`netfleet.errors` types with a hint and an
+exit status. Each function imports what it needs when called, so ``import netfleet.api`` is
+cheap. docs/api.md shows a notebook session.
+
+===================================  ==================================================
+CLI                                  Python
+===================================  ==================================================
+``netfleet schema`` / ``plan``       :func:`schema`, :func:`plan`
+``netfleet run``                     :func:`run` → :class:`RunOutcome`
+``netfleet import`` / ``ingest``     :func:`import_`, :func:`ingest`
+``cheatsheet`` / ``sql`` / ``export``  :func:`cheatsheet`, :func:`sql`, :func:`export`
+``analyze`` / ``credit calc``        :func:`analyze` → :class:`Analysis`, :func:`calc`
+``compare``                          :func:`compare`
+``doctor`` / ``report advice``       :func:`doctor`, :func:`advice`
+``report topology|html|price``       :func:`report_topology`, :func:`report_html`,
+                                     :func:`report_price`
+``lab up|down|status|profiles``      :func:`lab_up`, :func:`lab_down`, :func:`lab_status`,
+                                     :func:`lab_profiles`
+``inventory import-terraform|show|check``  :func:`inventory_import_terraform`,
+                                     :func:`inventory_show`, :func:`inventory_check`
+``cloud plan|up|destroy|reap``       :func:`cloud_plan`, :func:`cloud_up`, :func:`cloud_destroy`,
+                                     :func:`cloud_reap`
+``cloud prices show|refresh``        :func:`cloud_prices`, :func:`cloud_prices_refresh`
+``demo``                             :func:`demo` → :class:`DemoOutcome`
+===================================  ==================================================
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from netfleet.api._analysis import (
+    CALC_GROUP_KEYS,
+    COMPARE_METRICS,
+    Analysis,
+    analyze,
+    calc,
+    compare,
+    measured_bucket,
+)
+from netfleet.api._campaign import RunOutcome, run, run_summary
+from netfleet.api._catalog import cheatsheet, export, sql
+from netfleet.api._checks import advice, doctor
+from netfleet.api._cloud import (
+    CLOUD_DIR_ENV,
+    CloudPrices,
+    CloudUp,
+    PricesRefreshed,
+    cloud_destroy,
+    cloud_plan,
+    cloud_prices,
+    cloud_prices_refresh,
+    cloud_reap,
+    cloud_up,
+    load_cloud_spec,
+)
+from netfleet.api._demo import DemoOutcome, SteadyCheck, demo
+from netfleet.api._inventory import inventory_check, inventory_import_terraform, inventory_show
+from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
+from netfleet.api._paths import catalog_dir, results_url
+from netfleet.api._report import report_html, report_price, report_topology
+from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest
+from netfleet.api._spec import plan, schema
+
+if TYPE_CHECKING:  # the types callers meet in results and callbacks (for annotations only)
+    from netfleet.plan.matrix import PlannedRun as PlannedRun
+    from netfleet.plan.summary import Plan as Plan
+    from netfleet.runner.events import Reporter as Reporter
+    from netfleet.store.envelope import Envelope as Envelope
+    from netfleet.tabular import Tabular as Tabular
+
+__all__ = [
+    "CALC_GROUP_KEYS",
+    "CLOUD_DIR_ENV",
+    "COMPARE_METRICS",
+    "IMPORT_PRESETS",
+    "IMPORT_SIDES",
+    "Analysis",
+    "CloudPrices",
+    "CloudUp",
+    "DemoOutcome",
+    "LabUp",
+    "PricesRefreshed",
+    "RunOutcome",
+    "SteadyCheck",
+    "advice",
+    "analyze",
+    "calc",
+    "catalog_dir",
+    "cheatsheet",
+    "cloud_destroy",
+    "cloud_plan",
+    "cloud_prices",
+    "cloud_prices_refresh",
+    "cloud_reap",
+    "cloud_up",
+    "compare",
+    "demo",
+    "doctor",
+    "export",
+    "import_",
+    "ingest",
+    "inventory_check",
+    "inventory_import_terraform",
+    "inventory_show",
+    "lab_down",
+    "lab_profiles",
+    "lab_status",
+    "lab_up",
+    "load_cloud_spec",
+    "measured_bucket",
+    "plan",
+    "report_html",
+    "report_price",
+    "report_topology",
+    "results_url",
+    "run",
+    "run_summary",
+    "schema",
+    "sql",
+]

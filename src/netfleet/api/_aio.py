@@ -1,0 +1,37 @@
+"""Running the library's coroutines from synchronous code: SIGTERM cancels like Ctrl-C, and a
+caller already inside an event loop (a Jupyter notebook) is served from a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` so that SIGTERM, like Ctrl-C, cancels it cleanly."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coro)
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await task
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)``; in the main thread SIGTERM cancels it cleanly (the runs in flight
+    are stored as interrupted). Inside a running event loop it runs on a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        if threading.current_thread() is threading.main_thread():
+            return asyncio.run(_with_sigterm(coro))
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,141 @@
+"""``run``: a campaign, with the cloud cost and quota guards before anything is launched."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netfleet.api._paths import results_url
+
+if TYPE_CHECKING:
+    from netfleet.advice import Advice
+    from netfleet.plan.summary import Plan
+    from netfleet.runner import CampaignResult
+    from netfleet.runner.events import Reporter
+    from netfleet.store.envelope import Envelope
+    from netfleet.tabular import Tabular
+
+
+@dataclass
+class RunOutcome:
+    """What :func:`run` did. ``result`` is None on a dry run."""
+
+    results: str
+    #: the plan (a dry run, or a cloud campaign: it prices the run time)
+    plan: Plan | None = None
+    #: what launching the cloud machines costs (cloud campaigns)
+    cost: Tabular | None = None
+    result: CampaignResult | None = None
+    #: what limited these runs, with the evidence
+    advice: list[Advice] = field(default_factory=list)
+    #: cloud: the session's cheat sheet with measured ÷ advertised, and what it cost
+    cloud_sheet: Tabular | None = None
+    cloud_cost: str | None = None
+    #: cloud: ENA per instance, CloudWatch vs iperf3 (seeds 003/004)
+    cloud_checks: Tabular | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Some run failed (in this session, or earlier and not retried): exit status 3."""
+        r = self.result
+        return r is not None and bool(r.failed or r.kept_failed)
+
+
+def run(
+    spec: str | os.PathLike[str],
+    *,
+    results: str | None = None,
+    dry_run: bool = False,
+    state_dir: Path | None = None,
+    resume: bool = False,
+    install: bool = False,
+    concurrency: int | None = None,
+    max_cost: float = 5.0,
+    max_instances: int = 10,
+    yes: bool = False,
+    reporter: Reporter | None = None,
+    say: Callable[[str], None] | None = None,
+    show: Callable[[Tabular], None] | None = None,
+) -> RunOutcome:
+    """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
+    exclusivity, bandwidth budget), storing and journaling each as it ends.
+
+    A campaign with cloud hosts is priced first and refused (:class:`~netfleet.errors.InputError`,
+    nothing launched) above ``max_cost`` USD or ``max_instances`` instances, or when the
+    account's vCPU quota cannot hold the fleet — unless ``yes``. ``show`` gets the cost table
+    before that check, ``say`` the quota notes, ``reporter`` the progress of each run.
+    A failed run does not raise: see :attr:`RunOutcome.failed`."""
+    from netfleet.api._aio import run_sync
+    from netfleet.api._spec import is_cloud, plan_of
+    from netfleet.runner import run_campaign
+    from netfleet.spec import load_spec
+    from netfleet.store import open_root
+
+    campaign = load_spec(Path(spec))
+    root = open_root(results_url(results, campaign.results))
+    outcome = RunOutcome(root.url)
+    cloud = is_cloud(campaign)
+    priced = None
+    if dry_run or cloud:
+        outcome.plan = plan_of(campaign)
+        if cloud:  # the cost guard: refuse before anything is launched
+            from netfleet.cloud import costs, runs
+
+            priced = runs.plan_cost(campaign, outcome.plan.estimated_seconds)
+            assert priced is not None
+            outcome.cost = priced.table
+            if not dry_run:
+                if show is not None:
+                    show(priced.table)
+                costs.guard(priced.estimate, max_cost, max_instances, yes)
+                _quota_guard(campaign, say or (lambda _line: None))
+        if dry_run:
+            return outcome
+    result = run_sync(
+        run_campaign(
+            campaign,
+            root,
+            reporter,
+            state_dir,
+            resume=resume,
+            install=install,
+            concurrency=concurrency,
+        )
+    )
+    outcome.result = result
+    from netfleet.advice import advise
+
+    outcome.advice = advise(e.model_dump() for e in result.envelopes)
+    if cloud and result.ok:
+        from netfleet.cloud import runs
+
+        since = min(e.started_at for e in result.envelopes)
+        outcome.cloud_sheet, outcome.cloud_cost = runs.summary(campaign, root.url, priced, since)
+        cloud_settings = runs.cloud_spec(campaign)
+        if cloud_settings is not None:  # seeds 003/004: ENA per instance, CloudWatch vs iperf3
+            from netfleet.cloud.checks import session_checks
+
+            outcome.cloud_checks = session_checks(result.envelopes, cloud_settings.region)
+    return outcome
+
+
+def _quota_guard(spec: Any, say: Callable[[str], None]) -> None:
+    """Refuse before launch when the account's vCPU quota cannot hold the fleet."""
+    from netfleet.cloud import quotas, runs
+
+    cs = runs.cloud_spec(spec)
+    if cs is None:
+        return
+    quotas.enforce(cs, say)
+
+
+def run_summary(envelope: Envelope) -> str:
+    """The engine's one-line summary of a stored run (its received rate, for throughput
+    engines); empty when the engine has none."""
+    from netfleet.engines import summary
+
+    found = summary(envelope.engine.name, envelope.result)
+    return found.text if found is not None else ""

@@ -1,0 +1,72 @@
+"""``cheatsheet``, ``sql`` and ``export``: answers from the catalog."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from netfleet.api._paths import catalog_dir, results_url
+
+if TYPE_CHECKING:
+    from netfleet.tabular import Tabular
+
+
+def keys(by: str | Sequence[str], *, required: bool = True) -> tuple[str, ...]:
+    """Group keys from ``"a,b"`` or ``("a", "b")`` (at least one if ``required``)."""
+    from netfleet.errors import InputError
+
+    items = by.split(",") if isinstance(by, str) else by
+    found = tuple(k.strip() for k in items if k.strip())
+    if required and not found:
+        raise InputError("--by needs at least one key", hint="e.g. --by instance_type,direction")
+    return found
+
+
+def cheatsheet(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    results: str | None = None,
+    by: str | Sequence[str] = ("instance_type", "direction"),
+    side: Literal["receiver", "sender"] = "receiver",
+    campaign: str | None = None,
+) -> Tabular:
+    """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
+    runs with omitted intervals left out — seed 002's Athena query on DuckDB. ``by``: label
+    keys or run columns. Raw results under ``results`` not yet in the catalog are noted."""
+    from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
+
+    return build_cheatsheet(
+        catalog_dir(catalog),
+        group_by=keys(by, required=False),
+        side=side,
+        campaign=campaign,
+        results=results_url(results),
+    )
+
+
+def sql(statement: str, *, catalog: str | os.PathLike[str] | None = None) -> Tabular:
+    """Run DuckDB SQL over the catalog's views (``runs``, ``intervals``, ``ends``)."""
+    from netfleet.catalog.query import query
+
+    return query(catalog_dir(catalog), statement)
+
+
+def export(
+    dialect: str,
+    *,
+    location: str = "s3://BUCKET/PREFIX",
+    catalog: str = "s3://BUCKET/CATALOG",
+    side: str = "receiver",
+) -> str:
+    """The DDL over the raw results layout and the Parquet catalog (runs, intervals, ends),
+    each with its cheat-sheet query, in ``dialect`` (athena, trino or spark)."""
+    from netfleet.catalog.export import Dialect, export_sql
+    from netfleet.errors import InputError
+
+    if dialect not in ("athena", "trino", "spark"):
+        raise InputError(f"export {dialect!r}: unknown dialect", hint="use athena, trino or spark")
+    if side not in ("receiver", "sender"):
+        raise InputError(f"--side {side!r}: unknown side", hint="use receiver or sender")
+    d: Dialect = dialect  # type: ignore[assignment]
+    return export_sql(d, location, catalog, side=side)

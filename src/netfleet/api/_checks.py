@@ -1,0 +1,38 @@
+"""``doctor`` and ``advice``: what will stop a campaign, and what limited its runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from netfleet.api._paths import results_url
+
+if TYPE_CHECKING:
+    from netfleet.advice import Advice
+    from netfleet.doctor import DoctorReport
+
+
+def doctor(spec: str | os.PathLike[str], *, state_dir: Path | None = None) -> DoctorReport:
+    """Check every host and client→server pair of a campaign before running it: tool versions
+    and capabilities, CPUs, interface and path MTU (tracepath), NIC driver, ENA allowance
+    counters, offloads, ICMP and TCP port reachability — then advice with its evidence (an
+    advice of severity ``error``: runs would fail)."""
+    from netfleet.api._aio import run_sync
+    from netfleet.doctor import doctor as run_doctor
+    from netfleet.spec import load_spec
+
+    return run_sync(run_doctor(load_spec(Path(spec)), state_dir))
+
+
+def advice(*, results: str | None = None, campaign: str | None = None) -> list[Advice]:
+    """Advice with evidence over the raw results (of one campaign, or all): CPU-bound runs,
+    per-flow caps, gateway MTU, in/out asymmetry, retransmits, ENA allowances."""
+    from netfleet.advice import advise
+    from netfleet.store import open_root
+
+    root = open_root(results_url(results))
+    docs = [root.read(p) for p in root.files()]
+    if campaign:
+        docs = [d for d in docs if d.get("campaign") == campaign]
+    return advise(docs)

@@ -1,0 +1,175 @@
+"""``cloud plan``, ``up``, ``destroy``, ``reap`` and ``prices``: AWS resources of a campaign,
+tag-verified, with the cost and quota guards before anything is launched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netfleet.cloud.campaign import CloudSpec
+    from netfleet.cloud.provision import CloudHost
+    from netfleet.cloud.teardown import Expired
+    from netfleet.pricetable import PriceTable
+    from netfleet.tabular import Tabular
+
+#: where intent journals and keys live unless ``state_dir`` says (``netfleet.cloud.journal``)
+CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
+
+
+def state_root(state_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The cloud state directory: ``state_dir``, else ``$NETFLEET_CLOUD_DIR``, else
+    ``~/.local/state/netfleet/cloud``."""
+    from netfleet.cloud.journal import default_root
+
+    return Path(state_dir) if state_dir is not None else default_root()
+
+
+def load_cloud_spec(spec: str | os.PathLike[str]) -> CloudSpec:
+    """A cloud campaign file (YAML), validated: errors name the file, line and field."""
+    from netfleet.cloud.campaign import CloudSpec
+    from netfleet.spec.yamlsrc import load_model
+
+    return load_model(CloudSpec, Path(spec), what="cloud campaign")
+
+
+def cloud_plan(spec: str | os.PathLike[str], *, state_dir: Path | None = None) -> Tabular:
+    """Estimated cost and instance count of a cloud campaign file (nothing is launched)."""
+    from netfleet.cloud import costs, prices
+
+    cs = load_cloud_spec(spec)
+    spot, why = costs.spot_prices(cs)
+    priced = costs.plan(cs, prices.load(state_root(state_dir)), spot=spot)
+    if why:
+        priced.table.notes.append(why)
+    return priced.table
+
+
+@dataclass
+class CloudUp:
+    """The machines :func:`cloud_up` launched."""
+
+    campaign: str
+    hosts: list[CloudHost]
+    known_hosts: Path
+    expires_at: dt.datetime
+    #: torn down again (``release``)
+    released: bool = False
+
+
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def cloud_up(
+    spec: str | os.PathLike[str],
+    *,
+    state_dir: Path | None = None,
+    max_cost: float = 5.0,
+    max_instances: int = 10,
+    yes: bool = False,
+    release: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> CloudUp:
+    """Refuse above ``max_cost`` USD / ``max_instances`` or the account's vCPU quota (unless
+    ``yes``), reap expired leftovers, then launch the campaign's machines — torn down on any
+    error, Ctrl-C or SIGTERM. ``release``: tear down right after (a check that the account can
+    launch and clean up). ``say`` gets the quota notes."""
+    from netfleet.cloud import costs, prices, quotas, teardown
+    from netfleet.cloud.provision import Provisioner
+
+    cs = load_cloud_spec(spec)
+    root = state_root(state_dir)
+    spot, _ = costs.spot_prices(cs)
+    costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
+    quotas.enforce(cs, say or (lambda _line: None))
+    teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
+    prov = Provisioner(cs, root)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if main else None
+    try:
+        hosts = prov.acquire()
+    except BaseException:
+        # error, Ctrl-C or SIGTERM: tear down before going; a SIGKILL skips this, and then
+        # `cloud destroy` / `cloud reap` / the instances' own shutdown timer finish the job
+        prov.release()
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    up = CloudUp(cs.campaign, hosts, prov.journal.dir / "known_hosts", prov.expires_at)
+    if release:
+        prov.release()
+        up.released = True
+    return up
+
+
+def cloud_destroy(
+    campaign: str, *, state_dir: Path | None = None, region: list[str] | None = None
+) -> dict[str, int]:
+    """Delete everything of ``campaign``, from its intent journal alone (``region``: also
+    sweep these by tag); fails if anything remains. Returns what was deleted, by kind."""
+    from netfleet.cloud import teardown
+
+    return teardown.destroy(state_root(state_dir), campaign, regions=region or [])
+
+
+def cloud_reap(
+    *, state_dir: Path | None = None, region: list[str] | None = None, delete: bool = False
+) -> list[Expired]:
+    """Resources whose expires-at tag has passed, in every region used (and ``region``);
+    removed only with ``delete``."""
+    from netfleet.cloud import teardown
+
+    return teardown.reap(
+        state_root(state_dir), region or [], dt.datetime.now(dt.UTC), delete=delete
+    )
+
+
+@dataclass
+class CloudPrices:
+    """The price table in use, and a warning when it is old."""
+
+    table: PriceTable
+    stale: str | None
+
+
+def cloud_prices(*, state_dir: Path | None = None) -> CloudPrices:
+    """The dated EC2/Fargate price table in use (a refreshed copy, else the shipped one)."""
+    from netfleet.cloud import prices
+
+    t = prices.load(state_root(state_dir))
+    return CloudPrices(t, prices.stale_warning(t))
+
+
+@dataclass
+class PricesRefreshed:
+    """What :func:`cloud_prices_refresh` wrote, and the prices it did not find."""
+
+    table: PriceTable
+    path: Path
+    missing: list[str]
+
+
+def cloud_prices_refresh(
+    *, state_dir: Path | None = None, region: list[str] | None = None
+) -> PricesRefreshed:
+    """Update the price table from the AWS Pricing API (needs network and
+    pricing:GetProducts); ``region``: default the table's."""
+    from netfleet import aws
+    from netfleet.cloud import prices
+
+    root = state_root(state_dir)
+    t = prices.load(root)
+    regions = region or sorted(t.ec2)
+    types = sorted({ty for r in t.ec2.values() for ty in r})
+    new, missing = prices.refresh(
+        aws.client("pricing", "us-east-1"), t, regions, types, dt.date.today()
+    )
+    return PricesRefreshed(new, prices.save(new, root), missing)

@@ -1,0 +1,73 @@
+"""``report topology``, ``report html`` and ``report price``: answers over the catalog."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from netfleet.api._paths import catalog_dir, results_url
+
+if TYPE_CHECKING:
+    from netfleet.report.price import PricePerformance
+    from netfleet.tabular import Tabular
+
+
+def report_topology(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    results: str | None = None,
+    by: str = "topology",
+    campaign: str | None = None,
+) -> Tabular:
+    """Seed 001's summary: request/response latency, ping and throughput per topology label
+    (``by``: a label key or runs column)."""
+    from netfleet.report.topology import topology_table
+
+    return topology_table(catalog_dir(catalog), by, campaign, results=results_url(results))
+
+
+def report_html(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    results: str | None = None,
+    campaign: Sequence[str] = (),
+    out: str | os.PathLike[str] = "netfleet-report.html",
+    format: Literal["html", "markdown"] = "html",
+    compare: tuple[str, str] | None = None,
+    target: str | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write the study report (one self-contained HTML file, or markdown with its PNGs):
+    summary with advice, cheat sheet, out vs in, measured ÷ advertised, burst vs baseline,
+    latency per topology, price per Gbit/s, compare (``compare``: A B), per-run appendix.
+    Returns the file written."""
+    from netfleet.catalog.pending import pending_notes
+    from netfleet.report.document import Paragraph
+    from netfleet.report.html import write_report
+    from netfleet.report.study_report import build_document
+
+    cat = catalog_dir(catalog)
+    doc = build_document(cat, tuple(campaign), compare=compare, target=target, title=title)
+    if doc.sections:  # un-ingested raw results: said first, in the summary
+        doc.sections[0].blocks[:0] = [
+            Paragraph(n, "warn") for n in pending_notes(results_url(results), cat)
+        ]
+    return write_report(doc, Path(out), format)
+
+
+def report_price(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    campaign: Sequence[str] = (),
+    target: str | None = None,
+) -> PricePerformance:
+    """$ per sustained and per peak Gbit/s and $/month: prices from the dated price table for
+    cloud hosts (instance_type + region labels), else from price_per_hour labels; with
+    ``target`` (e.g. ``5gbit``), the cheapest type meeting that sustained rate."""
+    from netfleet import pricetable
+    from netfleet.report.price import price_performance
+
+    table = pricetable.load(pricetable.default_state_root())
+    return price_performance(catalog_dir(catalog), tuple(campaign), target=target, table=table)

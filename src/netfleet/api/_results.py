@@ -1,0 +1,69 @@
+"""``import_`` and ``ingest``: results netfleet did not run, and raw results → the catalog."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from netfleet.api._paths import catalog_dir, results_url
+
+if TYPE_CHECKING:
+    from netfleet.catalog.ingestion import IngestReport
+    from netfleet.store.imports import ImportReport
+
+#: the path presets and sides ``import_`` knows (``netfleet.store.imports``; a test keeps them
+#: equal — the CLI's help names them without importing the store)
+IMPORT_PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
+IMPORT_SIDES = ("auto", "client", "server")
+#: ``progress(done, total)``, called as files are handled (the total is known once it starts)
+Progress = Callable[[int, int], None]
+
+
+def import_(
+    sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    results: str | None = None,
+    campaign: str = "imported",
+    label: Iterable[str] = (),
+    pattern: str | None = None,
+    side: str = "auto",
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
+    client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
+
+    ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
+    labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that
+    cannot be imported is listed in ``ImportReport.bad`` with its reason; the others are
+    imported. ``workers`` default: one per CPU, at most 4 (a script must then guard its entry
+    point with ``if __name__ == "__main__"``)."""
+    from netfleet.store import open_root
+    from netfleet.store.imports import default_workers, import_files
+
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    return import_files(
+        [os.fspath(s) for s in sources],
+        open_root(results_url(results)),
+        campaign=campaign,
+        labels=label,
+        pattern=pattern,
+        side=side,
+        progress=progress,
+        workers=default_workers() if workers is None else workers,
+    )
+
+
+def ingest(
+    *,
+    results: str | None = None,
+    catalog: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Turn raw result files into the Parquet catalog. Idempotent: only new runs are added."""
+    from netfleet.catalog.ingestion import ingest as run_ingest
+    from netfleet.store import open_root
+
+    return run_ingest(open_root(results_url(results)), catalog_dir(catalog), progress=progress)

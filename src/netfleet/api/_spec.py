@@ -1,0 +1,61 @@
+"""``schema`` and ``plan``: look at a campaign before running it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from netfleet.plan.summary import Plan
+    from netfleet.spec.models import CampaignSpec
+
+
+def schema(*, lab: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a campaign spec (or, with ``lab``, of a lab file)."""
+    if lab:
+        from netfleet.lab import lab_schema
+
+        return lab_schema()
+    from netfleet.spec import spec_schema
+
+    return spec_schema()
+
+
+def plan(spec: str | os.PathLike[str], *, cost: bool = True) -> Plan:
+    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing. With
+    ``cost``, a campaign with cloud hosts also gets what launching them would cost
+    (``Plan.cost``; spot prices are asked of AWS)."""
+    from netfleet.spec import load_spec
+
+    return plan_of(load_spec(Path(spec)), cost=cost)
+
+
+def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
+    """:func:`plan` of a loaded spec."""
+    from dataclasses import replace
+
+    from netfleet.plan import estimate_seconds, expand
+    from netfleet.plan.summary import Plan
+    from netfleet.runner.scheduler import Limits, estimate_wall_seconds
+
+    runs = expand(spec)
+    limits = Limits.of(spec)
+    est = (
+        estimate_wall_seconds(runs, limits)
+        if limits.concurrency > 1
+        else estimate_seconds(spec, runs)
+    )
+    the_plan = Plan(spec, list(runs), limits.concurrency, est)
+    if cost and is_cloud(spec):  # what launching would cost
+        from netfleet.cloud.runs import plan_cost
+
+        priced = plan_cost(spec, est)
+        if priced is not None:
+            the_plan = replace(the_plan, cost=priced.table)
+    return the_plan
+
+
+def is_cloud(spec: CampaignSpec) -> bool:
+    """Whether the campaign launches cloud machines (hosts of kind ``aws``)."""
+    return any(h.kind == "aws" for h in spec.hosts.values())
