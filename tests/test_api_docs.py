@@ -99,3 +99,18 @@ def test_seed_002_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert sorted(rows) == ["m5.large", "t2.nano"], out
     assert rows["t2.nano"][2].strip() == "2" and rows["m5.large"][2].strip() == "1", out
     assert "{'type': 't2.nano', 'runs': 2}" in out and "{'type': 'm5.large', 'runs': 1}" in out
+
+
+def test_the_reference_page_is_current() -> None:
+    """docs/api-reference.md is what scripts/api_reference.py writes from the docstrings."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "api_reference", ROOT / "scripts" / "api_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (ROOT / "docs" / "api-reference.md").read_text() == module.reference(), (
+        "docs/api-reference.md is stale: run .venv/bin/python scripts/api_reference.py"
+    )

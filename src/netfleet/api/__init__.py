@@ -8,29 +8,8 @@ before anything is launched). Options are keyword-only and named like the CLI's 
 default as on the command line (``$NETFLEET_RESULTS`` / ``$NETFLEET_CATALOG``, else
 ``./results`` and ``./catalog``). Errors are :mod:`netfleet.errors` types with a hint and an
 exit status. Each function imports what it needs when called, so ``import netfleet.api`` is
-cheap. docs/api.md shows a notebook session.
-
-===================================  ==================================================
-CLI                                  Python
-===================================  ==================================================
-``netfleet schema`` / ``plan``       :func:`schema`, :func:`plan`
-``netfleet run``                     :func:`run` → :class:`RunOutcome`
-``netfleet import`` / ``ingest``     :func:`import_`, :func:`ingest`
-``cheatsheet`` / ``sql`` / ``export``  :func:`cheatsheet`, :func:`sql`, :func:`export`
-``analyze`` / ``credit calc``        :func:`analyze` → :class:`Analysis`, :func:`calc`
-``compare``                          :func:`compare`
-``doctor`` / ``report advice``       :func:`doctor`, :func:`advice`
-``report topology|html|price``       :func:`report_topology`, :func:`report_html`,
-                                     :func:`report_price`
-``lab up|down|status|profiles``      :func:`lab_up`, :func:`lab_down`, :func:`lab_status`,
-                                     :func:`lab_profiles`
-``inventory import-terraform|show|check``  :func:`inventory_import_terraform`,
-                                     :func:`inventory_show`, :func:`inventory_check`
-``cloud plan|up|destroy|reap``       :func:`cloud_plan`, :func:`cloud_up`, :func:`cloud_destroy`,
-                                     :func:`cloud_reap`
-``cloud prices show|refresh``        :func:`cloud_prices`, :func:`cloud_prices_refresh`
-``demo``                             :func:`demo` → :class:`DemoOutcome`
-===================================  ==================================================
+cheap. docs/api.md maps each command to its function and shows two notebook sessions;
+docs/api-reference.md lists every signature.
 """
 
 from __future__ import annotations
