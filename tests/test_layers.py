@@ -366,6 +366,10 @@ def test_help_loads_no_heavy_library() -> None:
     modules = loaded_modules(code)
     heavy = {m.split(".")[0] for m in modules} & (HEAVY | {"pydantic", "botocore", "yaml"})
     assert not heavy, sorted(heavy)
+    # typer's Rich help (rich.markdown → markdown-it, rich.syntax → pygments) costs 5-7× the
+    # start-up floor: command help is plain click help, as the root's is
+    rich_help = {"typer.rich_utils", "rich.markdown", "markdown_it", "pygments"} & modules
+    assert not rich_help, sorted(rich_help)
     # the library behind the facade is imported when a command runs, not to describe it
     deep = {
         m

@@ -14,7 +14,8 @@ docs/api-reference.md lists every signature.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from netfleet.api._analysis import (
     CALC_GROUP_KEYS,
@@ -49,12 +50,29 @@ from netfleet.api._report import report_html, report_price, report_topology
 from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest
 from netfleet.api._spec import plan, schema
 
-if TYPE_CHECKING:  # the types callers meet in results and callbacks (for annotations only)
+if TYPE_CHECKING:
     from netfleet.plan.matrix import PlannedRun as PlannedRun
     from netfleet.plan.summary import Plan as Plan
     from netfleet.runner.events import Reporter as Reporter
     from netfleet.store.envelope import Envelope as Envelope
     from netfleet.tabular import Tabular as Tabular
+
+#: the types callers meet in results and callbacks, imported on first use
+_TYPES = {
+    "Envelope": "netfleet.store.envelope",
+    "Plan": "netfleet.plan.summary",
+    "PlannedRun": "netfleet.plan.matrix",
+    "Reporter": "netfleet.runner.events",
+    "Tabular": "netfleet.tabular",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _TYPES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'netfleet.api' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "CALC_GROUP_KEYS",

@@ -136,7 +136,11 @@ def load_command(name: str) -> click.Command:
     module_name, attr, kind, _ = LAZY_COMMANDS[name]
     module = importlib.import_module(f"netfleet.cli.{module_name}")
     target: Any = getattr(module, attr)
-    parent = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    # plain click help and usage errors, as for the root: typer's Rich help imports
+    # rich.markdown, markdown-it and pygments, 5-7× `import typer` (issue 27.9)
+    parent = typer.Typer(
+        add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+    )
     if kind == "group":  # as a sub-app of a parent, so a one-command app stays a group
         parent.add_typer(target, name=name)
     else:
