@@ -99,6 +99,7 @@ FACADE = {
     ("lab", "up"): "lab_up",
     ("lab", "down"): "lab_down",
     ("lab", "status"): "lab_status",
+    ("lab", "profiles"): "lab_profiles",
     ("inventory", "import-terraform"): "inventory_import_terraform",
     ("inventory", "show"): "inventory_show",
     ("inventory", "check"): "inventory_check",
@@ -111,6 +112,20 @@ FACADE = {
 }
 SHOWN_ONLY = {"--format"}
 SHOWN_BY = {("analyze",): {"--runs"}, ("credit", "calc"): {"--unit"}}
+
+
+def test_every_command_has_its_api_function() -> None:
+    from netfleet.cli.main import LAZY_COMMANDS, load_command
+
+    def leaves(cmd: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        subs = getattr(cmd, "commands", None)
+        if not subs:
+            return [path]
+        return [leaf for name, sub in subs.items() for leaf in leaves(sub, (*path, name))]
+
+    commands = {leaf for name in LAZY_COMMANDS for leaf in leaves(load_command(name), (name,))}
+    assert commands == set(FACADE)
+    assert all(callable(getattr(netfleet.api, fn)) for fn in FACADE.values())
 
 
 @pytest.mark.parametrize("path", sorted(FACADE), ids=" ".join)
