@@ -10,7 +10,6 @@ import typer
 from netfleet import api
 from netfleet.cli.console import console
 from netfleet.cli.options import LabStateOpt, emit
-from netfleet.cli.progress import RichReporter
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
 
@@ -23,6 +22,8 @@ def demo(
 ) -> None:
     """Lab up (steady, credit-burst and asymmetric hosts + a big server), a campaign over both
     directions and 1 vs 2 streams, ingest, cheat sheet, lab down. Needs root."""
+    from netfleet.cli.progress import RichReporter  # here: rich.progress is not needed for --help
+
     with RichReporter(console) as reporter:
         outcome = api.demo(
             dir=workdir,
