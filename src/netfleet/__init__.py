@@ -1,10 +1,11 @@
 """netfleet — measure what cloud networks really deliver.
 
-Everything the CLI does is available from Python (:mod:`netfleet.api`)::
+Everything the CLI does is one function of :mod:`netfleet.api` (docs/api.md)::
 
-    import netfleet
-    spec = netfleet.load_spec("campaign.yaml")
-    runs = netfleet.expand(spec)
+    from netfleet import api
+    plan = api.plan("campaign.yaml")                  # netfleet plan campaign.yaml
+    outcome = api.run("campaign.yaml", max_cost=2.0)  # netfleet run … --max-cost 2
+    sheet = api.cheatsheet(by="instance_type")        # netfleet cheatsheet --by instance_type
 
 Names are imported on first use, so ``import netfleet`` (and ``netfleet --version``) stays cheap.
 """

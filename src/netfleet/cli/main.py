@@ -1,9 +1,12 @@
-"""The ``netfleet`` command. Each command lives in its own module and calls the library.
+"""The ``netfleet`` command. Each command lives in its own module: it parses its options,
+makes one :mod:`netfleet.api` call and renders the answer.
 
-Start-up is lazy: a command's module (and the heavy libraries it needs — DuckDB, numpy,
-ruptures, asyncssh, boto3, matplotlib) is imported only when that command runs or its own
-``--help`` is asked for. ``netfleet --help`` lists the commands from the table below without
-importing any of them; ``tests/test_cli_lazy.py`` keeps that table in step with the commands.
+Start-up is lazy: a command's module is imported only when that command runs or its own
+``--help`` is asked for, and it imports only the facade (whose functions import the heavy
+libraries — DuckDB, numpy, ruptures, asyncssh, boto3, matplotlib — when called).
+``netfleet --help`` lists the commands from the table below without importing any of them;
+``tests/test_layers.py`` keeps that table in step with the commands and checks that no
+command's help loads the library behind the facade.
 """
 
 from __future__ import annotations
