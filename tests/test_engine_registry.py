@@ -189,4 +189,4 @@ def test_summaries_come_from_the_engine() -> None:
     assert latency is not None and latency.received_bps is None and "p50 41" in latency.text
     assert summary("no-such-engine", {}) is None
     assert set(measuring("throughput")) == {"iperf3", "iperf2", "iperf3-multi", "throughput"}
-    assert set(measuring("latency")) == {"latency", "ping", "irtt"}
+    assert set(measuring("latency")) == {"latency", "ping", "irtt", "latency-under-load"}

@@ -28,7 +28,7 @@ CATALOG_FORMAT = 1
 META = "netfleet-catalog.json"
 #: the tables, in publish order: runs last (= ``netfleet.catalog.rows.SCHEMAS``; spelled out so
 #: listing a catalog needs neither pyarrow nor the engines)
-TABLES = ("intervals", "ends", "latency", "runs")
+TABLES = ("intervals", "ends", "latency", "latency_phases", "latency_samples", "runs")
 TEMP_PREFIX = ".tmp-"
 #: per batch, the run_ids of its runs part as JSON lines, written before the runs part: a
 #: no-op ingest reads these instead of opening every runs part (outside the table directories,

@@ -154,11 +154,56 @@ LATENCY_SCHEMA = pa.schema(
     ]
 )
 
+#: ``latency_phases``: one row per phase of a ``latency-under-load`` run (idle, up, down, both)
+LATENCY_PHASES_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("probe", pa.string()),
+        ("phase", pa.string()),
+        ("start_s", pa.float64()),
+        ("end_s", pa.float64()),
+        ("samples", pa.int64()),
+        ("lost", pa.int64()),
+        ("loss_percent", pa.float64()),
+        ("p50_us", pa.float64()),
+        ("p90_us", pa.float64()),
+        ("p99_us", pa.float64()),
+        ("max_us", pa.float64()),
+        ("mean_us", pa.float64()),
+        ("send_p50_us", pa.float64()),
+        ("receive_p50_us", pa.float64()),
+        ("inflation_p50_us", pa.float64()),
+        ("inflation_p99_us", pa.float64()),
+        ("inflation_send_us", pa.float64()),
+        ("inflation_receive_us", pa.float64()),
+        ("up_bps", pa.float64()),
+        ("down_bps", pa.float64()),
+        ("link_bps", pa.float64()),
+        ("reached", pa.bool_()),
+        ("warning", pa.string()),
+    ]
+)
+
+#: ``latency_samples``: one row per probe packet of a ``latency-under-load`` run
+LATENCY_SAMPLES_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("t", pa.float64()),
+        ("phase", pa.string()),
+        ("rtt_us", pa.float64()),
+        ("send_us", pa.float64()),
+        ("receive_us", pa.float64()),
+        ("lost", pa.bool_()),
+    ]
+)
+
 #: table name → schema, in the order parts are published (``runs`` last: it commits a batch)
 SCHEMAS: dict[str, pa.Schema] = {
     "intervals": INTERVALS_SCHEMA,
     "ends": ENDS_SCHEMA,
     "latency": LATENCY_SCHEMA,
+    "latency_phases": LATENCY_PHASES_SCHEMA,
+    "latency_samples": LATENCY_SAMPLES_SCHEMA,
     "runs": RUNS_SCHEMA,
 }
 

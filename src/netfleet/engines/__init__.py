@@ -27,6 +27,7 @@ from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.iperf3_multi import Iperf3Multi
 from netfleet.engines.irtt import Irtt
 from netfleet.engines.latency import Latency
+from netfleet.engines.loaded_latency import LoadedLatency
 from netfleet.engines.ping import Ping
 from netfleet.engines.throughput import Throughput
 
@@ -39,6 +40,7 @@ ENGINES: dict[str, Engine] = {
     "latency": Latency(),
     "ping": Ping(),
     "irtt": Irtt(),
+    "latency-under-load": LoadedLatency(),
 }
 
 

@@ -76,6 +76,11 @@ class Shaper(BaseModel):
     rate: Rate = Field(description="baseline rate in bits/s (YAML: 300mbit, 1.5gbit)")
     peak: Rate | None = Field(default=None, description="peak rate in bits/s while credit lasts")
     bucket: Size | None = Field(default=None, description="credit in bytes (YAML: 6750mbit, 800mb)")
+    queue: Size | None = Field(
+        default=None,
+        description="bytes the tbf may hold waiting (its limit; YAML: 125kb). Default: 100 ms "
+        "at rate plus the burst. A full queue delays every packet by queue / rate",
+    )
 
     @field_validator("rate", "peak", mode="before")
     @classmethod
@@ -95,6 +100,19 @@ class Shaper(BaseModel):
         if value is None or isinstance(value, bool):
             return value
         return parse_size(value)
+
+    @field_validator("queue", mode="before")
+    @classmethod
+    def _queue(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        size = parse_size(value)
+        if not TBF_PEAK_MTU <= size <= TBF_MAX_BYTES:
+            raise ValueError(
+                f"queue {size:.0f} bytes is out of range: use 64kb..4gb (it must hold a 64 KiB "
+                "GSO super-packet, or tbf drops every one)"
+            )
+        return size
 
     @model_validator(mode="after")
     def _credit(self) -> Shaper:

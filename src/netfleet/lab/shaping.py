@@ -27,13 +27,28 @@ def steady_burst(rate: float) -> int:
     return max(STEADY_MIN_BURST, math.ceil(rate / 8 * STEADY_BURST_SECONDS))
 
 
+def queue_limit(shaper: Shaper) -> list[str]:
+    """How deep the tbf's queue is: ``limit BYTES`` when the shaper says, else ``latency 100ms``
+    (tc then sets limit = rate x 100 ms + burst)."""
+    return ["latency", LATENCY] if shaper.queue is None else ["limit", str(round(shaper.queue))]
+
+
+def queue_delay(shaper: Shaper) -> float:
+    """Seconds a packet waits at the tail of a full queue: queue bytes / rate. What a load that
+    fills the queue adds to the round trip (latency under load)."""
+    if shaper.queue is not None:
+        return shaper.queue * 8 / shaper.rate
+    burst = steady_burst(shaper.rate) if shaper.bucket is None else shaper.bucket
+    return float(LATENCY.removesuffix("ms")) / 1000 + burst * 8 / shaper.rate
+
+
 def tbf_args(shaper: Shaper) -> list[str]:
     """The words after ``tc qdisc add dev DEV root``. tc reads a bare size as bytes."""
     rate = f"{round(shaper.rate)}bit"
     if shaper.peak is None or shaper.bucket is None:
         burst = steady_burst(shaper.rate)
-        return ["tbf", "rate", rate, "burst", str(burst), "latency", LATENCY]
+        return ["tbf", "rate", rate, "burst", str(burst), *queue_limit(shaper)]
     return [
         "tbf", "rate", rate, "burst", str(round(shaper.bucket)),
-        "peakrate", f"{round(shaper.peak)}bit", "mtu", str(TBF_PEAK_MTU), "latency", LATENCY,
+        "peakrate", f"{round(shaper.peak)}bit", "mtu", str(TBF_PEAK_MTU), *queue_limit(shaper),
     ]  # fmt: skip

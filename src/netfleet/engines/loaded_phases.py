@@ -1,0 +1,239 @@
+"""Latency under load, the numbers: the probe's samples split into phases, and per phase the RTT
+percentiles, the inflation over idle, loss and the load's throughput.
+
+Pure functions of a stored ``latency-under-load`` result (``engines/loaded_latency.py`` writes
+it), so the summary and the catalog rows can always be re-derived from the raw output:
+
+* :func:`samples` — one :class:`Sample` per probe packet from irtt's JSON (``round_trips``: send
+  time, RTT and the one-way delays, lost up or down) or ping's ``-D`` lines (RTT only; a missing
+  ``icmp_seq`` is a loss);
+* :func:`phase_stats` — per phase (``idle`` then the loaded ones): p50/p90/p99/max RTT, the
+  one-way medians, inflation = p50 (p99) − idle p50 (p99), loss, the load's received rates up and
+  down and whether they reached ``reach`` × the link's rate (else a warning: the phase's latency
+  reads too good because the queue was not filled).
+
+Times are seconds since netfleet started the probe (``probe_started``, netfleet's wall clock):
+the phases' from netfleet's clock, the samples' from the probe's own time stamps (the client
+host's wall clock). Where the two clocks disagree (the first packet before the start or more
+than 5 s after it) the samples count from the probe's first packet instead, off by its start-up
+(a handshake, milliseconds); every phase also leaves ``settle`` seconds out at its start, while
+TCP fills the queue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+NS_PER_US = 1000.0
+#: ``ping -D``: ``[1764100000.123456] 64 bytes from …: icmp_seq=3 ttl=64 time=0.051 ms``
+PING_REPLY = re.compile(r"^\[(\d+\.\d+)\] .*?icmp_seq=(\d+) .*?time=([\d.]+) ms", re.MULTILINE)
+PING_SENT = re.compile(r"(\d+) packets transmitted")
+#: a probe's first packet later than this after netfleet started it means the clocks disagree
+CLOCK_SLACK_S = 5.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One probe packet: when it was sent (s since the probe's first packet), its round trip and
+    one-way delays in µs (``None`` when lost or unknown), and whether it was lost."""
+
+    t: float
+    rtt_us: float | None
+    send_us: float | None = None
+    receive_us: float | None = None
+    lost: bool = False
+
+
+def _delay_us(delay: Mapping[str, Any], key: str) -> float | None:
+    value = delay.get(key)
+    return float(value) / NS_PER_US if isinstance(value, int | float) else None
+
+
+def _origin(first: float, started: float | None) -> float:
+    """Where a probe's time 0 is, in its own epoch seconds: when netfleet started it (same
+    clock as the phases) if the client's clock agrees with netfleet's within
+    :data:`CLOCK_SLACK_S`, else its first packet."""
+    if started is not None and 0 <= first - started <= CLOCK_SLACK_S:
+        return started
+    return first
+
+
+def irtt_samples(doc: Mapping[str, Any], started: float | None = None) -> list[Sample]:
+    """irtt's ``round_trips`` → samples (send time from the client's wall clock, seconds since
+    ``started`` — netfleet's wall clock when it started the probe — or the first packet)."""
+    trips = doc.get("round_trips")
+    if not isinstance(trips, list):
+        return []
+    first: float | None = None
+    out: list[Sample] = []
+    for rt in trips:
+        if not isinstance(rt, dict):
+            continue
+        send = rt.get("timestamps", {}).get("client", {}).get("send", {}).get("wall")
+        if not isinstance(send, int | float):
+            continue
+        first = _origin(send / 1e9, started) * 1e9 if first is None else first
+        raw = rt.get("delay")
+        delay: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        lost = rt.get("lost", "false") != "false"
+        rtt = None if lost else _delay_us(delay, "rtt")
+        out.append(
+            Sample(
+                (send - first) / 1e9,
+                rtt,
+                _delay_us(delay, "send"),
+                _delay_us(delay, "receive"),
+                lost or rtt is None,
+            )
+        )
+    return out
+
+
+def ping_samples(text: str, interval: float, started: float | None = None) -> list[Sample]:
+    """``ping -D`` output → samples; a sequence number without a reply is a lost packet. Send
+    times are ``(seq − 1) × interval`` (ping sends isochronously) after the first packet, which
+    is placed by its ``-D`` time stamp (reply time − RTT) relative to ``started``."""
+    found = [(int(m[2]), float(m[1]), float(m[3])) for m in PING_REPLY.finditer(text)]
+    replies = {seq: ms * 1000 for seq, _, ms in found}
+    sent_m = PING_SENT.search(text)
+    sent = int(sent_m.group(1)) if sent_m else max(replies, default=0)
+    offset = 0.0
+    if found:
+        seq, stamp, ms = found[0]
+        first = stamp - ms / 1000 - (seq - 1) * interval
+        offset = first - _origin(first, started)
+    return [
+        Sample(offset + (seq - 1) * interval, replies.get(seq), lost=seq not in replies)
+        for seq in range(1, sent + 1)
+    ]
+
+
+def samples(result: Mapping[str, Any], interval: float) -> list[Sample]:
+    """The probe's samples of a stored result, whichever probe ran."""
+    output = result.get("probe_output")
+    started = result.get("probe_started")
+    at = float(started) if isinstance(started, int | float) else None
+    if result.get("probe") == "irtt" and isinstance(output, dict):
+        return irtt_samples(output, at)
+    if result.get("probe") == "ping" and isinstance(output, str):
+        return ping_samples(output, interval, at)
+    return []
+
+
+def _pct(values: Sequence[float], p: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default), None for no values."""
+    if not values:
+        return None
+    import numpy as np  # heavy: not at import (``netfleet --help`` loads the engines)
+
+    return float(np.percentile(np.asarray(values, dtype=float), p))
+
+
+def _sub(a: float | None, b: float | None) -> float | None:
+    return a - b if a is not None and b is not None else None
+
+
+def load_rates(load: Mapping[str, Any] | None, phase: str) -> tuple[float | None, float | None]:
+    """The load's goodput (receiver side, bit/s) up (client → server) and down from iperf3's JSON:
+    ``up`` sends forward, ``down`` is ``-R`` (the client receives), ``both`` is ``--bidir``."""
+    if not isinstance(load, Mapping):
+        return None, None
+    end = load.get("end")
+    if not isinstance(end, Mapping):
+        return None, None
+
+    def bps(key: str) -> float | None:
+        part = end.get(key)
+        value = part.get("bits_per_second") if isinstance(part, Mapping) else None
+        return float(value) if isinstance(value, int | float) else None
+
+    forward = bps("sum_received")
+    if phase == "up":
+        return forward, None
+    if phase == "down":
+        return None, forward
+    return forward, bps("sum_received_bidir_reverse")
+
+
+def _warning(
+    phase: str, up: float | None, down: float | None, link: float | None, reach: float
+) -> tuple[bool | None, str | None]:
+    """Did every loaded direction reach ``reach`` × the link's rate? With no link rate nobody can
+    tell (None); a direction without a rate (the load failed) did not reach it."""
+    if phase == "idle" or link is None:
+        return None, None
+    wanted = [(d, r) for d, r in (("up", up), ("down", down)) if phase in (d, "both")]
+    short = [(d, r) for d, r in wanted if r is None or r < reach * link]
+    if not short:
+        return True, None
+    words = ", ".join(
+        f"{d} {'no rate' if r is None else f'{r / 1e6:.3g} Mbit/s'}" for d, r in short
+    )
+    return False, (
+        f"the load did not fill the path ({words}; link {link / 1e6:.3g} Mbit/s, wanted "
+        f"≥ {reach:.0%}): this phase's latency reads too good — more streams (parallel) or a "
+        "faster load generator"
+    )
+
+
+def phase_stats(
+    result: Mapping[str, Any], interval: float, settle: float, reach: float
+) -> list[dict[str, Any]]:
+    """Per phase of a stored result: window, sample counts, loss, RTT p50/p90/p99/max/mean (µs),
+    one-way medians, inflation over idle, load rates and the reach verdict."""
+    all_samples = samples(result, interval)
+    link = result.get("link_rate")
+    link_bps = float(link) if isinstance(link, int | float) else None
+    out: list[dict[str, Any]] = []
+    idle: dict[str, Any] | None = None
+    for phase in result.get("phases") or []:
+        if not isinstance(phase, dict):
+            continue
+        name = str(phase.get("name"))
+        start, end = phase.get("start_s"), phase.get("end_s")
+        if not isinstance(start, int | float) or not isinstance(end, int | float):
+            continue
+        lo = start + settle
+        window = [s for s in all_samples if lo <= s.t < end]
+        rtts = [s.rtt_us for s in window if s.rtt_us is not None]
+        sends = [s.send_us for s in window if s.send_us is not None and not s.lost]
+        recvs = [s.receive_us for s in window if s.receive_us is not None and not s.lost]
+        lost = sum(1 for s in window if s.lost)
+        up, down = load_rates(phase.get("load"), name)
+        reached, warning = _warning(name, up, down, link_bps, reach)
+        row: dict[str, Any] = {
+            "phase": name, "start_s": lo, "end_s": end, "samples": len(window), "lost": lost,
+            "loss_percent": 100 * lost / len(window) if window else None,
+            "p50_us": _pct(rtts, 50), "p90_us": _pct(rtts, 90), "p99_us": _pct(rtts, 99),
+            "max_us": max(rtts) if rtts else None,
+            "mean_us": sum(rtts) / len(rtts) if rtts else None,
+            "send_p50_us": _pct(sends, 50), "receive_p50_us": _pct(recvs, 50),
+            "up_bps": up, "down_bps": down, "link_bps": link_bps, "reached": reached,
+            "warning": warning or phase.get("load_error"),
+        }  # fmt: skip
+        if name == "idle":
+            idle = row
+        base = idle or {}
+        row["inflation_p50_us"] = _sub(row["p50_us"], base.get("p50_us"))
+        row["inflation_p99_us"] = _sub(row["p99_us"], base.get("p99_us"))
+        row["inflation_send_us"] = _sub(row["send_p50_us"], base.get("send_p50_us"))
+        row["inflation_receive_us"] = _sub(row["receive_p50_us"], base.get("receive_p50_us"))
+        out.append(row)
+    return out
+
+
+def one_line(phases: Sequence[Mapping[str, Any]]) -> str:
+    """``idle p50 52 µs; up +98.1 ms; down +0.3 ms; both +97.6 ms`` (p50 inflation)."""
+    if not phases or phases[0].get("p50_us") is None:
+        return "no round trips"
+    words = [f"idle p50 {phases[0]['p50_us']:.0f} µs"]
+    for p in phases[1:]:
+        inf = p.get("inflation_p50_us")
+        text = "no samples" if inf is None else f"{inf / 1000:+.1f} ms"
+        words.append(
+            f"{p['phase']} {text}{' (load short of the link)' if p.get('warning') else ''}"
+        )
+    return "; ".join(words)

@@ -1,0 +1,170 @@
+"""latency-under-load: phase statistics on captured real output, the spec and registry line, and
+a real lab run where a tbf with a deep queue inflates the round trip by ≈ queue / rate and a
+shallow one by little — the expectation comes from the shapers' own parameters."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from netfleet.catalog import ingest, query
+from netfleet.catalog.rows import TABLE_PARSERS
+from netfleet.engines import ENGINES
+from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose
+from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, samples
+from netfleet.engines.probes import ToolsInfo
+from netfleet.lab.models import Shaper
+from netfleet.lab.shaping import queue_delay, tbf_args
+from netfleet.spec.models import TEST_KINDS
+from tests.labkit import lab_up, run, write_spec
+
+FIX = Path(__file__).parent / "fixtures" / "loaded_latency"
+
+
+def _fixture(name: str) -> dict[str, object]:
+    doc = json.loads(gzip.decompress((FIX / f"{name}.json.gz").read_bytes()))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_registry_line_feeds_spec_and_catalog() -> None:
+    assert isinstance(ENGINES["latency-under-load"], LoadedLatency)
+    model = TEST_KINDS["latency-under-load"].model_fields["params"].annotation
+    assert model is LoadedLatencyParams
+    assert "latency-under-load" in TABLE_PARSERS
+    p = LoadedLatencyParams(idle=2, duration=3, gap=0.5, phases=("up", "both"), link_rate="1gbit")
+    assert p.link_rate == 1e9 and p.starts() == [2, 5.5] and p.measured_seconds() == 9
+    argv = LoadedLatency().load_argv(p, "both", "198.18.0.1", 5201)
+    assert argv[-1] == "--bidir" and argv[argv.index("-P") + 1] == "8"
+
+
+def test_settle_must_leave_part_of_a_phase() -> None:
+    with pytest.raises(ValueError, match="settle"):
+        LoadedLatencyParams(duration=1, settle=1)
+
+
+def test_probe_choice_irtt_needs_both_ends_ping_only_the_client() -> None:
+    both = ToolsInfo("x", "", (3, 12), tools={"iperf3": (3, 12), "irtt": (0, 9), "ping": ()})
+    no_irtt = ToolsInfo("x", "", (3, 12), tools={"iperf3": (3, 12)})
+    assert choose("auto", both, both) == "irtt"
+    assert choose("auto", both, no_irtt) == "ping"
+    assert choose("irtt", both, no_irtt) is None
+
+
+def test_shaper_queue_sets_tbf_limit_and_delay() -> None:
+    deep = Shaper(rate="100mbit", queue="1250kb")
+    assert tbf_args(deep)[-2:] == ["limit", "1250000"]
+    assert queue_delay(deep) == pytest.approx(0.1)
+    default = Shaper(rate="100mbit")
+    assert "latency" in tbf_args(default)
+    assert queue_delay(default) == pytest.approx(0.1 + 131072 * 8 / 100e6)
+    with pytest.raises(ValueError, match="64 KiB"):
+        Shaper(rate="100mbit", queue=1000)
+
+
+@pytest.mark.parametrize("name", ["irtt_deep", "ping_deep"])
+def test_phases_from_captured_runs(name: str) -> None:
+    """Captured by scripts/capture_loaded_latency_fixtures.py: a 20 Mbit/s tbf whose queue holds
+    250 kB (100 ms) on the path up; up loads it, down does not."""
+    doc = _fixture(name)
+    result, params = doc["result"], doc["params"]
+    assert isinstance(result, dict) and isinstance(params, dict)
+    stats = phase_stats(result, params["interval"], params["settle"], params["reach"])
+    by = {p["phase"]: p for p in stats}
+    assert list(by) == ["idle", *params["phases"]]
+    expected = doc["queue_delay_s"] * 1e6
+    assert 0.5 * expected < by["up"]["inflation_p50_us"] < 1.3 * expected
+    assert by["down"]["inflation_p50_us"] < 0.1 * expected
+    assert by["up"]["p50_us"] <= by["up"]["p90_us"] <= by["up"]["p99_us"] <= by["up"]["max_us"]
+    assert by["up"]["up_bps"] > 0 and by["down"]["down_bps"] > 0
+    n = len(samples(result, params["interval"]))
+    assert sum(p["samples"] for p in stats) < n
+    if result["probe"] == "irtt":  # one-way delays: the queue is on the way up only
+        assert by["up"]["inflation_send_us"] > 0.5 * expected
+        assert abs(by["up"]["inflation_receive_us"]) < 0.1 * expected
+    assert "up +" in one_line(stats)
+
+
+def test_warning_when_the_load_falls_short_of_the_link() -> None:
+    doc = _fixture("irtt_deep")
+    result = dict(doc["result"])  # type: ignore[arg-type]
+    params = doc["params"]
+    assert isinstance(params, dict)
+    fast = {**result, "link_rate": 1e9}  # claims a 1 Gbit/s link the 20 Mbit/s load never filled
+    by = {p["phase"]: p for p in phase_stats(fast, params["interval"], 0.5, 0.85)}
+    assert by["up"]["reached"] is False and "too good" in by["up"]["warning"]
+    right = {**result, "link_rate": 20e6}
+    by = {p["phase"]: p for p in phase_stats(right, params["interval"], 0.5, 0.85)}
+    assert by["up"]["reached"] is True and by["up"]["warning"] is None
+    assert by["idle"]["reached"] is None
+
+
+def test_ping_lines_with_a_gap_are_a_loss() -> None:
+    text = (
+        "[1764100000.000100] 64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=0.050 ms\n"
+        "[1764100000.020100] 64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time=0.070 ms\n"
+        "3 packets transmitted, 2 received, 33% packet loss, time 20ms\n"
+    )
+    got = ping_samples(text, 0.01)
+    assert [s.lost for s in got] == [False, True, False]
+    assert got[2].t == pytest.approx(0.02) and got[2].rtt_us == pytest.approx(70)
+
+
+LAB = """\
+subnet: 198.18.64.0/24
+hosts:
+  a: {}
+  deep: {in: {rate: 40mbit, queue: 500kb}}
+  shallow: {in: {rate: 40mbit, queue: 70kb}}
+"""
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_deep_queue_inflates_by_queue_over_rate_shallow_little(tmp_path: Path) -> None:
+    deep, shallow = Shaper(rate="40mbit", queue="500kb"), Shaper(rate="40mbit", queue="70kb")
+    params = (
+        "{idle: 1.5, duration: 3, gap: 0.5, settle: 1, phases: [up], parallel: 16, "
+        "link_rate: 40mbit}"
+    )
+    with lab_up(tmp_path, LAB, "ll") as (name, state):
+        spec = write_spec(
+            tmp_path,
+            f"""\
+            campaign: loaded
+            hosts:
+              a: {{kind: netns, lab: {name}, host: a}}
+              deep: {{kind: netns, lab: {name}, host: deep}}
+              shallow: {{kind: netns, lab: {name}, host: shallow}}
+            tests:
+              - {{name: deep, engine: latency-under-load, client: a, server: deep,
+                  params: {params}}}
+              - {{name: shallow, engine: latency-under-load, client: a, server: shallow,
+                  params: {params}}}
+            """,
+        )
+        result = run(spec, tmp_path / "results", state)
+    assert result.ok == result.total == 2, [(e.test, e.reason) for e in result.failed]
+    catalog = tmp_path / "catalog"
+    ingest(tmp_path / "results", catalog)
+    rows = query(
+        catalog,
+        "SELECT r.test, p.inflation_p50_us, p.inflation_send_us, p.inflation_receive_us, "
+        "p.up_bps, p.reached FROM runs r JOIN latency_phases p USING (run_id) "
+        "WHERE p.phase = 'up' ORDER BY r.test",
+    ).rows
+    got = {r[0]: r[1:] for r in rows}
+    d_expected, s_expected = queue_delay(deep) * 1e6, queue_delay(shallow) * 1e6
+    d_inf, d_send, d_recv, d_bps, d_reached = got["deep"]
+    s_inf = got["shallow"][0]
+    assert 0.7 * d_expected < d_inf < 1.1 * d_expected, (d_inf, d_expected)
+    assert 0.7 * d_expected < d_send and abs(d_recv) < 0.1 * d_expected
+    assert s_inf < 1.5 * s_expected and s_inf < 0.25 * d_inf, (s_inf, s_expected)
+    assert d_reached is True and d_bps > 0.85 * 40e6
+    n = query(catalog, "SELECT count(*) FROM latency_samples WHERE phase = 'up'").rows[0][0]
+    assert n > 2 * 150  # two runs × ≥ (3 − 1) s at 10 ms
