@@ -34,7 +34,7 @@ from netfleet.store import ResultsRoot  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "loaded_latency"
 SHAPER = {"rate": "20mbit", "queue": "250kb"}
-PARAMS = "{idle: 1, duration: 2.5, gap: 0.5, settle: 0.5, interval: 0.02, parallel: 8, "
+PARAMS = "{idle: 1, duration: 3, gap: 0.5, settle: 0.5, interval: 0.02, parallel: 8, "
 PARAMS += "phases: [up, down], probe: %s}"
 
 

@@ -20,6 +20,10 @@ from netfleet.engines.probes import ToolsInfo
 from netfleet.lab.models import Shaper
 from netfleet.lab.shaping import queue_delay, tbf_args
 from netfleet.spec.models import TEST_KINDS
+from netfleet.report.document import Figure, Table
+from netfleet.report.loaded_plots import PHASE_COLORS, loaded_latency_plot
+from netfleet.report.study_report import build_document
+from tests import pngkit
 from tests.labkit import lab_up, run, write_spec
 
 FIX = Path(__file__).parent / "fixtures" / "loaded_latency"
@@ -42,9 +46,11 @@ def test_registry_line_feeds_spec_and_catalog() -> None:
     assert argv[-1] == "--bidir" and argv[argv.index("-P") + 1] == "8"
 
 
-def test_settle_must_leave_part_of_a_phase() -> None:
+def test_settle_must_leave_part_of_a_phase_and_duration_is_whole_seconds() -> None:
     with pytest.raises(ValueError, match="settle"):
         LoadedLatencyParams(duration=1, settle=1)
+    with pytest.raises(ValueError, match="whole seconds"):
+        LoadedLatencyParams(duration=2.5)
 
 
 def test_probe_choice_irtt_needs_both_ends_ping_only_the_client() -> None:
@@ -111,7 +117,22 @@ def test_ping_lines_with_a_gap_are_a_loss() -> None:
     )
     got = ping_samples(text, 0.01)
     assert [s.lost for s in got] == [False, True, False]
-    assert got[2].t == pytest.approx(0.02) and got[2].rtt_us == pytest.approx(70)
+    assert got[1].t == pytest.approx(0.01, abs=1e-4) and got[2].t == pytest.approx(0.02, abs=1e-4)
+    assert got[2].rtt_us == pytest.approx(70)
+
+
+def test_plot_shades_each_phase() -> None:
+    doc = _fixture("irtt_deep")
+    result, params = doc["result"], doc["params"]
+    assert isinstance(result, dict) and isinstance(params, dict)
+    stats = phase_stats(result, params["interval"], params["settle"], params["reach"])
+    points = [(s.t, s.rtt_us) for s in samples(result, params["interval"])]
+    windows = [(p["phase"], p["start_s"], p["end_s"], p["inflation_p50_us"]) for p in stats]
+    svg = loaded_latency_plot(points, windows, "a → b", fmt="svg").decode()
+    for name in ("idle", "up", "down"):  # one shaded span per phase, labelled
+        assert svg.count(f"fill: {PHASE_COLORS[name]}") == 1, name
+    assert PHASE_COLORS["both"] not in svg  # no such phase in this run
+    assert svg.count("<use ") > 0.9 * len(points)  # one marker per probe packet (lost: ticks)
 
 
 LAB = """\
@@ -168,3 +189,9 @@ def test_deep_queue_inflates_by_queue_over_rate_shallow_little(tmp_path: Path) -
     assert d_reached is True and d_bps > 0.85 * 40e6
     n = query(catalog, "SELECT count(*) FROM latency_samples WHERE phase = 'up'").rows[0][0]
     assert n > 2 * 150  # two runs × ≥ (3 − 1) s at 10 ms
+    section = build_document(catalog).section("loaded")
+    assert section is not None
+    figures = [b for b in section.blocks if isinstance(b, Figure)]
+    tables = [b for b in section.blocks if isinstance(b, Table)]
+    assert len(figures) == 2 and all(pngkit.variance(f.png) > 100 for f in figures)
+    assert len(tables) == 1 and len(tables[0].data.rows) == 4  # idle + up, two runs

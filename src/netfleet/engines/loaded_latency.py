@@ -80,6 +80,16 @@ class LoadedLatencyParams(EngineParams):
     def _rate(cls, value: Any) -> Any:
         return None if value is None else parse_rate(value)
 
+    @field_validator("duration")
+    @classmethod
+    def _whole(cls, value: float) -> float:
+        if value != int(value):
+            raise ValueError(
+                f"duration {value:g} is not whole seconds: iperf3 3.12 reads -t as an integer "
+                f"(it would load for {int(value)} s); write {max(1, round(value))}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _settle(self) -> LoadedLatencyParams:
         if self.settle >= min(self.duration, self.idle):
@@ -228,7 +238,7 @@ class LoadedLatency:
     def load_argv(
         self, params: LoadedLatencyParams, phase: Phase, address: str, port: int
     ) -> list[str]:
-        argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", f"{params.duration:g}",
+        argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(int(params.duration)),
                 "-P", str(params.parallel)]  # fmt: skip
         return argv + {"up": [], "down": ["-R"], "both": ["--bidir"]}[phase]
 

@@ -93,22 +93,24 @@ def irtt_samples(doc: Mapping[str, Any], started: float | None = None) -> list[S
 
 
 def ping_samples(text: str, interval: float, started: float | None = None) -> list[Sample]:
-    """``ping -D`` output → samples; a sequence number without a reply is a lost packet. Send
-    times are ``(seq − 1) × interval`` (ping sends isochronously) after the first packet, which
-    is placed by its ``-D`` time stamp (reply time − RTT) relative to ``started``."""
+    """``ping -D`` output → samples; a sequence number without a reply is a lost packet. A
+    reply's send time is its ``-D`` time stamp − its RTT (ping's timer slips under load, so
+    ``seq × interval`` would not do); a lost packet's is the previous one's + ``interval``."""
     found = [(int(m[2]), float(m[1]), float(m[3])) for m in PING_REPLY.finditer(text)]
-    replies = {seq: ms * 1000 for seq, _, ms in found}
     sent_m = PING_SENT.search(text)
-    sent = int(sent_m.group(1)) if sent_m else max(replies, default=0)
-    offset = 0.0
-    if found:
-        seq, stamp, ms = found[0]
-        first = stamp - ms / 1000 - (seq - 1) * interval
-        offset = first - _origin(first, started)
-    return [
-        Sample(offset + (seq - 1) * interval, replies.get(seq), lost=seq not in replies)
-        for seq in range(1, sent + 1)
-    ]
+    sent = int(sent_m.group(1)) if sent_m else max((seq for seq, _, _ in found), default=0)
+    if not found:
+        return [Sample((seq - 1) * interval, None, lost=True) for seq in range(1, sent + 1)]
+    seq0, stamp0, ms0 = found[0]
+    origin = _origin(stamp0 - ms0 / 1000 - (seq0 - 1) * interval, started)
+    sends = {seq: stamp - ms / 1000 - origin for seq, stamp, ms in found}
+    rtts = {seq: ms * 1000 for seq, _, ms in found}
+    out: list[Sample] = []
+    t = sends[seq0] - seq0 * interval
+    for seq in range(1, sent + 1):
+        t = sends.get(seq, t + interval)
+        out.append(Sample(t, rtts.get(seq), lost=seq not in rtts))
+    return out
 
 
 def samples(result: Mapping[str, Any], interval: float) -> list[Sample]:

@@ -8,7 +8,7 @@
 
 Sections, in order (each only when the data supports it): summary, cheat sheet (with
 distribution and overlay), out vs in, measured ÷ advertised, burst vs baseline, latency per
-topology, price, compare, per-run appendix.
+topology, latency under load, price, compare, per-run appendix.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from netfleet.report import plots
 from netfleet.report.analysis_tables import calc_table, estimate_text, groups_table
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
+from netfleet.report.loaded_latency import loaded_section
 from netfleet.report.numbers import quantity, sig
 from netfleet.report.price import price_performance
 from netfleet.report.study import rates_of, throughput_groups
@@ -650,6 +651,7 @@ def build_document(
         advertised_section(groups),
         burst_section(groups),
         latency_section(catalog_dir, campaigns),
+        loaded_section(catalog_dir, campaigns),
         price_section(catalog_dir, groups, prices, target, price_table),
         compare_section(catalog_dir, *compare) if compare else None,
         appendix_section(runs, groups),
