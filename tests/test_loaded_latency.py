@@ -19,10 +19,10 @@ from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, 
 from netfleet.engines.probes import ToolsInfo
 from netfleet.lab.models import Shaper
 from netfleet.lab.shaping import queue_delay, tbf_args
-from netfleet.spec.models import TEST_KINDS
 from netfleet.report.document import Figure, Table
 from netfleet.report.loaded_plots import PHASE_COLORS, loaded_latency_plot
 from netfleet.report.study_report import build_document
+from netfleet.spec.models import TEST_KINDS
 from tests import pngkit
 from tests.labkit import lab_up, run, write_spec
 
