@@ -17,11 +17,13 @@ from netfleet.engines import ENGINES
 from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose
 from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, samples
 from netfleet.engines.probes import ToolsInfo
+from netfleet.lab import load_lab
 from netfleet.lab.models import Shaper
 from netfleet.lab.shaping import queue_delay, tbf_args
 from netfleet.report.document import Figure, Table
 from netfleet.report.loaded_plots import PHASE_COLORS, loaded_latency_plot
 from netfleet.report.study_report import build_document
+from netfleet.spec import load_spec
 from netfleet.spec.models import TEST_KINDS
 from tests import pngkit
 from tests.labkit import lab_up, run, write_spec
@@ -44,6 +46,18 @@ def test_registry_line_feeds_spec_and_catalog() -> None:
     assert p.link_rate == 1e9 and p.starts() == [2, 5.5] and p.measured_seconds() == 9
     argv = LoadedLatency().load_argv(p, "both", "198.18.0.1", 5201)
     assert argv[-1] == "--bidir" and argv[argv.index("-P") + 1] == "8"
+
+
+def test_documented_example_loads_and_its_queues_are_what_it_says() -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    spec = load_spec(examples / "latency-under-load.yaml")
+    assert {t.engine for t in spec.tests} == {"latency-under-load"}
+    hosts = load_lab(examples / "latency-under-load.lab.yaml").hosts
+    deep, shallow = hosts["deep"].in_, hosts["shallow"].in_
+    assert deep is not None and shallow is not None
+    assert queue_delay(deep) == pytest.approx(0.100) and queue_delay(shallow) == pytest.approx(
+        0.014
+    )
 
 
 def test_settle_must_leave_part_of_a_phase_and_duration_is_whole_seconds() -> None:

@@ -19,6 +19,9 @@ from netfleet.report.plots import Fmt, _figure, to_bytes
 #: one shade per phase kind (idle is the reference: grey)
 PHASE_COLORS = {"idle": "#dddddd", "up": "#9ecae9", "down": "#ffbf79", "both": "#b5d99c"}
 
+#: phase labels stay readable over the points
+LABEL_BOX = {"facecolor": "white", "alpha": 0.7, "lw": 0}
+
 Sample = tuple[float, float | None]
 PhaseWindow = tuple[str, float, float, float | None]
 
@@ -38,7 +41,7 @@ def loaded_latency_plot(
             else f"{name}\n{'+' if inflation >= 0 else '−'}{sig(abs(inflation) / 1000)} ms"
         )
         ax.text((start + end) / 2, 1.0, words, transform=ax.get_xaxis_transform(), ha="center",
-                va="top", fontsize=8)  # fmt: skip
+                va="top", fontsize=8, bbox=LABEL_BOX)  # fmt: skip
     got = [(t, r / 1000) for t, r in samples if r is not None]
     lost = [t for t, r in samples if r is None]
     if got:
