@@ -187,6 +187,8 @@ def test_summaries_come_from_the_engine() -> None:
     assert found is not None and found.received_bps == 1e9
     latency = summary("latency", {"summary": {"p50_us": 41.2, "p99_us": 80.0}})
     assert latency is not None and latency.received_bps is None and "p50 41" in latency.text
+    rr = summary("latency", {"summary": {"p50_us": 70.0, "transactions_per_s": 14005.2}})
+    assert rr is not None and rr.text.endswith("14,005 ops/s")
     assert summary("no-such-engine", {}) is None
     assert set(measuring("throughput")) == {"iperf3", "iperf2", "iperf3-multi", "throughput"}
     assert set(measuring("latency")) == {"latency", "ping", "irtt", "latency-under-load"}

@@ -31,7 +31,10 @@ from pydantic import Field, field_validator, model_validator
 
 from netfleet.engines import loaded_phases
 from netfleet.engines.contract import EngineInfo, Host, Measure, Outcome, Summary, check_params
+from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines.irtt import Irtt
 from netfleet.engines.params.base import EngineParams
+from netfleet.engines.ping import Ping
 from netfleet.engines.probes import ToolsInfo, boot_id, cpu_count, tool_version, version_text
 from netfleet.errors import EngineError, HostError
 from netfleet.units import parse_rate
@@ -193,9 +196,9 @@ class LoadedLatency:
     #: the load needs iperf3 everywhere; the probe is chosen per run (irtt, else ping)
     tools: tuple[str, ...] = ("iperf3",)
     packages: ClassVar[dict[str, dict[str, str]]] = {
-        "iperf3": {"apt-get": "iperf3", "dnf": "iperf3", "yum": "iperf3", "apk": "iperf3"},
-        "irtt": {"apt-get": "irtt", "apk": "irtt"},
-        "ping": {"apt-get": "iputils-ping", "dnf": "iputils", "yum": "iputils", "apk": "iputils"},
+        **Iperf3.packages,
+        **Irtt.packages,
+        **Ping.packages,
     }
 
     table_rows = staticmethod(table_rows)

@@ -22,12 +22,15 @@ def _num(value: Any) -> float | None:
 
 
 def latency_summary(summary: Mapping[str, Any]) -> Summary:
-    """A latency engine's summary: median and tail round trip (µs) from its own summary."""
+    """A latency engine's summary: median and tail round trip (µs) and, for request/response,
+    the operations (transactions) per second next to them, from its own summary."""
     p50, p99 = _num(summary.get("p50_us")), _num(summary.get("p99_us"))
     if p50 is None:
         return Summary(None, "no round trips in the result")
     tail = f", p99 {p99:.0f} µs" if p99 is not None else ""
-    return Summary(None, f"RTT p50 {p50:.0f} µs{tail}")
+    ops = _num(summary.get("transactions_per_s"))
+    rate = f", {ops:,.0f} ops/s" if ops is not None else ""
+    return Summary(None, f"RTT p50 {p50:.0f} µs{tail}{rate}")
 
 
 def no_rows(
