@@ -7,14 +7,16 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from netfleet.catalog import ingest, query
 from netfleet.catalog.rows import TABLE_PARSERS
 from netfleet.engines import ENGINES
-from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose
+from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose, link_rate
 from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, samples
 from netfleet.engines.probes import ToolsInfo
 from netfleet.lab import load_lab
@@ -58,6 +60,24 @@ def test_documented_example_loads_and_its_queues_are_what_it_says() -> None:
     assert queue_delay(deep) == pytest.approx(0.100) and queue_delay(shallow) == pytest.approx(
         0.014
     )
+
+
+@dataclass
+class _Labelled:
+    """Just what link_rate reads of a host: its name and labels."""
+
+    name: str
+    labels: dict[str, Any]
+
+
+def test_link_rate_from_params_else_the_smaller_labelled_end() -> None:
+    a = _Labelled("a", {"advertised": "10gbit"})
+    b = _Labelled("b", {"link_rate": "1gbit", "advertised": "25gbit"})
+    odd = _Labelled("c", {"advertised": "fast"})
+    given = LoadedLatencyParams(link_rate="40mbit")
+    assert link_rate(given, a, b) == (40e6, "params")
+    assert link_rate(LoadedLatencyParams(), a, b) == (1e9, "label link_rate of b")
+    assert link_rate(LoadedLatencyParams(), odd, odd) == (None, "unknown")
 
 
 def test_settle_must_leave_part_of_a_phase_and_duration_is_whole_seconds() -> None:
@@ -111,7 +131,7 @@ def test_phases_from_captured_runs(name: str) -> None:
 
 def test_warning_when_the_load_falls_short_of_the_link() -> None:
     doc = _fixture("irtt_deep")
-    result = dict(doc["result"])  # type: ignore[arg-type]
+    result = dict(doc["result"])
     params = doc["params"]
     assert isinstance(params, dict)
     fast = {**result, "link_rate": 1e9}  # claims a 1 Gbit/s link the 20 Mbit/s load never filled

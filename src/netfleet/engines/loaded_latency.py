@@ -142,6 +142,31 @@ async def _has_ping(host: Host) -> bool:
     return res.returncode == 0
 
 
+#: host labels that give the path's rate when ``link_rate`` is not set (the smaller end wins)
+RATE_LABELS = ("link_rate", "advertised")
+
+
+def link_rate(params: LoadedLatencyParams, client: Host, server: Host) -> tuple[float | None, str]:
+    """The rate the load must reach, and where it came from: ``link_rate``, else the smaller
+    of the hosts' ``link_rate``/``advertised`` labels (rates like ``10gbit``), else unknown."""
+    if params.link_rate is not None:
+        return params.link_rate, "params"
+    found: list[tuple[float, str]] = []
+    for host in (client, server):
+        for key in RATE_LABELS:
+            value = host.labels.get(key)
+            if value is None:
+                continue
+            try:
+                found.append((parse_rate(value), f"label {key} of {host.name}"))
+            except ValueError:
+                continue  # not a rate: the label means something else to its author
+            break
+    if not found:
+        return None, "unknown"
+    return min(found)
+
+
 def summarize(result: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
     """The stored summary: per-phase statistics (see :mod:`loaded_phases`)."""
     phases = loaded_phases.phase_stats(
@@ -274,7 +299,13 @@ class LoadedLatency:
             )
             probe_port = irtt.port
         timeline: list[dict[str, Any]] = [{"name": "idle", "start_s": 0.0, "end_s": params.idle}]
-        session.notes["latency_under_load"] = {"probe": tool, "phases": timeline}
+        rate, source = link_rate(params, session.client, session.server)
+        session.notes["latency_under_load"] = {
+            "probe": tool,
+            "phases": timeline,
+            "link_rate": rate,
+            "link_rate_source": source,
+        }
         t0 = time.monotonic()
         session.notes["latency_under_load"]["probe_started"] = time.time()
         probe = await session.start_client(self.probe_argv(tool, params, address, probe_port))
@@ -321,7 +352,9 @@ class LoadedLatency:
                 phase["end_s"] = phase["start_s"] + params.duration
         result: dict[str, Any] = {
             "tool": self.name, "probe": tool, "probe_output": output, "phases": phases,
-            "link_rate": params.link_rate, "probe_started": state.get("probe_started"),
+            "link_rate": state.get("link_rate", params.link_rate),
+            "link_rate_source": state.get("link_rate_source"),
+            "probe_started": state.get("probe_started"),
         }  # fmt: skip
         if output is None or (tool == "irtt" and not isinstance(output, dict)):
             status: Literal["ok", "failed", "interrupted"] = (
