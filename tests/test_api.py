@@ -149,3 +149,39 @@ def test_every_cli_option_is_a_keyword_of_its_api_function(path: tuple[str, ...]
         )
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (path, name)
     assert fn.__doc__, fn.__name__
+
+
+def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:
+    """``doctor``, ``inventory_check``, ``demo`` and ``run`` run their coroutines through the
+    facade: SIGTERM cancels them cleanly and surfaces as KeyboardInterrupt (exit 130 at the
+    CLI), not as a CancelledError traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import asyncio, sys\n"
+        "from netfleet.api._aio import run_sync\n"
+        "async def wait():\n"
+        "    print('waiting', flush=True)\n"
+        "    await asyncio.sleep(60)\n"
+        "try:\n"
+        "    run_sync(wait())\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(130)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in out, err

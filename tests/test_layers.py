@@ -318,7 +318,7 @@ def test_the_cli_goes_through_the_facade() -> None:
 
 def test_the_cli_import_list_fits_one_screen() -> None:
     names = [n for n in cli_imports() if n != "netfleet"]
-    assert len(names) <= 30, sorted(names)
+    assert len(names) <= 25, sorted(names)
 
 
 def loaded_modules(code: str) -> set[str]:

@@ -14,12 +14,23 @@ T = TypeVar("T")
 
 
 async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` so that SIGTERM, like Ctrl-C, cancels it cleanly."""
+    """Run ``coro`` so that SIGTERM, like Ctrl-C, cancels it cleanly; a cancellation it does
+    not turn into its own error (``run`` raises CampaignInterrupted) is a KeyboardInterrupt."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(coro)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    stopped: list[int] = []
+
+    def stop() -> None:
+        stopped.append(signal.SIGTERM)
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, stop)
     try:
         return await task
+    except asyncio.CancelledError:
+        if stopped:
+            raise KeyboardInterrupt from None
+        raise
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
 
