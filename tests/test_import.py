@@ -20,6 +20,7 @@ from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.errors import ExitStatus
 from netfleet.store import ResultsRoot
+from netfleet.store.import_base import run_identity
 from netfleet.store.imports import import_files
 
 FIX = Path(__file__).parent / "fixtures" / "import"
@@ -84,6 +85,12 @@ def test_every_captured_output_imports_with_its_bytes_and_provenance(tmp_path: P
     assert len(stream["intervals"]) == 2 and "end" in stream
 
 
+def imported_run_id(path: Path, campaign: str = "imported", **labels: str) -> str:
+    """The run id of ``path`` imported into ``campaign`` with ``labels``: its content hash with
+    what it is filed under (one file in two campaigns is two runs)."""
+    return run_identity(run_id_hash(path), campaign, labels)
+
+
 def run_id_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -97,7 +104,7 @@ def test_reimport_is_a_no_op_and_ingest_reads_the_numbers(tmp_path: Path) -> Non
     assert (rep.ingested, rep.bad) == (len(RUNS), [])
     path = FIX / "v3_12_tcp_gso.client.json"
     raw = json.loads(path.read_bytes())
-    run_id = "import-" + hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    run_id = imported_run_id(path)
     got = query(
         tmp_path / "c",
         "SELECT sum(bytes) FROM intervals WHERE run_id = ? AND role = 'receiver' AND kind = 'sum'",
@@ -129,7 +136,7 @@ def check_rows_per_side(catalog: Path) -> None:
     for path in RUNS:
         reverse = "_reverse" in path.name
         flow = "server_to_client" if reverse else "client_to_server"
-        run_id = "import-" + run_id_hash(path)[:16]
+        run_id = imported_run_id(path)
         for side, sums in raw_sides(path).items():
             role = "sender" if (side == "server") == reverse else "receiver"
             expected[run_id, side] = [
@@ -362,7 +369,7 @@ def check_masquerade_rows(catalog: Path, docs: dict[str, dict[str, Any]]) -> Non
     loss, the flags kept with the run, and the 2 s interval stored as the file says it (its rate
     about half the others'), not averaged away."""
     for name, receiver in ((MASQ_R, "client"), (MASQ_UP, "server")):
-        run_id = "import-" + run_id_hash(PUBLIC / name)[:16]
+        run_id = imported_run_id(PUBLIC / name)
         ((notes,),) = _rows(catalog, "SELECT notes FROM runs WHERE run_id = ?", run_id)
         assert json.loads(notes)["imported"]["flags"] == docs[name]["notes"]["imported"]["flags"]
         sides = _rows(

@@ -16,7 +16,9 @@ class ExitStatus(IntEnum):
     OK = 0
     ERROR = 1  #: an unexpected internal error (a bug: please report it with --debug output)
     INVALID_INPUT = 2  #: bad spec, lab file, option or argument; nothing ran, nothing was written
-    RUNS_FAILED = 3  #: the campaign finished but at least one run failed (its reason is stored)
+    #: the campaign finished but at least one run failed (its reason is stored); an import
+    #: finished but at least one file was refused (each listed with its reason)
+    RUNS_FAILED = 3
     ENVIRONMENT = 4  #: a host, tool, lab or permission problem stopped the work before it began
     INTERRUPTED = 130  #: stopped by Ctrl-C / SIGTERM; completed results were kept
 
@@ -65,6 +67,13 @@ class SpecError(InputError):
         if self.hint:
             lines.append(f"  fix: {self.hint}")
         return "\n".join(lines)
+
+
+class PartlyDone(NetfleetError):
+    """The work finished, but some items were refused (each listed with its reason): the
+    others were done (e.g. ``netfleet import``: the other files were imported)."""
+
+    exit_status = ExitStatus.RUNS_FAILED
 
 
 class EnvironmentProblem(NetfleetError):

@@ -25,3 +25,25 @@ def loads(text: str | bytes) -> Any:
         return from_json(text, allow_inf_nan=True)
     except ValueError:
         return json.loads(text)
+
+
+class Unstorable(ValueError):
+    """JSON that :func:`json.loads` accepts but no result may hold (:func:`loads_storable`)."""
+
+
+def loads_storable(text: str | bytes) -> Any:
+    """As :func:`loads`, for a document netfleet is to store: refuse with :class:`Unstorable`
+    what only the standard library's fallback accepts — nesting deeper than jiter's limit (a
+    ``RecursionError`` waiting to happen in every later reader) and lone surrogate escapes
+    (``"\\ud800"``: no UTF-8 encoding, so the envelope could never be written)."""
+    try:
+        return from_json(text, allow_inf_nan=True)
+    except ValueError as exc:
+        reason = str(exc)
+    if "recursion limit" in reason:
+        raise Unstorable(f"JSON nested too deep ({reason})")
+    try:
+        json.loads(text)  # a syntax error: raises the standard library's own error
+    except RecursionError:
+        raise Unstorable("JSON nested too deep") from None
+    raise Unstorable(f"a string escape that is not Unicode text: a lone surrogate ({reason})")

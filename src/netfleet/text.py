@@ -34,3 +34,10 @@ def printable(text: object, *, keep_newlines: bool = True) -> str:
 def plain(text: object, *, keep_newlines: bool = True) -> str:
     """``text`` made printable and with Rich markup escaped: safe inside a markup string."""
     return escape(printable(text, keep_newlines=keep_newlines))
+
+
+def line(text: object) -> str:
+    """``text`` as one line of Rich markup: control characters, newlines and markup shown, never
+    obeyed — for a user- or disk-supplied string (a file name, a label) inside a line of output,
+    so it can neither rewrite the terminal nor forge a line of its own."""
+    return plain(text, keep_newlines=False)

@@ -23,6 +23,15 @@ MAX_RATE = 10e12
 #: the largest size any spec may name (1 PB): above any window, file or credit bucket
 MAX_SIZE = 1e15
 
+
+def plausible_rate(value: object) -> bool:
+    """A measured rate a link can carry: a finite number of bits/s from 0 to :data:`MAX_RATE`
+    (NaN, infinite, negative or larger values are a broken or forged result, never averaged)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return 0 <= value <= MAX_RATE  # False for NaN; inf is above MAX_RATE
+
+
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _BINARY = {"k": 1024.0, "m": 1024.0**2, "g": 1024.0**3, "t": 1024.0**4}
 _NUM = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z/]*)\s*$")

@@ -30,6 +30,7 @@ def import_(
     side: str = "auto",
     workers: int | None = None,
     progress: Progress | None = None,
+    follow_links: bool = False,
 ) -> ImportReport:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
@@ -37,8 +38,9 @@ def import_(
     ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
     labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that
     cannot be imported is listed in ``ImportReport.bad`` with its reason; the others are
-    imported. ``workers`` default: one per CPU, at most 4 (a script must then guard its entry
-    point with ``if __name__ == "__main__"``)."""
+    imported (links and special files are refused unless ``follow_links``). ``workers``
+    default: one per CPU, at most 4 (a script must then guard its entry point with
+    ``if __name__ == "__main__"``)."""
     from netfleet.store import open_root
     from netfleet.store.imports import default_workers, import_files
 
@@ -53,6 +55,7 @@ def import_(
         side=side,
         progress=progress,
         workers=default_workers() if workers is None else workers,
+        follow_links=follow_links,
     )
 
 

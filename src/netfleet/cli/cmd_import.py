@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from netfleet import api
 from netfleet.cli.console import console, file_bar
 from netfleet.cli.options import ResultsOpt
-from netfleet.errors import InputError
+from netfleet.errors import InputError, PartlyDone
+from netfleet.text import line
 
 
 def import_(
@@ -35,10 +35,14 @@ def import_(
             "JSON and iperf2 text say it; iperf2 CSV from 'server' in the file name, else client)"
         ),
     ] = "auto",
+    follow_links: Annotated[
+        bool, typer.Option("--follow-links", help="read files through symbolic links")
+    ] = False,
 ) -> None:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
-    Exit 2 if any file could not be imported."""
+    Links and special files are refused unless --follow-links. Exit 3 if some files could not
+    be imported (the others are), 2 if none could."""
     with file_bar("import") as tick:
         report = api.import_(
             sources,
@@ -48,19 +52,27 @@ def import_(
             pattern=pattern,
             side=side,
             progress=tick,
+            follow_links=follow_links,
         )
-    console.print(
-        f"imported {len(report.imported)} file(s) into {escape(api.results_url(results))}"
-    )
+    dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
+    url = line(api.results_url(results))
+    console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
+    for path, first in report.duplicates:
+        console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
     for path, count in report.flagged:
         console.print(
-            f"  [yellow]flagged[/] {escape(path)}: {count} interval value(s) that don't add up "
+            f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
             "(see notes.imported.flags)"
         )
     for path, reason in report.bad:
-        console.print(f"  [red]not imported[/] {escape(path)}: {escape(reason)}")
-    if report.bad:
+        console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
+    if report.bad and not (report.imported or report.duplicates):
         raise InputError(
+            f"{len(report.bad)} file(s) could not be imported, none was",
+            hint="the reasons are listed above",
+        )
+    if report.bad:  # exit 3: finished, some refused
+        raise PartlyDone(
             f"{len(report.bad)} file(s) could not be imported",
             hint="the reasons are listed above; the other files were imported",
         )

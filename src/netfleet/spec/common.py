@@ -49,6 +49,10 @@ def _check_labels(labels: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
+#: the label check every spec model applies, for labels given elsewhere (``netfleet import``)
+check_labels = _check_labels
+
+
 def resolve_path(value: str | None, info: ValidationInfo) -> str | None:
     """``~`` expanded; a relative path is taken relative to the file being loaded (the spec or
     inventory that names it), so a campaign works from any current directory."""

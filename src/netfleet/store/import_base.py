@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
@@ -99,6 +100,14 @@ def provenance(
             "original": original,
         }
     }
+
+
+def run_identity(digest: str, campaign: str, labels: dict[str, Any]) -> str:
+    """An imported run's id: the file's content hash *and* what the user filed it under — the
+    same file imported into two campaigns, or with other labels, is two runs; imported again
+    as it was, the same run (a no-op)."""
+    key = json.dumps([digest, campaign, labels], sort_keys=True, separators=(",", ":"))
+    return "import-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def imported_envelope(run_id: str, campaign: str, **fields: Any) -> Envelope:

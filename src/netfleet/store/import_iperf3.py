@@ -9,11 +9,12 @@ received. ``direction`` is relative to the subject (the host whose output it is)
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from netfleet.engines.params.base import spec_params
-from netfleet.jsonparse import loads
+from netfleet.jsonparse import Unstorable, loads_storable
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.import_base import (
     TOLERANCE,
@@ -25,6 +26,7 @@ from netfleet.store.import_base import (
     rate_flag,
     stamp,
 )
+from netfleet.units import MAX_RATE, plausible_rate
 
 
 def decode(data: bytes) -> dict[str, Any]:
@@ -34,7 +36,9 @@ def decode(data: bytes) -> dict[str, Any]:
     if not stripped:
         raise ImportProblem("empty file")
     try:
-        doc = loads(stripped)
+        doc = loads_storable(stripped)
+    except Unstorable as exc:
+        raise ImportProblem(str(exc)) from None
     except json.JSONDecodeError as exc:
         lines = [ln for ln in stripped.splitlines() if ln.strip()]
         if len(lines) > 1 and lines[0].lstrip().startswith('{"event"'):
@@ -47,18 +51,22 @@ def decode(data: bytes) -> dict[str, Any]:
         raise ImportProblem(f"not JSON: {exc.msg} at line {exc.lineno} col {exc.colno}") from exc
     if not isinstance(doc, dict) or "start" not in doc:
         raise ImportProblem("not iperf3 JSON output (no 'start' object)")
-    return doc
+    return checked_shape(doc)
 
 
 def _from_stream(lines: list[str]) -> dict[str, Any]:
     doc: dict[str, Any] = {"intervals": []}
     for n, line in enumerate(lines, 1):
         try:
-            ev = loads(line)
+            ev = loads_storable(line)
+        except Unstorable as exc:
+            raise ImportProblem(f"--json-stream line {n}: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ImportProblem(
                 f"--json-stream line {n} is not JSON ({exc.msg}); truncated stream?"
             ) from exc
+        if not isinstance(ev, dict):
+            raise ImportProblem(f"--json-stream line {n} is not an event object")
         kind, data = ev.get("event"), ev.get("data")
         if kind == "interval":
             doc["intervals"].append(data)
@@ -68,7 +76,97 @@ def _from_stream(lines: list[str]) -> dict[str, Any]:
         raise ImportProblem("--json-stream without a 'start' event")
     if "end" not in doc and "error" not in doc:
         raise ImportProblem("--json-stream ends before its 'end' event (truncated)")
+    return checked_shape(doc)
+
+
+#: (field path, the JSON type it must have when present)
+_SHAPE: tuple[tuple[tuple[str, ...], type], ...] = (
+    (("start",), dict),
+    (("start", "timestamp"), dict),
+    (("start", "test_start"), dict),
+    (("start", "connecting_to"), dict),
+    (("start", "accepted_connection"), dict),
+    (("end",), dict),
+    (("end", "sum_received"), dict),
+    (("end", "sum"), dict),
+    (("intervals",), list),
+    (("server_output_json",), dict),
+)
+_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list"}
+#: the latest plausible start (2100-01-01) and the longest plausible run (iperf3's -t is at
+#: most a day; ten allow for -O and a slow end)
+LAST_EPOCH = 4_102_444_800
+LONGEST_RUN = 10 * 86_400
+
+
+def checked_shape(doc: dict[str, Any]) -> dict[str, Any]:
+    """Refuse a document whose objects are of the wrong type or whose times are not plausible
+    numbers (NaN, infinite, negative, past 2100): each reason names the field."""
+    for path, kind in _SHAPE:
+        node: Any = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None and not isinstance(node, kind):
+            raise ImportProblem(
+                f"{'.'.join(path)} is {type(node).__name__} {str(node)[:32]!r}, "
+                f"not {_TYPE_NAMES[kind]}: not iperf3 output"
+            )
+    start = doc.get("start") or {}
+    secs = (start.get("timestamp") or {}).get("timesecs")
+    _plausible("start.timestamp.timesecs", secs, LAST_EPOCH, "a time")
+    end = doc.get("end") or {}
+    for key in ("sum_received", "sum"):
+        _plausible(f"end.{key}.end", (end.get(key) or {}).get("end"), LONGEST_RUN, "a duration")
+    duration = (start.get("test_start") or {}).get("duration")
+    _plausible("start.test_start.duration", duration, LONGEST_RUN, "a duration")
+    _check_rates(doc, "")
+    server = doc.get("server_output_json")
+    if isinstance(server, dict):
+        _check_rates(server, "server_output_json.")
     return doc
+
+
+def _check_rates(doc: dict[str, Any], where: str) -> None:
+    """Every interval's and end sum's ``bits_per_second`` is a rate a link can have."""
+    for i, iv in enumerate(doc.get("intervals") or []):
+        if not isinstance(iv, dict):
+            continue
+        parts = [("sum", iv.get("sum"))]
+        streams = iv.get("streams")
+        if isinstance(streams, list):
+            parts += [(f"streams[{n}]", s) for n, s in enumerate(streams)]
+        for name, part in parts:
+            if isinstance(part, dict):
+                check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
+    end = doc.get("end")
+    if isinstance(end, dict):
+        for key, part in end.items():
+            if key.startswith("sum") and isinstance(part, dict):
+                check_rate(f"{where}end.{key}.bits_per_second", part)
+
+
+def check_rate(field: str, numbers: dict[str, Any]) -> None:
+    """Refuse a ``bits_per_second`` no link can carry (:func:`netfleet.units.plausible_rate`)."""
+    value = numbers.get("bits_per_second")
+    if value is not None and not plausible_rate(value):
+        raise ImportProblem(
+            f"{field} = {str(value)[:32]!r} is not a rate a link can carry "
+            f"(0 to {MAX_RATE:.0e} bit/s)"
+        )
+
+
+def _plausible(field: str, value: Any, most: float, what: str) -> None:
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= most
+    ):
+        raise ImportProblem(
+            f"{field} = {str(value)[:32]!r} is not {what} in seconds (0 to {most:,})"
+        )
 
 
 def _num(value: Any) -> float | None:

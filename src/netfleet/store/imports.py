@@ -14,18 +14,26 @@
   ``seed002`` = ``d={date}/{instance_type}-{epoch}.json.gz``).
 * Intervals are checked; what doesn't add up is listed in ``notes.imported.flags`` (and the
   run is not made to look consistent).
-* The run id is derived from the content hash, so re-importing the same file is a no-op.
+* The run id is derived from the content hash, the campaign and the labels, so re-importing the
+  same file is a no-op and the same file filed under two campaigns is two runs.
+* Hostile input (issue 23): a file is read only when it is a regular file, never through a link
+  (unless ``follow_links``); it and its envelope must fit the raw-result limit ingest applies
+  (:mod:`netfleet.store.limits`), checked before it is parsed; a malformed file is refused with
+  its reason, the others imported.
 """
 
 from __future__ import annotations
 
+import errno
 import glob as globmod
 import gzip
 import io
 import os
 import re
 import signal
+import stat
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,11 +42,18 @@ from typing import TYPE_CHECKING, Any
 
 from netfleet.engines import ImportedRun, import_formats
 from netfleet.engines.params import spec_params
-from netfleet.errors import InputError
+from netfleet.errors import InputError, StoreError
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
-from netfleet.store.import_base import ImportProblem, imported_envelope, provenance, stamp
+from netfleet.store.import_base import (
+    ImportProblem,
+    imported_envelope,
+    provenance,
+    run_identity,
+    stamp,
+)
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
+from netfleet.store.limits import max_raw_bytes, too_large
 
 if TYPE_CHECKING:
     from netfleet.store.root import RawStore
@@ -46,8 +61,6 @@ if TYPE_CHECKING:
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".txt", ".txt.gz")
 SIDES = ("auto", "client", "server")
-#: larger files are refused (memory: a file is decoded whole)
-MAX_BYTES = 512 * 1024 * 1024
 __all__ = ["PRESETS", "SIDES", "ImportProblem", "check_intervals", "decode", "import_files"]
 
 
@@ -56,25 +69,41 @@ class ImportReport:
     imported: list[str] = field(default_factory=list)
     bad: list[tuple[str, str]] = field(default_factory=list)
     flagged: list[tuple[str, int]] = field(default_factory=list)
+    #: (file, the file of this import it repeats): same bytes, campaign and labels, one run
+    duplicates: list[tuple[str, str]] = field(default_factory=list)
 
 
-def expand_sources(sources: Iterable[str]) -> Iterator[Path]:
+def expand_sources(sources: Iterable[str], follow_links: bool = False) -> Iterator[Path]:
     """Files named, found under folders, or matched by globs; a source matching nothing is an
-    input error."""
+    input error. Links and special files (FIFOs, devices) found are listed too — :func:`prepare`
+    refuses them with the reason — and a linked folder is walked only with ``follow_links``."""
     for src in sources:
         path = Path(src)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(SUFFIXES))
-        elif path.is_file():
+            found = sorted(_walk(path, follow_links))
+        elif path.exists() or path.is_symlink():
             found = [path]
         else:
-            found = sorted(Path(p) for p in globmod.glob(src, recursive=True) if Path(p).is_file())
+            found = sorted(Path(p) for p in globmod.glob(src, recursive=True) if not _is_dir(p))
         if not found:
             raise InputError(
                 f"{src}: no such file, folder or matching glob",
                 hint="pass iperf3 JSON or iperf 2 output (.json .csv .txt, .gz), folders or globs",
             )
         yield from found
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _walk(top: Path, follow_links: bool) -> Iterator[Path]:
+    """The importable names under ``top``, and the links to folders not followed."""
+    for folder, dirs, files in os.walk(top, followlinks=follow_links):
+        here = Path(folder)
+        yield from (here / f for f in files if f.endswith(SUFFIXES))
+        if not follow_links:
+            yield from (here / d for d in dirs if (here / d).is_symlink())
 
 
 def pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -88,24 +117,34 @@ def pattern_regex(pattern: str) -> re.Pattern[str]:
         pos = m.end()
     out.append(re.escape(pattern[pos:]))
     try:
-        return re.compile("(?:^|/)" + "".join(out) + "$")
+        regex = re.compile("(?:^|/)" + "".join(out) + "$")
     except re.error as exc:
         raise InputError(
             f"--pattern {pattern!r}: {exc}", hint="use {name} placeholders, each name once"
         ) from exc
+    from netfleet.spec.common import check_labels
+
+    try:  # its names become label keys
+        check_labels(dict.fromkeys(regex.groupindex, ""))
+    except ValueError as exc:
+        raise InputError(f"--pattern: {exc}") from None
+    return regex
 
 
 def _plain(data: bytes) -> bytes:
-    """The file's content, gunzipped when it is gzip (at most :data:`MAX_BYTES` of it)."""
-    if data[:2] != b"\x1f\x8b":
-        return data
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-            out = fh.read(MAX_BYTES + 1)
-    except (OSError, EOFError) as exc:
-        raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
-    if len(out) > MAX_BYTES:
-        raise ImportProblem(f"expands to more than {MAX_BYTES} bytes once gunzipped")
+    """The file's content, gunzipped when it is gzip; refused when it breaks the raw-result
+    limit (:func:`netfleet.store.limits.too_large`, the one ``ingest`` applies): inflated at
+    most one byte past it, counted before it is parsed."""
+    out = data
+    if data[:2] == b"\x1f\x8b":
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+                out = fh.read(max_raw_bytes() + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    why = too_large(out)
+    if why:
+        raise ImportProblem(why)
     return out
 
 
@@ -222,13 +261,35 @@ def engine_envelope(
 
 
 def parse_labels(items: Iterable[str]) -> dict[str, str]:
+    """``--label k=v`` options, checked as a spec's labels are (no secret-looking key, no key
+    material, the same key pattern): labels are copied into every envelope."""
+    from netfleet.spec.common import check_labels
+
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise InputError(f"--label {item!r}: expected key=value", hint="e.g. --label cloud=aws")
+            raise InputError(
+                f"--label {key[:64]!r}: expected key=value", hint="e.g. --label cloud=aws"
+            )
         out[key] = value
+    try:
+        check_labels(out)
+    except ValueError as exc:
+        raise InputError(f"--label: {exc}") from None
     return out
+
+
+def check_campaign(campaign: str) -> str:
+    """``--campaign``, checked as a spec's ``campaign:`` is (it names a directory, an S3 key)."""
+    from netfleet.spec.common import NAME
+
+    if not re.match(NAME, campaign):
+        raise InputError(
+            f"--campaign {campaign[:64]!r}: not a campaign name",
+            hint="1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        )
+    return campaign
 
 
 #: files at which an import spreads over worker processes (below, starting them costs more)
@@ -251,6 +312,7 @@ class _Options:
     labels: dict[str, str]
     pattern: re.Pattern[str] | None
     side: str
+    follow_links: bool = False
 
 
 #: one file's outcome: (source, key, gzip bytes, interval flags) or (source, why not)
@@ -258,16 +320,12 @@ Prepared = tuple[str, str, bytes, int] | tuple[str, str]
 
 
 def prepare(path: Path, opts: _Options) -> Prepared:
-    """Read, check and encode one file: no side effects, so it can run in a worker process."""
+    """Read, check and encode one file: no side effects, so it can run in a worker process.
+    Whatever the file holds, the outcome is its envelope or the reason it is refused."""
     from netfleet.store.rawfile import encode
 
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise ImportProblem(
-                f"{size} bytes is more than the {MAX_BYTES} an iperf output can plausibly be"
-            )
-        data = path.read_bytes()
+        data, mtime = _read(path, opts.follow_links)
         env = build_envelope(
             path,
             data,
@@ -275,16 +333,59 @@ def prepare(path: Path, opts: _Options) -> Prepared:
             labels=opts.labels,
             pattern=opts.pattern,
             side=opts.side,
-            mtime=path.stat().st_mtime,
+            mtime=mtime,
         )
+        run_id = run_identity(env.notes["imported"]["sha256"], env.campaign, env.labels)
+        env = env.model_copy(update={"run_id": run_id, "run_key": run_id})
+        rel, gz = encode(env, readable=True)
     except ImportProblem as exc:
         return (str(path), str(exc))
+    except StoreError as exc:  # the envelope breaks the raw-result limit, or its path rules
+        return (str(path), exc.message)
     except UnicodeDecodeError as exc:
         return (str(path), f"not UTF-8 text ({exc.reason} at byte {exc.start})")
     except OSError as exc:
         return (str(path), f"unreadable ({exc.strerror or exc})")
-    rel, gz = encode(env)
+    except Exception as exc:  # a shape no check foresaw: this file only, never the folder
+        return (str(path), f"cannot be imported ({type(exc).__name__}: {str(exc)[:200]})")
     return (str(path), rel, gz, len(env.notes["imported"]["flags"]))
+
+
+def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
+    """The file's bytes and mtime: a regular file only, never through a link unless asked,
+    never more than the raw-result limit."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ImportProblem(
+                "a symbolic link: not followed (pass --follow-links to read through links)"
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = (
+                "a folder"
+                if stat.S_ISDIR(st.st_mode)
+                else _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+            )
+            raise ImportProblem(f"not a regular file ({what})")
+        limit = max_raw_bytes()
+        if st.st_size > limit:
+            raise ImportProblem(
+                f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
+            )
+        return fh.read(limit + 1), st.st_mtime
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def _quiet_worker() -> None:
@@ -318,6 +419,7 @@ def import_files(
     side: str = "auto",
     progress: Progress | None = None,
     workers: int = 1,
+    follow_links: bool = False,
 ) -> ImportReport:
     """Import every source file into ``root`` (a local or S3 results root). A file
     that cannot be imported is reported with its reason; the others are still imported.
@@ -328,23 +430,31 @@ def import_files(
     groups (:data:`GROUP_FILES` files, :data:`GROUP_BYTES`, :data:`GROUP_SECONDS` at most),
     each file atomically. An interrupted import (Ctrl-C, a failure) still writes the group it
     had prepared and keeps everything written; after a crash a file is either whole or absent;
-    importing again duplicates nothing (run ids are content hashes)."""
+    importing again duplicates nothing (a run id is the content hash with the campaign and the
+    labels: :func:`~netfleet.store.import_base.run_identity`); files of this import that repeat
+    an earlier one (same bytes, campaign and labels) are listed in ``duplicates``, written
+    once. Links and special files are refused unless ``follow_links``."""
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
     opts = _Options(
-        campaign=campaign,
+        campaign=check_campaign(campaign),
         labels=parse_labels(labels),
         pattern=pattern_regex(pattern) if pattern else None,
         side=side,
+        follow_links=follow_links,
     )
-    paths = list(expand_sources(sources))
+    paths = list(expand_sources(sources, follow_links))
     report = ImportReport()
     group = _Group(root, report)
+    first: dict[str, str] = {}  # key → the file that made it
     try:
         for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
             if len(outcome) == 2:
                 report.bad.append(outcome)
+            elif outcome[1] in first:
+                report.duplicates.append((outcome[0], first[outcome[1]]))
             else:
+                first[outcome[1]] = outcome[0]
                 group.add(*outcome)
             if progress is not None:
                 progress(done, len(paths))

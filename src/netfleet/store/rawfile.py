@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import zlib
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from netfleet.errors import StoreError
+from netfleet.store.limits import MAX_RAW_BYTES as MAX_RAW_BYTES
+from netfleet.store.limits import max_raw_bytes as max_raw_bytes
+from netfleet.store.limits import too_large
 
 if TYPE_CHECKING:  # the models (pydantic) when a file is decoded: a no-op ingest needs none
     from netfleet.store.envelope import Envelope
@@ -38,21 +40,15 @@ def partition_path(envelope: Envelope) -> str:
 GZIP_LEVEL = 3
 
 
-def encode(envelope: Envelope) -> tuple[str, bytes]:
-    """A run as it is stored: its relative key (:func:`partition_path`) and its gzip bytes."""
-    data = gzip.compress(
-        envelope.model_dump_json(exclude_none=False).encode(), compresslevel=GZIP_LEVEL, mtime=0
-    )
-    return partition_path(envelope), data
-
-
-#: bytes a raw result may inflate to (override: NETFLEET_MAX_RAW_BYTES)
-MAX_RAW_BYTES = 256 * 1024 * 1024
-
-
-def max_raw_bytes() -> int:
-    raw = os.environ.get("NETFLEET_MAX_RAW_BYTES", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_RAW_BYTES
+def encode(envelope: Envelope, *, readable: bool = False) -> tuple[str, bytes]:
+    """A run as it is stored: its relative key (:func:`partition_path`) and its gzip bytes.
+    With ``readable``, a run that ``ingest`` could never read (:func:`~netfleet.store.limits.
+    too_large`) is refused with a :class:`StoreError` whose message is the reason."""
+    text = envelope.model_dump_json(exclude_none=False).encode()
+    why = too_large(text) if readable else None
+    if why:
+        raise StoreError(why)
+    return partition_path(envelope), gzip.compress(text, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def _check_partition(path: Path, doc: dict[str, Any]) -> None:
@@ -90,9 +86,10 @@ def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
             f"{where}: unreadable raw result (not gzip, or cut short: {type(exc).__name__})",
             hint="move it aside; it was not written by netfleet",
         ) from None
-    if len(data) > limit:
+    why = too_large(data)
+    if why:
         raise StoreError(
-            f"{where}: inflates to more than {limit:,} bytes: skipped",
+            f"{where}: {why}: skipped",
             hint="a raw result this large is not netfleet's; raise NETFLEET_MAX_RAW_BYTES if it is",
         )
     try:

@@ -1,0 +1,298 @@
+"""An import folder is hostile input (issue 23): a malformed file is refused with its reason
+while every other file is imported; what import accepts, ingest can read, within one size
+limit and bounded memory; links and special files are refused; labels and campaign names are
+checked as the spec loader checks them; one file under two names is one run, a run under two
+campaigns is two. Parsing only, no network."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netfleet.catalog.ingestion import ingest
+from netfleet.cli.boundary import guarded
+from netfleet.cli.main import app
+from netfleet.errors import ExitStatus, InputError
+from netfleet.store import ResultsRoot
+from netfleet.store.imports import import_files
+
+FIX = Path(__file__).parent / "fixtures" / "import"
+GOOD = FIX / "v3_12_tcp.client.json"
+
+
+def _doc() -> dict[str, Any]:
+    return dict(json.loads(GOOD.read_text()))
+
+
+def _with(change: Callable[[dict[str, Any]], None]) -> str:
+    doc = copy.deepcopy(_doc())
+    change(doc)
+    return json.dumps(doc)  # NaN / Infinity written as JSON's usual extensions
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = doc
+        for p in parents:
+            node = node[p]
+        node[last] = value
+
+    return change
+
+
+def _no_end_duration_abc(doc: dict[str, Any]) -> None:
+    del doc["end"]
+    doc["start"]["test_start"]["duration"] = "abc"
+
+
+DEEP = 100_000
+#: name → (file text, a word the reason must hold)
+HOSTILE: dict[str, tuple[str, str]] = {
+    "timesecs_nan": (_with(_set("start.timestamp.timesecs", float("nan"))), "timesecs"),
+    "timesecs_inf": (_with(_set("start.timestamp.timesecs", float("inf"))), "timesecs"),
+    "timesecs_huge": (_with(_set("start.timestamp.timesecs", 1e308)), "timesecs"),
+    "timesecs_negative": (_with(_set("start.timestamp.timesecs", -1e12)), "timesecs"),
+    "end_huge": (_with(_set("end.sum_received.end", 1e308)), "end"),
+    "end_nan": (_with(_set("end.sum_received.end", float("nan"))), "end"),
+    "deep_array": ('{"start": {}, "x": ' + "[" * DEEP + "]" * DEEP + "}", "nested"),
+    "deep_object": ('{"start": ' + '{"a":' * DEEP + "1" + "}" * DEEP + "}", "nested"),
+    "start_list": (_with(_set("start", [1, 2])), "start"),
+    "timestamp_text": (_with(_set("start.timestamp", "yesterday")), "timestamp"),
+    "end_list": (_with(_set("end", [1])), "end"),
+    "test_start_number": (_with(_set("start.test_start", 7)), "test_start"),
+    "intervals_number": (_with(_set("intervals", 5)), "intervals"),
+    "duration_abc": (_with(_no_end_duration_abc), "duration"),
+    "lone_surrogate": (GOOD.read_text().replace('"TCP"', '"\\ud800"', 1), "surrogate"),
+}
+
+
+def cli(*args: str) -> int:
+    return guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """Three good files beside the hostile ones."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for name, (text, _) in HOSTILE.items():
+        (src / f"{name}.json").write_text(text, errors="surrogatepass")
+    for name in ("v3_12_tcp.server.json", "v3_12_tcp_omit.client.json", GOOD.name):
+        (src / name).write_bytes((FIX / name).read_bytes())
+    return src
+
+
+def test_each_malformed_file_is_refused_with_its_reason_and_the_rest_imported(
+    folder: Path, tmp_path: Path
+) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(folder)], root)
+    assert len(report.imported) == 3
+    reasons = {Path(p).stem: why for p, why in report.bad}
+    assert sorted(reasons) == sorted(HOSTILE)
+    for name, (_, word) in HOSTILE.items():
+        assert word in reasons[name], (name, reasons[name])
+    # everything written reads back
+    assert ingest(root, tmp_path / "cat").bad == []
+
+
+def test_the_exit_status_says_some_files_were_refused(
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = cli("import", str(folder), "-r", str(tmp_path / "r"))
+    out, err = capsys.readouterr()
+    assert rc == ExitStatus.RUNS_FAILED == 3
+    assert "imported 3 file(s)" in out and "Traceback" not in out + err
+    assert f"{len(HOSTILE)} file(s) could not be imported" in err
+
+
+def test_a_folder_of_many_files_with_one_bad_one_imports_all_the_others(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    doc = _doc()
+    for n in range(80):  # enough for worker processes (PARALLEL_MIN)
+        doc["start"]["timestamp"]["timesecs"] = 1795463482 + n
+        (src / f"ok-{n:03}.json").write_text(json.dumps(doc))
+    (src / "ok-040-bad.json").write_text(HOSTILE["timesecs_nan"][0])
+    report = import_files([str(src)], ResultsRoot(tmp_path / "r"), workers=2)
+    assert len(report.imported) == 80 and len(report.bad) == 1
+
+
+# -- one limit for import and ingest, memory bounded -----------------------------------------
+
+
+def _intervals_doc(count: int) -> bytes:
+    doc = _doc()
+    one = doc["intervals"][0]
+    doc["intervals"] = [one] * count
+    return json.dumps(doc, indent="\t").encode()  # as iperf3 writes it
+
+
+def test_import_refuses_what_ingest_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = 2_000_000
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", str(limit))
+    src = tmp_path / "in"
+    src.mkdir()
+    plain = _intervals_doc(2800)  # ≈ 1.65 MB: under the limit, its envelope (text + doc) not
+    assert len(plain) < limit
+    (src / "big.json").write_bytes(plain)
+    (src / "big-gz.json.gz").write_bytes(gzip.compress(_intervals_doc(6000)))  # ≈ 3.5 MB inflated
+    (src / "small.json").write_bytes(GOOD.read_bytes())
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(src)], root)
+    refused = {Path(p).name: why for p, why in report.bad}
+    assert sorted(refused) == ["big-gz.json.gz", "big.json"], refused
+    for why in refused.values():
+        assert f"{limit:,}" in why and "NETFLEET_MAX_RAW_BYTES" in why
+    after = ingest(root, tmp_path / "cat")
+    assert after.ingested == len(report.imported) == 1 and after.bad == []
+
+
+def test_a_file_of_countless_small_values_is_refused_before_it_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", "2000000")
+    doc = _doc()
+    doc["x"] = [0] * 300_000  # 600 kB of text, 300,000 values
+    (tmp_path / "many.json").write_text(json.dumps(doc, separators=(",", ":")))
+    report = import_files([str(tmp_path / "many.json")], ResultsRoot(tmp_path / "r"))
+    assert len(report.bad) == 1 and "values" in report.bad[0][1], report.bad
+
+
+def test_a_gzip_bomb_is_refused_within_bounded_memory(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.json.gz"
+    head = json.dumps(_doc())[:-1] + ', "x": ['
+    chunk = b"0," * (512 * 1024)  # 1 MB of "0," per write: 300 MB once inflated
+    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with bomb.open("wb") as fh:
+        fh.write(comp.compress(head.encode()))
+        for _ in range(300):
+            fh.write(comp.compress(chunk))
+        fh.write(comp.compress(b"0]}") + comp.flush())
+    assert bomb.stat().st_size < 2_000_000
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from netfleet.store import ResultsRoot\n"
+        "from netfleet.store.imports import import_files\n"
+        "r = import_files([sys.argv[1]], ResultsRoot(sys.argv[2]))\n"
+        "print(len(r.imported), r.bad[0][1] if r.bad else '')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NETFLEET_MAX_RAW_BYTES"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(bomb), str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("0 ") and "268,435,456" in out.stdout
+
+
+# -- identity and duplicates -----------------------------------------------------------------
+
+
+def test_one_file_in_two_campaigns_is_two_runs(tmp_path: Path) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    import_files([str(GOOD)], root)
+    import_files([str(GOOD)], root, campaign="other")
+    report = ingest(root, tmp_path / "cat")
+    assert report.ingested == 2 and report.skipped == 0
+    import_files([str(GOOD)], root, campaign="other", labels=["site=b"])
+    assert ingest(root, tmp_path / "cat").ingested == 1
+    # the same file, campaign and labels again: the same run (a no-op)
+    import_files([str(GOOD)], root)
+    assert ingest(root, tmp_path / "cat").ingested == 0
+
+
+def test_two_names_for_one_file_are_reported_as_a_duplicate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy_ = tmp_path / "copy.json"
+    copy_.write_bytes(GOOD.read_bytes())
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(GOOD), str(copy_)], root)
+    assert len(report.imported) == 1 and len(list(root.files())) == 1
+    assert report.duplicates == [(str(copy_), str(GOOD))]
+    assert cli("import", str(GOOD), str(copy_), "-r", str(tmp_path / "r2")) == 0
+    out = capsys.readouterr().out
+    assert "imported 1 file(s)" in out and "1 duplicate" in out and str(GOOD) in out
+
+
+# -- links and special files -----------------------------------------------------------------
+
+
+def test_links_and_special_files_are_refused_unless_asked(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    secret = tmp_path / "shadow"
+    secret.write_text(GOOD.read_text())  # parses: only the link rule may refuse it
+    (src / "shadow.json").symlink_to(secret)
+    os.mkfifo(src / "pipe.json")
+    (src / "ok.json").write_bytes((FIX / "v3_12_tcp.server.json").read_bytes())
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(src)], root)
+    reasons = {Path(p).name: why for p, why in report.bad}
+    assert len(report.imported) == 1
+    assert "symbolic link" in reasons["shadow.json"] and "--follow-links" in reasons["shadow.json"]
+    assert "not a regular file" in reasons["pipe.json"]
+    again = import_files([str(src / "shadow.json")], root, follow_links=True)
+    assert len(again.imported) == 1 and again.bad == []
+
+
+# -- labels and campaign names ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--label", "password=hunter2"),
+        ("--label", "aws_secret_access_key=AKIAXXXX"),
+        ("--label", "bad key=1"),
+        ("--campaign", ".."),
+        ("--campaign", "a/b"),
+    ],
+)
+def test_labels_and_campaigns_are_checked_as_in_a_spec(
+    tmp_path: Path, option: str, value: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        if option == "--label":
+            import_files([str(GOOD)], ResultsRoot(tmp_path / "r"), labels=[value])
+        else:
+            import_files([str(GOOD)], ResultsRoot(tmp_path / "r"), campaign=value)
+    assert option in caught.value.message
+    assert "hunter2" not in str(caught.value) and "AKIA" not in str(caught.value)
+    assert not (tmp_path / "r").exists()
+
+
+# -- what reaches the terminal ---------------------------------------------------------------
+
+
+def test_hostile_file_names_never_reach_the_terminal_raw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "x\x1b]0;PWNED\x07\nFAKE: imported 99.json").write_text("not json")
+    (src / "ok.json").write_bytes(GOOD.read_bytes())
+    rc = cli("import", str(src), "-r", str(tmp_path / "r"))
+    out, err = capsys.readouterr()
+    assert rc == 3
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert not any(line.startswith("FAKE") for line in (out + err).splitlines())
+    assert "\\x1b]0;PWNED" in out
