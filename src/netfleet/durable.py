@@ -5,16 +5,109 @@ Used by the store (raw results), the catalog (Parquet parts), the runner's journ
 state. The temp file lives in the target's directory (rename is atomic only there) and is
 removed when anything fails. Many files at once (an import) are written as a group
 (:func:`write_group`): two ``syncfs(2)`` per group instead of two ``fsync`` per file.
+
+Below a directory netfleet owns (a results root, a catalog, a state directory: the *top*,
+which the user chose and which may itself be a link), nothing is written or deleted through
+a symbolic link someone else placed there (issue 23): :func:`open_dir` walks down from the top
+one ``openat(O_NOFOLLOW | O_DIRECTORY)`` at a time, :func:`open_in` opens a file below it with
+``O_NOFOLLOW``, :func:`checked_dir` makes and checks a directory, :func:`remove_in` deletes
+through a directory descriptor. A link met on the way is refused with :class:`LinkRefused`
+(exit 4) naming it. Temp files are created with ``O_EXCL`` (never through a link) and renamed
+(a rename replaces a link, never follows it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
+
+from netfleet.errors import LinkRefused
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def refused(path: Path, top: Path, what: str = "a symbolic link") -> LinkRefused:
+    return LinkRefused(
+        f"{path}: {what} inside {top}: refused (netfleet never writes or deletes through a "
+        "link in a directory it writes)",
+        hint=f"remove {path} (whoever can write into {top} placed it) and run again",
+    )
+
+
+def open_dir(top: Path, *parts: str, create: bool = False) -> int:
+    """A descriptor of ``top/parts…``, each part opened below the previous one without
+    following a link (made first when ``create``); the caller closes it."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    here = top
+    try:
+        for part in parts:
+            here = here / part
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+                nfd = _open_checked(part, fd, here, top)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                nfd = _open_checked(part, fd, here, top)
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_checked(part: str, fd: int, here: Path, top: Path) -> int:
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+        raise refused(here, top, what) from None
+
+
+def checked_dir(top: Path, *parts: str, create: bool = True) -> Path:
+    """``top/parts…``, made when missing; refused when a part is a link or not a directory."""
+    if create:
+        top.mkdir(parents=True, exist_ok=True)
+    os.close(open_dir(top, *parts, create=create))
+    return top.joinpath(*parts)
+
+
+def open_in(top: Path, rel: str, flags: int, mode: int = 0o644) -> int:
+    """Open ``top/rel`` (``rel`` with ``/`` between parts) with ``flags``, never through a link:
+    neither the file nor a directory on the way below ``top``."""
+    *dirs, name = rel.split("/")
+    dfd = open_dir(top, *dirs)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise refused(top / rel, top) from None
+        raise
+    finally:
+        os.close(dfd)
+
+
+def remove_in(dfd: int, name: str) -> None:
+    """Delete the entry ``name`` of the directory open as ``dfd`` (a link is removed, never
+    followed); gone already is fine."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dfd)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

@@ -102,6 +102,11 @@ class StoreError(NetfleetError):
     exit_status = ExitStatus.ENVIRONMENT
 
 
+class LinkRefused(StoreError):
+    """A path inside a directory netfleet writes (results root, catalog, state) is a symbolic
+    link, or not the kind of file netfleet made there: nothing is written or deleted through it."""
+
+
 class FormatError(StoreError):
     """A stored result has an unknown or newer format version."""
 

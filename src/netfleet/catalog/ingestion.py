@@ -36,7 +36,7 @@ from netfleet.catalog.layout import (
     write_format,
 )
 from netfleet.catalog.remote import S3Catalog, is_s3
-from netfleet.durable import atomic_write, fsync_dir
+from netfleet.durable import atomic_write, checked_dir, fsync_dir, open_dir, open_in, remove_in
 from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreError
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
@@ -235,9 +235,10 @@ def _write_batch(
     temps: dict[str, Path] = {}
     try:
         for table in TABLES:  # write everything first ...
-            temp = catalog_dir / table / f"{TEMP_PREFIX}{name}"
-            temps[table] = temp
-            with open(temp, "wb") as fh:
+            rel = f"{table}/{TEMP_PREFIX}{name}"
+            fd = open_in(catalog_dir, rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            temps[table] = temp = catalog_dir / rel
+            with os.fdopen(fd, "wb") as fh:
                 _write_part(fh, table, tables[table])
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -279,14 +280,20 @@ def _upload(remote: S3Catalog, temp: Path, rel: str) -> None:
 
 
 def _sweep(catalog_dir: Path) -> None:
-    """Delete temp files and the parts of batches that never committed (a crashed ingest)."""
+    """Delete temp files and the parts of batches that never committed (a crashed ingest),
+    through each table directory's descriptor (:func:`netfleet.durable.open_dir`: never in a
+    directory a link leads to)."""
     committed = set(committed_batches(catalog_dir))
     for table in (*TABLES, IDS_DIR):
-        for path in (catalog_dir / table).iterdir():
-            if path.name.startswith(TEMP_PREFIX) or (
-                path.name.startswith("part-") and batch_of(path) not in committed
-            ):
-                path.unlink()
+        dfd = open_dir(catalog_dir, table)
+        try:
+            for name in os.listdir(dfd):
+                if name.startswith(TEMP_PREFIX) or (
+                    name.startswith("part-") and batch_of(Path(name)) not in committed
+                ):
+                    remove_in(dfd, name)
+        finally:
+            os.close(dfd)
 
 
 @contextmanager
@@ -298,7 +305,7 @@ def _prepared(
     local = Path(catalog_dir) if remote is None else remote.state_dir()
     try:
         for table in (*TABLES, IDS_DIR):
-            (local / table).mkdir(parents=True, exist_ok=True)
+            checked_dir(local, table)
     except OSError as exc:
         raise CatalogError(f"cannot create the catalog at {local}: {exc}") from exc
     with _locked(local):
@@ -317,7 +324,8 @@ def _prepared(
 
 @contextmanager
 def _locked(catalog_dir: Path) -> Iterator[None]:
-    with open(catalog_dir / ".lock", "w") as fh:
+    fd = open_in(catalog_dir, ".lock", os.O_RDWR | os.O_CREAT, 0o644)  # never truncated
+    with os.fdopen(fd, "r+b") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:

@@ -19,6 +19,7 @@ ingest deletes (then re-ingests those runs, as their run_ids are not in ``runs``
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,10 @@ def committed_run_ids(catalog_dir: Path) -> set[str]:
 def check_format(catalog_dir: Path) -> None:
     """Refuse a catalog written by another catalog format version."""
     meta = catalog_dir / META
+    if meta.is_symlink():
+        from netfleet.durable import refused
+
+        raise refused(meta, catalog_dir)
     if not meta.exists():
         return
     try:
@@ -107,6 +112,10 @@ def format_error(where: str, version: Any) -> CatalogError:
 
 
 def write_format(catalog_dir: Path) -> None:
+    """Write the format file once (temp + rename: never through a link at its name)."""
+    from netfleet.durable import atomic_write
+
     meta = catalog_dir / META
-    if not meta.exists():
-        meta.write_text(json.dumps({"catalog_format": CATALOG_FORMAT}) + "\n")
+    if not os.path.lexists(meta):
+        text = json.dumps({"catalog_format": CATALOG_FORMAT}) + "\n"
+        atomic_write(meta, text.encode(), prefix=TEMP_PREFIX)

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from netfleet.durable import open_in
 from netfleet.errors import LabError
 
 DEFAULT_CACHE = Path(os.environ.get("NETFLEET_CACHE", "/var/cache/netfleet"))
@@ -68,7 +69,8 @@ def ensure_root(
             hint="apt-get install debootstrap (scripts/bootstrap.sh)",
         )
     base.mkdir(parents=True, exist_ok=True)
-    with open(base / f".{suite}.lock", "w") as lock:
+    lock_fd = open_in(base, f".{suite}.lock", os.O_RDWR | os.O_CREAT, 0o644)  # no link followed
+    with os.fdopen(lock_fd, "r+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it: wait for it
         if root_ready(root, suite, include):
             return root

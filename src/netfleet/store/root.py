@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlparse
 
-from netfleet.durable import atomic_write, write_group
+from netfleet.durable import atomic_write, checked_dir, write_group
 from netfleet.errors import InputError, StoreError
 from netfleet.store.rawfile import decode_raw, encode
 from netfleet.store.s3 import RAW_GLOB, parse_s3_url
@@ -63,11 +63,9 @@ class ResultsRoot:
 
     def _final(self, rel: str) -> Path:
         """Where ``rel`` is stored, its directories made; never through a d=/campaign= link
-        out of the root."""
-        final = self.path / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _check_not_linked(final)
-        return final
+        out of the root (:func:`netfleet.durable.checked_dir`)."""
+        *dirs, name = rel.split("/")
+        return checked_dir(self.path, *dirs) / name
 
     def files(self) -> Iterator[Path]:
         """Every raw result file, in a stable order. Temp files (``.tmp-*``) are never listed."""

@@ -19,13 +19,14 @@ import fnmatch
 import hashlib
 import io
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet import aws
-from netfleet.durable import atomic_write
+from netfleet.durable import atomic_write, checked_dir, open_in, refused
 from netfleet.errors import StoreError
 
 if TYPE_CHECKING:
@@ -112,8 +113,8 @@ class S3Root:
 
     def write_encoded(self, rel: str, data: bytes) -> str:
         """Store what :func:`netfleet.store.root.encode` made: spooled locally, then uploaded."""
-        spooled = self.state_dir / SPOOL_DIR / rel
-        spooled.parent.mkdir(parents=True, exist_ok=True)
+        *dirs, name = rel.split("/")
+        spooled = checked_dir(self.state_dir, SPOOL_DIR, *dirs) / name
         atomic_write(spooled, data)
         self._upload(rel, data)
         spooled.unlink(missing_ok=True)
@@ -151,7 +152,11 @@ class S3Root:
         done = []
         for path in self.pending():
             rel = path.relative_to(spool).as_posix()
-            self._upload(rel, path.read_bytes())
+            with os.fdopen(open_in(spool, rel, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise refused(path, spool, "not a regular file")
+                data = fh.read()
+            self._upload(rel, data)
             path.unlink()
             done.append(rel)
         return done

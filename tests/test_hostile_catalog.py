@@ -1,0 +1,91 @@
+"""A catalog directory (and a results root, a lab's chroot base) is writable by others: a link
+placed in it never makes netfleet write or delete outside it (issue 23, docs/security.md). Each
+link is refused with an error naming it, exit 4; what it points at is untouched."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from netfleet.catalog import ingest
+from netfleet.cli.boundary import guarded
+from netfleet.cli.main import app
+from netfleet.durable import checked_dir, open_in
+from netfleet.errors import LinkRefused
+from netfleet.store.root import ResultsRoot
+from tests.test_catalog import populate
+
+
+def cli(*args: str) -> int:
+    return guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> ResultsRoot:
+    results = ResultsRoot(tmp_path / "raw")
+    populate(results, ["tcp_1stream"])
+    return results
+
+
+def test_a_linked_lock_file_is_never_truncated(
+    root: ResultsRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    catalog = tmp_path / "cat"
+    catalog.mkdir()
+    (catalog / ".lock").symlink_to(victim)
+    rc = cli("ingest", "-r", str(root.path), "--catalog", str(catalog))
+    err = capsys.readouterr().err
+    assert rc == 4
+    assert victim.read_text() == "precious"
+    assert f"{catalog}/.lock" in err and "symbolic link" in err
+
+
+def test_a_linked_table_directory_is_never_swept(root: ResultsRoot, tmp_path: Path) -> None:
+    catalog = tmp_path / "cat"
+    ingest(root, catalog)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".tmp-keep").write_text("not netfleet's")
+    (elsewhere / "part-x.parquet").write_text("not netfleet's")
+    for table in ("runs", "_run_ids"):
+        moved = tmp_path / f"moved-{table}"
+        (catalog / table).rename(moved)
+        (catalog / table).symlink_to(elsewhere)
+        with pytest.raises(LinkRefused, match=f"{catalog}/{table}: a symbolic link"):
+            ingest(root, catalog)
+        assert sorted(p.name for p in elsewhere.iterdir()) == [".tmp-keep", "part-x.parquet"]
+        (catalog / table).unlink()
+        moved.rename(catalog / table)
+
+
+def test_a_linked_format_file_is_never_written(root: ResultsRoot, tmp_path: Path) -> None:
+    catalog = tmp_path / "cat"
+    catalog.mkdir()
+    target = tmp_path / "created-through-the-link"
+    (catalog / "netfleet-catalog.json").symlink_to(target)  # dangling: write_text would create
+    with pytest.raises(LinkRefused):
+        ingest(root, catalog)
+    assert not target.exists()
+
+
+def test_durable_helpers_refuse_links_below_the_top_only(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    top = tmp_path / "top"
+    top.symlink_to(real)  # the top is the user's choice: a link there is followed
+    assert checked_dir(top, "a", "b") == top / "a" / "b" and (real / "a" / "b").is_dir()
+    (real / "a" / "c").symlink_to(tmp_path)
+    with pytest.raises(LinkRefused, match="a/c: a symbolic link"):
+        checked_dir(top, "a", "c", "d")
+    assert not (tmp_path / "d").exists()
+    (real / "f").symlink_to(tmp_path / "victim")
+    with pytest.raises(LinkRefused, match="top/f: a symbolic link"):
+        open_in(top, "f", os.O_WRONLY | os.O_CREAT)
+    assert not (tmp_path / "victim").exists()
+    (real / "plain").write_text("x")
+    with pytest.raises(LinkRefused, match="not a directory"):
+        checked_dir(top, "plain", "x")
