@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.catalog.remote import is_s3
 from netfleet.errors import CatalogError
-from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD, rate_unit
+from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
 if TYPE_CHECKING:
     import duckdb
@@ -83,12 +83,15 @@ class CheatSheetData:
     without_intervals: int
     not_tcp: int
     bidir: int
+    #: intervals whose rate no link can carry (NaN, infinite, negative, above
+    #: :data:`netfleet.units.MAX_RATE`): left out of every statistic, counted here
+    impossible: int = 0
     #: groups measured in a scaled lab: (group key values, "lab_scale" values, "lab_time_scale"
     #: values), the values as the labels give them, comma-separated when runs differ
     scaled: list[tuple[tuple[Any, ...], str, str | None]] = field(default_factory=list)
 
 
-_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir")
+_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible")
 _TEXTS = ("side", "rate", "unit_label", "filters")
 
 
@@ -281,6 +284,8 @@ def _cheatsheet(
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
         f"i.bits_per_second * {factor} AS bps, i.omitted,"
+        " i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
+        f" AND i.bits_per_second BETWEEN 0 AND {MAX_RATE:.0f}) AS impossible,"
         f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
         " FROM _r r JOIN intervals i ON i.run_id = r.run_id"
         " WHERE i.kind = 'sum' AND i.role = ?",
@@ -289,7 +294,7 @@ def _cheatsheet(
 
     grouping = ", ".join(groups)
     by = f" GROUP BY {grouping}" if groups else ""
-    kept = "NOT omitted AND NOT stub AND bps IS NOT NULL"
+    kept = "NOT omitted AND NOT stub AND NOT impossible AND bps IS NOT NULL"
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
     per_group = [
@@ -328,12 +333,14 @@ def _cheatsheet(
         "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
         " (SELECT count(*) FROM _x WHERE omitted),"
         " (SELECT count(*) FROM _x WHERE stub AND NOT omitted),"
-        f" (SELECT count(*) FROM _r WHERE run_id NOT IN (SELECT run_id FROM _x WHERE {kept})),"
+        f" (SELECT count(*) FROM _r WHERE run_id NOT IN (SELECT run_id FROM _x WHERE {kept})"
+        " AND run_id NOT IN (SELECT run_id FROM _x WHERE impossible)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
-        " (SELECT count(*) FROM _r WHERE is_bidir)",
+        " (SELECT count(*) FROM _r WHERE is_bidir),"
+        " (SELECT count(*) FROM _x WHERE impossible)",
     ).fetchone()
     assert counts is not None
-    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir = (int(c) for c in counts)
+    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad = (int(c) for c in counts)
 
     return CheatSheetData(
         group_keys=list(group_keys),
@@ -348,5 +355,6 @@ def _cheatsheet(
         without_intervals=n_without,
         not_tcp=n_not_tcp,
         bidir=n_bidir,
+        impossible=n_bad,
         scaled=scaled,
     )

@@ -45,6 +45,7 @@ LabStateOpt = Annotated[
 def emit(data: Tabular, fmt: OutputFormat) -> None:
     """Print a Tabular in the chosen format (plain text for machine formats)."""
     from netfleet.cli.console import console
+    from netfleet.text import printable
 
     out = render(data, fmt)
     if isinstance(out, str):
@@ -53,6 +54,6 @@ def emit(data: Tabular, fmt: OutputFormat) -> None:
             # the CSV stays pure (header and rows): its notes — the same as the table's — go
             # to stderr, always, so an empty CSV never reads as success without a reason
             for note in data.notes:
-                print(f"note: {note}", file=sys.stderr)
+                print(f"note: {printable(note, keep_newlines=False)}", file=sys.stderr)
     else:
         console.print(out)

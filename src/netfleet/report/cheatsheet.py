@@ -10,7 +10,7 @@ from typing import Any
 
 from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
 from netfleet.tabular import Tabular
-from netfleet.units import DEFAULT_MTU, L2_HEADER, TCP_IP_OVERHEAD
+from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
 
 def cheatsheet(
@@ -66,6 +66,11 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
         notes.append(
             f"{d.stubs} trailing intervals shorter than {STUB_FRACTION:g} × the "
             "reporting interval left out."
+        )
+    if d.impossible:
+        notes.append(
+            f"{d.impossible} intervals with an impossible rate (NaN, infinite, negative or above "
+            f"{MAX_RATE / 1e12:g} Tbit/s: a broken or forged result) left out of every statistic."
         )
     if not d.runs:
         notes.append(

@@ -10,6 +10,7 @@ from typing import Any
 
 from netfleet.report.numbers import cell_text
 from netfleet.tabular import Tabular
+from netfleet.text import printable
 
 
 class OutputFormat(StrEnum):
@@ -29,6 +30,12 @@ def _cell(value: Any, decimals: int) -> str:
     if isinstance(value, float):
         return cell_text(value, max(3, decimals))
     return str(value)
+
+
+def _shown(value: Any) -> Any:
+    """A text cell with its control characters and newlines shown, never obeyed (numbers as
+    they are): one path for every text format (JSON escapes them itself)."""
+    return printable(value, keep_newlines=False) if isinstance(value, str) else value
 
 
 def json_document(data: Tabular) -> dict[str, Any]:
@@ -51,24 +58,24 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
     if fmt is OutputFormat.csv:
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(data.columns)
+        writer.writerow([_shown(c) for c in data.columns])
         for row in data.rows:
-            writer.writerow([_cell(v, 12) if isinstance(v, dict | list) else v for v in row])
+            writer.writerow(
+                [_shown(_cell(v, 12) if isinstance(v, dict | list) else v) for v in row]
+            )
         return buf.getvalue().rstrip("\n")
     if fmt is OutputFormat.markdown:
         lines = [
-            "| " + " | ".join(data.columns) + " |",
+            "| " + " | ".join(_shown(c) for c in data.columns) + " |",
             "|" + "|".join("---" for _ in data.columns) + "|",
         ]
         for row in data.rows:
-            lines.append("| " + " | ".join(_cell(v, data.decimals) for v in row) + " |")
+            lines.append("| " + " | ".join(_shown(_cell(v, data.decimals)) for v in row) + " |")
         if data.notes:  # the notes carry units, caveats and flags: never dropped
-            lines += ["", *(f"- {note}" for note in data.notes)]
+            lines += ["", *(f"- {_shown(note)}" for note in data.notes)]
         return "\n".join(lines)
     from rich.table import Table
     from rich.text import Text
-
-    from netfleet.text import printable
 
     # user and stored text (labels, names, notes) is shown, never read as markup or control codes
     table = Table(
