@@ -5,6 +5,7 @@ link is refused with an error naming it, exit 4; what it points at is untouched.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,26 @@ def test_durable_helpers_refuse_links_below_the_top_only(tmp_path: Path) -> None
     (real / "plain").write_text("x")
     with pytest.raises(LinkRefused, match="not a directory"):
         checked_dir(top, "plain", "x")
+
+
+def test_a_full_disk_during_ingest_names_the_catalog_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = ResultsRoot(tmp_path / "raw")
+    populate(results, ["tcp_1stream", "udp_50m", "tcp_1stream", "udp_50m"] * 4)
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode()[:200]}")
+    try:
+        rc = cli("ingest", "-r", str(results.path), "--catalog", str(mnt / "cat"))
+        err = capsys.readouterr().err
+        assert rc == 4, err
+        assert f"{mnt}/cat/" in err and "a file netfleet was writing" not in err, err
+        assert "--resume" not in err.split("fix:", 1)[1].split("netfleet run")[0], err
+        assert not list((mnt / "cat").rglob(".tmp-*"))
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)

@@ -296,3 +296,34 @@ def test_hostile_file_names_never_reach_the_terminal_raw(
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert not any(line.startswith("FAKE") for line in (out + err).splitlines())
     assert "\\x1b]0;PWNED" in out
+
+
+# -- a full disk ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Any:
+    """A 64 kB tmpfs of this test's own (root), unmounted whatever happens."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode()[:200]}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_full_disk_names_the_file_and_offers_no_resume_import_lacks(
+    small_fs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(p) for p in sorted(FIX.glob("*.json")) if p.name != "MANIFEST.json"]
+    rc = cli("import", *runs, "-r", str(small_fs / "r"))
+    err = capsys.readouterr().err
+    assert rc == ExitStatus.ENVIRONMENT
+    assert f"{small_fs}/r/d=" in err and "a file netfleet was writing" not in err, err
+    assert "--resume" not in err.split("fix:", 1)[1].split("netfleet run")[0], err
+    assert not [p for p in (small_fs / "r").rglob(".tmp-*")]  # nothing partial

@@ -119,6 +119,14 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def named(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` with the file it is about (a failed write — ENOSPC, EDQUOT, EIO — names none):
+    the error the user sees says which file system to free."""
+    if exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, os.fspath(path))
+    return exc
+
+
 def write_temp(directory: Path, data: bytes, prefix: str = ".tmp-", suffix: str = ".part") -> Path:
     """Write ``data`` to a new temp file in ``directory`` and fsync it; return its path."""
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
@@ -127,6 +135,9 @@ def write_temp(directory: Path, data: bytes, prefix: str = ".tmp-", suffix: str 
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise named(exc, tmp) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -190,8 +201,11 @@ def write_group(
         for path, data in items:
             fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
             temps.append((Path(name), path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            except OSError as exc:
+                raise named(exc, path) from exc
         directories = {path.parent for path, _ in items}
         syncfs(directories)
         for temp, path in temps:

@@ -63,9 +63,10 @@ def guarded(fn: Callable[[], object]) -> int:
 
 #: environment faults (exit 4) and how to fix each; completed results are already on disk
 _ENV_FIXES = {
-    errno.ENOSPC: "free space on that file system (or point --results elsewhere), then run again "
-    "with --resume: completed runs are kept",
-    errno.EDQUOT: "free space within your quota, then run again with --resume",
+    errno.ENOSPC: "free space on that file system (or point --results / --catalog elsewhere), then "
+    "run the same command again: what was written is kept (netfleet run: add --resume)",
+    errno.EDQUOT: "free space within your quota, then run the same command again (netfleet run: "
+    "add --resume)",
     errno.EROFS: "that file system is read-only: use a writable --results / --catalog directory",
     errno.EACCES: "netfleet may not write or read there: fix its permissions or choose another "
     "directory",

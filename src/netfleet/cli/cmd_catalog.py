@@ -10,7 +10,7 @@ from netfleet import api
 from netfleet.cli.console import console, file_bar
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat
-from netfleet.text import plain
+from netfleet.text import line
 
 
 def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
@@ -19,7 +19,7 @@ def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
         report = api.ingest(results=results, catalog=catalog, progress=tick)
     console.print(report.summary())
     for path, reason in report.bad:
-        console.print(f"  [yellow]skipped[/] {plain(path)}: {plain(reason)}")
+        console.print(f"  [yellow]skipped[/] {line(path)}: {line(reason)}")
 
 
 def cheatsheet(
