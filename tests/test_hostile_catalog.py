@@ -10,13 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from netfleet import aws
 from netfleet.catalog import ingest
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.durable import checked_dir, open_in
-from netfleet.errors import LinkRefused
-from netfleet.store.root import ResultsRoot
-from tests.test_catalog import populate
+from netfleet.errors import LinkRefused, StoreUnreachable
+from netfleet.store import S3Root, open_root
+from netfleet.store.root import ResultsRoot, encode
+from netfleet.store.s3 import SPOOL_DIR
+from tests.motokit import moto_server
+from tests.test_catalog import make_envelope, populate
 
 
 def cli(*args: str) -> int:
@@ -113,3 +117,47 @@ def test_a_full_disk_during_ingest_names_the_catalog_file(
         assert not list((mnt / "cat").rglob(".tmp-*"))
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+# -- an S3 root whose endpoint goes away ------------------------------------------------------
+
+
+@pytest.fixture
+def s3_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def _s3_root_with_runs(count: int) -> S3Root:
+    aws.client("s3", region="us-east-1").create_bucket(Bucket="results")
+    root = open_root("s3://results/p")
+    assert isinstance(root, S3Root)
+    for n in range(count):
+        root.write(make_envelope("tcp_1stream", f"run-{n}"))
+    return root
+
+
+def test_an_endpoint_down_during_ingest_stops_it_exit_4(s3_state: Path, tmp_path: Path) -> None:
+    with moto_server() as server:
+        root = _s3_root_with_runs(3)
+
+        def endpoint_goes_down(done: int, total: int) -> None:
+            server.stop()  # after the listing, before the first file is read
+
+        with pytest.raises(StoreUnreachable) as caught:
+            ingest(root, tmp_path / "cat", progress=endpoint_goes_down)
+    assert caught.value.exit_status == 4
+    assert "AWS_ENDPOINT_URL" in (caught.value.hint or "")
+
+
+def test_ingest_uploads_what_a_failed_upload_left_spooled(s3_state: Path, tmp_path: Path) -> None:
+    with moto_server():
+        root = _s3_root_with_runs(1)
+        rel, data = encode(make_envelope("tcp_1stream", "spooled"))
+        spooled = root.state_dir / SPOOL_DIR / rel  # as a failed upload leaves it
+        spooled.parent.mkdir(parents=True, exist_ok=True)
+        spooled.write_bytes(data)
+        report = ingest(root, tmp_path / "cat")
+        assert report.uploaded == [rel] and report.ingested == 2
+        assert "1 waiting in the local upload spool uploaded first" in report.summary()
+        assert root.pending() == []

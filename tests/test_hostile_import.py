@@ -327,3 +327,27 @@ def test_a_full_disk_names_the_file_and_offers_no_resume_import_lacks(
     assert f"{small_fs}/r/d=" in err and "a file netfleet was writing" not in err, err
     assert "--resume" not in err.split("fix:", 1)[1].split("netfleet run")[0], err
     assert not [p for p in (small_fs / "r").rglob(".tmp-*")]  # nothing partial
+
+
+def test_a_failed_upload_says_how_many_files_were_imported_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from netfleet import aws
+    from netfleet.errors import StoreUnreachable
+    from netfleet.store import imports as imports_module
+    from netfleet.store import open_root
+    from tests.motokit import moto_server
+
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(imports_module, "GROUP_FILES", 2)  # written two by two
+    runs = [str(p) for p in sorted(FIX.glob("*.json")) if p.name != "MANIFEST.json"][:8]
+    with moto_server() as server:
+        aws.client("s3", region="us-east-1").create_bucket(Bucket="results")
+
+        def endpoint_goes_down(done: int, total: int) -> None:
+            if done == 5:  # two groups (4 files) uploaded, the third is on its way
+                server.stop()
+
+        with pytest.raises(StoreUnreachable) as caught:
+            import_files(runs, open_root("s3://results/p"), progress=endpoint_goes_down)
+    assert f"4 of {len(runs)} file(s) were imported before it" in caught.value.message

@@ -107,6 +107,11 @@ class LinkRefused(StoreError):
     link, or not the kind of file netfleet made there: nothing is written or deleted through it."""
 
 
+class StoreUnreachable(StoreError):
+    """The store's service cannot be reached or refuses us (endpoint down, credentials
+    refused): the operation stops (exit 4) instead of blaming each file in turn."""
+
+
 class FormatError(StoreError):
     """A stored result has an unknown or newer format version."""
 

@@ -37,7 +37,13 @@ from netfleet.catalog.layout import (
 )
 from netfleet.catalog.remote import S3Catalog, is_s3
 from netfleet.durable import atomic_write, checked_dir, fsync_dir, open_dir, open_in, remove_in
-from netfleet.errors import CatalogError, EnvironmentProblem, InputError, StoreError
+from netfleet.errors import (
+    CatalogError,
+    EnvironmentProblem,
+    InputError,
+    StoreError,
+    StoreUnreachable,
+)
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 if TYPE_CHECKING:
@@ -83,11 +89,19 @@ class IngestReport:
     fallback: list[BadFile] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     seconds: float = 0.0
+    #: results an earlier run or import left in the local upload spool of an S3 root, uploaded
+    #: by this ingest before it listed the root
+    uploaded: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        spool = (
+            f"{len(self.uploaded)} waiting in the local upload spool uploaded first; "
+            if self.uploaded
+            else ""
+        )
         return (
-            f"{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in the "
-            f"catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"
+            f"{spool}{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in "
+            f"the catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"
         )
 
 
@@ -358,6 +372,8 @@ def read_rows(path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot.rea
         doc = read(path)
         Envelope.model_validate(doc)
         return envelope_rows(doc, source=str(path))
+    except StoreUnreachable:
+        raise  # the store is down or refuses us: no file is to blame, the ingest stops (exit 4)
     except StoreError as exc:
         raise CatalogError(exc.message.removeprefix(f"{path}: ")) from exc
     except UnicodeDecodeError as exc:  # not caught by ResultsRoot.read
@@ -393,6 +409,8 @@ def ingest(
     remote = S3Catalog.parse(str(catalog_dir)) if is_s3(str(catalog_dir)) else None
     report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
     started = time.monotonic()
+    # results a failed upload left spooled locally (an S3 root) belong in the catalog too
+    report.uploaded = root.flush_pending()
     with _prepared(catalog_dir, remote) as (catalog, known):
         if isinstance(root, ResultsRoot):
             # runs already in the catalog are counted by name: a no-op ingest makes no Path

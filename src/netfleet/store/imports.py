@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from netfleet.engines import ImportedRun, import_formats
 from netfleet.engines.params import spec_params
-from netfleet.errors import InputError, StoreError
+from netfleet.errors import InputError, StoreError, StoreUnreachable
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.import_base import (
     ImportProblem,
@@ -54,6 +54,7 @@ from netfleet.store.import_base import (
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
 from netfleet.store.limits import max_raw_bytes, too_large
+from netfleet.store.s3 import PartlyWritten
 
 if TYPE_CHECKING:
     from netfleet.store.root import RawStore
@@ -448,18 +449,30 @@ def import_files(
     group = _Group(root, report)
     first: dict[str, str] = {}  # key → the file that made it
     try:
-        for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
-            if len(outcome) == 2:
-                report.bad.append(outcome)
-            elif outcome[1] in first:
-                report.duplicates.append((outcome[0], first[outcome[1]]))
-            else:
-                first[outcome[1]] = outcome[0]
-                group.add(*outcome)
-            if progress is not None:
-                progress(done, len(paths))
-    finally:  # Ctrl-C or a failure: what was prepared is still written
+        try:
+            for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
+                if len(outcome) == 2:
+                    report.bad.append(outcome)
+                elif outcome[1] in first:
+                    report.duplicates.append((outcome[0], first[outcome[1]]))
+                else:
+                    first[outcome[1]] = outcome[0]
+                    group.add(*outcome)
+                if progress is not None:
+                    progress(done, len(paths))
+        except BaseException as exc:
+            if not isinstance(exc, StoreError):  # Ctrl-C, a failure: the prepared are written
+                group.flush()
+            raise
         group.flush()
+    except StoreError as exc:  # the store failed under us: say how far the import got
+        kind = StoreUnreachable if isinstance(exc, StoreUnreachable) else StoreError
+        raise kind(
+            f"{exc.message} — import stopped: {len(report.imported)} of {len(paths)} file(s) "
+            f"were imported before it, {len(report.bad)} refused",
+            hint=(exc.hint or "")
+            + "; then import the same sources again: files already imported are no-ops",
+        ) from exc
     return report
 
 
@@ -497,8 +510,15 @@ class _Group:
         items, self.items, self.size = self.items, [], 0
         if not items:
             return
-        written = self.root.write_encoded_many([(rel, gz) for _, rel, gz, _ in items])
-        for (source, _, _, flags), where in zip(items, written, strict=True):
+        try:
+            written = self.root.write_encoded_many([(rel, gz) for _, rel, gz, _ in items])
+        except PartlyWritten as exc:  # S3: those uploaded before the failure are imported
+            self._record(items, exc.written)
+            raise
+        self._record(items, written)
+
+    def _record(self, items: list[tuple[str, str, bytes, int]], written: list[Any]) -> None:
+        for (source, _, _, flags), where in zip(items, written, strict=False):
             self.report.imported.append(str(where))
             if flags:
                 self.report.flagged.append((source, flags))

@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from netfleet import aws
 from netfleet.durable import atomic_write, checked_dir, open_in, refused
-from netfleet.errors import StoreError
+from netfleet.errors import StoreError, StoreUnreachable
 
 if TYPE_CHECKING:
     from netfleet.store.envelope import Envelope
 
 SPOOL_DIR = "pending-uploads"
+#: S3 error codes about one object, not about the endpoint, the bucket or the credentials
+_OBJECT_FAULTS = frozenset({"NoSuchKey", "404", "InvalidObjectState"})
 RAW_GLOB = "d=*/campaign=*/*.json.gz"
 
 
@@ -100,7 +102,11 @@ class S3Root:
         return self._client[0]
 
     def _fail(self, what: str, exc: Exception) -> StoreError:
-        return StoreError(
+        """The error of a failed S3 call: :class:`StoreUnreachable` unless the object itself
+        is the problem (gone, or never there): then the other objects may still be read."""
+        code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
+        kind = StoreError if code in _OBJECT_FAULTS else StoreUnreachable
+        return kind(
             f"{self.url}: {what} failed ({type(exc).__name__}: {exc})",
             hint="check AWS_ENDPOINT_URL, the credentials (boto3's standard chain) and the "
             "bucket; completed results stay spooled and are uploaded by the next run/--resume",
@@ -121,8 +127,15 @@ class S3Root:
         return self.url + rel
 
     def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[str]:
-        """Store many at once: one after the other (each PUT is atomic by itself)."""
-        return [self.write_encoded(rel, data) for rel, data in items]
+        """Store many at once: one after the other (each PUT is atomic by itself). A failure
+        is a :class:`PartlyWritten` that lists those already uploaded."""
+        done: list[str] = []
+        for rel, data in items:
+            try:
+                done.append(self.write_encoded(rel, data))
+            except StoreError as exc:
+                raise PartlyWritten(exc.message, hint=exc.hint, written=done) from exc
+        return done
 
     def _upload(self, rel: str, data: bytes) -> None:
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
@@ -195,6 +208,14 @@ class S3Root:
         from netfleet.store.rawfile import decode_raw
 
         return decode_raw(io.BytesIO(body), url)
+
+
+class PartlyWritten(StoreUnreachable):
+    """A group upload stopped: ``written`` were uploaded, the failed one is spooled."""
+
+    def __init__(self, message: str, *, hint: str | None, written: list[str]) -> None:
+        super().__init__(message, hint=hint)
+        self.written = written
 
 
 def parse_s3_url(text: str) -> S3Root:
