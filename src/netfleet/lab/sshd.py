@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from netfleet.durable import atomic_write
 from netfleet.errors import LabError
 from netfleet.lab.commands import require_root
 
@@ -138,7 +139,8 @@ def start_sshd(
     PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     workdir.mkdir(parents=True, exist_ok=True)
     keys = workdir / "authorized_keys"
-    keys.write_text("".join(k.strip() + "\n" for k in authorized_keys))
+    # temp + rename: a link someone placed at the name is replaced, never written through
+    atomic_write(keys, "".join(k.strip() + "\n" for k in authorized_keys).encode())
     options = {
         "Port": str(port),
         "ListenAddress": address,
@@ -157,7 +159,7 @@ def start_sshd(
         **(extra or {}),
     }
     config = workdir / "sshd_config"
-    config.write_text("".join(f"{k} {v}\n" for k, v in options.items()))
+    atomic_write(config, "".join(f"{k} {v}\n" for k, v in options.items()).encode())
     log = workdir / "sshd.log"
     argv = ["ip", "netns", "exec", namespace, SSHD, "-D", "-f", str(config), "-E", str(log)]
     # `ip netns exec` setns()es then execs sshd: the PID we get is the listener's.
