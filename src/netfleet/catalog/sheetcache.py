@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
-from netfleet.durable import atomic_write
+from netfleet.durable import atomic_write, checked_dir
+from netfleet.errors import LinkRefused
 
 #: what is cached: a dataclass of plain values (the cheat sheet's ``CheatSheetData``)
 T = TypeVar("T")
@@ -135,12 +136,10 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
     if not plain(doc):
         return
     try:
-        folder.mkdir(exist_ok=True)
-        if not _own_folder(folder):
-            return
+        checked_dir(folder.parent, folder.name)  # made, never a link (netfleet.durable)
         atomic_write(entry, json.dumps(doc).encode(), prefix=TEMP_PREFIX)
         _prune(folder)
-    except OSError:
+    except (OSError, LinkRefused):  # the answer stands without its cache entry
         return
 
 
