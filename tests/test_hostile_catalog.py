@@ -5,7 +5,6 @@ link is refused with an error naming it, exit 4; what it points at is untouched.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from netfleet.errors import LinkRefused, StoreUnreachable
 from netfleet.store import S3Root, open_root
 from netfleet.store.root import ResultsRoot, encode
 from netfleet.store.s3 import SPOOL_DIR
+from tests.fskit import resume_offered_beyond_run, small_tmpfs
 from tests.motokit import moto_server
 from tests.test_catalog import make_envelope, populate
 
@@ -101,22 +101,13 @@ def test_a_full_disk_during_ingest_names_the_catalog_file(
 ) -> None:
     results = ResultsRoot(tmp_path / "raw")
     populate(results, ["tcp_1stream", "udp_50m", "tcp_1stream", "udp_50m"] * 4)
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode()[:200]}")
-    try:
+    with small_tmpfs(tmp_path / "small", "48k") as mnt:
         rc = cli("ingest", "-r", str(results.path), "--catalog", str(mnt / "cat"))
         err = capsys.readouterr().err
         assert rc == 4, err
         assert f"{mnt}/cat/" in err and "a file netfleet was writing" not in err, err
-        assert "--resume" not in err.split("fix:", 1)[1].split("netfleet run")[0], err
+        assert not resume_offered_beyond_run(err), err
         assert not list((mnt / "cat").rglob(".tmp-*"))
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 # -- an S3 root whose endpoint goes away ------------------------------------------------------

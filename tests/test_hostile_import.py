@@ -25,6 +25,7 @@ from netfleet.cli.main import app
 from netfleet.errors import ExitStatus, InputError
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files
+from tests.fskit import resume_offered_beyond_run, small_tmpfs
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 GOOD = FIX / "v3_12_tcp.client.json"
@@ -303,18 +304,8 @@ def test_hostile_file_names_never_reach_the_terminal_raw(
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Any:
-    """A 64 kB tmpfs of this test's own (root), unmounted whatever happens."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode()[:200]}")
-    try:
+    with small_tmpfs(tmp_path / "small") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_full_disk_names_the_file_and_offers_no_resume_import_lacks(
@@ -325,7 +316,7 @@ def test_a_full_disk_names_the_file_and_offers_no_resume_import_lacks(
     err = capsys.readouterr().err
     assert rc == ExitStatus.ENVIRONMENT
     assert f"{small_fs}/r/d=" in err and "a file netfleet was writing" not in err, err
-    assert "--resume" not in err.split("fix:", 1)[1].split("netfleet run")[0], err
+    assert not resume_offered_beyond_run(err), err
     assert not [p for p in (small_fs / "r").rglob(".tmp-*")]  # nothing partial
 
 
