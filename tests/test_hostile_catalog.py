@@ -16,7 +16,8 @@ from netfleet.cli.main import app
 from netfleet.durable import checked_dir, open_in
 from netfleet.errors import LinkRefused, StoreUnreachable
 from netfleet.store import S3Root, open_root
-from netfleet.store.root import ResultsRoot, encode
+from netfleet.store.rawfile import encode
+from netfleet.store.root import ResultsRoot
 from netfleet.store.s3 import SPOOL_DIR
 from tests.fskit import resume_offered_beyond_run, small_tmpfs
 from tests.motokit import moto_server
