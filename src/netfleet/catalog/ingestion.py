@@ -36,7 +36,15 @@ from netfleet.catalog.layout import (
     write_format,
 )
 from netfleet.catalog.remote import S3Catalog, is_s3
-from netfleet.durable import atomic_write, checked_dir, fsync_dir, open_dir, open_in, remove_in
+from netfleet.durable import (
+    atomic_write,
+    checked_dir,
+    fsync_dir,
+    named,
+    open_dir,
+    open_in,
+    remove_in,
+)
 from netfleet.errors import (
     CatalogError,
     EnvironmentProblem,
@@ -252,10 +260,13 @@ def _write_batch(
             rel = f"{table}/{TEMP_PREFIX}{name}"
             fd = open_in(catalog_dir, rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             temps[table] = temp = catalog_dir / rel
-            with os.fdopen(fd, "wb") as fh:
-                _write_part(fh, table, tables[table])
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    _write_part(fh, table, tables[table])
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:  # a full disk: say which file system (the part's path)
+                raise named(exc, temp) from exc
         for table in TABLES:  # ... then publish, runs last: it commits the batch
             if remote is not None:
                 _upload(remote, temps[table], f"{table}/{name}")
