@@ -91,6 +91,7 @@ FACADE = {
     ("compare",): "compare",
     ("doctor",): "doctor",
     ("demo",): "demo",
+    ("watch",): "watch",
     ("schema",): "schema",
     ("report", "topology"): "report_topology",
     ("report", "advice"): "advice",

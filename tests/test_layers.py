@@ -44,6 +44,7 @@ RANKS: dict[str, int] = {
     "doctor": 12,  # pre-flight checks of a campaign: uses hosts, renders advice
     "cloud": 13,  # AWS provider: may need runner/store
     "demo": 13,  # the demo drives lab + runner + catalog + report
+    "watch": 13,  # runs campaigns on a schedule, judges rounds with analysis.compare
     "api": 13,  # the facade over everything above
     "cli": 14,  # argument parsing + rendering only
     "__init__": 14,  # the package root re-exports lazily (function-level imports)

@@ -20,6 +20,7 @@ class ExitStatus(IntEnum):
     #: finished but at least one file was refused (each listed with its reason)
     RUNS_FAILED = 3
     ENVIRONMENT = 4  #: a host, tool, lab or permission problem stopped the work before it began
+    ALERT = 5  #: netfleet watch: an alert was open after the last round (docs/watch.md)
     INTERRUPTED = 130  #: stopped by Ctrl-C / SIGTERM; completed results were kept
 
 

@@ -341,6 +341,30 @@ def _run_values(
     return out
 
 
+def run_values(
+    catalog_dir: str | os.PathLike[str], metrics: Sequence[str], keys: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per metric, one record per complete run: ``keys`` (runs columns or labels, as text) and
+    ``_value`` in the metric's unit — the values :func:`compare` compares (``netfleet watch``
+    reads its rounds with it). A key that is neither a column nor a label of any run is None."""
+    from netfleet.catalog.cheatsheet import _Keys
+
+    con = connect(catalog_dir)
+    try:
+        resolver = _Keys(con)  # a label no run carries (instance_type in a bare lab) is None
+        present = [k for k in keys if k in resolver.columns or k in resolver.labels]
+        out = {m: _run_values(con, METRICS[m], present) for m in metrics}
+        for recs in out.values():
+            for rec in recs:
+                for k in keys:
+                    rec.setdefault(k, None)
+        return out
+    except duckdb.Error as exc:
+        raise CatalogError(f"reading run values failed: {exc}") from exc
+    finally:
+        con.close()
+
+
 def compare(
     catalog_dir: str | os.PathLike[str],
     a: str,

@@ -49,6 +49,7 @@ from netfleet.api._paths import catalog_dir, results_url
 from netfleet.api._report import report_html, report_price, report_topology
 from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest
 from netfleet.api._spec import plan, schema
+from netfleet.api._watch import watch
 
 if TYPE_CHECKING:
     from netfleet.plan.matrix import PlannedRun as PlannedRun
@@ -123,4 +124,5 @@ __all__ = [
     "run_summary",
     "schema",
     "sql",
+    "watch",
 ]

@@ -124,6 +124,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
             "Compare two campaigns or groups: difference with a bootstrap CI, effect size, verdict."
         ),
     ),
+    "watch": (
+        "cmd_watch",
+        "watch",
+        "command",
+        _h("Run a campaign on a schedule; alert when a series leaves its rolling baseline."),
+    ),
     "cloud": (
         "cmd_cloud",
         "app",

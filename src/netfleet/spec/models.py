@@ -24,7 +24,7 @@ from netfleet.engines import ENGINES, Engine
 from netfleet.engines.params import EngineParams
 from netfleet.spec.cloud import AwsHostSpec, CloudBlock, expand_cloud
 from netfleet.spec.common import NAME, LabelValue, LocatedError, _check_labels, _Strict
-from netfleet.spec.scheduling import RetryPolicy, check_budget
+from netfleet.spec.scheduling import RetryPolicy, WatchBlock, check_budget
 from netfleet.spec.ssh import SshHostSpec
 from netfleet.spec.topology import Topology, check_topology
 
@@ -272,6 +272,9 @@ class CampaignSpec(_Strict):
     )
     retry: RetryPolicy = Field(
         default_factory=lambda: RetryPolicy(), description="what --resume runs again"
+    )
+    watch: WatchBlock | None = Field(
+        None, description="netfleet watch: schedule and alert threshold (its flags win)"
     )
 
     _labels = field_validator("labels")(_check_labels)

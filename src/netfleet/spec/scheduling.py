@@ -37,3 +37,25 @@ def check_budget(value: str | None) -> str | None:
     if value is not None and parse_rate(value) <= 0:
         raise ValueError("a bandwidth budget must be above zero")
     return value
+
+
+#: a watch period: 6h, 30m, 90s, 1d (``netfleet.watch.schedule.parse_every`` reads it)
+EVERY = r"^\s*\d+(\.\d+)?\s*(s|sec|m|min|h|d)?\s*$"
+#: a threshold in percent of the baseline: 10% or 10
+THRESHOLD = r"^\s*\d+(\.\d+)?\s*%?\s*$"
+
+
+class WatchBlock(_Strict):
+    """``netfleet watch``'s schedule and alert settings (its flags win)."""
+
+    every: str | None = Field(
+        None, pattern=EVERY, description="how often a round runs, e.g. 6h (--every)"
+    )
+    threshold: str | None = Field(
+        None,
+        pattern=THRESHOLD,
+        description="smallest change of the baseline mean that alerts, e.g. 10% (--threshold)",
+    )
+    window: int | None = Field(
+        None, ge=3, le=1000, description="rounds in the rolling baseline (--window)"
+    )

@@ -1,0 +1,143 @@
+"""Where alerts go: a JSON-lines log (one record per raised or cleared alert) and, when asked,
+a webhook POST of the same record.
+
+The webhook URL is user input and may carry a secret (``https://user:token@host/…``,
+``?token=…``): only ``http``/``https`` with a host are accepted, redirects are not followed, and
+what netfleet prints or logs about it is :func:`redact`'s ``scheme://host[:port]/…``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from netfleet.aws import is_loopback_url
+from netfleet.errors import InputError
+from netfleet.watch.baseline import Judgement, Settings
+
+#: seconds a webhook may take before the round goes on without it
+WEBHOOK_TIMEOUT = 10.0
+
+
+def alert_record(
+    j: Judgement, campaign: str, round_no: int, time: str, settings: Settings
+) -> dict[str, Any]:
+    """The alert log's record of one raised/cleared alert (docs/watch.md lists the fields)."""
+    d = j.diff
+    return {
+        "time": time,
+        "campaign": campaign,
+        "round": round_no,
+        "event": f"alert {j.event}",
+        "series": dict(j.series.key),
+        "metric": j.series.metric,
+        "unit": d.unit if d else None,
+        "baseline_mean": d.mean_a if d else None,
+        "recent_mean": d.mean_b if d else None,
+        "latest_mean": j.latest,
+        "diff_percent": d.diff_percent if d else None,
+        "ci_low": d.ci_low if d else None,
+        "ci_high": d.ci_high if d else None,
+        "level": settings.level,
+        "runs_baseline": d.n_a if d else 0,
+        "runs_recent": d.n_b if d else 0,
+        "verdict": d.verdict if d else None,
+        "threshold_percent": settings.threshold * 100,
+    }
+
+
+def append_alerts(path: Path, records: list[dict[str, Any]]) -> None:
+    """Append the records, one JSON object a line, flushed to disk."""
+    if not records:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, data.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class Webhook:
+    url: str
+
+    @classmethod
+    def parse(cls, url: str) -> Webhook:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InputError(
+                f"--webhook: {redact(url)!r} is not an http(s) URL",
+                hint="give http://HOST[:PORT]/PATH or https://…",
+            )
+        try:
+            parts.port  # noqa: B018 — a bad port raises here, not at the first alert
+        except ValueError as exc:
+            raise InputError(f"--webhook: {redact(url)!r} has a bad port") from exc
+        return cls(url.strip())
+
+    @property
+    def shown(self) -> str:
+        return redact(self.url)
+
+    def post(self, record: dict[str, Any]) -> str | None:
+        """POST the record as JSON; the error (redacted) or None."""
+        body = json.dumps(record, sort_keys=True, allow_nan=False).encode()
+        parts = urlsplit(self.url)
+        headers = {"Content-Type": "application/json", "User-Agent": "netfleet-watch"}
+        if parts.username is not None:  # user:password@ → HTTP Basic, not part of the host
+            cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(cred.encode()).decode()
+        netloc = parts.netloc.rpartition("@")[2]
+        req = urllib.request.Request(  # noqa: S310 — the scheme is checked in parse
+            urlunsplit(parts._replace(netloc=netloc)), data=body, method="POST", headers=headers
+        )
+        handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+        if is_loopback_url(self.url):
+            handlers.append(urllib.request.ProxyHandler({}))  # loopback never via a proxy
+        opener = urllib.request.build_opener(*handlers)
+        try:
+            with opener.open(req, timeout=WEBHOOK_TIMEOUT) as resp:
+                resp.read(65536)
+        except urllib.error.HTTPError as exc:
+            return f"webhook {self.shown}: HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return f"webhook {self.shown}: {self._scrub(str(reason))}"
+        return None
+
+    def _scrub(self, text: str) -> str:
+        parts = urlsplit(self.url)
+        for secret in (self.url, parts.password, parts.username, parts.query, parts.path):
+            if secret and len(secret) > 1:
+                text = text.replace(secret, "…")
+        return text
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a 3xx is an error: the record is not re-sent elsewhere
+
+
+def redact(url: str) -> str:
+    """``scheme://host[:port]/…`` — no user, password, path, query or fragment (chat webhooks
+    carry their token in the path)."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<unparsable URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    rest = "/…" if parts.path.strip("/") or parts.query or parts.fragment else ""
+    return f"{parts.scheme}://{host}{port}{rest}"
