@@ -1,7 +1,8 @@
-"""``netfleet watch`` in the lab, with real iperf3: 22 rounds of 1 s runs from a credit host and
+"""``netfleet watch`` in the lab, with real iperf3: 24 rounds of 1 s runs from a credit host and
 a steady host. The credit host's bucket shrinks between two rounds (a ``tc qdisc replace``) and
-is later restored: the watch raises an alert, then clears it. The steady host is not touched:
-no alert over all rounds. The expected drop is derived from the shaper."""
+is later restored: the watch raises an alert, then clears it; later its baseline rate drops: a
+new alert, still open at the end (exit status 5). The steady host is not touched: no alert over
+all rounds. The expected drops are derived from the shaper."""
 
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
 ]
 
-RATE, PEAK, BUCKET, SMALL_BUCKET = 80e6, 300e6, 6e6, 1.5e6
+RATE, PEAK, BUCKET, SMALL_BUCKET, LOW_RATE = 80e6, 300e6, 6e6, 1.5e6, 50e6
 DURATION = 1.0
-ROUNDS, SHRINK_AT, RESTORE_AT = 22, 9, 15
+ROUNDS, SHRINK_AT, RESTORE_AT, DROP_AT = 24, 9, 15, 20
 
 
 class NoWait:
@@ -50,10 +51,10 @@ class NoWait:
         self.t += max(seconds, 0)
 
 
-def mean_goodput(bucket: float) -> float:
+def mean_goodput(bucket: float, rate: float = RATE) -> float:
     """A run of DURATION from a full bucket: peak while it lasts, then the base rate."""
-    burst = min(DURATION, bucket * 8 / (PEAK - RATE))
-    return (burst * PEAK + (DURATION - burst) * RATE) / DURATION
+    burst = min(DURATION, bucket * 8 / (PEAK - rate))
+    return (burst * PEAK + (DURATION - burst) * rate) / DURATION
 
 
 def free_port() -> int:
@@ -85,8 +86,8 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield up
 
 
-def reshape(lab_name: str, bucket: float) -> None:
-    shaper = Shaper(rate=RATE, peak=PEAK, bucket=bucket)
+def reshape(lab_name: str, bucket: float, rate: float = RATE) -> None:
+    shaper = Shaper(rate=rate, peak=PEAK, bucket=bucket)
     subprocess.run(
         ["tc", "-n", f"nf-{lab_name}-cred", "qdisc", "replace", "dev", "eth0", "root",
          *tbf_args(shaper)],
@@ -117,13 +118,16 @@ def test_a_shrunk_bucket_raises_and_clears_an_alert_and_noise_does_not(
         """)
     )
     expected_drop = mean_goodput(SMALL_BUCKET) / mean_goodput(BUCKET) - 1
-    assert expected_drop < -0.2  # the change is well above the 10 % threshold
+    expected_base_drop = mean_goodput(BUCKET, LOW_RATE) / mean_goodput(BUCKET) - 1
+    assert max(expected_drop, expected_base_drop) < -0.2  # well above the 10 % threshold
 
     def before(n: int) -> None:
         if n == SHRINK_AT:
             reshape(name, SMALL_BUCKET)
         elif n == RESTORE_AT:
             reshape(name, BUCKET)
+        elif n == DROP_AT:  # the baseline rate drops (same bucket)
+            reshape(name, BUCKET, LOW_RATE)
 
     seen: list[RoundResult] = []
     scraped: list[dict[str, float]] = []
@@ -156,26 +160,29 @@ def test_a_shrunk_bucket_raises_and_clears_an_alert_and_noise_does_not(
 
     log = [json.loads(line) for line in (state / ALERT_LOG).read_text().splitlines()]
     goodput = [r for r in log if r["metric"] == "goodput"]
-    assert [r["series"]["test"] for r in goodput] == ["credit", "credit"], log
-    raised, cleared = goodput
-    assert raised["event"] == "alert raised" and cleared["event"] == "alert cleared"
+    assert [r["series"]["test"] for r in goodput] == ["credit"] * 3, log
+    raised, cleared, raised_again = goodput
+    assert [r["event"] for r in goodput] == ["alert raised", "alert cleared", "alert raised"]
     # raised once the shrunk rounds make the recent side, cleared once the restored ones do
     assert SHRINK_AT <= raised["round"] <= SHRINK_AT + 2, raised
     assert RESTORE_AT <= cleared["round"] <= RESTORE_AT + 2, cleared
-    assert raised["diff_percent"] < -10 and raised["ci_high"] < 0
-    # the measured drop agrees with the shaper's prediction within a third of it
-    assert abs(raised["diff_percent"] / 100 - expected_drop) < abs(expected_drop) / 3, (
-        raised["diff_percent"],
-        expected_drop,
-    )
+    assert DROP_AT <= raised_again["round"] <= DROP_AT + 2, raised_again
+    # each measured drop agrees with the shaper's prediction within a third of it
+    for rec, expected in ((raised, expected_drop), (raised_again, expected_base_drop)):
+        assert rec["diff_percent"] < -10 and rec["ci_high"] < 0, rec
+        got = rec["diff_percent"] / 100
+        assert abs(got - expected) < abs(expected) / 3, (got, expected)
     assert [p["body"] for p in posted] == log  # the webhook got each record
     assert posted[0]["auth"] is not None  # watch:SECRET@ went as Basic auth
     # the endpoint said "in alert" exactly in the rounds between raised and cleared
     in_alert = [n for n, m in enumerate(scraped, 1) if m.get("credit") == 1.0]
-    assert in_alert == list(range(raised["round"], cleared["round"])), in_alert
+    assert in_alert == [
+        *range(raised["round"], cleared["round"]),
+        *range(raised_again["round"], ROUNDS + 1),
+    ], in_alert
     assert not any(m.get("flat") for m in scraped)
     for f in state.iterdir():  # the webhook's secret is in no file the watch wrote
         assert b"SECRET" not in f.read_bytes() and b"TOKEN" not in f.read_bytes(), f
     flat = [j for r in seen for j in r.judgements if j.series.key["test"] == "flat"]
     assert flat and not any(j.state == "alert" for j in flat)
-    assert result.exit_status == 0  # the alert was cleared before the last round
+    assert result.exit_status == 5  # the second alert is still open after the last round
