@@ -226,10 +226,15 @@ def test_cost_guard_and_stale_prices() -> None:
         guard(est, max_cost=0.5, max_instances=4, yes=False)
     with pytest.raises(InputError, match="max-instances"):
         guard(est, max_cost=9, max_instances=3, yes=False)
-    guard(est, max_cost=0.5, max_instances=3, yes=True)
+    # --yes confirms a launch; it never lifts a limit (issue 25.6)
+    with pytest.raises(InputError, match="max-instances"):
+        guard(est, max_cost=0.5, max_instances=3, yes=True)
+    with pytest.raises(InputError, match="exceeds --max-cost"):
+        guard(est, max_cost=0.5, max_instances=4, yes=True)
     unknown = prices.estimate(table, "us-east-1", [("x9.huge", 1)], 5)
-    with pytest.raises(InputError, match="cannot be bounded"):
-        guard(unknown, max_cost=100, max_instances=9, yes=False)
+    for yes in (False, True):
+        with pytest.raises(InputError, match="cannot be bounded"):
+            guard(unknown, max_cost=100, max_instances=9, yes=yes)
     warn = prices.stale_warning(table, today=table.as_of + dt.timedelta(days=91))
     assert warn and "refresh" in warn
     assert prices.stale_warning(table, today=table.as_of) is None
@@ -255,11 +260,15 @@ def test_prices_refresh_from_pricing_api(tmp_path: Path) -> None:
     with Stubber(pricing) as stub:
         stub.add_response("get_products", {"PriceList": [json.dumps(item)]})
         stub.add_response("get_products", {"PriceList": []})
+        stub.add_response("get_products", {"PriceList": []})  # AmazonECS: no Fargate answer
         new, missing = prices.refresh(
             pricing, prices.load(None), ["us-east-1"], ["r4.large", "zz.nano"], dt.date(2026, 11, 1)
         )
     assert new.ec2_hourly("us-east-1", "r4.large") == 0.14
-    assert missing == ["us-east-1/zz.nano"] and new.as_of == dt.date(2026, 11, 1)
+    assert missing == ["us-east-1/zz.nano", "us-east-1/fargate"]
+    assert new.as_of == dt.date(2026, 11, 1)
+    assert new.ec2_source_of("us-east-1", "r4.large").as_of == dt.date(2026, 11, 1)
+    assert new.ec2_source_of("us-east-1", "m5.large").as_of < dt.date(2026, 11, 1)
     prices.save(new, tmp_path)
     assert prices.load(tmp_path).ec2_hourly("us-east-1", "r4.large") == 0.14
 
@@ -787,12 +796,15 @@ def test_cost_is_each_hosts_own_region_price() -> None:
             {"instance_type": "c5n.large", "region": "eu-west-1"},
         ],
     )
+    from netfleet.cloud import billing
     from netfleet.cloud.costs import cost_line, plan
 
     priced = plan(cs, table, 52)  # + 8 min overhead = 1 h
     us, eu = table.ec2_hourly("us-east-1", "c5n.large"), table.ec2_hourly("eu-west-1", "c5n.large")
     assert us and eu and us != eu
-    assert priced.estimate.usd == pytest.approx(2 * us + eu)
+    extra = billing.total(priced.lines)  # a public IPv4 and a root volume per instance
+    assert extra is not None and 0 < extra < 0.1
+    assert priced.estimate.usd == pytest.approx(2 * us + eu + extra, abs=1e-4)
     assert priced.table.columns[:2] == ["instance_type", "region"]
     assert "3 instances in us-east-1 (2), eu-west-1 (1)" in priced.table.notes[0]
     held = [("us-east-1", "c5n.large", 3600.0), ("eu-west-1", "c5n.large", 3600.0)]

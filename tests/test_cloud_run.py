@@ -23,7 +23,7 @@ import yaml
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import costs, hostkeys, prices, spot, teardown
+from netfleet.cloud import billing, costs, hostkeys, prices, spot, teardown
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.provider import TAG_LEASE, AwsProvider
 from netfleet.errors import HostError, SpecError
@@ -205,7 +205,9 @@ def test_spot_price_is_the_latest_per_type_real_response_shape() -> None:
     priced = costs.plan(cs, prices.load(None), 52, {"us-east-1": found})
     on_demand = costs.plan(cs.model_copy(update={"market": "on-demand"}), prices.load(None), 52)
     assert priced.estimate.usd is not None and on_demand.estimate.usd is not None
-    assert priced.estimate.usd == pytest.approx(0.035 * 2 * 1.0, rel=1e-3)
+    extra = billing.total(priced.lines)  # IPv4 + root volumes: the same in both markets
+    assert extra is not None and extra == billing.total(on_demand.lines)
+    assert priced.estimate.usd == pytest.approx(0.035 * 2 * 1.0 + extra, rel=1e-3)
     assert priced.estimate.usd < on_demand.estimate.usd
 
 

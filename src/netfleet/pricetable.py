@@ -24,16 +24,66 @@ STALE_AFTER_DAYS = 90
 CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
 
 
+@dataclass(frozen=True)
+class Source:
+    """Where a group of prices came from, and the date they were read."""
+
+    source: str
+    as_of: dt.date
+
+    def __str__(self) -> str:
+        return f"{self.source}, as of {self.as_of}"
+
+
+#: keys of ``other_per_unit``: what the bill counts besides instance-hours
+OTHER_KEYS = (
+    "public_ipv4_hour",  #: $/h per public IPv4 address (in use or idle)
+    "ebs_gp3_gb_month",  #: $/GB-month of gp3 volume (billed per second)
+    "cross_az_gb_each_way",  #: $/GB charged on each side of a cross-AZ transfer
+    "inter_region_out_gb",  #: $/GB out of the sending region (in: free)
+    "internet_out_gb",  #: $/GB out to the internet (first 10 TB tier)
+    "nat_gateway_hour",
+    "nat_gateway_gb",  #: $/GB processed by a NAT gateway
+)
+
+
 @dataclass
 class PriceTable:
+    """The table's ``source``/``as_of`` describe it as a whole (the oldest part); each price
+    also names its own :class:`Source` (``sources`` + ``ec2_source`` …), which every estimate
+    shows next to the figure it priced."""
+
     source: str
     as_of: dt.date
     ec2: dict[str, dict[str, float]]  #: region → type → USD per hour
     fargate: dict[str, dict[str, float]]  #: region → {vcpu_hour, gb_hour}
     path: Path = field(default=SHIPPED)
+    sources: dict[str, Source] = field(default_factory=dict)  #: id → source
+    ec2_source: dict[str, dict[str, str]] = field(default_factory=dict)  #: region → type → id
+    fargate_source: dict[str, str] = field(default_factory=dict)  #: region → source id
+    other: dict[str, dict[str, float]] = field(default_factory=dict)  #: region → OTHER_KEYS
+    other_source: dict[str, str] = field(default_factory=dict)  #: region → source id
 
     def ec2_hourly(self, region: str, instance_type: str) -> float | None:
         return self.ec2.get(region, {}).get(instance_type)
+
+    def _source(self, key: str | None) -> Source:
+        return self.sources.get(key or "", Source(self.source, self.as_of))
+
+    def ec2_source_of(self, region: str, instance_type: str) -> Source:
+        """Where ``instance_type``'s price in ``region`` came from (the table's own source when
+        the entry names none)."""
+        return self._source(self.ec2_source.get(region, {}).get(instance_type))
+
+    def fargate_source_of(self, region: str) -> Source:
+        return self._source(self.fargate_source.get(region))
+
+    def other_rate(self, region: str, key: str) -> float | None:
+        """An ``other_per_unit`` price (:data:`OTHER_KEYS`) in ``region``, None if unknown."""
+        return self.other.get(region, {}).get(key)
+
+    def other_source_of(self, region: str) -> Source:
+        return self._source(self.other_source.get(region))
 
     def age_days(self, today: dt.date | None = None) -> int:
         return ((today or dt.date.today()) - self.as_of).days
@@ -45,6 +95,14 @@ class PriceTable:
             "currency": "USD",
             "ec2_on_demand_per_hour": self.ec2,
             "fargate": self.fargate,
+            "sources": {
+                k: {"source": v.source, "as_of": v.as_of.isoformat()}
+                for k, v in self.sources.items()
+            },
+            "ec2_source": self.ec2_source,
+            "fargate_source": self.fargate_source,
+            "other_per_unit": self.other,
+            "other_source": self.other_source,
         }
 
 
@@ -59,6 +117,20 @@ def _parse(doc: dict[str, Any], path: Path) -> PriceTable:
             },
             fargate={r: {k: float(v) for k, v in f.items()} for r, f in doc["fargate"].items()},
             path=path,
+            sources={
+                str(k): Source(str(v["source"]), dt.date.fromisoformat(v["as_of"]))
+                for k, v in doc.get("sources", {}).items()
+            },
+            ec2_source={
+                r: {t: str(k) for t, k in types.items()}
+                for r, types in doc.get("ec2_source", {}).items()
+            },
+            fargate_source={r: str(k) for r, k in doc.get("fargate_source", {}).items()},
+            other={
+                r: {k: float(v) for k, v in rates.items() if k in OTHER_KEYS}
+                for r, rates in doc.get("other_per_unit", {}).items()
+            },
+            other_source={r: str(k) for r, k in doc.get("other_source", {}).items()},
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise InputError(

@@ -3,11 +3,14 @@ unless told, and what they did cost after (``netfleet cloud plan/up``, ``netflee
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from netfleet.cloud import prices
+from netfleet.cloud import billing, prices
 from netfleet.cloud.campaign import CloudSpec
-from netfleet.errors import InputError
+from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.tabular import Tabular
 
 #: boot + teardown minutes added to every instance's run time in the estimate
@@ -27,6 +30,7 @@ class Priced:
     table: Tabular
     estimate: prices.Estimate
     spot: Spot | None  #: current spot $/h per region and type (None: on-demand or unknown)
+    lines: list[billing.Line] = field(default_factory=list)  #: IPv4, EBS, transfer …
 
 
 def hourly(
@@ -61,14 +65,62 @@ def spot_prices(cs: CloudSpec) -> tuple[Spot | None, str | None]:
     return found, None
 
 
+def advertised_gbps(cs: CloudSpec) -> tuple[dict[str, float] | None, str | None]:
+    """Each fleet type's advertised peak Gbit/s (DescribeInstanceTypes), for the transfer
+    lines; or a note why not."""
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from netfleet import aws
+    from netfleet.cloud import catalogue
+
+    quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    try:
+        found = catalogue.describe(
+            aws.client("ec2", cs.region, config=quick), [f.instance_type for f in cs.fleets]
+        )
+    except (BotoCoreError, ClientError, EnvironmentProblem) as exc:
+        return None, f"transfer not estimated: no instance type data ({exc})"
+    return {t: i.peak_gbps or i.baseline_gbps or 0.0 for t, i in found.items()}, None
+
+
+def price_unknown(
+    cs: CloudSpec, table: prices.PriceTable, state_root: Path | None
+) -> tuple[prices.PriceTable, str | None]:
+    """Ask the Price List API for the fleet types the table lacks and cache what it found
+    (dated) in ``state_root``; a note when the API could not answer."""
+    wanted = [(cs.region_of(f), f.instance_type) for f in cs.fleets]
+    new, left, why = prices.price_missing(table, wanted, dt.date.today())
+    if new is not table and state_root is not None:
+        prices.save(new, state_root)
+    if why:
+        return new, f"no price for {', '.join(left)} in the table; {why}"
+    return new, None
+
+
+def priced_plan(cs: CloudSpec, state_root: Path | None, minutes: float | None = None) -> Priced:
+    """:func:`plan` with what can be looked up before launch: current spot prices, the Price
+    List API for types the table lacks (cached in ``state_root``), the types' advertised peaks
+    for the transfer lines; each look-up that failed says so in a note."""
+    spot, why = spot_prices(cs)
+    table, unpriced = price_unknown(cs, prices.load(state_root), state_root)
+    gbps, no_gbps = advertised_gbps(cs)
+    priced = plan(cs, table, minutes, spot, gbps)
+    priced.table.notes += [n for n in (why, unpriced, no_gbps) if n]
+    return priced
+
+
 def plan(
     cs: CloudSpec,
     table: prices.PriceTable,
     minutes: float | None = None,
     spot: Spot | None = None,
+    gbps: Mapping[str, float] | None = None,
 ) -> Priced:
     """Instance count and ``instances × (minutes + overhead) × $/h``, each at its own region's
-    price (spot prices where known). With two or more regions the table gains a region
+    price (spot prices where known), plus what else the bill counts (:mod:`billing`: a public
+    IPv4 address and a root volume per instance, and the transfer the runs may move at the
+    types' advertised peaks ``gbps``). With two or more regions the table gains a region
     column."""
     minutes = minutes if minutes is not None else cs.minutes
     counts: dict[tuple[str, str, str], int] = {}
@@ -92,13 +144,20 @@ def plan(
         for region, part in zip(cs.regions, parts, strict=True)
         for t in part.unknown
     ]
-    total = None if unknown else round(sum(p.usd or 0.0 for p in parts), 4)
-    est = prices.Estimate(sum(p.instances for p in parts), total, unknown, parts[0].hours_each)
+    hours_each = parts[0].hours_each
+    lines = bill_lines(cs, table, hours_each, minutes, gbps)
+    extra = billing.total(lines)
+    unknown += [line.item for line in lines if line.usd is None]
+    total = None if unknown else round(sum(p.usd or 0.0 for p in parts) + (extra or 0.0), 4)
+    est = prices.Estimate(sum(p.instances for p in parts), total, unknown, hours_each)
     rows = []
     for (itype, role, region), n in counts.items():
         p = hourly(table, region, itype, spot)
         usd_ = None if p is None else round(p * n * est.hours_each, 4)
         rows.append([itype, *([region] if several else []), role, n, p, usd_])
+    for line in lines:
+        usd_ = None if line.usd is None else round(line.usd, 4)
+        rows.append([line.item, *([line.region] if several else []), "bill", None, None, usd_])
     per_region = ", ".join(
         f"{region} ({part.instances})" for region, part in zip(cs.regions, parts, strict=True)
     )
@@ -113,7 +172,8 @@ def plan(
             if est.usd is None
             else usd(est.usd) + " USD"
         ),
-        f"prices: {table.source}, as of {table.as_of}",
+        *(line.text() for line in lines),
+        *price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),
     ]
     if cs.market == "spot":
         priced = sorted({t for found in (spot or {}).values() for t in found})
@@ -126,6 +186,10 @@ def plan(
     warn = prices.stale_warning(table)
     if warn:
         notes.append("warning: " + warn)
+    notes.append(
+        "limits: --max-cost bounds this estimate and --max-instances the count; --yes only "
+        "skips the confirmation, never a limit"
+    )
     tab = Tabular(
         ["instance_type", *(["region"] if several else []), "role", "count", "usd_per_hour", "usd"],
         rows,
@@ -133,27 +197,72 @@ def plan(
         notes=notes,
         decimals=4,
     )
-    return Priced(tab, est, spot)
+    return Priced(tab, est, spot, lines)
 
 
-def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool) -> None:
-    """Refuse above --max-cost / --max-instances (or an unknown price) unless --yes."""
-    if yes:
-        return
+def bill_lines(
+    cs: CloudSpec,
+    table: prices.PriceTable,
+    hours_each: float,
+    minutes: float,
+    gbps: Mapping[str, float] | None,
+) -> list[billing.Line]:
+    """Per region: a public IPv4 address and a root volume per instance for its hours; the
+    transfer of each sending fleet to the first other fleet (a server fleet first) when the
+    types' peaks are known, free lines left out."""
+    lines: list[billing.Line] = []
+    for region in cs.regions:
+        n = sum(f.count for f in cs.fleets if cs.region_of(f) == region)
+        lines.append(billing.ipv4(table, region, n * hours_each))
+        lines.append(billing.ebs(table, region, n * hours_each))
+    if gbps is None:
+        return lines
+    pairs = []
+    for f in cs.fleets:
+        if f.role == "server":
+            continue
+        others = sorted((g for g in cs.fleets if g is not f), key=lambda g: g.role != "server")
+        dst = others[0] if others else f
+        pairs += [(f.instance_type, cs.region_of(f), dst.instance_type, cs.region_of(dst))] * (
+            f.count
+        )
+    flows = billing.plan_flows(cs.placement, cs.path, pairs, gbps, minutes * 60)
+    lines += [billing.transfer(table, fl) for fl in flows if billing.TRANSFER[fl.kind][0]]
+    return lines
+
+
+def price_sources(table: prices.PriceTable, used: set[tuple[str, str]]) -> list[str]:
+    """One note per source the plan's prices came from, with its date and the types it priced
+    (their count when there are many)."""
+    by: dict[str, list[str]] = {}
+    for region, itype in sorted(used):
+        if table.ec2_hourly(region, itype) is not None:
+            by.setdefault(str(table.ec2_source_of(region, itype)), []).append(itype)
+    return [
+        f"prices of {', '.join(types) if len(types) <= 6 else f'{len(types)} types'}: {src}"
+        for src, types in by.items()
+    ]
+
+
+def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool = False) -> None:
+    """Refuse above --max-cost / --max-instances, or when a price is unknown (the cost cannot
+    be bounded). ``yes`` confirms the launch; it never lifts a limit (issue 25.6)."""
+    del yes  # the confirmation is asked elsewhere; the spending limit holds either way
     if est.instances > max_instances:
         raise InputError(
             f"{est.instances} instances exceed --max-instances {max_instances}",
-            hint="raise --max-instances or pass --yes",
+            hint="raise --max-instances (--yes confirms a launch; it does not lift a limit)",
         )
     if est.usd is None:
         raise InputError(
             f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
-            hint="run `netfleet cloud prices refresh` or pass --yes",
+            hint="run `netfleet cloud prices refresh --type TYPE` online (AWS Price List API), "
+            "or add the price to the table; --yes does not lift the limit",
         )
     if est.usd > max_cost:
         raise InputError(
             f"estimated ${est.usd:.2f} exceeds --max-cost ${max_cost:.2f}",
-            hint="raise --max-cost or pass --yes",
+            hint="raise --max-cost (--yes confirms a launch; it does not lift a limit)",
         )
 
 

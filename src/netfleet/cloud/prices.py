@@ -11,16 +11,25 @@ import datetime as dt
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 # the static table lives at base rank (netfleet.pricetable): the report reads it too
-from netfleet.pricetable import SHIPPED, STALE_AFTER_DAYS, PriceTable, load, stale_warning
+from netfleet.cloud import pricelist
+from netfleet.errors import EnvironmentProblem
+from netfleet.pricetable import (
+    SHIPPED,
+    STALE_AFTER_DAYS,
+    PriceTable,
+    Source,
+    load,
+    stale_warning,
+)
 
 __all__ = [
     "MIN_BILLED_S", "SHIPPED", "STALE_AFTER_DAYS", "Estimate", "PriceTable", "estimate", "load",
-    "refresh", "save", "stale_warning",
+    "price_missing", "refresh", "refresh_ec2", "save", "stale_warning",
 ]  # fmt: skip
 
 #: EC2 bills Linux per second with a 60-second minimum
@@ -39,56 +48,100 @@ def save(table: PriceTable, state_root: Path) -> Path:
     return target
 
 
-def _on_demand_usd(item: dict[str, Any]) -> float | None:
-    for term in item.get("terms", {}).get("OnDemand", {}).values():
-        for dim in term.get("priceDimensions", {}).values():
-            if dim.get("unit") in ("Hrs", "hours"):
-                usd = float(dim.get("pricePerUnit", {}).get("USD", "0"))
-                if usd > 0:
-                    return usd
-    return None
-
-
 def refresh(
     pricing: Any, table: PriceTable, regions: list[str], types: list[str], today: dt.date
 ) -> tuple[PriceTable, list[str]]:
-    """Ask ``pricing:GetProducts`` for each (region, type); returns the new table and what was
-    not found (kept at its old price, if any)."""
-    ec2 = {r: dict(v) for r, v in table.ec2.items()}
-    missing: list[str] = []
+    """Ask ``pricing:GetProducts`` for each (region, type) — any type, not only those the table
+    has — and for Fargate in each region; returns the new table (each price found tagged with
+    today's Price List source, the rest keeping theirs) and what was not found (kept at its old
+    price, if any)."""
+    new, missing = refresh_ec2(pricing, table, [(r, t) for r in regions for t in types], today)
+    fargate, fargate_source = dict(new.fargate), dict(new.fargate_source)
+    key = f"getproducts-{today.isoformat()}"
     for region in regions:
-        for itype in types:
-            resp = pricing.get_products(
-                ServiceCode="AmazonEC2",
-                Filters=[
-                    {"Type": "TERM_MATCH", "Field": f, "Value": v}
-                    for f, v in (
-                        ("instanceType", itype),
-                        ("regionCode", region),
-                        ("operatingSystem", "Linux"),
-                        ("tenancy", "Shared"),
-                        ("preInstalledSw", "NA"),
-                        ("capacitystatus", "Used"),
-                    )
-                ],
-                MaxResults=10,
-            )
-            found = None
-            for raw in resp.get("PriceList", []):
-                found = _on_demand_usd(json.loads(raw) if isinstance(raw, str) else raw)
-                if found:
-                    break
-            if found is None:
-                missing.append(f"{region}/{itype}")
-            else:
-                ec2.setdefault(region, {})[itype] = found
-    new = PriceTable(
-        source="AWS Pricing API GetProducts (on-demand, Linux, shared tenancy)",
+        vcpu, gb = pricelist.fargate_hourly(pricing, region)
+        if vcpu and gb:
+            fargate[region] = {"vcpu_hour": vcpu.usd, "gb_hour": gb.usd}
+            fargate_source[region] = key
+        else:
+            missing.append(f"{region}/fargate")
+    new = replace(
+        new,
+        source=pricelist.SOURCE,
         as_of=today,
-        ec2=ec2,
-        fargate=table.fargate,
+        fargate=fargate,
+        fargate_source=fargate_source,
     )
     return new, missing
+
+
+def price_missing(
+    table: PriceTable, wanted: list[tuple[str, str]], today: dt.date
+) -> tuple[PriceTable, list[str], str | None]:
+    """Price the (region, type) pairs the table lacks through GetProducts (a short timeout: a
+    plan must not hang offline). Returns the table (with what was found), the pairs still
+    unpriced and a note why the API was not asked or did not answer (None when it did)."""
+    todo = sorted({(r, t) for r, t in wanted if table.ec2_hourly(r, t) is None})
+    if not todo:
+        return table, [], None
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from netfleet import aws
+
+    quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    try:
+        pricing = aws.client("pricing", pricelist.PRICING_REGION, config=quick)
+        new, _ = refresh_ec2(pricing, table, todo, today)
+    except (BotoCoreError, ClientError, EnvironmentProblem) as exc:
+        why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        return table, [f"{t} in {r}" for r, t in todo], f"Price List API not asked ({why})"
+    left = [f"{t} in {r}" for r, t in todo if new.ec2_hourly(r, t) is None]
+    return new, left, None
+
+
+def refresh_ec2(
+    pricing: Any, table: PriceTable, pairs: list[tuple[str, str]], today: dt.date
+) -> tuple[PriceTable, list[str]]:
+    """:func:`refresh` for just these (region, type) pairs (no Fargate)."""
+    table = _named(table)
+    ec2 = {r: dict(v) for r, v in table.ec2.items()}
+    ec2_source = {r: dict(v) for r, v in table.ec2_source.items()}
+    key = f"getproducts-{today.isoformat()}"
+    missing = []
+    for region, itype in pairs:
+        try:
+            found = pricelist.ec2_hourly(pricing, region, itype)
+        except pricelist.Ambiguous as exc:
+            missing.append(f"{region}/{itype} ({exc})")
+            continue
+        if found is None:
+            missing.append(f"{region}/{itype}")
+            continue
+        ec2.setdefault(region, {})[itype] = found.usd
+        ec2_source.setdefault(region, {})[itype] = key
+    sources = {**table.sources, key: Source(pricelist.SOURCE, today)}
+    return replace(table, ec2=ec2, ec2_source=ec2_source, sources=sources), missing
+
+
+def _named(table: PriceTable) -> PriceTable:
+    """The table with every price naming its source (the table's own where none was named),
+    so that a refresh that replaces the table's source keeps the old prices' provenance."""
+    old = "table-" + table.as_of.isoformat()
+    sources = {old: Source(table.source, table.as_of), **table.sources}
+    ec2_source = {
+        r: {t: table.ec2_source.get(r, {}).get(t, old) for t in types}
+        for r, types in table.ec2.items()
+    }
+    fargate_source = {r: table.fargate_source.get(r, old) for r in table.fargate}
+    other_source = {r: table.other_source.get(r, old) for r in table.other}
+    return replace(
+        table,
+        sources=sources,
+        ec2_source=ec2_source,
+        fargate_source=fargate_source,
+        other_source=other_source,
+    )
 
 
 @dataclass

@@ -52,12 +52,10 @@ def plan_cost(
     cs = cloud_spec(spec)
     if cs is None:
         return None
-    spot, why = costs.spot_prices(cs)
     minutes = cs.duration_minutes or estimated_seconds / 60
-    table = prices.load(state_root or default_root())
-    priced = costs.plan(cs, table, minutes, spot)
-    if why:
-        priced.table.notes.append(why)
+    root = state_root or default_root()
+    priced = costs.priced_plan(cs, root, minutes)
+    table = prices.load(root)
     tiers = fargate_tiers(spec)
     if tiers:
         priced = _with_fargate(priced, table, cs.region, tiers, minutes)
