@@ -213,3 +213,44 @@ def test_transfer_is_charged_as_the_bill_does(kind: str, rate: str | None, sides
     assert line.usd == pytest.approx(expect)
     if rate is not None:
         assert line.usd and line.usd > 0
+
+
+def _run(direction: str, sent: int | None, cz: str, sz: str, status: str = "ok") -> Any:
+    from types import SimpleNamespace as NS
+
+    def host(zone: str) -> Any:
+        return NS(labels={"region": zone[:-1], "availability_zone": zone})
+
+    result = None if sent is None else {"end": {"sum_sent": {"bytes": sent}}}
+    return NS(status=status, direction=direction, result=result, client=host(cz), server=host(sz))
+
+
+def test_the_bill_after_release_counts_measured_transfer_ipv4_and_volumes() -> None:
+    """Sent bytes by the sending side's region/zone: an "in" run is sent by the server; a run
+    whose engine has no byte count is named, not guessed; a failed run moves nothing here."""
+    runs = [
+        _run("out", 4_000_000_000, "us-east-1a", "eu-west-1a"),
+        _run("in", 1_000_000_000, "us-east-1a", "eu-west-1a"),
+        _run("out", 2_000_000_000, "us-east-1a", "us-east-1b"),
+        _run("out", 9_000_000_000, "us-east-1a", "us-east-1a"),
+        _run("out", None, "us-east-1a", "us-east-1a"),
+        _run("out", 7_000_000_000, "us-east-1a", "eu-west-1a", status="failed"),
+    ]
+    flows, unknown = billing.measured_flows(runs, "cross-region", "auto")
+    got = {(f.kind, f.src_region, f.dst_region): f.gbytes for f in flows}
+    assert got == {
+        ("cross-region", "us-east-1", "eu-west-1"): 4.0,
+        ("cross-region", "eu-west-1", "us-east-1"): 1.0,
+        ("cross-az", "us-east-1", "us-east-1"): 2.0,
+        ("same-az", "us-east-1", "us-east-1"): 9.0,
+    }
+    assert unknown == 1
+    table = prices.load(None)
+    held = [("us-east-1", "m5.large", 1800.0), ("eu-west-1", "r4.large", 30.0)]
+    line = costs.cost_line(table, "on-demand", held, 0.5, flows=flows)
+    assert "transfer cross-region us-east-1→eu-west-1 (measured by the engines): 4 GB" in line
+    assert "× $0.02/GB = $0.08" in line and "× $0.02/GB = $0.02" in line  # 4 GB, 1 GB out
+    assert "transfer cross-az us-east-1 (measured by the engines): 2 GB × $0.02/GB" in line
+    assert "public IPv4 (one per instance): 0.5 address-h" in line  # us-east-1: 30 min
+    assert "public IPv4 (one per instance): 0.0167 address-h" in line  # 30 s billed as 60
+    assert "; total $" in line and "estimated before launch: $0.50" in line

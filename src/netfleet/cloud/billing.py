@@ -9,8 +9,9 @@ a plan shows, e.g., that a cross-region 10 Gbit/s hour moves 4.5 TB (decimal uni
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netfleet.pricetable import PriceTable
 
@@ -158,3 +159,42 @@ def total(lines: Sequence[Line]) -> float | None:
     if any(line.usd is None for line in lines):
         return None
     return sum(line.usd or 0.0 for line in lines)
+
+
+def sent_bytes(result: Mapping[str, Any] | None) -> int | None:
+    """Bytes an iperf3 run's sender(s) sent (``end.sum_sent``, plus the reverse of a bidir
+    run); None for an engine whose result does not say."""
+    end = (result or {}).get("end") or {}
+    total_ = 0
+    found = False
+    for key in ("sum_sent", "sum_sent_bidir_reverse"):
+        b = (end.get(key) or {}).get("bytes")
+        if isinstance(b, int | float):
+            total_ += int(b)
+            found = True
+    return total_ if found else None
+
+
+def measured_flows(envelopes: Iterable[Any], placement: str, path: str) -> tuple[list[Flow], int]:
+    """The transfer the engines measured, by billing kind and direction: each ok run's sent
+    bytes from its sending host's region/zone (labels) to the other's. Returns the flows and
+    how many runs had no byte count (other engines)."""
+    sums: dict[tuple[str, str, str], float] = {}
+    unknown = 0
+    for env in envelopes:
+        if getattr(env, "status", None) != "ok":
+            continue
+        sent = sent_bytes(env.result)
+        if sent is None:
+            unknown += 1
+            continue
+        src, dst = (env.server, env.client) if env.direction == "in" else (env.client, env.server)
+        sr, dr = str(src.labels.get("region", "")), str(dst.labels.get("region", ""))
+        kind = transfer_kind(placement, sr, dr, path)
+        if kind in ("same-az", "cross-az") and sr == dr:
+            sz, dz = src.labels.get("availability_zone"), dst.labels.get("availability_zone")
+            kind = "cross-az" if sz and dz and sz != dz else "same-az"
+        key = (kind, sr, dr)
+        sums[key] = sums.get(key, 0.0) + sent / 1e9
+    flows = [Flow(k, s, d, gb, "measured by the engines") for (k, s, d), gb in sorted(sums.items())]
+    return flows, unknown

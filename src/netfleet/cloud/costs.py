@@ -289,14 +289,30 @@ def usd(amount: float) -> str:
     return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.6f}"
 
 
+def held_lines(
+    table: prices.PriceTable, held: list[Held], flows: list[billing.Flow] | None = None
+) -> list[billing.Line]:
+    """After release: a public IPv4 address and a root volume for each instance's billed
+    hours (per region), and the transfer the engines measured."""
+    hours: dict[str, float] = {}
+    for region, _, seconds in held:
+        hours[region] = hours.get(region, 0.0) + max(seconds, prices.MIN_BILLED_S) / 3600
+    lines = []
+    for region, h in hours.items():
+        lines += [billing.ipv4(table, region, h), billing.ebs(table, region, h)]
+    return lines + [billing.transfer(table, f) for f in flows or []]
+
+
 def cost_line(
     table: prices.PriceTable,
     market: str,
     held: list[Held],
     estimate_usd: float | None,
     spot: Spot | None = None,
+    flows: list[billing.Flow] | None = None,
 ) -> str:
-    """One line: what the session's instances were held for and what that costs."""
+    """What the session's instances were held for and what that costs, with the other lines
+    of the bill (IPv4, EBS, measured transfer) and the estimate made before launch."""
     total, hours, unknown = billed(table, held, spot)
     secs = sum(s for _, _, s in held)
     what = (
@@ -304,12 +320,20 @@ def cost_line(
         if total is None
         else usd(total) + " USD"
     )
+    lines = held_lines(table, held, flows) if held else []
+    extra = billing.total(lines)
+    grand = None if total is None or extra is None else total + extra
+    bill = "".join(f"; {line.text()}" for line in lines)
+    if lines:
+        bill += "; total " + ("unknown" if grand is None else usd(grand) + " USD")
     est = "" if estimate_usd is None else f"; estimated before launch: {usd(estimate_usd)}"
     types = {t for _, t, _ in held}
     spotted = sorted({t for r, t, _ in held if t in (spot or {}).get(r, {})})
     regions = sorted({r for r, _, _ in held})
     where = f" in {', '.join(regions)} (each at its region's price)" if len(regions) > 1 else ""
-    source = f"{table.source}, as of {table.as_of}"
+    source = "; ".join(price_sources(table, {(r, t) for r, t, _ in held})) or (
+        f"{table.source}, as of {table.as_of}"
+    )
     if spotted:
         source = f"current spot price (DescribeSpotPriceHistory) for {', '.join(spotted)}" + (
             "; the rest: " + source if len(spotted) < len(types) else ""
@@ -317,5 +341,5 @@ def cost_line(
     return (
         f"cost: {len(held)} instances ({market}) held {secs / 60:.1f} min in all{where}, "
         f"{hours:.3f} instance-hours billed (per second, {prices.MIN_BILLED_S:g} s minimum) "
-        f"= {what}{est}; prices: {source}"
+        f"= {what}{bill}{est}; {source}"
     )

@@ -9,14 +9,16 @@ summarises.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 
-from netfleet.cloud import costs, fargate, prices
+from netfleet.cloud import billing, costs, fargate, prices
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.journal import default_root
 from netfleet.errors import InputError
 from netfleet.spec.cloud import AwsHostSpec, TierSpec
 from netfleet.spec.models import CampaignSpec
+from netfleet.store.envelope import Envelope
 from netfleet.tabular import Tabular
 
 
@@ -107,6 +109,7 @@ def summary(
     priced: costs.Priced | None,
     since: str,
     catalog: Path | None = None,
+    envelopes: Sequence[Envelope] = (),
 ) -> tuple[Tabular, str]:
     """After the run: ingest the results, the cheat sheet of this session's runs (those that
     started at or after ``since``, the first one's ISO ``started_at``) by instance type and
@@ -142,9 +145,17 @@ def summary(
     tiers = fargate_tiers(spec)
     table = prices.load(default_root())
     spot = None if priced is None else priced.spot
+    flows, unmeasured = billing.measured_flows(envelopes, cs.placement, cs.path)
     line = costs.cost_line(
-        table, cs.market, held, None if priced is None or tiers else priced.estimate.usd, spot
+        table,
+        cs.market,
+        held,
+        None if priced is None or tiers else priced.estimate.usd,
+        spot,
+        flows,
     )
+    if unmeasured:
+        line += f"; transfer of {unmeasured} run(s) not counted (their engine reports no bytes)"
     if tiers:
         tab.notes.append(
             "fargate-<cpu>-<memory>: AWS advertises no bandwidth for Fargate tiers (no adv_*); "
