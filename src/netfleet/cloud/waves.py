@@ -1,0 +1,211 @@
+"""Acquire in waves: which hosts a study holds when, and what that costs (issue 25.1).
+
+A study is a list of :class:`Job` — e.g. one instance type's runs on its own client — each
+needing its own machines for boot + install + its runs, after which they are released. Shared
+machines (receivers every job sends to) are held for the whole study. :func:`plan` starts the
+longest jobs first, as many at once as the budget allows (vCPUs per quota as read from the
+account, instances, the shared receivers' Gbit/s), starts the next ones as soon as a running job
+releases its machines, and prices every machine per second with EC2's one-minute minimum.
+
+Pure: no AWS calls. The quota values come from :mod:`netfleet.cloud.quotas`, the run bounds
+from :mod:`netfleet.cloud.stopbound`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: EC2 and Fargate bill Linux per second with a 60-second minimum
+MIN_BILLED_S = 60.0
+
+
+@dataclass(frozen=True)
+class Machine:
+    instance_type: str
+    vcpus: int
+    usd_per_hour: float | None  #: None: no price (the plan's cost is then unknown)
+    quota: str | None = None  #: the vCPU quota it counts against (None: not counted)
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    machines: tuple[Machine, ...]  #: acquired for this job, released when its last run ends
+    run_s: float  #: its runs' time, bounded by the catalogue (see stopbound)
+    gbps: float = 0.0  #: load on the shared receivers while it runs
+    why: str = ""  #: why its runs take run_s
+
+
+@dataclass(frozen=True)
+class Budget:
+    vcpus: Mapping[str, int] = field(default_factory=dict)  #: quota → vCPUs free for the study
+    instances: int | None = None
+    gbps: float | None = None  #: what the shared receivers can take at once
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class Timing:
+    boot_s: float = 120.0  #: RunInstances → SSH answers
+    install_s: float = 60.0  #: engines installed, ready marker written
+    release_s: float = 10.0  #: last run ended → TerminateInstances (billing stops)
+
+    def held_s(self, run_s: float) -> float:
+        return self.boot_s + self.install_s + run_s + self.release_s
+
+
+@dataclass(frozen=True)
+class Slot:
+    job: Job
+    start_s: float  #: launch
+    end_s: float  #: release
+    wave: int  #: jobs launched together share a wave
+
+    @property
+    def held_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass
+class WavePlan:
+    slots: list[Slot]
+    shared: tuple[Machine, ...]
+    wall_s: float
+    peak_vcpus: dict[str, int]  #: quota → the most vCPUs held at once (shared included)
+    peak_instances: int
+    instance_hours: float  #: billed (per second, one-minute minimum)
+    usd: float | None
+    unpriced: list[str]
+    unfit: list[str]  #: jobs that do not fit the budget even alone, with the limit to raise
+    over_cost: str | None  #: why the plan exceeds max_cost, else None
+
+    @property
+    def waves(self) -> int:
+        return 1 + max((s.wave for s in self.slots), default=-1)
+
+
+def billed_s(held_s: float) -> float:
+    return max(held_s, MIN_BILLED_S)
+
+
+def _vcpus(machines: Sequence[Machine]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in machines:
+        if m.quota is not None:
+            out[m.quota] = out.get(m.quota, 0) + m.vcpus
+    return out
+
+
+def _fits(
+    need: Mapping[str, int],
+    n: int,
+    gbps: float,
+    held: Mapping[str, int],
+    held_n: int,
+    load: float,
+    budget: Budget,
+) -> list[str]:
+    """The limits a start would break (empty: it fits)."""
+    over = [
+        f"vCPU quota {q} ({held.get(q, 0) + v} > {budget.vcpus[q]})"
+        for q, v in need.items()
+        if q in budget.vcpus and held.get(q, 0) + v > budget.vcpus[q]
+    ]
+    if budget.instances is not None and held_n + n > budget.instances:
+        over.append(f"--max-instances ({held_n + n} > {budget.instances})")
+    if budget.gbps is not None and gbps and load + gbps > budget.gbps + 1e-9:
+        over.append(f"the receivers' {budget.gbps:g} Gbit/s ({load + gbps:g} needed)")
+    return over
+
+
+def plan(
+    jobs: Sequence[Job],
+    budget: Budget,
+    timing: Timing | None = None,
+    shared: Sequence[Machine] = (),
+) -> WavePlan:
+    """Schedule ``jobs`` longest first under ``budget``; see the module doc."""
+    timing = timing or Timing()
+    base = _vcpus(shared)
+    unfit = []
+    todo = []
+    for job in jobs:
+        over = _fits(_vcpus(job.machines), len(job.machines), job.gbps, base, len(shared), 0.0,
+                     budget)  # fmt: skip
+        if over:
+            unfit.append(f"{job.name}: raise {', '.join(over)}")
+        else:
+            todo.append(job)
+    todo.sort(key=lambda j: (-timing.held_s(j.run_s), j.name))
+    slots: list[Slot] = []
+    running: list[Slot] = []
+    held, held_n, load = dict(base), len(shared), 0.0
+    peak, peak_n = dict(base), held_n
+    t, wave = 0.0, 0
+    while todo:
+        started = False
+        for job in list(todo):
+            need = _vcpus(job.machines)
+            if _fits(need, len(job.machines), job.gbps, held, held_n, load, budget):
+                continue
+            slot = Slot(job, t, t + timing.held_s(job.run_s), wave)
+            slots.append(slot)
+            running.append(slot)
+            todo.remove(job)
+            for q, v in need.items():
+                held[q] = held.get(q, 0) + v
+            held_n += len(job.machines)
+            load += job.gbps
+            started = True
+        if started:
+            wave += 1
+            for q, v in held.items():
+                peak[q] = max(peak.get(q, 0), v)
+            peak_n = max(peak_n, held_n)
+        if not running:
+            break  # cannot happen: every job in todo fits alone
+        t = min(s.end_s for s in running)
+        for s in [s for s in running if s.end_s <= t]:
+            running.remove(s)
+            for q, v in _vcpus(s.job.machines).items():
+                held[q] -= v
+            held_n -= len(s.job.machines)
+            load -= s.job.gbps
+    wall = max((s.end_s for s in slots), default=0.0)
+    usd, hours, unpriced = 0.0, 0.0, []
+    for s in slots:
+        for m in s.job.machines:
+            h = billed_s(s.held_s) / 3600
+            hours += h
+            if m.usd_per_hour is None:
+                unpriced.append(m.instance_type)
+            else:
+                usd += m.usd_per_hour * h
+    for m in shared:
+        h = billed_s(wall) / 3600
+        hours += h
+        if m.usd_per_hour is None:
+            unpriced.append(m.instance_type)
+        else:
+            usd += m.usd_per_hour * h
+    total = None if unpriced else usd
+    over_cost = None
+    if budget.max_cost is not None and (total is None or total > budget.max_cost):
+        over_cost = (
+            "the cost cannot be bounded (no price for " + ", ".join(sorted(set(unpriced))) + ")"
+            if total is None
+            else f"estimated ${total:,.2f} exceeds --max-cost ${budget.max_cost:,.2f}"
+        )
+    return WavePlan(
+        slots=slots,
+        shared=tuple(shared),
+        wall_s=wall,
+        peak_vcpus=peak,
+        peak_instances=peak_n,
+        instance_hours=hours,
+        usd=total,
+        unpriced=sorted(set(unpriced)),
+        unfit=unfit,
+        over_cost=over_cost,
+    )
