@@ -254,3 +254,20 @@ def test_the_bill_after_release_counts_measured_transfer_ipv4_and_volumes() -> N
     assert "public IPv4 (one per instance): 0.5 address-h" in line  # us-east-1: 30 min
     assert "public IPv4 (one per instance): 0.0167 address-h" in line  # 30 s billed as 60
     assert "; total $" in line and "estimated before launch: $0.50" in line
+
+
+def test_a_plan_longer_than_the_dead_mans_switch_is_refused_before_launch() -> None:
+    """Seed 002 as one campaign held 4630 min by instances that power off after 120 min."""
+    from netfleet.errors import InputError
+
+    cs = CloudSpec(campaign="x", fleets=[{"instance_type": "m5.large", "count": 2}])
+    table = prices.load(None)
+    long = costs.plan(cs, table, 4630)
+    assert any("too short, the guard refuses" in n for n in long.table.notes)
+    with pytest.raises(InputError, match="power themselves off after") as err:
+        costs.guard(long.estimate, max_cost=1e6, max_instances=10, yes=True)
+    assert "expires_after_minutes: 5798" in (err.value.hint or "")  # 4638 + 25 %
+    fits = costs.plan(cs.model_copy(update={"expires_after_minutes": 5798}), table, 4630)
+    costs.guard(fits.estimate, max_cost=1e6, max_instances=10)
+    short = costs.plan(cs, table, 30)
+    costs.guard(short.estimate, max_cost=10, max_instances=10)

@@ -149,7 +149,9 @@ def plan(
     extra = billing.total(lines)
     unknown += [line.item for line in lines if line.usd is None]
     total = None if unknown else round(sum(p.usd or 0.0 for p in parts) + (extra or 0.0), 4)
-    est = prices.Estimate(sum(p.instances for p in parts), total, unknown, hours_each)
+    est = prices.Estimate(
+        sum(p.instances for p in parts), total, unknown, hours_each, cs.expires_after_minutes
+    )
     rows = []
     for (itype, role, region), n in counts.items():
         p = hourly(table, region, itype, spot)
@@ -186,6 +188,15 @@ def plan(
     warn = prices.stale_warning(table)
     if warn:
         notes.append("warning: " + warn)
+    notes.append(
+        f"dead-man switch: the instances power off after {cs.expires_after_minutes:g} min "
+        f"(expires_after_minutes); this plan holds them {hours_each * 60:.0f} min"
+        + (
+            ""
+            if hours_each * 60 <= cs.expires_after_minutes
+            else f": too short, the guard refuses (needs ≥ {switch_minutes(hours_each * 60):.0f})"
+        )
+    )
     notes.append(
         "limits: --max-cost bounds this estimate and --max-instances the count; --yes only "
         "skips the confirmation, never a limit"
@@ -244,6 +255,16 @@ def price_sources(table: prices.PriceTable, used: set[tuple[str, str]]) -> list[
     ]
 
 
+#: the dead-man switch's margin past the plan's expected end: this share, at least SWITCH_MIN
+SWITCH_MARGIN = 0.25
+SWITCH_MIN = 30.0
+
+
+def switch_minutes(held_minutes: float) -> float:
+    """The dead-man switch a plan of ``held_minutes`` needs: its end plus a margin."""
+    return held_minutes + max(SWITCH_MIN, held_minutes * SWITCH_MARGIN)
+
+
 def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool = False) -> None:
     """Refuse above --max-cost / --max-instances, or when a price is unknown (the cost cannot
     be bounded). ``yes`` confirms the launch; it never lifts a limit (issue 25.6)."""
@@ -252,6 +273,14 @@ def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool =
         raise InputError(
             f"{est.instances} instances exceed --max-instances {max_instances}",
             hint="raise --max-instances (--yes confirms a launch; it does not lift a limit)",
+        )
+    held_min = est.hours_each * 60
+    if est.expires_minutes is not None and held_min > est.expires_minutes:
+        raise InputError(
+            f"the plan holds instances {held_min:.0f} min, but they power themselves off after "
+            f"expires_after_minutes {est.expires_minutes:g}: the runs would be cut short",
+            hint=f"set `expires_after_minutes: {switch_minutes(held_min):.0f}` in the cloud "
+            "block (the plan's end plus a margin), or shorten the plan",
         )
     if est.usd is None:
         raise InputError(

@@ -150,6 +150,8 @@ class Estimate:
     usd: float | None  #: None when a price is unknown (then the guard cannot vouch for the cost)
     unknown: list[str]
     hours_each: float
+    #: the instances' dead-man switch (``expires_after_minutes``); None: not an EC2 plan
+    expires_minutes: float | None = None
 
 
 def estimate(
