@@ -10,6 +10,7 @@ from netfleet.engines.burstable import (
     LONGEST_DOCUMENTED_BURST_S,
     adaptive_verdict,
     default_min_duration,
+    fixed_basis,
     fleet_burstability,
     host_burstability,
     steady_evidence,
@@ -25,6 +26,10 @@ from tests.bucketsim import token_bucket_series
         ({"network_performance": "Up to 10 Gigabit"}, "burstable"),
         ({"network_performance": "25 Gigabit"}, "fixed"),
         ({"instance_type": "r4.large"}, "unknown"),
+        # catalogue figures (DescribeInstanceTypes labels, strings as the catalogue writes them)
+        ({"baseline_gbps": "25", "peak_gbps": "25"}, "fixed"),
+        ({"baseline_gbps": 0.75, "peak_gbps": 10.0}, "burstable"),
+        ({"baseline_gbps": "0.75"}, "unknown"),
     ],
 )
 def test_labels_say_what_is_known(labels: dict[str, object], kind: str) -> None:
@@ -53,6 +58,26 @@ def test_steady_needs_evidence() -> None:
     assert steady_evidence(**common, burstability="burstable", span=3600) is not None
     assert steady_evidence(**common, burstability="fixed", span=30) == "host known fixed-rate"
     assert steady_evidence(drop_seen_at=32, at_target=False, burstability="unknown", span=62)
+
+
+def test_catalogue_figures_or_a_given_longest_burst_bound_the_wait() -> None:
+    """Issue 27.8: a steady host without min_duration no longer waits the whole duration when
+    its catalogue figures say no credits, or when the spec gives the longest plausible burst;
+    and the run says which."""
+    hosts = [{"baseline_gbps": "10", "peak_gbps": "10"}, {"baseline_gbps": 10, "peak_gbps": 10}]
+    why = fixed_basis(hosts)
+    assert why == "catalogue figures: baseline = peak (10 Gbit/s), no credits"
+    fixed = default_min_duration(None, fleet_burstability(hosts), 300, fixed_why=why)
+    assert fixed.seconds == 0 and fixed.basis.startswith("catalogue figures")
+    assert fixed_basis([{"burstable": False}]) == "host known fixed-rate"
+    given = default_min_duration(None, "unknown", 300, longest_burst=20)
+    assert given.seconds == 20 and "longest plausible burst given" in given.basis
+    assert default_min_duration(None, "unknown", 10, longest_burst=20).seconds == 10
+    assert default_min_duration(5, "unknown", 300, longest_burst=20).seconds == 5
+    common = {"drop_seen_at": None, "at_target": False, "burstability": "unknown"}
+    assert steady_evidence(**common, span=19, longest_burst=20) is None
+    ev = steady_evidence(**common, span=21, longest_burst=20)
+    assert ev == "ran 21 s, longer than the longest plausible burst given (20 s)"
 
 
 def test_old_results_without_a_drop_are_no_drop() -> None:

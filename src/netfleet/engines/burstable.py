@@ -24,17 +24,45 @@ LONGEST_DOCUMENTED_BURST_S = 3600.0
 Burstability = Literal["burstable", "fixed", "unknown"]
 
 
+def _gbps(v: Any) -> float | None:
+    try:
+        return float(v) if v is not None and not isinstance(v, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def catalogue_figures(labels: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(baseline, peak) Gbit/s from a host's catalogue labels (``baseline_gbps``,
+    ``peak_gbps``: DescribeInstanceTypes, see netfleet.cloud.catalogue), None without both."""
+    base, peak = _gbps(labels.get("baseline_gbps")), _gbps(labels.get("peak_gbps"))
+    return None if base is None or peak is None else (base, peak)
+
+
 def host_burstability(labels: Mapping[str, Any]) -> Burstability:
-    """What one host's labels say about its bursts."""
+    """What one host's labels say about its bursts: the ``burstable`` label, else its catalogue
+    figures (baseline = peak: no credits), else AWS's ``network_performance`` text."""
     flag = labels.get("burstable")
     if isinstance(flag, bool):
         return "burstable" if flag else "fixed"
     if isinstance(flag, str) and flag.strip().lower() in ("true", "yes", "false", "no"):
         return "burstable" if flag.strip().lower() in ("true", "yes") else "fixed"
+    figures = catalogue_figures(labels)
+    if figures is not None:
+        return "burstable" if figures[1] > figures[0] else "fixed"
     perf = labels.get("network_performance")
     if isinstance(perf, str) and perf.strip():
         return "burstable" if perf.strip().lower().startswith("up to") else "fixed"
     return "unknown"
+
+
+def fixed_basis(labels: Iterable[Mapping[str, Any]]) -> str:
+    """Why hosts known fixed-rate are: catalogue figures where they are the reason."""
+    figs = [catalogue_figures(x) for x in labels if not isinstance(x.get("burstable"), bool)]
+    known = [f for f in figs if f is not None]
+    if known:
+        levels = ", ".join(sorted({f"{b:g}" for b, _ in known}))
+        return f"catalogue figures: baseline = peak ({levels} Gbit/s), no credits"
+    return "host known fixed-rate"
 
 
 def fleet_burstability(labels: Iterable[Mapping[str, Any]]) -> Burstability:
@@ -57,15 +85,29 @@ class MinDuration:
 
 
 def default_min_duration(
-    given: float | None, burstability: Burstability, maximum: float
+    given: float | None,
+    burstability: Burstability,
+    maximum: float,
+    longest_burst: float | None = None,
+    fixed_why: str = "host known fixed-rate",
 ) -> MinDuration:
-    """``given`` (the spec's ``min_duration``) wins; otherwise a burstable or unknown host waits
-    for the longest documented burst (capped at the run's maximum, ``duration``) and a host
-    known fixed-rate may stop as soon as the rate is steady."""
+    """``given`` (the spec's ``min_duration``) wins; a host known fixed-rate (``fixed_why``
+    says how it is known) may stop as soon as the rate is steady; otherwise the run waits for
+    ``longest_burst`` (the user's longest plausible burst) or else the longest documented
+    burst, capped at the run's maximum (``duration``)."""
     if given is not None:
         return MinDuration(given, "min_duration from the spec", burstability)
     if burstability == "fixed":
-        return MinDuration(0.0, "host known fixed-rate: may stop once steady", burstability)
+        return MinDuration(0.0, f"{fixed_why}: may stop once steady", burstability)
+    if longest_burst is not None:
+        seconds = min(longest_burst, maximum)
+        return MinDuration(
+            seconds,
+            f"the longest plausible burst given (longest_burst {longest_burst:g} s"
+            f"{', capped at duration' if seconds < longest_burst else ''}): a level still flat "
+            "after it is steady",
+            burstability,
+        )
     why = (
         "host labelled burstable"
         if burstability == "burstable"
@@ -87,6 +129,8 @@ def steady_evidence(
     at_target: bool,
     burstability: Burstability,
     span: float | None,
+    longest_burst: float | None = None,
+    fixed_why: str = "host known fixed-rate",
 ) -> str | None:
     """Why a flat level may be called steady, or None when it could still be a burst."""
     if drop_seen_at is not None:
@@ -94,7 +138,11 @@ def steady_evidence(
     if at_target:
         return "at the known baseline"
     if burstability == "fixed":
-        return "host known fixed-rate"
+        return fixed_why
+    if longest_burst is not None and span is not None and span >= longest_burst:
+        return (
+            f"ran {span:.0f} s, longer than the longest plausible burst given ({longest_burst:g} s)"
+        )
     if span is not None and span >= LONGEST_DOCUMENTED_BURST_S:
         return f"ran {span:.0f} s, longer than the longest documented burst"
     return None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from netfleet.engines import iperf3_rows
 from netfleet.engines.burstable import (
     default_min_duration,
+    fixed_basis,
     fleet_burstability,
     no_drop_text,
     steady_evidence,
@@ -183,10 +184,14 @@ class Iperf3:
             params, address, server.port, session.run.subject, json_stream=stream
         )
         client = await session.start_client(argv)
+        hosts = [session.client.labels, session.server.labels]
+        fixed_why = fixed_basis(hosts)
         minimum = default_min_duration(
             params.min_duration,
-            fleet_burstability([session.client.labels, session.server.labels]),
+            fleet_burstability(hosts),
             params.duration,
+            params.longest_burst,
+            fixed_why,
         )
         detector = SteadyDetector(
             window_s=params.until_steady,
@@ -215,6 +220,8 @@ class Iperf3:
             at_target=target_bps is not None and stop == "steady",
             burstability=minimum.burstability,
             span=span,
+            longest_burst=params.longest_burst if params.min_duration is None else None,
+            fixed_why=fixed_why,
         )
         session.notes["adaptive"] = {
             "stop": stop,

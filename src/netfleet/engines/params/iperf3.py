@@ -69,12 +69,22 @@ class Iperf3Params(StreamsSummary, EngineParams):
         "duration)",
     )
 
+    longest_burst: float | None = Field(
+        None,
+        gt=0,
+        le=86400,
+        description="adaptive: the longest plausible burst (s) on these hosts; a level still flat "
+        "after it is called steady (without it, and without catalogue figures or a fixed-rate "
+        "label, the run waits for the longest documented burst, 60 min, capped at duration)",
+    )
+
     def expected_seconds(self) -> float:
         """Adaptive: the first possible stop (``until_steady``, or ``min_duration`` when given,
         plus a few intervals); a burst adds its length. Otherwise ``duration + omit``."""
         if self.until_steady is None:
             return self.measured_seconds()
-        first = max(self.until_steady, self.min_duration or 0.0) + 5 * self.interval
+        wait = self.min_duration if self.min_duration is not None else self.longest_burst
+        first = max(self.until_steady, wait or 0.0) + 5 * self.interval
         return float(min(first, self.duration) + self.omit)
 
     _bitrate = field_validator("bitrate")(rate_str)
