@@ -204,3 +204,39 @@ def test_after_kill_9_resume_releases_what_the_dead_controller_acquired(tmp_path
         for pid in pids:
             if Path(f"/proc/{pid}").exists():
                 os.kill(pid, signal.SIGKILL)
+
+
+EARLY = """\
+campaign: early
+hosts:
+  a: {kind: local}
+  b: {kind: local}
+  c: {kind: local}
+tests:
+  - {name: quick, client: a, server: b, params: {duration: 1, bitrate: 50mbit}}
+  - {name: long, client: c, server: b, params: {duration: 3, bitrate: 50mbit}}
+"""
+
+
+def test_an_owned_host_is_released_when_its_last_run_ends(tmp_path: Path) -> None:
+    """Issue 25.1: a (only in the first run) is released while the second run still goes on;
+    b and c (in the last run) at its end; each exactly once."""
+    spec = tmp_path / "early.yaml"
+    spec.write_text(EARLY)
+    base = tmp_path / "owned"
+    base.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.leasekit", "run", str(spec), "--results",
+         str(tmp_path / "res"), "--concurrency", "1"],
+        cwd=REPO, env={**os.environ, ENV_DIR: str(base)}, capture_output=True, text=True,
+        timeout=90,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = read_records(journal_path(tmp_path / "res", "early"))
+    events = [(r["event"], r.get("host") or r.get("run_key")) for r in recs]
+    finished = [i for i, (e, _) in enumerate(events) if e == "run_finished"]
+    released_at = {h: i for i, (e, h) in enumerate(events) if e == "host_released"}
+    assert len(finished) == 2 and set(released_at) == {"a", "b", "c"}
+    assert finished[0] < released_at["a"] < finished[1]  # during the long run
+    assert released_at["b"] > finished[1] and released_at["c"] > finished[1]
+    assert owned(base) == [] and len(released(base)) == 3

@@ -253,6 +253,17 @@ class HostPool:
         self._leases_released.update(lease.id for lease in orphans)
         await asyncio.gather(*(self._release_lease(lease) for lease in orphans))
 
+    async def release_early(self, name: str) -> bool:
+        """Release host ``name`` now (its last run ended) when an owning provider made it —
+        a cloud instance stops billing; attached hosts stay until the end. Never twice; True
+        when released here."""
+        acq = self.acquired.get(name)
+        if acq is None or name in self._released or not acq.provider.owns_resources:
+            return False
+        self._released.add(name)
+        await self._release_one(acq)
+        return True
+
     async def _release_one(self, acq: Acquired) -> None:
         lease = acq.lease
         if lease is not None:

@@ -4,7 +4,8 @@ journaled) as soon as it ends."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,13 @@ async def run_campaign(
         log = JournalLeases(journal)
         # hosts an earlier session acquired and could not release (kill -9), before ours
         await asyncio.shield(release_leftovers(log.open_leases(), get_provider, log, rep.note))
+        pool = HostPool(requests, log, get_provider, rep.note)
         try:
-            async with HostPool(requests, log, get_provider, rep.note) as hosts:
-                return await _run(spec, root, rep, runs, limits, hosts, journal, resume, install)
+            async with pool as hosts:
+                return await _run(
+                    spec, root, rep, runs, limits, hosts, journal, resume, install,
+                    pool.release_early,
+                )  # fmt: skip
         except asyncio.CancelledError:  # Ctrl-C / SIGTERM while acquiring hosts or in preflight
             raise _interrupted(CampaignResult(total=len(runs)), root) from None
 
@@ -103,6 +108,7 @@ async def _run(
     journal: Journal,
     resume: bool,
     install: bool,
+    release_early: Callable[[str], Awaitable[bool]] | None = None,
 ) -> CampaignResult:
     if resume:
         recover(journal, root, spec.campaign)
@@ -128,6 +134,12 @@ async def _run(
         return result
     mine: set[tuple[str, int]] = set()
     identities: list[asyncio.Future[None]] = []
+    # runs left per host: a host an owning provider made (a cloud instance) is released as soon
+    # as its last run ends, not at the campaign's end (issue 25.1)
+    left_on: Counter[str] = Counter()
+    for r in todo:
+        left_on.update({r.client, r.server})
+    releases: list[asyncio.Future[bool]] = []
     try:
         used = {r.client for r in todo} | {r.server for r in todo}
         rep.preflight(f"checking {len(used)} hosts")
@@ -159,6 +171,10 @@ async def _run(
             result.envelopes.append(envelope)
             result.paths.append(path)
             rep.run_finished(run, envelope, path)
+            for name in {run.client, run.server}:
+                left_on[name] -= 1
+                if left_on[name] == 0 and release_early is not None:
+                    releases.append(asyncio.ensure_future(release_early(name)))
 
         def on_started(run: PlannedRun) -> None:
             journal.run_started(run.run_key, run.sequence)
@@ -168,7 +184,7 @@ async def _run(
         except asyncio.CancelledError:
             raise _interrupted(result, root) from None
     finally:
-        await asyncio.shield(asyncio.gather(*identities, return_exceptions=True))
+        await asyncio.shield(asyncio.gather(*identities, *releases, return_exceptions=True))
         left = {k for k in journal.history.open_processes if k in mine}
         if left:  # this session's processes that could not be confirmed stopped
             await asyncio.shield(sweep(journal, hosts, rep.note, only=left))
