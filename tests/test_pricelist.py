@@ -20,6 +20,7 @@ from botocore.stub import Stubber
 
 from netfleet.cloud import billing, costs, pricelist, prices
 from netfleet.cloud.campaign import CloudSpec
+from tests.motokit import moto_server
 
 SEED002 = Path(__file__).parents[1] / "bench" / "seed002_types.txt"
 
@@ -271,3 +272,32 @@ def test_a_plan_longer_than_the_dead_mans_switch_is_refused_before_launch() -> N
     costs.guard(fits.estimate, max_cost=1e6, max_instances=10)
     short = costs.plan(cs, table, 30)
     costs.guard(short.estimate, max_cost=10, max_instances=10)
+
+
+def test_the_plan_reads_peaks_and_vcpus_from_the_catalogue_and_says_why_a_price_is_missing(
+    tmp_path: Path,
+) -> None:
+    """Against moto's server (its DescribeInstanceTypes; no Price List API): the transfer line
+    at the types' advertised peak, the peak vCPUs, and for a type without a price the note
+    that the Price List API did not answer — the guard then refuses."""
+    from netfleet.errors import InputError
+
+    cs = CloudSpec(
+        campaign="x",
+        placement="cross-region",
+        fleets=[
+            {"instance_type": "c5n.large", "role": "client"},
+            {"instance_type": "c5n.large", "role": "server", "region": "eu-west-1"},
+            {"instance_type": "c7gn.medium", "role": "client"},
+        ],
+    )
+    with moto_server():
+        priced = costs.priced_plan(cs, tmp_path, minutes=60)
+    notes = "\n".join(priced.table.notes)
+    assert "peak: 3 instances, 5 vCPUs at once" in notes  # 2 + 2 + 1
+    xfer = [x for x in priced.lines if x.item.startswith("transfer cross-region")]
+    assert xfer and xfer[0].quantity == pytest.approx(25 * 3600 / 8)  # c5n.large: up to 25
+    assert "no price for c7gn.medium in us-east-1 in the table; Price List API" in notes
+    assert priced.estimate.usd is None
+    with pytest.raises(InputError, match="cannot be bounded"):
+        costs.guard(priced.estimate, 1e6, 10)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from netfleet.cloud import billing, prices
 from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.catalogue import InstanceInfo
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.tabular import Tabular
 
@@ -65,9 +66,9 @@ def spot_prices(cs: CloudSpec) -> tuple[Spot | None, str | None]:
     return found, None
 
 
-def advertised_gbps(cs: CloudSpec) -> tuple[dict[str, float] | None, str | None]:
-    """Each fleet type's advertised peak Gbit/s (DescribeInstanceTypes), for the transfer
-    lines; or a note why not."""
+def catalogue_of(cs: CloudSpec) -> tuple[dict[str, InstanceInfo] | None, str | None]:
+    """The fleet types' DescribeInstanceTypes figures (vCPUs, advertised Gbit/s) for the plan's
+    peak vCPUs and transfer lines; or a note why not."""
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -80,8 +81,8 @@ def advertised_gbps(cs: CloudSpec) -> tuple[dict[str, float] | None, str | None]
             aws.client("ec2", cs.region, config=quick), [f.instance_type for f in cs.fleets]
         )
     except (BotoCoreError, ClientError, EnvironmentProblem) as exc:
-        return None, f"transfer not estimated: no instance type data ({exc})"
-    return {t: i.peak_gbps or i.baseline_gbps or 0.0 for t, i in found.items()}, None
+        return None, f"transfer and vCPUs not estimated: no instance type data ({exc})"
+    return found, None
 
 
 def price_unknown(
@@ -104,9 +105,23 @@ def priced_plan(cs: CloudSpec, state_root: Path | None, minutes: float | None = 
     for the transfer lines; each look-up that failed says so in a note."""
     spot, why = spot_prices(cs)
     table, unpriced = price_unknown(cs, prices.load(state_root), state_root)
-    gbps, no_gbps = advertised_gbps(cs)
+    infos, no_infos = catalogue_of(cs)
+    gbps = (
+        None
+        if infos is None
+        else {t: i.peak_gbps or i.baseline_gbps or 0.0 for t, i in infos.items()}
+    )
     priced = plan(cs, table, minutes, spot, gbps)
-    priced.table.notes += [n for n in (why, unpriced, no_gbps) if n]
+    if infos is not None:
+        vcpus = sum(
+            infos[f.instance_type].vcpus * f.count for f in cs.fleets if f.instance_type in infos
+        )
+        priced.table.notes.insert(
+            1,
+            f"peak: {priced.estimate.instances} instances, {vcpus} vCPUs at once "
+            "(acquired together)",
+        )
+    priced.table.notes += [n for n in (why, unpriced, no_infos) if n]
     return priced
 
 
@@ -167,7 +182,8 @@ def plan(
         f"{est.instances} instances in {per_region if several else cs.region}, "
         f"{est.hours_each * 60:.0f} min each "
         f"({minutes:.1f} min of runs + {OVERHEAD_MINUTES:g} min boot/teardown overhead)"
-        + (", each at its region's price" if several else ""),
+        + (", each at its region's price" if several else "")
+        + f"; {est.instances * est.hours_each:.2f} instance-hours",
         "estimated cost: "
         + (
             "unknown (no price for " + ", ".join(est.unknown) + ")"
