@@ -1,0 +1,122 @@
+"""The dead-man switch follows the plan (issue 25.3).
+
+Every resource of a campaign carries ``netfleet:expires-at`` (``cloud reap`` deletes a campaign
+whose stamp has passed) and every instance arms a power-off timer at boot
+(:mod:`netfleet.cloud.userdata`). A fixed 120 min kills a long plan at hour two; a long fixed
+switch leaves a lost controller's instances billing for hours. So:
+
+* :func:`switch_minutes` — the switch a plan needs: its expected end plus a margin;
+* :class:`Heartbeat` — while the controller lives it pushes the stamp forward by one switch
+  period every ``every_s`` seconds (and, given ``rearm``, re-arms each instance's timer: the
+  argv of :func:`rearm_argv`); when the controller dies the beats stop, the stamp passes, and
+  the instances power themselves off and ``reap`` finds the campaign.
+
+The switch period between beats must be several beat intervals long (:data:`MIN_BEATS`), so
+one late beat cannot let the switch fire inside a running plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from netfleet.cloud.costs import switch_minutes
+from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from netfleet.cloud.userdata import deadline_commands
+
+__all__ = ["Heartbeat", "campaign_resources", "fired", "rearm_argv", "switch_minutes"]
+
+#: beats per switch period: a switch shorter than this many beats is refused
+MIN_BEATS = 3
+STAMP = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def rearm_argv(minutes: int) -> list[list[str]]:
+    """Commands (run as root on the instance) that replace its power-off timer with one
+    ``minutes`` from now: the boot timer's unit stopped, then armed again, and the late-boot
+    ``shutdown`` replaced."""
+    boot, late = deadline_commands(minutes)
+    return [["systemctl", "stop", "netfleet-deadline.timer"], *boot, *late]
+
+
+def campaign_resources(ec2: Any, campaign: str) -> list[str]:
+    """Every resource id tagged with the campaign (what ``reap`` would judge by its stamp)."""
+    ids: list[str] = []
+    pages = ec2.get_paginator("describe_tags").paginate(
+        Filters=[{"Name": "key", "Values": [TAG_CAMPAIGN]}, {"Name": "value", "Values": [campaign]}]
+    )
+    for page in pages:
+        ids += [t["ResourceId"] for t in page.get("Tags", [])]
+    return sorted(set(ids))
+
+
+class Heartbeat:
+    """Push the campaign's ``expires-at`` to now + ``switch_s`` every ``every_s`` seconds in
+    each region (``clients``: region → EC2 client), in a thread (boto3 blocks); ``rearm``
+    (optional) re-arms the instances' own timers with the same period."""
+
+    def __init__(
+        self,
+        clients: dict[str, Any],
+        campaign: str,
+        *,
+        switch_s: float,
+        every_s: float,
+        rearm: Callable[[int], None] | None = None,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        if switch_s < MIN_BEATS * every_s:
+            raise ValueError(
+                f"a switch of {switch_s:g} s with a beat every {every_s:g} s: one late beat "
+                f"could fire it; the switch must be ≥ {MIN_BEATS} beats"
+            )
+        self.clients = clients
+        self.campaign = campaign
+        self.switch_s = switch_s
+        self.every_s = every_s
+        self.rearm = rearm
+        self.now = now
+        self.beats = 0
+        self.failures: list[str] = []
+        self.task: asyncio.Task[None] | None = None
+
+    def stamp(self) -> str:
+        return (self.now() + dt.timedelta(seconds=self.switch_s)).strftime(STAMP)
+
+    def beat(self) -> None:
+        value = self.stamp()
+        for ec2 in self.clients.values():
+            ids = campaign_resources(ec2, self.campaign)
+            for i in range(0, len(ids), 500):
+                ec2.create_tags(
+                    Resources=ids[i : i + 500], Tags=[{"Key": TAG_EXPIRES, "Value": value}]
+                )
+        if self.rearm is not None:
+            self.rearm(max(1, round(self.switch_s / 60)))
+        self.beats += 1
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.beat)
+            except Exception as exc:  # a failed beat is retried; the switch has MIN_BEATS slack
+                self.failures.append(str(exc)[:200])
+            await asyncio.sleep(self.every_s)
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+
+
+def fired(tags: Sequence[dict[str, str]], now: dt.datetime) -> bool:
+    """Whether a resource's tags say its switch has fired (its ``expires-at`` passed)."""
+    stamp = next((t["Value"] for t in tags if t.get("Key") == TAG_EXPIRES), None)
+    return stamp is not None and stamp < now.strftime(STAMP)

@@ -1,0 +1,140 @@
+"""The dead-man switch follows the plan (issue 25.3), on moto's server with the switch scaled
+down to seconds: while the controller beats, ``reap`` never finds the campaign expired; after
+the controller is killed (-9), the stamp passes and ``reap`` finds it and deletes everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from netfleet import aws
+from netfleet.cloud import costs, deadman, teardown
+from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from tests.motokit import MotoServer, moto_server
+
+REPO = Path(__file__).resolve().parents[1]
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[MotoServer]:
+    with moto_server() as srv:
+        yield srv
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def launch(campaign: str, switch_s: float) -> str:
+    """A campaign's VPC and instance, tagged as the provisioner tags them."""
+    ec2 = aws.client("ec2", REGION)
+    stamp = (now() + dt.timedelta(seconds=switch_s)).strftime(deadman.STAMP)
+    tags = [{"Key": TAG_CAMPAIGN, "Value": campaign}, {"Key": TAG_EXPIRES, "Value": stamp}]
+    vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    ec2.create_tags(Resources=[vpc], Tags=tags)
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    return str(
+        ec2.run_instances(
+            ImageId=ami, InstanceType="t3.micro", MinCount=1, MaxCount=1,
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+        )["Instances"][0]["InstanceId"]
+    )  # fmt: skip
+
+
+def expired(campaign: str) -> bool:
+    return any(e.campaign == campaign for e in teardown.find_expired([REGION], now()))
+
+
+@pytest.mark.slow
+def test_the_switch_never_fires_while_the_controller_beats(moto: MotoServer) -> None:
+    campaign = "nf-beat"
+    launch(campaign, switch_s=3)
+    rearmed: list[int] = []
+    beat = deadman.Heartbeat(
+        {REGION: aws.client("ec2", REGION)}, campaign, switch_s=3, every_s=0.5,
+        rearm=rearmed.append,
+    )  # fmt: skip
+
+    async def plan_runs() -> list[bool]:
+        beat.start()
+        seen = []
+        try:
+            for _ in range(5):  # a ≥ 5 s "plan", longer than the switch
+                await asyncio.sleep(1.0)
+                seen.append(await asyncio.to_thread(expired, campaign))
+        finally:
+            await beat.stop()
+        return seen
+
+    seen = asyncio.run(plan_runs())
+    assert not any(seen) and beat.beats >= 5 and not beat.failures
+    assert rearmed and set(rearmed) == {1}  # each beat re-armed the instances' timer too
+    time.sleep(4.5)  # the controller ended without releasing: the switch fires
+    assert expired(campaign)
+
+
+@pytest.mark.slow
+def test_the_switch_fires_after_a_lost_controller_and_reap_deletes(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    campaign = "nf-lost"
+    iid = launch(campaign, switch_s=3)
+    script = (
+        "import asyncio, sys\n"
+        "from netfleet import aws\n"
+        "from netfleet.cloud.deadman import Heartbeat\n"
+        "async def main():\n"
+        f"    b = Heartbeat({{'{REGION}': aws.client('ec2', '{REGION}')}}, '{campaign}',\n"
+        "                  switch_s=3, every_s=0.5)\n"
+        "    await asyncio.to_thread(b.beat)\n"
+        "    b.start(); print('beating', flush=True)\n"
+        "    await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPO, env=dict(os.environ),
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "beating"
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:  # alive: beyond the first stamp, never expired
+            assert not expired(campaign)
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    time.sleep(4.5)
+    assert expired(campaign)
+    teardown.reap(tmp_path, [REGION], now(), delete=True, poll_s=0.05)
+    left = teardown.remaining(aws.client("ec2", REGION), campaign)
+    assert not any(left.values()), left
+    state = aws.client("ec2", REGION).describe_instances(InstanceIds=[iid])
+    assert state["Reservations"][0]["Instances"][0]["State"]["Name"] == "terminated"
+
+
+def test_the_switch_follows_the_plan_and_refuses_a_too_frequent_beat() -> None:
+    assert deadman.switch_minutes(4638) == pytest.approx(4638 * 1.25)
+    assert deadman.switch_minutes(20) == 50  # at least 30 min of margin
+    assert deadman.switch_minutes is costs.switch_minutes
+    with pytest.raises(ValueError, match="≥ 3 beats"):
+        deadman.Heartbeat({}, "nf-x", switch_s=2, every_s=1)
+    argv = deadman.rearm_argv(45)
+    assert argv[0] == ["systemctl", "stop", "netfleet-deadline.timer"]
+    assert "--on-active=45min" in argv[1] and argv[-1] == ["shutdown", "-P", "+45"]
+    stamp = (now() - dt.timedelta(seconds=5)).strftime(deadman.STAMP)
+    assert deadman.fired([{"Key": TAG_EXPIRES, "Value": stamp}], now())
+    assert not deadman.fired([{"Key": "other", "Value": stamp}], now())
