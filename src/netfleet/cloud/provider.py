@@ -360,8 +360,11 @@ class AwsProvider(Provider):
         self.watchers = []
 
     async def release_lease(self, lease: Lease) -> str:
-        await self._stop_watchers()
         kind = lease.resource.get("kind")
+        # hosts are released one by one as their last run ends (HostPool.release_early): the
+        # spot watcher keeps watching the others until the campaign's network goes
+        if kind == "network":
+            await self._stop_watchers()
         if kind == "task":
             try:
                 return await asyncio.to_thread(self._release_task, lease)
