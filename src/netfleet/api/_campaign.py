@@ -64,8 +64,9 @@ def run(
     exclusivity, bandwidth budget), storing and journaling each as it ends.
 
     A campaign with cloud hosts is priced first and refused (:class:`~netfleet.errors.InputError`,
-    nothing launched) above ``max_cost`` USD or ``max_instances`` instances, or when the
-    account's vCPU quota cannot hold the fleet — unless ``yes``. ``show`` gets the cost table
+    nothing launched) above ``max_cost`` USD or ``max_instances`` instances, with an unknown
+    price, a plan longer than the dead-man switch, or when the account's vCPU quota cannot hold
+    the fleet; ``yes`` confirms, it never lifts a limit. ``show`` gets the cost table
     before that check, ``say`` the quota notes, ``reporter`` the progress of each run.
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
@@ -113,7 +114,9 @@ def run(
         from netfleet.cloud import runs
 
         since = min(e.started_at for e in result.envelopes)
-        outcome.cloud_sheet, outcome.cloud_cost = runs.summary(campaign, root.url, priced, since)
+        outcome.cloud_sheet, outcome.cloud_cost = runs.summary(
+            campaign, root.url, priced, since, envelopes=result.envelopes
+        )
         cloud_settings = runs.cloud_spec(campaign)
         if cloud_settings is not None:  # seeds 003/004: ENA per instance, CloudWatch vs iperf3
             from netfleet.cloud.checks import session_checks

@@ -41,14 +41,9 @@ def load_cloud_spec(spec: str | os.PathLike[str]) -> CloudSpec:
 
 def cloud_plan(spec: str | os.PathLike[str], *, state_dir: Path | None = None) -> Tabular:
     """Estimated cost and instance count of a cloud campaign file (nothing is launched)."""
-    from netfleet.cloud import costs, prices
+    from netfleet.cloud import costs
 
-    cs = load_cloud_spec(spec)
-    spot, why = costs.spot_prices(cs)
-    priced = costs.plan(cs, prices.load(state_root(state_dir)), spot=spot)
-    if why:
-        priced.table.notes.append(why)
-    return priced.table
+    return costs.priced_plan(load_cloud_spec(spec), state_root(state_dir)).table
 
 
 @dataclass
@@ -76,18 +71,23 @@ def cloud_up(
     yes: bool = False,
     release: bool = False,
     say: Callable[[str], None] | None = None,
+    show: Callable[[Tabular], None] | None = None,
 ) -> CloudUp:
-    """Refuse above ``max_cost`` USD / ``max_instances`` or the account's vCPU quota (unless
-    ``yes``), reap expired leftovers, then launch the campaign's machines — torn down on any
-    error, Ctrl-C or SIGTERM. ``release``: tear down right after (a check that the account can
-    launch and clean up). ``say`` gets the quota notes."""
-    from netfleet.cloud import costs, prices, quotas, teardown
+    """Show the estimate (``show``) before anything exists, refuse above ``max_cost`` USD /
+    ``max_instances``, an unknown price, a plan longer than the dead-man switch, or the
+    account's vCPU quota — ``yes`` confirms, it never lifts a limit — reap expired leftovers,
+    then launch the campaign's machines — torn down on any error, Ctrl-C or SIGTERM.
+    ``release``: tear down right after (a check that the account can launch and clean up).
+    ``say`` gets the quota notes."""
+    from netfleet.cloud import costs, quotas, teardown
     from netfleet.cloud.provision import Provisioner
 
     cs = load_cloud_spec(spec)
     root = state_root(state_dir)
-    spot, _ = costs.spot_prices(cs)
-    costs.guard(costs.plan(cs, prices.load(root), spot=spot).estimate, max_cost, max_instances, yes)
+    priced = costs.priced_plan(cs, root)
+    if show is not None:
+        show(priced.table)  # the estimate, before any resource exists
+    costs.guard(priced.estimate, max_cost, max_instances, yes)
     quotas.enforce(cs, say or (lambda _line: None))
     teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
@@ -158,18 +158,22 @@ class PricesRefreshed:
 
 
 def cloud_prices_refresh(
-    *, state_dir: Path | None = None, region: list[str] | None = None
+    *,
+    state_dir: Path | None = None,
+    region: list[str] | None = None,
+    instance_type: list[str] | None = None,
 ) -> PricesRefreshed:
     """Update the price table from the AWS Pricing API (needs network and
-    pricing:GetProducts); ``region``: default the table's."""
+    pricing:GetProducts); ``region``: default the table's; ``instance_type``: also price these
+    (any type, not only the table's), each price dated."""
     from netfleet import aws
     from netfleet.cloud import prices
 
     root = state_root(state_dir)
     t = prices.load(root)
     regions = region or sorted(t.ec2)
-    types = sorted({ty for r in t.ec2.values() for ty in r})
+    wanted = sorted({ty for r in t.ec2.values() for ty in r} | set(instance_type or []))
     new, missing = prices.refresh(
-        aws.client("pricing", "us-east-1"), t, regions, types, dt.date.today()
+        aws.client("pricing", "us-east-1"), t, regions, wanted, dt.date.today()
     )
     return PricesRefreshed(new, prices.save(new, root), missing)

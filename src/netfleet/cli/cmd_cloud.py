@@ -39,7 +39,9 @@ def plan(spec: SpecArg, state_dir: StateOpt = None, fmt: FormatOpt = OutputForma
 
 MaxCost = Annotated[float, typer.Option("--max-cost", help="refuse above this estimate (USD)")]
 MaxInst = Annotated[int, typer.Option("--max-instances", help="refuse above this many instances")]
-Yes = Annotated[bool, typer.Option("--yes", help="launch even above the limits")]
+Yes = Annotated[
+    bool, typer.Option("--yes", help="confirm the launch (never lifts --max-cost/--max-instances)")
+]
 
 
 @app.command()
@@ -66,6 +68,7 @@ def up(
         yes=yes,
         release=release,
         say=lambda line: console.print(plain(line)),
+        show=lambda table: emit(table, OutputFormat.table),
     )
     rows = [
         [h.name, h.instance_id, h.instance_type, h.region, h.az, h.private_ip, h.public_ip]
@@ -145,9 +148,13 @@ def prices_show(state_dir: StateOpt = None, fmt: FormatOpt = OutputFormat.table)
 def prices_refresh(
     state_dir: StateOpt = None,
     region: Annotated[list[str] | None, typer.Option(help="regions (default: the table's)")] = None,
+    instance_type: Annotated[
+        list[str] | None,
+        typer.Option("--instance-type", help="also price these types (any, not only the table's)"),
+    ] = None,
 ) -> None:
     """Update the table from the AWS Pricing API (needs network and pricing:GetProducts)."""
-    done = api.cloud_prices_refresh(state_dir=state_dir, region=region)
+    done = api.cloud_prices_refresh(state_dir=state_dir, region=region, instance_type=instance_type)
     console.print(f"prices refreshed as of {done.table.as_of}: {done.path}")
     for m in done.missing:
         console.print(f"  not found (old price kept): {escape(m)}")

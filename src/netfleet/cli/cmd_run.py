@@ -45,7 +45,9 @@ def run(
     max_instances: Annotated[
         int, typer.Option("--max-instances", help="cloud: refuse above this many instances")
     ] = 10,
-    yes: Annotated[bool, typer.Option("--yes", help="cloud: launch even above the limits")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="cloud: confirm the launch (never lifts a limit)")
+    ] = False,
 ) -> None:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends. Exit 3 if any run

@@ -301,8 +301,8 @@ def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool =
     if est.usd is None:
         raise InputError(
             f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
-            hint="run `netfleet cloud prices refresh --type TYPE` online (AWS Price List API), "
-            "or add the price to the table; --yes does not lift the limit",
+            hint="run `netfleet cloud prices refresh --instance-type TYPE` online (AWS Price "
+            "List API), or add the price to the table; --yes does not lift the limit",
         )
     if est.usd > max_cost:
         raise InputError(
