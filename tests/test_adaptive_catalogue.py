@@ -74,6 +74,7 @@ def test_catalogue_figures_end_a_steady_run_early(lab: tuple[str, Path], tmp_pat
     assert adaptive["stopped_at_s"] < 20 and took < 25  # not the 30 s maximum
 
 
+@pytest.mark.slow  # waits the 8 s burst bound, then the steady window
 def test_a_given_longest_burst_ends_a_steady_run_after_it(
     lab: tuple[str, Path], tmp_path: Path
 ) -> None:

@@ -274,6 +274,7 @@ def test_a_plan_longer_than_the_dead_mans_switch_is_refused_before_launch() -> N
     costs.guard(short.estimate, max_cost=10, max_instances=10)
 
 
+@pytest.mark.slow  # its own moto server: ~10 s, more on a loaded machine
 def test_the_plan_reads_peaks_and_vcpus_from_the_catalogue_and_says_why_a_price_is_missing(
     tmp_path: Path,
 ) -> None:
