@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from netfleet.errors import HostError
+from netfleet.hosts import ena
 from netfleet.hosts.base import Host
 
 PREFIX = "ena_srd_"
@@ -40,13 +40,7 @@ def express_on(values: dict[str, int]) -> bool | None:
 
 async def read_srd(host: Host, interface: str | None) -> dict[str, int]:
     """The host's SRD values now; {} without ENA Express support, ethtool or an interface."""
-    if not interface:
-        return {}
-    try:
-        res = await host.run(["ethtool", "-S", interface], timeout=10)
-    except HostError:
-        return {}
-    return parse_srd(res.stdout) if res.returncode == 0 else {}
+    return parse_srd(await ena.stats_text(host, interface))
 
 
 def over_run(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
