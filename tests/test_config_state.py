@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from netfleet import api, providerrules
+from netfleet.advice import advise
 from netfleet.catalog import ingest
 from netfleet.catalog.query import query
 from netfleet.catalog.rows import run_row
@@ -152,6 +153,17 @@ def test_state_fills_the_runs_columns() -> None:
     assert row["rules_as_of"] == dt.date(2026, 1, 2)
     assert row["server_mtu"] == 9001  # from the state when the facts lack it
     assert json.loads(row["state"])["rules"] == state["rules"]
+
+
+def test_srd_traffic_does_not_read_as_an_exceeded_allowance() -> None:
+    before = srd.parse_srd(shaped(1, 0, 0, 0, 5))
+    after = srd.parse_srd(shaped(1, 50_000, 50_000, 40_000, 60))
+    host = {"zone_id": "use1-az1", "ena_express": True, "ena_srd": srd.over_run(before, after)}
+    doc = _doc({"client": host, "server": host, "rules_as_of": "2026-01-02"})
+    doc["notes"] = {"ena_allowance_deltas": {"h": {"bw_out_allowance_exceeded": 0}}}
+    assert not [a for a in advise([doc]) if a.code == "ena-allowance"]
+    doc["notes"] = {"ena_allowance_deltas": {"h": {"bw_out_allowance_exceeded": 3}}}
+    assert [a.code for a in advise([doc]) if a.code == "ena-allowance"] == ["ena-allowance"]
 
 
 # -- a real lab run: the state is recorded, ingested by both paths, and checked by doctor ------
