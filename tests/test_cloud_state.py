@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from netfleet import aws
 from netfleet.cloud import images
 from netfleet.cloud.campaign import CloudSpec
@@ -24,6 +26,7 @@ def _zone_ids(ec2: Any) -> dict[str, str]:
     return {z["ZoneName"]: z["ZoneId"] for z in zones}
 
 
+@pytest.mark.slow
 def test_launched_hosts_carry_the_zone_id_not_the_zone_name(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
