@@ -60,6 +60,15 @@ RUNS_SCHEMA = pa.schema(
         ("labels", pa.string()),
         ("notes", pa.string()),
         ("source", pa.string()),
+        # configuration state (envelope ``state``; NULL in results written before it)
+        ("client_zone_id", pa.string()),
+        ("server_zone_id", pa.string()),
+        ("client_ena_express", pa.bool_()),
+        ("server_ena_express", pa.bool_()),
+        ("client_bandwidth_weighting", pa.string()),
+        ("server_bandwidth_weighting", pa.string()),
+        ("rules_as_of", pa.date32()),
+        ("state", pa.string()),
     ]
 )
 
@@ -303,6 +312,8 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
     engine = obj(doc.get("engine"))
     client, server = obj(doc.get("client")), obj(doc.get("server"))
     cfacts, sfacts = obj(client.get("facts")), obj(server.get("facts"))
+    state = obj(doc.get("state"))
+    cstate, sstate = obj(state.get("client")), obj(state.get("server"))
     result = obj(doc.get("result"))
     test_start = obj(obj(result.get("start")).get("test_start"))
     started = _timestamp(doc.get("started_at"), "started_at")
@@ -340,15 +351,31 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "duration": as_float(_param(params, test_start, "duration", "duration")),
         "omit": as_float(_param(params, test_start, "omit", "omit")),
         "interval": as_float(params.get("interval")),
-        "client_mtu": as_int(cfacts.get("mtu")),
-        "server_mtu": as_int(sfacts.get("mtu")),
+        "client_mtu": as_int(cfacts.get("mtu")) or as_int(cstate.get("mtu")),
+        "server_mtu": as_int(sfacts.get("mtu")) or as_int(sstate.get("mtu")),
         "client_cpus": as_int(cfacts.get("cpus")),
         "server_cpus": as_int(sfacts.get("cpus")),
         "params": json.dumps(params, sort_keys=True, default=str),
         "labels": json.dumps(labels, sort_keys=True, default=str),
         "notes": json.dumps(catalog_notes(doc.get("notes")), sort_keys=True, default=str),
         "source": source,
+        "client_zone_id": as_str(cstate.get("zone_id")),
+        "server_zone_id": as_str(sstate.get("zone_id")),
+        "client_ena_express": as_bool(cstate.get("ena_express")),
+        "server_ena_express": as_bool(sstate.get("ena_express")),
+        "client_bandwidth_weighting": as_str(cstate.get("bandwidth_weighting")),
+        "server_bandwidth_weighting": as_str(sstate.get("bandwidth_weighting")),
+        "rules_as_of": _day(state.get("rules_as_of")),
+        "state": json.dumps(state, sort_keys=True, default=str) if state else None,
     }
+
+
+def _day(text: Any) -> date | None:
+    """An ISO date, else None (a state written by hand may hold anything)."""
+    try:
+        return date.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 def catalog_notes(notes: Any) -> dict[str, Any]:

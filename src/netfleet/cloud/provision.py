@@ -25,6 +25,7 @@ from netfleet import aws, durable
 from netfleet.cloud import catalogue, faults, hostkeys, images, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.configstate import state_labels
 from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem
 
@@ -554,6 +555,7 @@ class Provisioner:
             "region": region,
             "availability_zone": az,
             "image": self.spec.ami or self.spec.image_family,
+            **state_labels(ec2, inst, az),  # zone ID, bandwidth weighting (issue 28)
         }
         return CloudHost(
             name=name,

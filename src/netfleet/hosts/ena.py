@@ -30,15 +30,20 @@ def parse_stats(text: str) -> dict[str, int]:
     return out
 
 
-async def read_counters(host: Host, interface: str | None) -> dict[str, int]:
-    """The host's allowance counters now; {} without ENA, ethtool or a known interface."""
+async def stats_text(host: Host, interface: str | None) -> str:
+    """``ethtool -S INTERFACE`` output now; "" without ethtool or a known interface."""
     if not interface:
-        return {}
+        return ""
     try:
         res = await host.run(["ethtool", "-S", interface], timeout=10)
     except HostError:
-        return {}
-    return parse_stats(res.stdout) if res.returncode == 0 else {}
+        return ""
+    return res.stdout if res.returncode == 0 else ""
+
+
+async def read_counters(host: Host, interface: str | None) -> dict[str, int]:
+    """The host's allowance counters now; {} without ENA, ethtool or a known interface."""
+    return parse_stats(await stats_text(host, interface))
 
 
 async def snapshot(

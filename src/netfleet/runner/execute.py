@@ -23,6 +23,7 @@ from netfleet.runner.bucket import check_bucket
 from netfleet.runner.events import Reporter
 from netfleet.runner.hostcpu import SAME_KERNEL, busy_note, cpu_times
 from netfleet.runner.session import RunSession, Started
+from netfleet.runner.state import config_state, srd_snapshot
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
 
 
@@ -68,6 +69,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     # ENA allowance counters around the run (hosts without them record nothing)
     hosts = [ctx.client, ctx.server] if ctx.client is not ctx.server else [ctx.client]
     ena_before = await ena.snapshot(hosts, ctx.facts)
+    srd_before = await srd_snapshot(hosts, ctx.facts)
+    srd_after: dict[str, dict[str, int]] = {}
     same_kernel = all(h.kind in SAME_KERNEL for h in hosts)
     cpu_before = cpu_times() if same_kernel else None
     try:
@@ -92,10 +95,14 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
         )
+    if cancelled is None and any(srd_before.values()):
+        srd_after = await srd_snapshot(hosts, ctx.facts)
+    state = config_state(ctx.client, ctx.server, ctx.facts, srd_before, srd_after)
     lost = next((why for h in hosts if (why := h.lost())), None)
     if lost and outcome.status == "failed":  # the machine went away (spot reclaim): not a fail
         outcome = Outcome("interrupted", f"{lost}; {outcome.reason}", outcome.result)
     envelope = _envelope(ctx, run, outcome, started, time.monotonic() - session.t0, session)
+    envelope.state = state
     if cancelled is not None:
         cancelled.envelope = envelope  # type: ignore[attr-defined]
         raise cancelled

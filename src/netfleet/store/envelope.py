@@ -52,6 +52,37 @@ class EngineRecord(BaseModel):
     commands: list[CommandRecord] = Field(default_factory=list)
 
 
+class HostState(BaseModel):
+    """The configuration of one host a verdict depends on (issue 28): unknown stays None
+    (``zone_id``: "unknown")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: the zone ID (``use1-az1``), the same in every account — not the per-account zone name
+    zone_id: str = "unknown"
+    #: ENA Express (``ena_srd_mode`` bit 0); None: the NIC reports no ENA Express counters
+    ena_express: bool | None = None
+    #: ``ena_srd_*`` over the run: counters as deltas, mode and resource utilization as read
+    ena_srd: dict[str, int] = Field(default_factory=dict)
+    #: 8th-gen bandwidth weighting (``default``, ``vpc-1``, ``ebs-1``); None: not known
+    bandwidth_weighting: str | None = None
+    #: the MTU of the interface the run used
+    mtu: int | None = None
+
+
+class ConfigState(BaseModel):
+    """Configuration state travelling with a result (absent in results written before)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client: HostState
+    server: HostState
+    #: the date of the provider rules table (:mod:`netfleet.providerrules`) at run time
+    rules_as_of: str
+    #: each rule's ``as_of`` date at run time, by rule name
+    rules: dict[str, str] = Field(default_factory=dict)
+
+
 class Envelope(BaseModel):
     """Everything about one run. ``result`` is the engine's own JSON, byte-for-byte equivalent."""
 
@@ -82,6 +113,8 @@ class Envelope(BaseModel):
     stderr_text: str | None = None
     notes: dict[str, Any] = Field(default_factory=dict)
     outputs: dict[str, str] = Field(default_factory=dict)
+    #: configuration state (zone ID, ENA Express, bandwidth weighting, MTU, rules date)
+    state: ConfigState | None = None
 
 
 def upgrade(doc: dict[str, Any], source: str) -> dict[str, Any]:
