@@ -4,6 +4,8 @@ link is refused with an error naming it, exit 4; what it points at is untouched.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from netfleet.cli.main import app
 from netfleet.durable import checked_dir, open_in
 from netfleet.errors import LinkRefused, StoreUnreachable
 from netfleet.store import S3Root, open_root
+from netfleet.store.limits import too_large
 from netfleet.store.rawfile import encode
 from netfleet.store.root import ResultsRoot
 from netfleet.store.s3 import SPOOL_DIR
@@ -153,3 +156,23 @@ def test_ingest_uploads_what_a_failed_upload_left_spooled(s3_state: Path, tmp_pa
         assert report.uploaded == [rel] and report.ingested == 2
         assert "1 waiting in the local upload spool uploaded first" in report.summary()
         assert root.pending() == []
+
+
+def test_ingest_fast_path_applies_the_json_values_limit(
+    root: ResultsRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One limit for both readers: a raw file under the byte limit but over the JSON-values
+    limit is skipped by ingest's DuckDB fast path just as by the Python reader (issue 23.4)."""
+    key, data = encode(make_envelope("tcp_1stream", "run-big-values"))
+    raw = json.loads(gzip.decompress(data))
+    raw["x"] = [0] * 300_000  # 600 kB of text, 300,000 values
+    text = json.dumps(raw, separators=(",", ":")).encode()
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", "2000000")
+    assert len(text) < 2_000_000 and too_large(text) is not None
+    path = root.path / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text))
+    for fast in (False, True):
+        report = ingest(root, tmp_path / f"cat-{fast}", fast=fast)
+        assert report.ingested == 1 and len(report.bad) == 1, (fast, report)
+        assert "values" in report.bad[0].reason, report.bad
