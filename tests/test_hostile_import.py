@@ -234,6 +234,26 @@ def test_two_names_for_one_file_are_reported_as_a_duplicate(
     assert "imported 1 file(s)" in out and "1 duplicate" in out and str(GOOD) in out
 
 
+def test_a_file_an_earlier_import_wrote_is_reported_as_already_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    first = import_files([str(GOOD)], root, labels=["site=a"])
+    (written,) = first.imported
+    run_id = Path(written).name.removesuffix(".json.gz")
+    mtime = os.stat(written).st_mtime_ns
+    again = import_files([str(GOOD)], root, labels=["site=a"])
+    assert again.imported == [] and again.already == [(str(GOOD), run_id)], again
+    assert os.stat(written).st_mtime_ns == mtime  # not written again
+    # another campaign is another run, not a duplicate
+    other = import_files([str(GOOD)], root, campaign="other", labels=["site=a"])
+    assert len(other.imported) == 1 and other.already == []
+    assert cli("import", str(GOOD), "-r", str(tmp_path / "r"), "--label", "site=a") == 0
+    out = capsys.readouterr().out
+    assert "imported 0 file(s), 1 already imported" in out
+    assert f"already imported as {run_id}" in out and str(GOOD) in out
+
+
 # -- links and special files -----------------------------------------------------------------
 
 
@@ -342,3 +362,20 @@ def test_a_failed_upload_says_how_many_files_were_imported_before_it(
         with pytest.raises(StoreUnreachable) as caught:
             import_files(runs, open_root("s3://results/p"), progress=endpoint_goes_down)
     assert f"4 of {len(runs)} file(s) were imported before it" in caught.value.message
+
+
+def test_an_s3_root_reports_runs_an_earlier_import_uploaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from netfleet import aws
+    from netfleet.store import open_root
+    from tests.motokit import moto_server
+
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    with moto_server():
+        aws.client("s3", region="us-east-1").create_bucket(Bucket="results")
+        first = import_files([str(GOOD)], open_root("s3://results/p"))
+        again = import_files([str(GOOD)], open_root("s3://results/p"))
+    assert len(first.imported) == 1 and first.already == []
+    assert again.imported == [] and [f for f, _ in again.already] == [str(GOOD)]
+    assert first.imported[0].endswith(f"/{again.already[0][1]}.json.gz")
