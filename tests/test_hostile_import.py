@@ -10,6 +10,7 @@ import copy
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -252,6 +253,37 @@ def test_a_file_an_earlier_import_wrote_is_reported_as_already_imported(
     out = capsys.readouterr().out
     assert "imported 0 file(s), 1 already imported" in out
     assert f"already imported as {run_id}" in out and str(GOOD) in out
+
+
+IPERF2 = FIX / "iperf2"
+
+
+@pytest.mark.parametrize("bps", ["nan", "inf", "-104857600", "99999999999999999", "1e300"])
+def test_iperf2_csv_with_an_impossible_rate_is_refused_at_the_door(
+    tmp_path: Path, bps: str
+) -> None:
+    lines = (IPERF2 / "tcp_csv.client.txt").read_text().splitlines()
+    fields = lines[1].split(",")
+    fields[8] = bps
+    lines[1] = ",".join(fields)
+    bad = tmp_path / "bad.client.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    report = import_files(
+        [str(bad), str(IPERF2 / "tcp_csv.client.txt")], ResultsRoot(tmp_path / "r")
+    )
+    assert len(report.imported) == 1, report
+    assert [p for p, _ in report.bad] == [str(bad)]
+    assert "CSV line 2" in report.bad[0][1] and "not a rate a link can carry" in report.bad[0][1]
+
+
+def test_iperf2_text_with_an_impossible_rate_is_refused_at_the_door(tmp_path: Path) -> None:
+    text = (IPERF2 / "tcp_p2_e.client.txt").read_text()
+    hostile = re.sub(r"\d+(\.\d+)? ([MG])bits/sec", "99999 Tbits/sec", text, count=1)
+    assert hostile != text
+    bad = tmp_path / "bad.client.txt"
+    bad.write_text(hostile)
+    report = import_files([str(bad)], ResultsRoot(tmp_path / "r"))
+    assert report.imported == [] and "not a rate a link can carry" in report.bad[0][1], report
 
 
 # -- links and special files -----------------------------------------------------------------
