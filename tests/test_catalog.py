@@ -413,10 +413,10 @@ def test_a_crash_between_part_writes_leaves_a_consistent_catalog(
         root.write(make_envelope(name, f"late-{n}"))
     real_publish = ingest_module._publish
 
-    def crash_before_runs(temp: Path, final: Path) -> None:
+    def crash_before_runs(temp: Path, final: Path, dfd: int) -> None:
         if final.parent.name == "runs":
             raise OSError("power cut")
-        real_publish(temp, final)
+        real_publish(temp, final, dfd)
 
     monkeypatch.setattr(ingest_module, "_publish", crash_before_runs)
     with pytest.raises(OSError, match="power cut"):

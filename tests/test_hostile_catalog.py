@@ -13,6 +13,7 @@ import pytest
 
 from netfleet import aws
 from netfleet.catalog import ingest
+from netfleet.catalog.layout import TABLES
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.durable import checked_dir, open_in
@@ -176,3 +177,33 @@ def test_ingest_fast_path_applies_the_json_values_limit(
         report = ingest(root, tmp_path / f"cat-{fast}", fast=fast)
         assert report.ingested == 1 and len(report.bad) == 1, (fast, report)
         assert "values" in report.bad[0].reason, report.bad
+
+
+def test_a_table_directory_swapped_for_a_link_during_ingest_is_never_written_through(
+    root: ResultsRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 item 2's remaining race: ingest checks the catalog's directories, then writes
+    into them. Here each one is swapped for a link to a victim directory just before the
+    first part is published: nothing lands in the victim (the held descriptors are used)."""
+    from netfleet.catalog import ingestion
+
+    catalog = tmp_path / "cat"
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    real_publish = ingestion._publish
+    swapped: list[str] = []
+
+    def swap_then_publish(temp: Path, final: Path, *dfd: int) -> None:
+        if not swapped:
+            for name in ("_run_ids", *TABLES):
+                (catalog / name).rename(catalog / f"{name}.moved")
+                (catalog / name).symlink_to(victim, target_is_directory=True)
+                swapped.append(name)
+        real_publish(temp, final, *dfd)
+
+    monkeypatch.setattr(ingestion, "_publish", swap_then_publish)
+    report = ingest(root, catalog)
+    assert swapped and report.ingested == 1
+    assert list(victim.iterdir()) == []
+    assert list((catalog / "runs.moved").glob("part-*.parquet"))
+    assert list((catalog / "_run_ids.moved").iterdir())
