@@ -207,3 +207,16 @@ def test_a_table_directory_swapped_for_a_link_during_ingest_is_never_written_thr
     assert list(victim.iterdir()) == []
     assert list((catalog / "runs.moved").glob("part-*.parquet"))
     assert list((catalog / "_run_ids.moved").iterdir())
+
+
+def test_a_linked_upload_spool_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    root = S3Root("results", "p/")
+    root.state_dir.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root.state_dir / SPOOL_DIR).symlink_to(elsewhere)
+    rel, data = encode(make_envelope("tcp_1stream", "spool"))
+    with pytest.raises(LinkRefused, match=f"{SPOOL_DIR}: a symbolic link"):
+        root.write_encoded(rel, data)  # refused before any upload: no endpoint needed
+    assert list(elsewhere.iterdir()) == []
