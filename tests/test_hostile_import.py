@@ -76,6 +76,9 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "intervals_number": (_with(_set("intervals", 5)), "intervals"),
     "duration_abc": (_with(_no_end_duration_abc), "duration"),
     "lone_surrogate": (GOOD.read_text().replace('"TCP"', '"\\ud800"', 1), "surrogate"),
+    "rate_huge": (_with(_set("end.sum_received.bits_per_second", 1e308)), "link can carry"),
+    "rate_negative": (_with(_set("end.sum_received.bits_per_second", -1e9)), "link can carry"),
+    "rate_nan": (_with(_set("end.sum_received.bits_per_second", float("nan"))), "link can carry"),
 }
 
 
