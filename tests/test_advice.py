@@ -107,3 +107,13 @@ def test_doctor_advice_and_tracepath_parsing() -> None:
         ],
     )
     assert {"path-mtu", "single-threaded-iperf3", "missing-tools"} <= set(codes(items))
+
+
+def test_impossible_received_rates_are_left_out_and_counted() -> None:
+    good = [env("a", 1e9, 1), env("b", 2e9, 2), env("c", 0.5e9, 1, "in")]
+    bad = [env("x", 1e308, 1), env("y", -1e9, 2), env("z", float("nan"), 1, "in")]
+    want = {a.code: a.evidence for a in advise(good)}
+    found = advise(good + bad)
+    assert {a.code: a.evidence for a in found if a.code != "impossible-rate"} == want
+    (item,) = [a for a in found if a.code == "impossible-rate"]
+    assert set(item.run_ids) == {"x", "y", "z"} and "3 run(s)" in item.message

@@ -225,7 +225,7 @@ def test_sql_errors_carry_duckdb_message(
         names = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     finally:
         con.close()
-    assert names == set(TABLES)
+    assert names == {*TABLES, "intervals_stored"}  # every interval row as ingested
     assert sql(catalog, "SELECT count(*) FROM runs WHERE status = ?", ["ok"]) == [
         [sum(1 for n in NAMES if MANIFEST[n]["status"] == "ok")]
     ]
@@ -413,10 +413,10 @@ def test_a_crash_between_part_writes_leaves_a_consistent_catalog(
         root.write(make_envelope(name, f"late-{n}"))
     real_publish = ingest_module._publish
 
-    def crash_before_runs(temp: Path, final: Path) -> None:
+    def crash_before_runs(temp: Path, final: Path, dfd: int) -> None:
         if final.parent.name == "runs":
             raise OSError("power cut")
-        real_publish(temp, final)
+        real_publish(temp, final, dfd)
 
     monkeypatch.setattr(ingest_module, "_publish", crash_before_runs)
     with pytest.raises(OSError, match="power cut"):

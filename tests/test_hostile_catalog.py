@@ -4,6 +4,8 @@ link is refused with an error naming it, exit 4; what it points at is untouched.
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 from pathlib import Path
 
@@ -11,11 +13,13 @@ import pytest
 
 from netfleet import aws
 from netfleet.catalog import ingest
+from netfleet.catalog.layout import TABLES
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.durable import checked_dir, open_in
 from netfleet.errors import LinkRefused, StoreUnreachable
 from netfleet.store import S3Root, open_root
+from netfleet.store.limits import too_large
 from netfleet.store.rawfile import encode
 from netfleet.store.root import ResultsRoot
 from netfleet.store.s3 import SPOOL_DIR
@@ -153,3 +157,66 @@ def test_ingest_uploads_what_a_failed_upload_left_spooled(s3_state: Path, tmp_pa
         assert report.uploaded == [rel] and report.ingested == 2
         assert "1 waiting in the local upload spool uploaded first" in report.summary()
         assert root.pending() == []
+
+
+def test_ingest_fast_path_applies_the_json_values_limit(
+    root: ResultsRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One limit for both readers: a raw file under the byte limit but over the JSON-values
+    limit is skipped by ingest's DuckDB fast path just as by the Python reader (issue 23.4)."""
+    key, data = encode(make_envelope("tcp_1stream", "run-big-values"))
+    raw = json.loads(gzip.decompress(data))
+    raw["x"] = [0] * 300_000  # 600 kB of text, 300,000 values
+    text = json.dumps(raw, separators=(",", ":")).encode()
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", "2000000")
+    assert len(text) < 2_000_000 and too_large(text) is not None
+    path = root.path / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text))
+    for fast in (False, True):
+        report = ingest(root, tmp_path / f"cat-{fast}", fast=fast)
+        assert report.ingested == 1 and len(report.bad) == 1, (fast, report)
+        assert "values" in report.bad[0].reason, report.bad
+
+
+def test_a_table_directory_swapped_for_a_link_during_ingest_is_never_written_through(
+    root: ResultsRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 item 2's remaining race: ingest checks the catalog's directories, then writes
+    into them. Here each one is swapped for a link to a victim directory just before the
+    first part is published: nothing lands in the victim (the held descriptors are used)."""
+    from netfleet.catalog import ingestion
+
+    catalog = tmp_path / "cat"
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    real_publish = ingestion._publish
+    swapped: list[str] = []
+
+    def swap_then_publish(temp: Path, final: Path, *dfd: int) -> None:
+        if not swapped:
+            for name in ("_run_ids", *TABLES):
+                (catalog / name).rename(catalog / f"{name}.moved")
+                (catalog / name).symlink_to(victim, target_is_directory=True)
+                swapped.append(name)
+        real_publish(temp, final, *dfd)
+
+    monkeypatch.setattr(ingestion, "_publish", swap_then_publish)
+    report = ingest(root, catalog)
+    assert swapped and report.ingested == 1
+    assert list(victim.iterdir()) == []
+    assert list((catalog / "runs.moved").glob("part-*.parquet"))
+    assert list((catalog / "_run_ids.moved").iterdir())
+
+
+def test_a_linked_upload_spool_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    root = S3Root("results", "p/")
+    root.state_dir.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root.state_dir / SPOOL_DIR).symlink_to(elsewhere)
+    rel, data = encode(make_envelope("tcp_1stream", "spool"))
+    with pytest.raises(LinkRefused, match=f"{SPOOL_DIR}: a symbolic link"):
+        root.write_encoded(rel, data)  # refused before any upload: no endpoint needed
+    assert list(elsewhere.iterdir()) == []

@@ -10,6 +10,7 @@ import copy
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -75,6 +76,9 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "intervals_number": (_with(_set("intervals", 5)), "intervals"),
     "duration_abc": (_with(_no_end_duration_abc), "duration"),
     "lone_surrogate": (GOOD.read_text().replace('"TCP"', '"\\ud800"', 1), "surrogate"),
+    "rate_huge": (_with(_set("end.sum_received.bits_per_second", 1e308)), "link can carry"),
+    "rate_negative": (_with(_set("end.sum_received.bits_per_second", -1e9)), "link can carry"),
+    "rate_nan": (_with(_set("end.sum_received.bits_per_second", float("nan"))), "link can carry"),
 }
 
 
@@ -234,6 +238,57 @@ def test_two_names_for_one_file_are_reported_as_a_duplicate(
     assert "imported 1 file(s)" in out and "1 duplicate" in out and str(GOOD) in out
 
 
+def test_a_file_an_earlier_import_wrote_is_reported_as_already_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = ResultsRoot(tmp_path / "r")
+    first = import_files([str(GOOD)], root, labels=["site=a"])
+    (written,) = first.imported
+    run_id = Path(written).name.removesuffix(".json.gz")
+    mtime = os.stat(written).st_mtime_ns
+    again = import_files([str(GOOD)], root, labels=["site=a"])
+    assert again.imported == [] and again.already == [(str(GOOD), run_id)], again
+    assert os.stat(written).st_mtime_ns == mtime  # not written again
+    # another campaign is another run, not a duplicate
+    other = import_files([str(GOOD)], root, campaign="other", labels=["site=a"])
+    assert len(other.imported) == 1 and other.already == []
+    assert cli("import", str(GOOD), "-r", str(tmp_path / "r"), "--label", "site=a") == 0
+    out = capsys.readouterr().out
+    assert "imported 0 file(s), 1 already imported" in out
+    assert f"already imported as {run_id}" in out and str(GOOD) in out
+
+
+IPERF2 = FIX / "iperf2"
+
+
+@pytest.mark.parametrize("bps", ["nan", "inf", "-104857600", "99999999999999999", "1e300"])
+def test_iperf2_csv_with_an_impossible_rate_is_refused_at_the_door(
+    tmp_path: Path, bps: str
+) -> None:
+    lines = (IPERF2 / "tcp_csv.client.txt").read_text().splitlines()
+    fields = lines[1].split(",")
+    fields[8] = bps
+    lines[1] = ",".join(fields)
+    bad = tmp_path / "bad.client.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    report = import_files(
+        [str(bad), str(IPERF2 / "tcp_csv.client.txt")], ResultsRoot(tmp_path / "r")
+    )
+    assert len(report.imported) == 1, report
+    assert [p for p, _ in report.bad] == [str(bad)]
+    assert "CSV line 2" in report.bad[0][1] and "not a rate a link can carry" in report.bad[0][1]
+
+
+def test_iperf2_text_with_an_impossible_rate_is_refused_at_the_door(tmp_path: Path) -> None:
+    text = (IPERF2 / "tcp_p2_e.client.txt").read_text()
+    hostile = re.sub(r"\d+(\.\d+)? ([MG])bits/sec", "99999 Tbits/sec", text, count=1)
+    assert hostile != text
+    bad = tmp_path / "bad.client.txt"
+    bad.write_text(hostile)
+    report = import_files([str(bad)], ResultsRoot(tmp_path / "r"))
+    assert report.imported == [] and "not a rate a link can carry" in report.bad[0][1], report
+
+
 # -- links and special files -----------------------------------------------------------------
 
 
@@ -342,3 +397,20 @@ def test_a_failed_upload_says_how_many_files_were_imported_before_it(
         with pytest.raises(StoreUnreachable) as caught:
             import_files(runs, open_root("s3://results/p"), progress=endpoint_goes_down)
     assert f"4 of {len(runs)} file(s) were imported before it" in caught.value.message
+
+
+def test_an_s3_root_reports_runs_an_earlier_import_uploaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from netfleet import aws
+    from netfleet.store import open_root
+    from tests.motokit import moto_server
+
+    monkeypatch.setenv("NETFLEET_S3_STATE", str(tmp_path / "state"))
+    with moto_server():
+        aws.client("s3", region="us-east-1").create_bucket(Bucket="results")
+        first = import_files([str(GOOD)], open_root("s3://results/p"))
+        again = import_files([str(GOOD)], open_root("s3://results/p"))
+    assert len(first.imported) == 1 and first.already == []
+    assert again.imported == [] and [f for f, _ in again.already] == [str(GOOD)]
+    assert first.imported[0].endswith(f"/{again.already[0][1]}.json.gz")

@@ -98,3 +98,67 @@ def test_no_output_format_prints_control_codes(fmt: OutputFormat) -> None:
     assert "\x1b" not in text and "\x07" not in text, text
     assert not any(line.startswith("FAKE") for line in text.splitlines())
     assert "\\x1b]0;PWNED" in render(data, fmt) or "\\u001b]0;PWNED" in render(data, fmt)
+
+
+def test_every_report_over_the_catalog_leaves_impossible_rates_out_with_a_note(
+    tmp_path: Path,
+) -> None:
+    """One filter (the catalog's ``intervals`` view) for analyze, compare, report topology and
+    report html: rows with NaN, infinite, negative or > 10 Tbit/s rates never reach a
+    statistic, and each says how many it left out."""
+    from netfleet import api
+    from netfleet.catalog import connect
+
+    root = ResultsRoot(tmp_path / "raw")
+    for n in range(3):
+        root.write(make_envelope("tcp_1stream", f"good-{n}", campaign="other"))
+    bad = 0
+    for name, value in BAD_RATES.items():
+        env = make_envelope("tcp_1stream", f"bad-{name}", labels={"topology": "x"})
+        doc = json.loads(env.model_dump_json())
+        (iv, *_) = doc["result"]["intervals"]
+        iv["sum"]["bits_per_second"] = value  # one interval of each run
+        bad += 1
+        _write_raw(root, doc, partition_path(env))
+    cat = tmp_path / "cat"
+    assert ingest(root, cat).ingested == 3 + len(BAD_RATES)
+    con = connect(cat)
+    stored = con.execute("SELECT count(*) FROM intervals_stored").fetchone()
+    kept = con.execute("SELECT count(*), max(bits_per_second), min(bits_per_second) FROM intervals")
+    (count, high, low) = kept.fetchone() or (0, 0, 0)
+    con.close()
+    assert stored is not None and stored[0] - count >= bad
+    assert math.isfinite(high) and 0 <= low <= high <= 10e12
+    note = "hold a rate no link can carry"
+
+    found = api.analyze(catalog=str(cat), campaign="camp")
+    assert any(note in n for n in found.notes), found.notes
+    for run in found.runs:
+        for v in vars(run).values():
+            assert not (isinstance(v, float) and math.isinf(v)), run
+    cmp = api.compare("camp", "other", catalog=str(cat), metric=["goodput"])
+    assert any(note in n for n in cmp.table().notes)
+    assert all(math.isfinite(d.mean_a) for d in cmp.rows), cmp.rows
+    topo = api.report_topology(catalog=str(cat), campaign="camp")
+    assert any(note in n for n in topo.notes)
+    html = api.report_html(catalog=str(cat), out=tmp_path / "r.html")
+    assert note in html.read_text()
+
+
+@pytest.mark.parametrize("value", list(BAD_RATES.values()), ids=list(BAD_RATES))
+def test_analyze_of_one_raw_file_leaves_impossible_rates_out_with_a_note(
+    tmp_path: Path, value: float
+) -> None:
+    from netfleet import api
+
+    root = ResultsRoot(tmp_path / "raw")
+    env = make_envelope("tcp_1stream", "bad")
+    doc = json.loads(env.model_dump_json())
+    for side in (doc["result"], doc["result"]["server_output_json"]):
+        side["intervals"][1]["sum"]["bits_per_second"] = value  # one interval of each side
+    _write_raw(root, doc, partition_path(env))
+    (run,) = api.analyze("bad", results=str(root.path)).runs
+    assert run.series is not None
+    assert any("1 interval(s) with a rate no link can carry" in n for n in run.series.notes), (
+        run.series.notes
+    )

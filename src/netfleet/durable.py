@@ -13,7 +13,10 @@ one ``openat(O_NOFOLLOW | O_DIRECTORY)`` at a time, :func:`open_in` opens a file
 ``O_NOFOLLOW``, :func:`checked_dir` makes and checks a directory, :func:`remove_in` deletes
 through a directory descriptor. A link met on the way is refused with :class:`LinkRefused`
 (exit 4) naming it. Temp files are created with ``O_EXCL`` (never through a link) and renamed
-(a rename replaces a link, never follows it).
+(a rename replaces a link, never follows it). Where a directory is checked once and written
+later (ingest's table directories), the descriptor is held and every create, rename and
+delete goes through it (:func:`create_in`, :func:`rename_in`, :func:`atomic_write_in`,
+:func:`remove_in`), so swapping the directory for a link in between changes nothing.
 """
 
 from __future__ import annotations
@@ -108,6 +111,36 @@ def remove_in(dfd: int, name: str) -> None:
     followed); gone already is fine."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(name, dir_fd=dfd)
+
+
+def create_in(dfd: int, name: str, mode: int = 0o644) -> int:
+    """Create the new file ``name`` in the directory open as ``dfd`` for writing (``O_EXCL``:
+    never an existing file, never through a link); the caller closes it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(name, flags, mode, dir_fd=dfd)
+
+
+def rename_in(dfd: int, src: str, dst: str) -> None:
+    """Rename ``src`` to ``dst`` inside the directory open as ``dfd``: the directory checked
+    when it was opened, even if its path has been swapped for a link since."""
+    os.rename(src, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
+
+
+def atomic_write_in(dfd: int, name: str, data: bytes, prefix: str = ".tmp-") -> None:
+    """:func:`atomic_write` into the directory open as ``dfd``: temp file (``O_EXCL``), fsync,
+    rename, fsync the directory — every step through the descriptor, none through a path."""
+    temp = f"{prefix}{os.urandom(8).hex()}.part"
+    fd = create_in(dfd, temp)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        rename_in(dfd, temp, name)
+    except BaseException:
+        remove_in(dfd, temp)
+        raise
+    os.fsync(dfd)
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:

@@ -12,7 +12,7 @@ from netfleet.advice.model import Advice
 from netfleet.engines import tools as registry_tools
 from netfleet.engines.probes import VERSION_PROBES
 from netfleet.hosts.packages import install_hint
-from netfleet.units import TCP_IP_OVERHEAD
+from netfleet.units import MAX_RATE, TCP_IP_OVERHEAD, fmt_rate, plausible_rate
 
 CPU_BOUND_PERCENT = 90.0
 #: 2 streams ≥ this × 1 stream: each flow is capped
@@ -23,8 +23,41 @@ RETRANSMIT_RATE = 0.01
 
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Complete throughput runs with a received rate a link can carry."""
     return [
-        e for e in envs if e.get("status") == "ok" and ev.is_throughput(e) and ev.receiver_bps(e)
+        e
+        for e in envs
+        if e.get("status") == "ok"
+        and ev.is_throughput(e)
+        and ev.receiver_bps(e)
+        and plausible_rate(ev.receiver_bps(e))
+    ]
+
+
+def impossible_rates(envs: Iterable[Mapping[str, Any]]) -> list[Advice]:
+    """Complete throughput runs whose received rate no link can carry (NaN, infinite,
+    negative, above :data:`~netfleet.units.MAX_RATE`): left out of every other finding, and
+    counted here."""
+    bad = [
+        str(e.get("run_id"))
+        for e in envs
+        if e.get("status") == "ok"
+        and ev.is_throughput(e)
+        and (bps := ev.receiver_bps(e)) is not None
+        and not plausible_rate(bps)
+    ]
+    if not bad:
+        return []
+    return [
+        Advice(
+            "impossible-rate",
+            "warn",
+            f"{len(bad)} run(s) report a received rate no link can carry (NaN, infinite, "
+            f"negative or above {fmt_rate(MAX_RATE)}): left out of the advice",
+            "a broken or forged result: look at those raw files",
+            {"runs": len(bad)},
+            tuple(bad),
+        )
     ]
 
 
@@ -199,7 +232,7 @@ def advise(envelopes: Iterable[Mapping[str, Any]]) -> list[Advice]:
         items += cpu_bound(e) + gateway_mtu(e) + retransmits(e)
     for e in envs:
         items += ena_exceeded(e)
-    items += flow_cap(ok) + asymmetry(ok)
+    items += flow_cap(ok) + asymmetry(ok) + impossible_rates(envs)
     return items
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from netfleet.analysis.stats import FloatArray, t_quantile
 from netfleet.catalog import connect
 from netfleet.catalog.cheatsheet import STUB_FRACTION
+from netfleet.catalog.views import impossible_count, impossible_text
 from netfleet.errors import CatalogError, InputError
 from netfleet.tabular import Tabular
 
@@ -158,6 +159,8 @@ class Comparison:
     rows: list[Difference] = field(default_factory=list)
     #: group keys left out because A and B share none of their values
     dropped: list[str] = field(default_factory=list)
+    #: interval rows left out for a rate no link can carry (the catalog's ``intervals`` view)
+    impossible: int = 0
 
     def table(self) -> Tabular:
         columns = [
@@ -200,6 +203,7 @@ class Comparison:
                     if self.dropped
                     else []
                 ),
+                *([impossible_text(self.impossible)] if self.impossible else []),
             ],
             decimals=2,
         )
@@ -391,6 +395,7 @@ def compare(
     con = connect(catalog_dir)
     try:
         values = {m: _run_values(con, METRICS[m], keys) for m in metrics}
+        result.impossible = impossible_count(con)
     except CatalogError as exc:
         raise CatalogError(f"compare: {exc.args[0]}", hint=getattr(exc, "hint", None)) from exc
     except duckdb.Error as exc:

@@ -21,6 +21,7 @@ import numpy as np
 
 from netfleet.analysis.stats import FloatArray
 from netfleet.catalog import envelope_rows
+from netfleet.units import MAX_RATE, fmt_rate, plausible_rate
 
 Side = Literal["receiver", "sender"]
 #: intervals shorter than this fraction of the reporting interval are not measurements
@@ -191,11 +192,13 @@ def series_from_rows(
     lead_s = lead_b = 0.0
     omitted = stubs = 0
     kept: list[Mapping[str, Any]] = []
-    repeats = 0
+    repeats = impossible = 0
     for r in chosen:
         seconds = float(r.get("seconds") or 0.0)
         if kept and (r.get("start"), r.get("end")) == (kept[-1].get("start"), kept[-1].get("end")):
             repeats += 1  # 3.12 repeats its last interval when the other end goes away
+        elif not plausible_row(r):
+            impossible += 1
         elif r.get("omitted"):
             omitted += 1
             lead_s += seconds
@@ -211,6 +214,11 @@ def series_from_rows(
         )
     if repeats:
         notes.append(f"{repeats} repeated interval(s) dropped (the same start and end twice)")
+    if impossible:
+        notes.append(
+            f"{impossible} interval(s) with a rate no link can carry (NaN, infinite, negative or "
+            f"above {fmt_rate(MAX_RATE)}: a broken or forged result) left out"
+        )
     if not kept:
         raise SeriesUnavailable(f"no measured intervals ({omitted} omitted, {stubs} stubs)")
     return Series(
@@ -226,6 +234,17 @@ def series_from_rows(
         stubs=stubs,
         notes=tuple(notes),
     )
+
+
+def plausible_row(row: Mapping[str, Any]) -> bool:
+    """An interval row whose rate — as stored, and as its bytes over its seconds — a link can
+    carry (:func:`netfleet.units.plausible_rate`); the catalog's ``intervals`` view already
+    leaves out rows whose stored rate is impossible, a raw file's rows are checked here."""
+    bps = row.get("bits_per_second")
+    if bps is not None and not plausible_rate(bps):
+        return False
+    seconds = float(row.get("seconds") or 0.0)
+    return not seconds > 0 or plausible_rate(8.0 * float(row["bytes"]) / seconds)
 
 
 def run_from_envelope(

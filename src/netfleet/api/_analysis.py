@@ -86,7 +86,7 @@ def analyze(
     if run_id is not None:
         found = Analysis(group_keys, [analyze_run(results_url(results), run_id)])
     else:
-        from netfleet.catalog.pending import pending_notes
+        from netfleet.catalog.pending import catalog_notes
 
         cat = catalog_dir(catalog)
         groups = analyze_catalog(cat, group_keys, campaign, match_of(match))
@@ -94,7 +94,7 @@ def analyze(
             group_keys,
             [a for g in groups for a in g.runs],
             list(groups),
-            pending_notes(results_url(results), cat),
+            catalog_notes(results_url(results), cat),
         )
     if plot is not None:
         plot = Path(plot)

@@ -43,7 +43,7 @@ def report_html(
     summary with advice, cheat sheet, out vs in, measured ÷ advertised, burst vs baseline,
     latency per topology, price per Gbit/s, compare (``compare``: A B), per-run appendix.
     Returns the file written."""
-    from netfleet.catalog.pending import pending_notes
+    from netfleet.catalog.pending import catalog_notes
     from netfleet.report.document import Paragraph
     from netfleet.report.html import write_report
     from netfleet.report.study_report import build_document
@@ -52,7 +52,7 @@ def report_html(
     doc = build_document(cat, tuple(campaign), compare=compare, target=target, title=title)
     if doc.sections:  # un-ingested raw results: said first, in the summary
         doc.sections[0].blocks[:0] = [
-            Paragraph(n, "warn") for n in pending_notes(results_url(results), cat)
+            Paragraph(n, "warn") for n in catalog_notes(results_url(results), cat)
         ]
     return write_report(doc, Path(out), format)
 

@@ -38,7 +38,10 @@ def import_(
     ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
     labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that
     cannot be imported is listed in ``ImportReport.bad`` with its reason; the others are
-    imported (links and special files are refused unless ``follow_links``). ``workers``
+    imported (links and special files are refused unless ``follow_links``). A file repeating
+    another of this import (same bytes, campaign and labels) is in ``ImportReport.duplicates``,
+    one whose run an earlier import wrote in ``ImportReport.already`` (with its run id); neither
+    is written again. ``workers``
     default: one per CPU, at most 4 (a script must then guard its entry point with
     ``if __name__ == "__main__"``)."""
     from netfleet.store import open_root

@@ -287,7 +287,7 @@ def _cheatsheet(
         " i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
         f" AND i.bits_per_second BETWEEN 0 AND {MAX_RATE:.0f}) AS impossible,"
         f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
-        " FROM _r r JOIN intervals i ON i.run_id = r.run_id"
+        " FROM _r r JOIN intervals_stored i ON i.run_id = r.run_id"
         " WHERE i.kind = 'sum' AND i.role = ?",
         [side],
     )

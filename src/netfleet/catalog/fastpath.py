@@ -8,8 +8,10 @@ The Python path (:func:`netfleet.catalog.ingestion.read_rows`) stays the referen
 there instead, with the reason kept in :attr:`FastChunk.fallback`, when:
 
 * it is not a regular file inside ``d=…/campaign=…`` directories (links are the reference's to
-  refuse), or DuckDB cannot read the chunk it is in (not gzip, not JSON, a value of the wrong
-  JSON type for its column, a number beyond int64, an object larger than the raw-size cap): the
+  refuse), or it breaks the raw-result limit (:func:`netfleet.store.limits.stream_too_large`,
+  bytes *and* JSON values, read in 1 MiB chunks: DuckDB alone would check bytes only), or
+  DuckDB cannot read the chunk it is in (not gzip, not JSON, a value of the wrong JSON type
+  for its column, a number beyond int64): the
   chunk is split in halves until the file is alone;
 * its envelope fails the same checks the reference makes (format version, partition, the
   pydantic model — on the envelope minus ``result``);
@@ -24,9 +26,11 @@ test (tests/test_catalog_fastpath.py) holds the two paths equal on every capture
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import stat
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,6 +52,7 @@ from netfleet.catalog.rows import (
 from netfleet.engines import ENGINES, iperf3_rows
 from netfleet.errors import NetfleetError
 from netfleet.store.envelope import Envelope, upgrade
+from netfleet.store.limits import stream_too_large
 from netfleet.store.rawfile import _check_partition, max_raw_bytes
 from netfleet.values import obj
 
@@ -232,7 +237,13 @@ def _plain_file(path: Any) -> str | None:
     top = part.parent.parent
     if os.path.realpath(part) != os.path.join(os.path.realpath(top), part.parent.name, part.name):
         return "its directory is a symbolic link"
-    return None
+    # DuckDB counts no JSON values: the raw-result limit is checked here, streaming, and a file
+    # that breaks it goes to the Python reader, which refuses it with the same reason
+    try:
+        with gzip.open(path, "rb") as fh:
+            return stream_too_large(fh)
+    except (OSError, EOFError, zlib.error) as exc:
+        return f"cannot be read ({type(exc).__name__})"
 
 
 def connection(threads: int | None = None) -> duckdb.DuckDBPyConnection:

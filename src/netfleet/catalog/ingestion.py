@@ -37,13 +37,14 @@ from netfleet.catalog.layout import (
 )
 from netfleet.catalog.remote import S3Catalog, is_s3
 from netfleet.durable import (
-    atomic_write,
+    atomic_write_in,
     checked_dir,
-    fsync_dir,
+    create_in,
     named,
     open_dir,
     open_in,
     remove_in,
+    rename_in,
 )
 from netfleet.errors import (
     CatalogError,
@@ -239,9 +240,10 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
-def _publish(temp: Path, final: Path) -> None:
-    """Make one written part visible (a separate function so tests can simulate a crash)."""
-    os.replace(temp, final)
+def _publish(temp: Path, final: Path, dfd: int) -> None:
+    """Make one written part visible: renamed inside its table directory's descriptor (a
+    separate function so tests can simulate a crash)."""
+    rename_in(dfd, temp.name, final.name)
 
 
 def _write_batch(
@@ -249,17 +251,21 @@ def _write_batch(
 ) -> dict[str, int]:
     """Write one batch as a part per table; return rows written per table. With ``remote``,
     ``catalog_dir`` is the local staging directory and each part is uploaded instead of
-    renamed (runs last, as on disk)."""
+    renamed (runs last, as on disk). Each table directory (and ``_run_ids``) is opened once,
+    without following a link, and held: every part is created, renamed and cleaned up through
+    its descriptor, so a directory swapped for a link meanwhile is never written through."""
     batch_id = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:8]}"
     name = part_name(batch_id)
     tables = batch.tables()
     counts = {t: sum(group.num_rows for group in tables[t]) for t in TABLES}
     temps: dict[str, Path] = {}
+    dirs: dict[str, int] = {}
     try:
+        for table in (*TABLES, IDS_DIR):
+            dirs[table] = open_dir(catalog_dir, table)
         for table in TABLES:  # write everything first ...
-            rel = f"{table}/{TEMP_PREFIX}{name}"
-            fd = open_in(catalog_dir, rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            temps[table] = temp = catalog_dir / rel
+            temps[table] = temp = catalog_dir / table / f"{TEMP_PREFIX}{name}"
+            fd = create_in(dirs[table], temp.name)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     _write_part(fh, table, tables[table])
@@ -274,12 +280,14 @@ def _write_batch(
             if table == "runs":  # the batch's run_ids, for the next ingest's skip list
                 ids = [i for group in tables["runs"] for i in group.column("run_id").to_pylist()]
                 text = "".join(json.dumps(i) + "\n" for i in ids).encode()
-                atomic_write(catalog_dir / IDS_DIR / ids_name(batch_id), text, prefix=TEMP_PREFIX)
-            _publish(temps[table], catalog_dir / table / name)
-            fsync_dir(catalog_dir / table)
+                atomic_write_in(dirs[IDS_DIR], ids_name(batch_id), text, prefix=TEMP_PREFIX)
+            _publish(temps[table], catalog_dir / table / name, dirs[table])
+            os.fsync(dirs[table])
     finally:
-        for temp in temps.values():
-            temp.unlink(missing_ok=True)
+        for table, temp in temps.items():
+            remove_in(dirs[table], temp.name)
+        for dfd in dirs.values():
+            os.close(dfd)
     return counts
 
 

@@ -85,3 +85,14 @@ def pending_notes(
         return []
     found = pending_raw(results, catalog_dir)
     return [found.note()] if found else []
+
+
+def catalog_notes(
+    results: RawStore | str | os.PathLike[str] | None, catalog_dir: str | os.PathLike[str]
+) -> list[str]:
+    """The notes of a report over the catalog's intervals: :func:`pending_notes`, and how
+    many interval rows the ``intervals`` view leaves out for a rate no link can carry
+    (:func:`netfleet.catalog.views.impossible_note`)."""
+    from netfleet.catalog.views import impossible_note
+
+    return impossible_note(catalog_dir) + pending_notes(results, catalog_dir)

@@ -55,10 +55,13 @@ def import_(
             follow_links=follow_links,
         )
     dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
+    dups += f", {len(report.already)} already imported" if report.already else ""
     url = line(api.results_url(results))
     console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
     for path, first in report.duplicates:
         console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
+    for path, run_id in report.already:
+        console.print(f"  duplicate {line(path)}: already imported as {line(run_id)}")
     for path, count in report.flagged:
         console.print(
             f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
@@ -66,7 +69,7 @@ def import_(
         )
     for path, reason in report.bad:
         console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
-    if report.bad and not (report.imported or report.duplicates):
+    if report.bad and not (report.imported or report.duplicates or report.already):
         raise InputError(
             f"{len(report.bad)} file(s) could not be imported, none was",
             hint="the reasons are listed above",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from netfleet.catalog.pending import pending_notes
+from netfleet.catalog.pending import catalog_notes
 from netfleet.catalog.topology import COLUMNS, topology_rows
 from netfleet.report.cheatsheet import scale_notes
 from netfleet.tabular import Tabular
@@ -39,7 +39,7 @@ def topology_table(
                 else []
             ),
             *scale_notes((f"{by} {value}", rate, time) for value, rate, time in scaled),
-            *pending_notes(results, catalog_dir),
+            *catalog_notes(results, catalog_dir),
         ],
         decimals=2,
     )

@@ -34,6 +34,7 @@ from netfleet.store.import_base import (
     rate_flag,
     stamp,
 )
+from netfleet.units import MAX_RATE, plausible_rate
 
 #: tolerance of the rate check on text lines (3 significant digits on both numbers)
 TEXT_TOLERANCE = 0.02
@@ -104,6 +105,30 @@ def _start(
     raise ImportProblem("no start time: iperf2's plain text has none and there is no {epoch}")
 
 
+def _check_rates(csv: list[str], lines: list[CsvLine]) -> None:
+    """Refuse a rate no link can carry (:func:`netfleet.units.plausible_rate`): NaN, infinite,
+    negative or above :data:`~netfleet.units.MAX_RATE`. The CSV lines are read as written (the
+    parser drops a non-finite line, which must not vanish here), the text lines as parsed."""
+    for n, raw in enumerate(csv, start=1):
+        fields = raw.strip().split(",")
+        if len(fields) in (9, 14):
+            try:
+                value: object = float(fields[8])
+            except ValueError:
+                continue
+            if not plausible_rate(value):
+                _refuse(f"CSV line {n}: bits/s", fields[8])
+    for x in lines:
+        if not plausible_rate(x.bps):
+            _refuse(f"the {x.start:g}-{x.end:g} s line of stream {x.stream}: bits/s", x.bps)
+
+
+def _refuse(field: str, value: object) -> None:
+    raise ImportProblem(
+        f"{field} = {str(value)[:32]!r} is not a rate a link can carry (0 to {MAX_RATE:.0e} bit/s)"
+    )
+
+
 def build_iperf2_envelope(
     path: Path,
     data: bytes,
@@ -121,6 +146,7 @@ def build_iperf2_envelope(
     if not lines:
         raise ImportProblem("no iperf2 interval lines (neither -y C CSV nor text reports)")
     csv = [ln for ln in text.splitlines() if ln.strip() and ln.strip()[0].isdigit() and "," in ln]
+    _check_rates(csv if csv_lines else [], lines)
     subject, side_inferred = _side(text, side, path)
     started, start_inferred = _start(text, csv if csv_lines else [], epoch_label, mtime)
     interval = _interval_of(lines)

@@ -72,6 +72,9 @@ class ImportReport:
     flagged: list[tuple[str, int]] = field(default_factory=list)
     #: (file, the file of this import it repeats): same bytes, campaign and labels, one run
     duplicates: list[tuple[str, str]] = field(default_factory=list)
+    #: (file, run id): the same run an earlier import already wrote (same bytes, campaign and
+    #: labels); not written again
+    already: list[tuple[str, str]] = field(default_factory=list)
 
 
 def expand_sources(sources: Iterable[str], follow_links: bool = False) -> Iterator[Path]:
@@ -297,6 +300,11 @@ def check_campaign(campaign: str) -> str:
 PARALLEL_MIN = 64
 
 
+def run_of(rel: str) -> str:
+    """The run id of a raw result's relative key (``…/<run_id>.json.gz``)."""
+    return rel.rsplit("/", 1)[-1].removesuffix(".json.gz")
+
+
 def default_workers() -> int:
     """Worker processes for ``netfleet import``: one per CPU, at most 4."""
     return min(os.cpu_count() or 1, 4)
@@ -434,7 +442,9 @@ def import_files(
     importing again duplicates nothing (a run id is the content hash with the campaign and the
     labels: :func:`~netfleet.store.import_base.run_identity`); files of this import that repeat
     an earlier one (same bytes, campaign and labels) are listed in ``duplicates``, written
-    once. Links and special files are refused unless ``follow_links``."""
+    once; files whose run is already in ``root`` (an earlier import wrote it) are listed in
+    ``already`` with its run id, not written again. Links and special files are refused
+    unless ``follow_links``."""
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
     opts = _Options(
@@ -455,6 +465,9 @@ def import_files(
                     report.bad.append(outcome)
                 elif outcome[1] in first:
                     report.duplicates.append((outcome[0], first[outcome[1]]))
+                elif root.has(outcome[1]):
+                    first[outcome[1]] = outcome[0]
+                    report.already.append((outcome[0], run_of(outcome[1])))
                 else:
                     first[outcome[1]] = outcome[0]
                     group.add(*outcome)

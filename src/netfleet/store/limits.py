@@ -12,6 +12,7 @@ some 30 in memory), so both are checked before the text is parsed.
 from __future__ import annotations
 
 import os
+from typing import Protocol
 
 #: bytes a raw result may inflate to (override: NETFLEET_MAX_RAW_BYTES)
 MAX_RAW_BYTES = 256 * 1024 * 1024
@@ -41,10 +42,36 @@ def too_large(text: bytes, size: int | None = None) -> str | None:
     limit = max_raw_bytes()
     if (len(text) if size is None else size) > limit:
         return f"inflates to more than {limit:,} bytes ({ENV})"
-    values = max_json_values()
-    if values_bound(text) > values:
-        return (
-            f"holds more than {values:,} JSON values (one per {BYTES_PER_VALUE} bytes of the "
-            f"{limit:,} of {ENV})"
-        )
-    return None
+    return _values_reason() if values_bound(text) > max_json_values() else None
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+#: bytes :func:`stream_too_large` reads at a time
+CHUNK = 1 << 20
+
+
+def stream_too_large(fh: Readable) -> str | None:
+    """:func:`too_large` of a whole (inflated) stream, read a chunk at a time — memory stays
+    at one chunk — for a reader that cannot count JSON values itself (ingest's DuckDB fast
+    path), so one limit governs every reader. Stops at the first byte past the limit."""
+    limit = max_raw_bytes()
+    size = bound = 0
+    while size <= limit:
+        chunk = fh.read(CHUNK)
+        if not chunk:
+            break
+        size += len(chunk)
+        bound += chunk.count(b",") + chunk.count(b"[") + chunk.count(b"{")
+    if size > limit:
+        return f"inflates to more than {limit:,} bytes ({ENV})"
+    return _values_reason() if bound + 1 > max_json_values() else None
+
+
+def _values_reason() -> str:
+    return (
+        f"holds more than {max_json_values():,} JSON values (one per {BYTES_PER_VALUE} bytes "
+        f"of the {max_raw_bytes():,} of {ENV})"
+    )

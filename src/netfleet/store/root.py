@@ -61,6 +61,10 @@ class ResultsRoot:
         finals = [(self._final(rel), data) for rel, data in items]
         return write_group(finals, prefix=".tmp-", suffix=".part")
 
+    def has(self, rel: str) -> bool:
+        """Whether a raw result is stored at ``rel`` (a file or anything else at its name)."""
+        return os.path.lexists(self.path / rel)
+
     def _final(self, rel: str) -> Path:
         """Where ``rel`` is stored, its directories made; never through a d=/campaign= link
         out of the root (:func:`netfleet.durable.checked_dir`)."""
@@ -135,6 +139,8 @@ class RawStore(Protocol):
     def write_encoded(self, rel: str, data: bytes) -> Any: ...
 
     def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[Any]: ...
+
+    def has(self, rel: str) -> bool: ...
 
     def files(self) -> Iterator[Any]: ...
 

@@ -81,6 +81,8 @@ class S3Root:
     bucket: str
     prefix: str = ""  # "" or "a/b/" (always ends with "/")
     _client: list[Any] = field(default_factory=list, compare=False, repr=False)
+    #: keys under each ``d=…/campaign=…/`` prefix :meth:`has` listed (one listing a prefix)
+    _listed: dict[str, set[str]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -125,6 +127,25 @@ class S3Root:
         self._upload(rel, data)
         spooled.unlink(missing_ok=True)
         return self.url + rel
+
+    def has(self, rel: str) -> bool:
+        """Whether an object is stored at ``rel``: its ``d=…/campaign=…/`` prefix is listed
+        once (not one request per file of an import)."""
+        prefix = rel.rsplit("/", 1)[0] + "/"
+        if prefix not in self._listed:
+            keys: set[str] = set()
+            try:
+                pages = self.client.get_paginator("list_objects_v2").paginate(
+                    Bucket=self.bucket, Prefix=self.prefix + prefix
+                )
+                for page in pages:
+                    keys.update(obj["Key"][len(self.prefix) :] for obj in page.get("Contents", []))
+            except Exception as exc:
+                if _aws_error(exc):
+                    raise self._fail("listing", exc) from exc
+                raise
+            self._listed[prefix] = keys
+        return rel in self._listed[prefix]
 
     def write_encoded_many(self, items: Sequence[tuple[str, bytes]]) -> list[str]:
         """Store many at once: one after the other (each PUT is atomic by itself). A failure
