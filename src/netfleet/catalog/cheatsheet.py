@@ -2,7 +2,9 @@
 
 Per group: how many complete runs and intervals, and min / p5 / avg / p50 / p95 / max of the
 per-interval rate. Only ``status = 'ok'`` runs; only ``kind = 'sum'`` intervals of one side
-(the receiver by default: its series is the truthful one); omitted (``-O``) intervals and the
+(the receiver by default: its series is the truthful one — a run whose file holds only the
+sender's side, such as seed 002's client ``-J`` output, counts with its sender's intervals, and
+the sheet says so in a note and in the row's flag); omitted (``-O``) intervals and the
 receiver's trailing stub (shorter than half the reporting interval) are left out.
 """
 
@@ -40,6 +42,8 @@ INTERVAL_KEYS = {"flow": "i.flow"}
 #: intervals shorter than this fraction of the run's reporting interval are the receiver's
 #: trailing stub (≈0.5 ms after the test ends), not a measurement
 STUB_FRACTION = 0.5
+#: the ``flag`` of a receiver-side group whose runs (some or all) have only the sender's side
+SENDER_FLAG = "{n} run(s) sender side: no receiver data"
 #: the statistics columns, in the unit asked for (named in title and notes): min, p5, avg, p50,
 #: p95, max of the interval rate — from :data:`_STATS_SQL`, by :func:`_stats`
 STATS = ("min", "p5", "avg", "p50", "p95", "max")
@@ -89,9 +93,12 @@ class CheatSheetData:
     #: groups measured in a scaled lab: (group key values, "lab_scale" values, "lab_time_scale"
     #: values), the values as the labels give them, comma-separated when runs differ
     scaled: list[tuple[tuple[Any, ...], str, str | None]] = field(default_factory=list)
+    #: receiver side asked, but this many runs have only the sender's intervals: theirs counted
+    from_sender: int = 0
 
 
-_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible")
+_INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible",
+         "from_sender")  # fmt: skip
 _TEXTS = ("side", "rate", "unit_label", "filters")
 
 
@@ -286,10 +293,11 @@ def _cheatsheet(
         f"i.bits_per_second * {factor} AS bps, i.omitted,"
         " i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
         f" AND i.bits_per_second BETWEEN 0 AND {MAX_RATE:.0f}) AS impossible,"
-        f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub"
+        f" i.seconds < {STUB_FRACTION} * r.report_interval AS stub, i.role <> ? AS from_sender"
         " FROM _r r JOIN intervals_stored i ON i.run_id = r.run_id"
-        " WHERE i.kind = 'sum' AND i.role = ?",
-        [side],
+        " WHERE i.kind = 'sum' AND (i.role = ? OR (? AND i.role = 'sender' AND i.run_id NOT IN"
+        " (SELECT run_id FROM intervals_stored WHERE kind = 'sum' AND role = 'receiver')))",
+        [side, side, side == "receiver"],
     )
 
     grouping = ", ".join(groups)
@@ -310,8 +318,10 @@ def _cheatsheet(
         f"SELECT {run_keys + ', ' if groups else ''}count(*),"  # noqa: S608
         " count(*) FILTER (WHERE r.no_drop), max(r.stopped_at) FILTER (WHERE r.no_drop),"
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
-        " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale)"
-        f" FROM (SELECT DISTINCT run_id{', ' + grouping if groups else ''} FROM _x WHERE {kept}) k"
+        " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
+        " count(*) FILTER (WHERE k.from_sender)"
+        f" FROM (SELECT DISTINCT run_id, from_sender{', ' + grouping if groups else ''} FROM _x"
+        f" WHERE {kept}) k"
         f" JOIN _r r ON r.run_id = k.run_id{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
     runs_of = {tuple(row[:n]): row[n:] for row in per_run}
@@ -323,11 +333,15 @@ def _cheatsheet(
         ),  # no intervals → no row
         key=lambda row: tuple((v is None, v) for v in row[:n]),
     )
-    rows = [
-        [*row[:-4], NO_DROP_FLAG.format(s=row[-3] or 0, n=row[-4]) if row[-4] else None]
-        for row in found
-    ]
-    scaled = [(tuple(row[:n]), row[-2], row[-1]) for row in found if row[-2]]
+    rows = []
+    for row in found:
+        no_drop, stopped, _, _, senders = row[-5:]
+        flags = [
+            NO_DROP_FLAG.format(s=stopped or 0, n=no_drop) if no_drop else None,
+            SENDER_FLAG.format(n=senders) if senders else None,
+        ]
+        rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
+    scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
 
     counts = con.execute(  # fixed identifiers only
         "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
@@ -337,10 +351,13 @@ def _cheatsheet(
         " AND run_id NOT IN (SELECT run_id FROM _x WHERE impossible)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
         " (SELECT count(*) FROM _r WHERE is_bidir),"
-        " (SELECT count(*) FROM _x WHERE impossible)",
+        " (SELECT count(*) FROM _x WHERE impossible),"
+        f" (SELECT count(DISTINCT run_id) FROM _x WHERE from_sender AND {kept})",
     ).fetchone()
     assert counts is not None
-    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad = (int(c) for c in counts)
+    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (
+        int(c) for c in counts
+    )
 
     return CheatSheetData(
         group_keys=list(group_keys),
@@ -357,4 +374,5 @@ def _cheatsheet(
         bidir=n_bidir,
         impossible=n_bad,
         scaled=scaled,
+        from_sender=n_sender,
     )

@@ -42,7 +42,7 @@ from netfleet.errors import LinkRefused
 T = TypeVar("T")
 
 #: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
-CACHE_FORMAT = 1
+CACHE_FORMAT = 3
 SHEETS_DIR = "_sheets"
 KEEP = 64
 _ENTRY = re.compile(r"^sheet-[0-9a-f]{64}\.json$")

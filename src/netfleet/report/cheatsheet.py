@@ -82,12 +82,19 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             f"{d.without_intervals} of {d.runs} complete runs have no {d.side}-side sum intervals "
             "(e.g. server without -J: no server_output_json)."
         )
+    if d.from_sender:
+        notes.append(
+            f"{d.from_sender} run(s) have no receiver-side intervals (their files hold only the "
+            "sender's side, e.g. a client's -J output without --get-server-output): their "
+            "sender's intervals are counted instead (flag 'sender side'); sender bytes include "
+            "what sat in the socket buffer, so a burst looks slightly larger."
+        )
     if d.bidir and "flow" not in d.group_keys:
         notes.append(
             f"{d.bidir} --bidir runs count both directions' {d.side}s in their group: "
             "add 'flow' to the group keys to separate them."
         )
-    no_drop = any(row[-1] for row in d.rows)
+    no_drop = any(row[-1] and "no drop" in str(row[-1]) for row in d.rows)
     rows = d.rows
     if d.scaled:
         scale_of = {group: (rate, time) for group, rate, time in d.scaled}
@@ -114,7 +121,7 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
         columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
         rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
-        f"{d.side} side",
+        f"{d.side} side" + (" (sender where absent)" if d.from_sender else ""),
         notes=notes,
     )
 

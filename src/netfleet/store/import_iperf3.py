@@ -26,6 +26,7 @@ from netfleet.store.import_base import (
     rate_flag,
     stamp,
 )
+from netfleet.store.import_labels import merge_file_labels
 from netfleet.units import MAX_RATE, plausible_rate
 
 
@@ -228,6 +229,7 @@ def build_iperf3_envelope(
     mtime: float | None,
 ) -> Envelope:
     doc = decode(plain)
+    labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
     inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
     server_side = "accepted_connection" in start and "connecting_to" not in start
@@ -258,6 +260,8 @@ def build_iperf3_envelope(
     error = doc.get("error")
     side_name = "server" if server_side else "client"
     run_id, notes = provenance(path, data, inferred, found, check_intervals(doc, side_name))
+    if own_labels:
+        notes["imported"]["file_labels"] = own_labels
     result: dict[str, Any] = doc
     if server_side:  # catalogued as the server's output (side = server), no client output
         result = {"start": start, "server_output_json": doc}
