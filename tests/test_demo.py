@@ -1,8 +1,13 @@
-"""The README's main job, for real: `netfleet demo` end to end (about 100 s)."""
+"""The README's main job, for real: `netfleet demo` end to end (about 120 s), and its HTML report
+read top to bottom as a person would: opened in headless Chromium, its rendered text checked
+against the demo lab's shapers (issue 27)."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +40,7 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "Interval goodput" in out and "12/12 runs ok" in out
+    assert "Interval goodput" in out and "10/10 runs ok" in out
     assert out.count("✓ steady") == 2
     # issue 9: the lab runs at ×0.05 of the cloud figures its labels name, and says so
     assert "lab-steady-6g, out: lab at ×0.05 of the cloud figures its name gives" in " ".join(
@@ -46,9 +51,68 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
     assert not [n for n in listed.stdout.split() if n.startswith("nf-demo-")]
     assert not list((tmp_path / "state").glob("*.json"))
-    assert len(list((tmp_path / "d" / "results").rglob("*.json.gz"))) == 12
+    assert len(list((tmp_path / "d" / "results").rglob("*.json.gz"))) == 10
     # a second demo in the same directory starts afresh
     assert (tmp_path / "d" / ".netfleet-demo").exists()
+    # issue 27: it ends with seed 004's answer for the credit host, in cloud units, and the
+    # calculator command
+    tail = " ".join(out.split()[-200:])
+    assert "lab-burst-1g-8g · out: bursts at" in tail and "calculator: netfleet credit calc" in tail
+    if shutil.which("chromium") is not None:
+        check_report_text(rendered_text(tmp_path / "d" / "report.html", tmp_path))
+
+
+#: the demo lab's credit host (src/netfleet/lab/profiles/demo.yaml), lab ×0.05 in rate and time
+PEAK, BASELINE, BUCKET, SCALE = 400e6, 50e6, 2100e6, 0.05
+GOODPUT = 1448 / 1514
+
+
+def rendered_text(report: Path, cwd: Path) -> str:
+    """The report's text as Chromium renders it (its DOM after load), tags stripped."""
+    proc = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--dump-dom", report.as_uri()],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", proc.stdout, flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", text)
+    return " ".join(html.unescape(text).split())
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def check_report_text(text: str) -> None:
+    """Peak, baseline, time at peak and bucket of the credit host, in cloud units with the lab's
+    beside them, against its shaper; no mean across levels; no callout counting rows that were
+    flagged only for the lab's scale."""
+    for direction in ("out", "in"):
+        m = re.search(
+            rf"lab-burst-1g-8g · {direction}: bursts at ([\d.,]+) Gbit/s in the cloud \(lab "
+            r"([\d.,]+) Mbit/s\) for ([\d.,]+) s in the cloud \(lab ([\d.,]+) s\), then gives "
+            r"([\d.,]+) Mbit/s in the cloud \(lab ([\d.,]+) Mbit/s\); bucket ≈ ([\d.,]+) Gbit in "
+            r"the cloud \(lab ([\d.,]+) Gbit\)",
+            text,
+        )
+        assert m, text[:3000]
+        peak, lab_peak, secs, lab_secs, base, lab_base, bucket, lab_bucket = map(
+            _number, m.groups()
+        )
+        assert abs(peak * 1e9 / (PEAK * GOODPUT / SCALE) - 1) < 0.1, m.group(0)
+        assert abs(lab_peak * 1e6 * 20 / (peak * 1e9) - 1) < 0.01, m.group(0)
+        assert abs(base * 1e6 / (BASELINE * GOODPUT / SCALE) - 1) < 0.05, m.group(0)
+        assert abs(lab_base / base * 20 - 1) < 0.01, m.group(0)
+        assert abs(bucket * 1e9 / (BUCKET * GOODPUT / SCALE**2) - 1) < 0.1, m.group(0)
+        assert abs(lab_bucket * 400 / bucket - 1) < 0.01, m.group(0)
+        assert abs(secs / (BUCKET / (PEAK - BASELINE) / SCALE) - 1) < 0.15, m.group(0)
+        assert abs(lab_secs * 20 / secs - 1) < 0.02, m.group(0)
+    assert "disagree widely" not in text  # no level that is a mean of two levels
+    # the callout counts the two burst rows, not the rows flagged only "lab ×0.05"
+    assert "2 row(s) flagged because their runs change level" in text
+    assert "the same from a shell: netfleet credit calc --baseline" in text
+    assert "credit in Mbit (1 credit = 1 Gbit)" not in text
 
 
 @needs_root

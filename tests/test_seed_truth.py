@@ -97,3 +97,72 @@ def test_a_sender_only_import_gives_a_cheat_sheet_that_says_so(tmp_path: Path, c
     sender = cheatsheet(tmp_path / "c", side="sender")
     assert sender.records()[0]["avg"] == row["avg"] and not sender.records()[0]["flag"]
     assert not any("no receiver-side intervals" in n for n in sender.notes)
+
+
+# ---- item 4: a scaled lab's figures never leak into money or credits unlabelled -------------
+
+SERIES = Path(__file__).parent / "fixtures" / "series"
+
+
+def _group(fixture: str, direction: str, **labels: str) -> Any:
+    """A captured lab run (tests/fixtures/series) as a group with the given labels."""
+    from dataclasses import replace
+
+    from netfleet.analysis import GroupAnalysis, analyze_file
+
+    manifest = json.loads((SERIES / "MANIFEST.json").read_text())["fixtures"]
+    a = analyze_file(SERIES / manifest[fixture]["file"])
+    a = replace(a, run=replace(a.run, labels=labels))
+    return GroupAnalysis({"instance_type": labels["instance_type"], "direction": direction}, (a,))
+
+
+def test_price_per_gbit_of_a_scaled_lab_uses_the_cloud_rate() -> None:
+    import pytest
+
+    from netfleet.report.price import GBIT, price_performance
+    from netfleet.report.study import rates_of
+
+    # the fargate lab: ×0.2 of the cloud's rates; its price is the cloud's
+    g = _group(
+        "steady_out", "out", instance_type="fargate-1vcpu", price_per_hour="0.076",
+        lab_scale="0.2", lab_time_scale="1",
+    )  # fmt: skip
+    lab = rates_of(g).sustained
+    assert lab is not None
+    pp = price_performance("unused", groups=[g], target="1gbit")
+    (row,) = pp.table().records()
+    assert row["sustained_gbps"] == pytest.approx(lab.value / GBIT)  # the lab's, as measured
+    assert row["cloud_sustained_gbps"] == pytest.approx(lab.value / 0.2 / GBIT)
+    assert row["usd_per_sustained_gbps_hour"] == pytest.approx(0.076 / (lab.value / 0.2 / GBIT))
+    assert row["lab_scale"] == "lab ×0.2 (time ×1)"
+    assert any("the cloud figures they stand for" in n for n in pp.table().notes)
+    # 287 Mbit/s in the lab stands for 1.43 Gbit/s: it meets a 1 Gbit/s target
+    assert pp.cheapest == "fargate-1vcpu", pp.verdict
+    human, _ = pp.report_table()
+    assert "sustained Gbit/s (lab)" in human.columns and "sustained Gbit/s (cloud)" in human.columns
+
+
+def test_seed004_table_and_answer_carry_the_cloud_figures_beside_the_lab() -> None:
+    import pytest
+
+    from netfleet.report.burst_answer import burst_answer
+    from netfleet.report.study_report import credit_table
+
+    # the r4 lab: rates and times ×0.05, so a bucket (rate × time) ×0.0025
+    g = _group("credit_out", "out", instance_type="r4.large", lab_scale="0.05",
+               lab_time_scale="0.05")  # fmt: skip
+    t = credit_table([g])
+    (rec,) = t.records()
+    lab_credit = rec["lab_initial_max_credit_gbit"]
+    assert lab_credit == pytest.approx(3.6, rel=0.1)  # the shaper's 3600 Mbit
+    assert rec["cloud_credit_gbit"] == pytest.approx(lab_credit / 0.0025)
+    assert rec["cloud_peak_gbps"] == pytest.approx(rec["lab_peak_mbps"] / 1e3 / 0.05)
+    assert rec["lab_scale"] == "lab ×0.05"
+    assert any("credit (rate × time) ÷ 0.0025" in n for n in t.notes)
+    answer = burst_answer(g)
+    assert answer is not None
+    text = answer.sentence()
+    assert "in the cloud (lab" in text and "then gives" in text, text
+    assert "Gbit in the cloud (lab 3." in text, text
+    cmd = answer.calc_command()
+    assert cmd is not None and "--bucket 1" in cmd and "gbit" in cmd, cmd  # ≈ 1,400 Gbit

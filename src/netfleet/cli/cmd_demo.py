@@ -43,6 +43,10 @@ def demo(
         f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "
         f"raw results in {workdir / 'results'}, catalog in {workdir / 'catalog'}"
     )
+    for sentence, command in res.answers:  # the answer the demo's credit host was built for
+        console.print(sentence, markup=False, highlight=False)
+        if command:
+            console.print(f"  calculator: {command}", markup=False, highlight=False)
     if res.report is not None:
         console.print(f"report: {res.report}", markup=False, highlight=False)
     else:

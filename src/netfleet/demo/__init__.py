@@ -1,7 +1,10 @@
 """``netfleet demo``: lab up → campaign → ingest → cheat sheet → lab down, leaving nothing behind.
 
 The steady host's shaper is known, so the demo checks itself: its cheat-sheet average must match
-rate × 1448/1514 (TCP goodput at MTU 1500 with timestamps) within 2 %.
+rate × 1448/1514 (TCP goodput at MTU 1500 with timestamps) within 2 %. It ends with the answer
+seed 004 was written for, per direction of the credit host: it bursts at X for τ s, then gives
+Y; bucket ≈ Z — in the cloud figures the lab's stand for, the lab's beside them — and the
+calculator command for the next question (:mod:`netfleet.report.burst_answer`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,8 @@ class DemoResult:
     #: the study report (HTML) written at the end, or None if it could not be built
     report: Path | None = None
     report_problem: str | None = None
+    #: the credit host's answer per direction (sentence, calculator command or None)
+    answers: list[tuple[str, str | None]] = field(default_factory=list)
 
     @property
     def steady_ok(self) -> bool:
@@ -105,6 +110,7 @@ def run_demo(
     for rec in sheet.records():
         if rec.get("instance_type") == steady_type:
             measured[str(rec.get("direction"))] = float(rec["avg"])
+    answers = _burst_answers(catalog, spec.campaign)
     report, problem = _study_report(catalog, workdir / "report.html", spec.campaign, say)
     return DemoResult(
         campaign,
@@ -116,7 +122,16 @@ def run_demo(
         removed,
         report,
         problem,
+        answers,
     )
+
+
+def _burst_answers(catalog: Path, campaign: str) -> list[tuple[str, str | None]]:
+    from netfleet.report.burst_answer import burst_answer
+    from netfleet.report.study import throughput_groups
+
+    found = [burst_answer(g) for g in throughput_groups(catalog, (campaign,))]
+    return [(a.sentence(), a.calc_command()) for a in found if a is not None]
 
 
 def _study_report(

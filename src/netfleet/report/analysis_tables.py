@@ -16,7 +16,8 @@ from netfleet.analysis.calculator import Answer
 from netfleet.analysis.credit import CreditEstimate, RateKind
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.refill import RefillEstimate
-from netfleet.report.numbers import exact, quantity
+from netfleet.report.labscale import LabScale, common_scale, scale_of
+from netfleet.report.numbers import exact, quantity, sig
 from netfleet.tabular import Tabular
 from netfleet.units import rate_unit
 
@@ -117,9 +118,56 @@ def _columns(human: bool) -> list[str]:
 def _title(what: str, rate: RateKind, label: str) -> str:
     measure = "goodput" if rate == "goodput" else "wire rate (L2)"
     return (
-        f"Burst vs baseline {what}: rates in {label}/s ({measure}), credit in {label} "
-        f"(1 credit = 1 Gbit), times in s; ± ≈ 95 %"
+        f"Burst vs baseline {what}: rates in {label}/s ({measure}), credit (the bucket) in "
+        f"{label}, times in s; ± ≈ 95 %"
     )
+
+
+#: the cloud columns of a table with runs from a scaled lab
+CLOUD_COLUMNS = ("lab_scale", "cloud_peak_gbps", "cloud_baseline_gbps", "cloud_credit_gbit",
+                 "cloud_at_peak_s", "cloud_rate_gbps")  # fmt: skip
+
+
+def _cloud(est: CreditEstimate | GroupCredit, lab: LabScale | None, human: bool) -> list[Any]:
+    """What a scaled lab's peak, baseline, credit and time at peak stand for in the cloud
+    (issue 27: the lab's figure and the cloud's, labelled, side by side)."""
+    if lab is None:
+        return [None] * (2 if human else len(CLOUD_COLUMNS))
+
+    def gbps(e: Estimate | None) -> float | None:
+        return None if e is None else lab.cloud_rate(e.value) / 1e9
+
+    values = [
+        gbps(est.peak),
+        gbps(est.baseline),
+        None if est.bucket is None else lab.cloud_bits(est.bucket.value) / 1e9,
+        None if est.burst_seconds is None else lab.cloud_seconds(est.burst_seconds.value),
+        gbps(est.rate),
+    ]
+    if not human:
+        return [lab.label(), *values]
+    names = ("peak", "baseline", "credit", "at peak", "rate")
+    units = (" Gbit/s", " Gbit/s", " Gbit", " s", " Gbit/s")
+    bound = "≥ " if est.bucket is not None and est.bucket.lower_bound else ""
+    text = " · ".join(
+        f"{n} {bound if n == 'credit' else ''}{sig(v)}{u}"
+        for n, v, u in zip(names, values, units, strict=True)
+        if v is not None
+    )
+    return [lab.label(), text or None]
+
+
+def _cloud_columns(human: bool) -> list[str]:
+    return ["lab_scale", "cloud"] if human else list(CLOUD_COLUMNS)
+
+
+def _cloud_notes(scales: Sequence[LabScale | None]) -> list[str]:
+    found = sorted({s for s in scales if s is not None}, key=lambda s: (s.rate, s.time))
+    return [
+        s.note(f"{s.label()} rows") + " The quantity columns are the lab's; cloud: the cloud "
+        "figures they stand for (Gbit/s, Gbit, s)."
+        for s in found
+    ]
 
 
 def runs_table(
@@ -134,7 +182,9 @@ def runs_table(
     scale, label = unit_scale(unit, _fastest([a.estimate(rate) for a in analyses]))
     rows: list[list[Any]] = []
     notes: list[str] = []
-    for a in analyses:
+    scales = [scale_of(a.run.labels) for a in analyses]
+    scaled = any(scales)
+    for a, lab in zip(analyses, scales, strict=True):
         est = a.estimate(rate)
         cells = [*_units(label, rate, human), *_cells(_values(est, a.refill), scale, human)]
         rows.append(
@@ -144,12 +194,15 @@ def runs_table(
                 a.classification,
                 est.kind,
                 *cells,
+                *(_cloud(est, lab, human) if scaled else []),
                 est.reason or None,
             ]
         )
         for note in (*([a.segmentation.test.summary()] if a.segmentation.test else []), *est.notes):
             notes.append(f"{a.run.run_id}: {note}")
-    columns = ["run_id", *keys, "class", "credit_kind", *_columns(human), "reason"]
+    columns = ["run_id", *keys, "class", "credit_kind", *_columns(human)]
+    columns += [*(_cloud_columns(human) if scaled else []), "reason"]
+    notes += _cloud_notes(scales)
     return _compact(
         Tabular(columns=columns, rows=rows, title=_title("per run", rate, label), notes=notes),
         human,
@@ -171,7 +224,9 @@ def groups_table(
     keys = list(groups[0].keys) if groups else []
     rows: list[list[Any]] = []
     notes: list[str] = []
-    for g in groups:
+    scales = [common_scale(a.run.labels for a in g.runs) for g in groups]
+    scaled = any(scales)
+    for g, lab in zip(groups, scales, strict=True):
         c = g.combined(rate)
         name = ", ".join(f"{v}" for v in g.keys.values())
         rows.append(
@@ -182,6 +237,7 @@ def groups_table(
                 c.kind,
                 *_units(label, rate, human),
                 *_cells(_values(c, g.refill), scale, human, label if units_in_cells else ""),
+                *(_cloud(c, lab, human) if scaled else []),
             ]
         )
         notes += [f"{name}: {n}" for n in c.notes]
@@ -193,6 +249,8 @@ def groups_table(
         "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"
     )
     columns = [*keys, "runs", "class", "credit_kind", *_columns(human)]
+    columns += _cloud_columns(human) if scaled else []
+    notes += _cloud_notes(scales)
     return _compact(
         Tabular(columns=columns, rows=rows, title=_title("per group", rate, label), notes=notes),
         human,

@@ -15,6 +15,11 @@ known). Sustained is what a host keeps up forever
 (a credit host's baseline, a steady host's level); peak is its burst level. A type meets a
 target when the *lower end* of its sustained estimate reaches it in every measured direction.
 A month is 730 hours (365 × 24 / 12), the cloud providers' convention.
+
+Runs from a scaled lab (``lab_scale`` label, :mod:`netfleet.report.labscale`) measure a
+fraction of the cloud rate their instance type stands for, while the price is the cloud's: $ per
+Gbit/s divides it by the *cloud* figure (lab rate ÷ scale), a target is compared with the cloud
+figure, and the table shows both, labelled.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from netfleet.analysis import GroupAnalysis
 from netfleet.analysis.estimate import Estimate
 from netfleet.errors import InputError
 from netfleet.pricetable import STALE_AFTER_DAYS, PriceTable, stale_warning
+from netfleet.report.labscale import LabScale, common_scale
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
 from netfleet.units import parse_rate
@@ -54,11 +60,21 @@ class PriceRow:
     #: age of the price in days, and whether that is past the table's staleness limit
     price_age_days: int | None = None
     stale: bool | None = None
+    #: the lab's scale when the runs were a scaled lab's (the rates then stand for ÷ it)
+    lab: LabScale | None = None
+
+    def cloud(self, e: Estimate | None) -> Estimate | None:
+        """The cloud rate ``e`` stands for (``e`` itself outside a scaled lab)."""
+        if e is None or self.lab is None:
+            return e
+        return e.scaled(1 / self.lab.rate)
 
     def per_gbps_hour(self, e: Estimate | None) -> float | None:
-        if self.price_per_hour is None or e is None or e.value <= 0:
+        """$/h per Gbit/s of the cloud rate ``e`` (a lab rate) stands for."""
+        c = self.cloud(e)
+        if self.price_per_hour is None or c is None or c.value <= 0:
             return None
-        return self.price_per_hour / (e.value / GBIT)
+        return self.price_per_hour / (c.value / GBIT)
 
     @property
     def per_month(self) -> float | None:
@@ -78,7 +94,8 @@ class PricePerformance:
             "instance_type", "direction", "kind", "usd_per_hour", "usd_per_month",
             "sustained_gbps", "peak_gbps", "usd_per_sustained_gbps_hour",
             "usd_per_peak_gbps_hour", "usd_per_sustained_gbps_month", "price_source",
-            "price_as_of", "price_age_days", "price_stale",
+            "price_as_of", "price_age_days", "price_stale", "lab_scale", "cloud_sustained_gbps",
+            "cloud_peak_gbps",
         ]  # fmt: skip
         rows: list[list[Any]] = []
         for r in self.rows:
@@ -99,6 +116,9 @@ class PricePerformance:
                     r.price_as_of,
                     r.price_age_days,
                     r.stale,
+                    None if r.lab is None else r.lab.label(),
+                    _gbps(r.cloud(r.sustained)) if r.lab else None,
+                    _gbps(r.cloud(r.peak)) if r.lab else None,
                 ]
             )
         notes = [
@@ -106,6 +126,14 @@ class PricePerformance:
             "level; goodput, Gbit/s; a month = 730 h.",
             *self.notes,
         ]
+        labs = sorted({r.lab.label() for r in self.rows if r.lab is not None})
+        if labs:
+            notes.append(
+                f"{', '.join(labs)} rows: sustained_gbps and peak_gbps are the lab's measured "
+                "figures; cloud_sustained_gbps and cloud_peak_gbps the cloud figures they stand "
+                "for (÷ the lab scale); $ per Gbit/s and the target use the cloud figures "
+                "(the price is the cloud's)."
+            )
         if self.verdict:
             notes.append(self.verdict)
         return Tabular(columns, rows, title="Price per Gbit/s", notes=notes, decimals=4)
@@ -124,6 +152,16 @@ class PricePerformance:
             "usd_per_sustained_gbps_month": "$/month per sustained Gbit/s",
             "price_source": "price from",
         }  # fmt: skip
+        if any(r.lab is not None for r in self.rows):
+            keep = {
+                **{k: v for k, v in keep.items() if k != "price_source"},
+                "sustained_gbps": "sustained Gbit/s (lab)",
+                "peak_gbps": "peak Gbit/s (lab)",
+                "lab_scale": "lab scale",
+                "cloud_sustained_gbps": "sustained Gbit/s (cloud)",
+                "cloud_peak_gbps": "peak Gbit/s (cloud)",
+                "price_source": "price from",
+            }
         idx = [t.columns.index(c) for c in keep]
         flags = {
             n: f"price {r.price_age_days} days old: refresh the table"
@@ -216,9 +254,14 @@ def price_rows(
                 as_of,
                 age,
                 stale,
+                common_scale(a.run.labels for a in g.runs),
             )
         )
     return rows
+
+
+def _gbps(e: Estimate | None) -> float | None:
+    return None if e is None else e.value / GBIT
 
 
 def parse_target(text: str) -> float:
@@ -239,7 +282,7 @@ def cheapest(rows: Sequence[PriceRow], target_bps: float) -> tuple[str | None, s
     for itype, rs in by_type.items():
         if any(r.sustained is None for r in rs):
             continue
-        if all(r.sustained is not None and r.sustained.low >= target_bps for r in rs):
+        if all((c := r.cloud(r.sustained)) is not None and c.low >= target_bps for r in rs):
             price = rs[0].price_per_hour
             if price is None:
                 unpriced.append(itype)

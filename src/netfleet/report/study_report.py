@@ -22,16 +22,18 @@ from typing import Any
 
 from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, RunAnalysis
-from netfleet.analysis.calculator import BucketModel, plan
+from netfleet.analysis.calculator import plan
 from netfleet.catalog import query
 from netfleet.errors import InputError, NetfleetError
 from netfleet.pricetable import PriceTable
 from netfleet.report import plots
 from netfleet.report.analysis_tables import calc_table, estimate_text, groups_table
+from netfleet.report.burst_answer import burst_answer
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
+from netfleet.report.labscale import LabScale, common_scale
 from netfleet.report.loaded_latency import loaded_section
-from netfleet.report.numbers import quantity, sig
+from netfleet.report.numbers import sig
 from netfleet.report.price import price_performance
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
@@ -103,26 +105,31 @@ def summary_section(
         r = rates_of(g)
         if r.sustained is None and r.peak is None:
             continue
-        scale, unit = (1e9, "Gbit/s") if (r.peak or r.sustained).value >= 1e9 else (1e6, "Mbit/s")  # type: ignore[union-attr]
-        if r.kind in BURST_KINDS and r.peak is not None:
-            base = (
-                f"baseline {quantity(r.sustained.value, unit, scale=scale)}"
-                if r.sustained
-                else ("baseline not reached")
-            )
-            heads.append(
-                f"{_label(g)}: bursts at {quantity(r.peak.value, unit, scale=scale)}, {base}."
-            )
+        answer = burst_answer(g)
+        lab = common_scale(a.run.labels for a in g.runs)
+        if answer is not None:
+            heads.append(answer.sentence())
         elif r.sustained is not None and r.sustained.err > WIDE * r.sustained.value:
             heads.append(
-                f"{_label(g)}: mean {quantity(r.sustained.value, unit, scale=scale)}, but the runs "
-                "disagree widely (no single level; see the cheat sheet and the appendix)."
+                f"{_label(g)}: the runs disagree widely — no single level (see the cheat sheet "
+                "and the appendix; a mean over them would describe none of them)."
             )
         elif r.sustained is not None:
-            heads.append(f"{_label(g)}: {estimate_text(r.sustained, unit, scale)} ({r.kind}).")
+            heads.append(f"{_label(g)}: {_level_text(r.sustained, lab)} ({r.kind}).")
     if heads:
+        scaled = any(common_scale(a.run.labels for a in g.runs) for g in groups)
         s.add(
-            Paragraph("Headline numbers (receiver goodput, mean over runs):"), Bullets(tuple(heads))
+            Paragraph(
+                "Headline numbers (receiver goodput"
+                + (
+                    "; a scaled lab's figures as the cloud figures they stand for, the lab's "
+                    "beside them"
+                    if scaled
+                    else ""
+                )
+                + "):"
+            ),
+            Bullets(tuple(heads)),
         )
     if advice:
         rows = [
@@ -143,6 +150,18 @@ def summary_section(
     else:
         s.add(Paragraph(advice_note, tone="note"))
     return s
+
+
+def _level_text(e: Any, lab: LabScale | None) -> str:
+    scale, unit = (1e9, "Gbit/s") if e.value >= 1e9 else (1e6, "Mbit/s")
+    if lab is None:
+        return estimate_text(e, unit, scale)
+    cloud = lab.cloud_rate(e.value)
+    cs, cu = (1e9, "Gbit/s") if cloud >= 1e9 else (1e6, "Mbit/s")
+    return (
+        f"{estimate_text(e.scaled(1 / lab.rate), cu, cs)} in the cloud "
+        f"(lab {estimate_text(e, unit, scale)})"
+    )
 
 
 def _unit_for(groups: Sequence[GroupAnalysis]) -> str:
@@ -185,7 +204,7 @@ def cheatsheet_section(
     kinds = {
         (g.keys.get("instance_type"), g.keys.get("direction")): rates_of(g).kind for g in groups
     }
-    flags = {}
+    flags: dict[int, str] = {}
     it, d = sheet.columns.index("instance_type"), sheet.columns.index("direction")
     lo, hi = sheet.columns.index("min"), sheet.columns.index("max")
     for n, row in enumerate(sheet.rows):
@@ -198,6 +217,7 @@ def cheatsheet_section(
                 f"rates span more than {SPREAD:g}×: a level change too short to classify "
                 "(a burst?); look at the series"
             )
+    level_rows = set(flags)  # flagged for a level change; the sheet's own flags join below
     if "flag" in sheet.columns:  # the sheet's own flag (adaptive runs) joins the row flags
         f = sheet.columns.index("flag")
         for n, row in enumerate(sheet.rows):
@@ -207,11 +227,11 @@ def cheatsheet_section(
         sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
-    if flags:
+    if level_rows:
         s.add(
             Paragraph(
-                f"{len(flags)} row(s) flagged: their runs change level (a credit burst), so "
-                "one average misdescribes them.",
+                f"{len(level_rows)} row(s) flagged because their runs change level (a credit "
+                "burst), so one average misdescribes them; see Burst vs baseline.",
                 "warn",
             )
         )
@@ -245,10 +265,14 @@ def cheatsheet_section(
 
 
 def _mean_rate(g: GroupAnalysis) -> float | None:
+    """The level a host keeps: a credit host's baseline, a steady host's level; None for runs
+    that disagree widely (no single level: never their mean)."""
     r = rates_of(g)
-    if r.kind in BURST_KINDS:
-        return r.peak.value if r.peak else None
-    return r.sustained.value if r.sustained else None
+    if r.sustained is None:
+        return None
+    if r.kind not in BURST_KINDS and r.sustained.err > WIDE * r.sustained.value:
+        return None
+    return r.sustained.value
 
 
 def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
@@ -268,8 +292,8 @@ def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     s.add(
         Figure(
             "inout",
-            "Out vs in per instance type (burst hosts: the burst level; runs too short "
-            "to classify: their mean)",
+            "Out vs in per instance type: the level each keeps (a credit host's baseline, "
+            "its burst is in Burst vs baseline; runs at levels too different to pool: none)",
             plots.inout_bars(rows, fmt="png"),
         ),
         Table(
@@ -345,10 +369,30 @@ def advertised_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     )
 
 
+def _cloud_cells(lab: LabScale | None, c: Any, at_peak: float | None, bound: str) -> list[Any]:
+    """The cloud figures a scaled lab's baseline, peak, bucket and time at peak stand for."""
+    if lab is None:
+        return [None] * 5
+
+    def gbps(e: Any) -> float | None:
+        return None if e is None else lab.cloud_rate(e.value) / 1e9
+
+    return [
+        lab.label(),
+        gbps(c.baseline),
+        gbps(c.peak),
+        None if c.bucket is None else lab.cloud_bits(c.bucket.value) / 1e9,
+        bound + sig(lab.cloud_seconds(at_peak)) if at_peak else None,
+    ]
+
+
 def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
-    """Seed 004's table: baseline, peak, initial/max credit, maximum time at peak."""
+    """Seed 004's table: baseline, peak, initial/max credit, maximum time at peak — for a scaled
+    lab, the cloud figures the lab's stand for beside them."""
     rows = []
-    for g in bursts:
+    scales = [common_scale(a.run.labels for a in g.runs) for g in bursts]
+    any_scaled = any(scales)
+    for g, lab in zip(bursts, scales, strict=True):
         c = g.combined()
         best = max(
             (a.credit for a in g.runs if a.credit.bucket is not None),
@@ -356,34 +400,50 @@ def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
             default=None,
         )
         at_peak = best.seconds_at_peak_full if best is not None else None
-        rows.append(
-            [
-                g.keys.get("instance_type"),
-                g.keys.get("direction"),
-                len(g.runs),
-                None if c.baseline is None else c.baseline.value / 1e6,
-                None if c.peak is None else c.peak.value / 1e6,
-                None if c.bucket is None else c.bucket.value / 1e9,
-                ("≥ " if c.bucket is not None and c.bucket.lower_bound else "")
-                + (sig(at_peak) if at_peak else "?"),
-            ]
-        )
+        bound = "≥ " if c.bucket is not None and c.bucket.lower_bound else ""
+        row = [
+            g.keys.get("instance_type"),
+            g.keys.get("direction"),
+            len(g.runs),
+            None if c.baseline is None else c.baseline.value / 1e6,
+            None if c.peak is None else c.peak.value / 1e6,
+            None if c.bucket is None else c.bucket.value / 1e9,
+            bound + (sig(at_peak) if at_peak else "?"),
+        ]
+        if any_scaled:
+            row += _cloud_cells(lab, c, at_peak, bound)
+        rows.append(row)
+    columns = [
+        "instance_type",
+        "direction",
+        "runs",
+        "baseline_mbps",
+        "peak_mbps",
+        "initial_max_credit_gbit",
+        "max_time_at_peak_s",
+    ]
+    notes = [
+        "goodput; credit = the bucket, in Gbit (AWS-style: 1 credit = 1 Gbit of data); "
+        "initial/max credit = the largest bucket a run saw; max time at peak = σ / (C − ρ)."
+    ]
+    if any_scaled:
+        columns = [
+            c if c == "runs" or c.startswith(("instance", "direction")) else f"lab_{c}"
+            for c in columns
+        ]
+        columns += [
+            "lab_scale",
+            "cloud_baseline_gbps",
+            "cloud_peak_gbps",
+            "cloud_credit_gbit",
+            "cloud_time_at_peak_s",
+        ]
+        notes += [lab.note(_label(g)) for g, lab in zip(bursts, scales, strict=True) if lab]
     return Tabular(
-        [
-            "instance_type",
-            "direction",
-            "runs",
-            "baseline_mbps",
-            "peak_mbps",
-            "initial_max_credit_gbit",
-            "max_time_at_peak_s",
-        ],
+        columns,
         rows,
         title="Network credit per instance type (seed 004's table)",
-        notes=[
-            "goodput; 1 credit = 1 Gbit; initial/max credit = the largest bucket a run saw; "
-            "max time at peak = σ / (C − ρ)."
-        ],
+        notes=notes,
     )
 
 
@@ -392,6 +452,15 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     if not bursts:
         return None
     s = Section("burst", "Burst vs baseline")
+    answers = [a for a in map(burst_answer, bursts) if a is not None]
+    if answers:
+        s.add(
+            Paragraph(
+                "The answer (seed 004's question: how fast, for how long, then what, and how "
+                "big is the bucket):"
+            ),
+            Bullets(tuple(a.sentence() for a in answers)),
+        )
     s.add(
         Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit", units_in_cells=True))
     )
@@ -406,16 +475,20 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
                     plots.burst_plot(best, fmt="png"),
                 )
             )
-        c = g.combined()
-        if c.baseline and c.peak and c.bucket and c.peak.value > c.baseline.value > 0:
-            model = BucketModel(c.baseline, c.peak, c.bucket)
-            half = c.bucket.value / (c.peak.value - c.baseline.value) / 2  # half the bucket
+        ans = burst_answer(g)
+        model = ans.cloud() if ans is not None else None
+        if ans is not None and model is not None:
+            half = model.bucket.value / (model.peak.value - model.baseline.value) / 2
             try:
-                answers = plan(model, use=0.0, seconds=round(half, 1) or None, duty=0.1)
+                calc = plan(model, use=0.0, seconds=round(half, 1) or None, duty=0.1)
             except InputError:
-                answers = plan(model)
-            t = calc_table(answers, unit="mbit")
-            t.title = f"{_label(g)}: what the bucket allows"
+                calc = plan(model)
+            t = calc_table(calc, unit="auto")
+            where = " (cloud figures)" if ans.scale is not None else ""
+            t.title = f"{_label(g)}: what the bucket allows{where}"
+            if ans.scale is not None:
+                t.notes.append(ans.scale.note(_label(g)))
+            t.notes.append(f"the same from a shell: {ans.calc_command()}")
             s.add(Table(t))
         else:
             s.add(

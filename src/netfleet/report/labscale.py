@@ -1,0 +1,100 @@
+"""A scaled lab's figures and the cloud figures they stand for, side by side (issue 27).
+
+A lab profile with ``scale: {rate: 0.05, time: 0.05}`` runs at 1/20 of the cloud's rates and
+durations; its runs carry the labels ``lab_scale`` (lab rate ÷ cloud rate) and
+``lab_time_scale`` (lab duration ÷ cloud duration). Every number derived from such a run is
+the lab's; the cloud figure is: a rate ÷ rate scale, a duration ÷ time scale, a volume (a
+credit bucket, rate × time) ÷ (rate scale × time scale). Money is never scaled: a price is
+the cloud's, so $ per Gbit/s divides it by the *cloud* rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from netfleet.report.numbers import sig
+
+
+@dataclass(frozen=True)
+class LabScale:
+    rate: float
+    time: float
+
+    def cloud_rate(self, bps: float) -> float:
+        return bps / self.rate
+
+    def cloud_seconds(self, seconds: float) -> float:
+        return seconds / self.time
+
+    def cloud_bits(self, bits: float) -> float:
+        return bits / (self.rate * self.time)
+
+    def label(self) -> str:
+        if self.time == self.rate:
+            return f"lab ×{self.rate:g}"
+        return f"lab ×{self.rate:g} (time ×{self.time:g})"
+
+    def note(self, what: str) -> str:
+        """The sentence saying how ``what``'s cloud figures were derived."""
+        return (
+            f"{what}: measured in a lab at ×{self.rate:g} of the cloud's rates and "
+            f"×{self.time:g} of its durations; cloud figures = rates ÷ {self.rate:g}, "
+            f"times ÷ {self.time:g}, credit (rate × time) ÷ {self.rate * self.time:g}."
+        )
+
+
+def _number(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if v > 0 else None
+
+
+def scale_of(labels: Mapping[str, Any]) -> LabScale | None:
+    """The lab scale a run's labels give, or None (not a scaled lab, or a scale of 1)."""
+    rate = _number(labels.get("lab_scale"))
+    if rate is None:
+        return None
+    time = _number(labels.get("lab_time_scale")) or rate
+    if rate == 1 and time == 1:
+        return None
+    return LabScale(rate, time)
+
+
+def common_scale(all_labels: Iterable[Mapping[str, Any]]) -> LabScale | None:
+    """The one lab scale of several runs; None when unscaled or when they differ (mixed
+    scales have no single cloud figure)."""
+    found = {scale_of(labels) for labels in all_labels}
+    return found.pop() if len(found) == 1 else None
+
+
+def rate_text(bps: float, scale: LabScale | None) -> str:
+    """``383 Mbit/s (lab) = 7.66 Gbit/s (cloud)``, or just the rate when unscaled."""
+    if scale is None:
+        return _rate(bps)
+    return f"{_rate(scale.cloud_rate(bps))} in the cloud (lab {_rate(bps)})"
+
+
+def seconds_text(seconds: float, scale: LabScale | None) -> str:
+    if scale is None:
+        return f"{sig(seconds)} s"
+    return f"{sig(scale.cloud_seconds(seconds))} s in the cloud (lab {sig(seconds)} s)"
+
+
+def bits_text(bits: float, scale: LabScale | None) -> str:
+    if scale is None:
+        return _size(bits)
+    return f"{_size(scale.cloud_bits(bits))} in the cloud (lab {_size(bits)})"
+
+
+def _rate(bps: float) -> str:
+    return f"{_size(bps)}/s"
+
+
+def _size(bits: float) -> str:
+    if bits >= 1e9:
+        return f"{sig(bits / 1e9)} Gbit"
+    return f"{sig(bits / 1e6)} Mbit"
