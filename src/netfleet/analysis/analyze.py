@@ -17,7 +17,13 @@ import numpy as np
 
 from netfleet.analysis.credit import CreditEstimate, CreditKind, RateKind, estimate_credit
 from netfleet.analysis.estimate import Estimate, fmt_bits
-from netfleet.analysis.refill import RefillEstimate, analyze_refill, probes_from_phases
+from netfleet.analysis.refill import (
+    DrainStart,
+    RefillEstimate,
+    analyze_refill,
+    drain_start,
+    probes_from_phases,
+)
 from netfleet.analysis.segments import Segmentation, SegmentationConfig, segment
 from netfleet.analysis.series import RunInfo, Series, SeriesUnavailable, series_from_rows
 from netfleet.analysis.stats import t_quantile
@@ -267,11 +273,42 @@ def analyze_phases(
     try:
         drain, probes = probes_from_phases(run, phases, params)
         analysis = analyze_series(run, drain)
+        analysis = _with_drain_start(analysis, drain_start(run, phases, params))
         _, _, refill = analyze_refill(drain, probes, analysis.credit.baseline)
     except SeriesUnavailable as exc:
         seg = Segmentation("inconclusive", reason=str(exc))
         return RunAnalysis(run, None, seg, CreditEstimate("inconclusive", reason=str(exc)))
     return replace(analysis, refill=refill)
+
+
+def _with_drain_start(analysis: RunAnalysis, start: DrainStart) -> RunAnalysis:
+    """A drain that began at the baseline (the check confirmed it: the bucket was empty) gives
+    the baseline and no initial bucket; a drain split by a check counts its earlier parts'
+    bits in the initial bucket."""
+    c = analysis.credit
+    if start.at_baseline and c.baseline is None and c.rate is not None:
+        note = (
+            "the host was already at its baseline when the drain began (a check — idle, then "
+            "a short run that started above this level and fell back — confirmed the bucket "
+            "was empty): the initial bucket is not measured; the refill is"
+        )
+        credit = replace(
+            c,
+            kind="baseline-only",
+            baseline=c.rate,
+            reason="already at the baseline: the bucket was empty when the drain began",
+            notes=(*c.notes, note),
+        )
+        return replace(analysis, credit=credit)
+    if start.earlier and c.bucket is not None and c.baseline is not None:
+        extra = start.extra_bits(c.baseline.value)
+        bucket = replace(c.bucket, value=c.bucket.value + extra)
+        note = (
+            f"the drain was split by a baseline check: the initial bucket adds the "
+            f"{extra / 1e6:.0f} Mbit its earlier part(s) drew above the baseline"
+        )
+        return replace(analysis, credit=replace(c, bucket=bucket, notes=(*c.notes, note)))
+    return analysis
 
 
 def pool(values: Sequence[Estimate], level: float = 0.95) -> Estimate | None:

@@ -230,17 +230,19 @@ def probes_from_phases(
     previous: tuple[float, Series] | None = None
     for i, phase in enumerate(phases):
         kind = phase.get("phase")
-        if kind not in ("drain", "burst"):
+        if kind not in ("drain", "check", "burst"):
             raise SeriesUnavailable(f"phase {i}: unknown phase {kind!r}")
         if phase.get("status", "ok") != "ok":
-            if kind == "drain":
-                raise SeriesUnavailable(f"the drain phase failed: {phase.get('reason')}")
+            if kind in ("drain", "check"):
+                raise SeriesUnavailable(f"the {kind} phase failed: {phase.get('reason')}")
             previous = None
             continue
         series = _phase_series(run, phase, params or {}, i)
         started = phase.get("started_s")
         if kind == "drain":
-            drain = series
+            drain = series  # the last part of a drain split by a check
+        elif kind == "check":
+            pass  # it ends at the baseline, like a drain: the next burst's idle counts from it
         else:
             idle = phase.get("idle_s")
             if previous is not None and isinstance(started, int | float):
@@ -252,6 +254,50 @@ def probes_from_phases(
     if drain is None:
         raise SeriesUnavailable("no drain phase: the bucket's starting point is unknown")
     return drain, probes
+
+
+@dataclass(frozen=True)
+class DrainStart:
+    """How a credit run's drain began (:mod:`netfleet.engines.credit`): a ``check`` phase found
+    the host already at its baseline (``at_baseline``), or the drain went on after it, and
+    the parts before the last drain phase (each with the idle gap before the next part) sent
+    bits the last part's bucket estimate does not see."""
+
+    at_baseline: bool = False
+    #: (series, idle seconds after it) of every drain/check part before the last drain phase
+    earlier: tuple[tuple[Series, float], ...] = ()
+
+    def extra_bits(self, baseline: float) -> float:
+        """What the earlier parts drew from the bucket: bits above the baseline, less what the
+        idle gaps between parts refilled."""
+        return sum(
+            float(s.bits.sum()) - baseline * float(s.seconds.sum()) - baseline * gap
+            for s, gap in self.earlier
+        )
+
+
+def drain_start(
+    run: RunInfo, phases: Sequence[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+) -> DrainStart:
+    """The :class:`DrainStart` of a credit run's phases (empty for runs without a check)."""
+    checks = [p for p in phases if p.get("phase") == "check" and p.get("status", "ok") == "ok"]
+    if not checks:
+        return DrainStart()
+    if checks[-1].get("at_baseline") is True:
+        return DrainStart(at_baseline=True)
+    drains = [i for i, p in enumerate(phases) if p.get("phase") == "drain"]
+    last = drains[-1] if drains else 0
+    parts = []
+    for i, p in enumerate(phases[:last]):
+        if p.get("phase") not in ("drain", "check"):
+            continue
+        series = _phase_series(run, p, params or {}, i)
+        nxt, start = phases[i + 1].get("started_s"), p.get("started_s")
+        gap = 0.0
+        if isinstance(nxt, int | float) and isinstance(start, int | float):
+            gap = max(0.0, float(nxt) - float(start) - series.duration)
+        parts.append((series, gap))
+    return DrainStart(earlier=tuple(parts))
 
 
 def _phase_series(

@@ -8,6 +8,15 @@ phase's iperf3 JSON untouched::
     {"phases": [{"phase": "drain", "idle_s": null, "started_s": 0.0, "adaptive": {...},
                  "iperf3": {...}, "server_stdout": "..."},
                 {"phase": "burst", "idle_s": 30, ...}, ...]}
+
+A host may already be at its baseline when the drain starts (a burst test just emptied its
+bucket — the best start for a refill test). A flat level without a drop is then either that
+baseline or a burst's peak, so once the drain has been steady for ``until_steady`` without a
+drop, a ``check`` phase tells them apart: idle :data:`CHECK_IDLE_INTERVALS` intervals, then a
+short run. At the baseline the idle refilled the bucket a little, so the check starts above the
+level and falls back to it: the drain is over (``"at_baseline": true``). At a peak (or on a link
+without a bucket) it starts at the level: the drain goes on in a second ``drain`` phase (up to
+``duration`` in all), and the analysis counts every part's bits above the baseline.
 """
 
 from __future__ import annotations
@@ -27,8 +36,16 @@ from netfleet.engines.contract import (
 )
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.params import Iperf3Params
-from netfleet.engines.params.credit import CreditParams
+from netfleet.engines.params.credit import (
+    CHECK_IDLE_INTERVALS,
+    CHECK_INTERVALS,
+    MIN_DRAIN_INTERVALS,
+    CreditParams,
+)
 from netfleet.engines.summaries import no_rows
+
+#: the check's first intervals must exceed the drain's level by this many tolerances
+CHECK_MARGIN = 4
 
 if TYPE_CHECKING:
     from netfleet.engines.contract import RunSession
@@ -68,7 +85,7 @@ class Credit:
         return self.iperf3.unsupported(self._phase(params, params.duration), info)
 
     @staticmethod
-    def _phase(params: CreditParams, maximum: float) -> Iperf3Params:
+    def _phase(params: CreditParams, maximum: float, minimum: float | None = None) -> Iperf3Params:
         return Iperf3Params(
             duration=maximum,
             interval=params.interval,
@@ -77,49 +94,107 @@ class Credit:
             until_steady=params.until_steady,
             steady_tolerance=params.steady_tolerance,
             # a phase may only end on a steady baseline after a level drop, or at its maximum
-            min_duration=maximum,
+            # (or, for the drain's first part, at ``minimum``: a baseline check follows)
+            min_duration=maximum if minimum is None else minimum,
         )
+
+    @staticmethod
+    def _check(params: CreditParams) -> Iperf3Params:
+        return Iperf3Params(
+            duration=CHECK_INTERVALS * params.interval,
+            interval=params.interval,
+            parallel=params.parallel,
+            direction=params.direction,
+        )
+
+    @staticmethod
+    def above_level(result: Mapping[str, Any] | None, level: float, tolerance: float) -> bool:
+        """Whether the check run started above ``level``: its first two full intervals' best
+        rate exceeds it by :data:`CHECK_MARGIN` tolerances (a refilled bucket's spike)."""
+        intervals = (result or {}).get("intervals") or []
+        rates = []
+        for iv in intervals[:3]:
+            s = iv.get("sum") if isinstance(iv, Mapping) else None
+            if isinstance(s, Mapping) and isinstance(s.get("bits_per_second"), int | float):
+                rates.append(float(s["bits_per_second"]))
+        return bool(rates) and max(rates[:2]) > level * (1 + CHECK_MARGIN * tolerance)
 
     async def execute(self, session: RunSession, params: CreditParams) -> Outcome:
         check_params(params, CreditParams)
         phases: list[dict[str, Any]] = []
         session.notes["credit"] = {"phases": phases}
         result: dict[str, Any] = {"phases": phases}
-        plan: list[tuple[str, float | None, float]] = [("drain", None, params.duration)]
-        plan += [("burst", t, params.burst_max) for t in params.idle]
-        baseline: float | None = None
-        for name, idle, maximum in plan:
-            if idle:
-                await asyncio.sleep(idle)
-            started = time.monotonic() - session.t0
-            outcome = await self.iperf3.execute(
-                session, self._phase(params, maximum), target_bps=baseline
-            )
-            adaptive = session.notes.get("adaptive") or {}
-            if name == "drain":
+        # long enough for the analysis to classify the drain on its own (≥ 6 intervals)
+        shortest = max(params.until_steady, MIN_DRAIN_INTERVALS * params.interval)
+        first = self._phase(params, params.duration, min(shortest, params.duration))
+        ok, adaptive = await self._run_phase(session, phases, "drain", None, first)
+        if not ok:
+            return Outcome("failed", f"drain phase: {phases[-1]['reason']}", result)
+        baseline = adaptive.get("level_bps")
+        if adaptive.get("stop") == "steady" and adaptive.get("drop_seen_at_s") is None:
+            # steady without a drop: the baseline already, or a burst's peak? the check says
+            level = float(baseline or 0.0)
+            await asyncio.sleep(CHECK_IDLE_INTERVALS * params.interval)
+            ok, _ = await self._run_phase(
+                session, phases, "check", CHECK_IDLE_INTERVALS * params.interval,
+                self._check(params),
+            )  # fmt: skip
+            if not ok:
+                return Outcome("failed", f"check phase: {phases[-1]['reason']}", result)
+            at_baseline = self.above_level(phases[-1]["iperf3"], level, params.steady_tolerance)
+            phases[-1]["at_baseline"] = at_baseline
+            phases[-1]["level_bps"] = level
+            remaining = params.duration - (phases[0]["ended_s"] - phases[0]["started_s"])
+            if not at_baseline and remaining > params.until_steady:
+                ok, adaptive = await self._run_phase(
+                    session, phases, "drain", None, self._phase(params, remaining)
+                )
+                if not ok:
+                    return Outcome("failed", f"drain phase: {phases[-1]['reason']}", result)
                 baseline = adaptive.get("level_bps")
-            phases.append(
-                {
-                    "phase": name,
-                    "idle_s": idle,
-                    "started_s": round(started, 3),
-                    "ended_s": round(time.monotonic() - session.t0, 3),
-                    "status": outcome.status,
-                    "reason": outcome.reason,
-                    "adaptive": session.notes.pop("adaptive", None),
-                    "iperf3": outcome.result,
-                    "server_stdout": session.outputs.pop("server_stdout", None),
-                }
+        for idle in params.idle:
+            await asyncio.sleep(idle)
+            ok, _ = await self._run_phase(
+                session, phases, "burst", idle, self._phase(params, params.burst_max), baseline
             )
-            if outcome.status != "ok":
-                return Outcome("failed", f"{name} phase: {outcome.reason}", result)
+            if not ok:
+                return Outcome("failed", f"burst phase: {phases[-1]['reason']}", result)
         session.notes["credit"] = {
             "phases": [
                 {k: p[k] for k in ("phase", "idle_s", "started_s", "ended_s", "adaptive")}
+                | {k: p[k] for k in ("at_baseline", "level_bps") if k in p}
                 for p in phases
             ]
         }
         return Outcome("ok", None, result)
+
+    async def _run_phase(
+        self,
+        session: RunSession,
+        phases: list[dict[str, Any]],
+        name: str,
+        idle: float | None,
+        params: Iperf3Params,
+        baseline: float | None = None,
+    ) -> tuple[bool, dict[str, Any]]:
+        """Run one phase, append its record; (whether it succeeded, its adaptive notes)."""
+        started = time.monotonic() - session.t0
+        outcome = await self.iperf3.execute(session, params, target_bps=baseline)
+        adaptive = session.notes.pop("adaptive", None)
+        phases.append(
+            {
+                "phase": name,
+                "idle_s": idle,
+                "started_s": round(started, 3),
+                "ended_s": round(time.monotonic() - session.t0, 3),
+                "status": outcome.status,
+                "reason": outcome.reason,
+                "adaptive": adaptive,
+                "iperf3": outcome.result,
+                "server_stdout": session.outputs.pop("server_stdout", None),
+            }
+        )
+        return outcome.status == "ok", adaptive or {}
 
     def salvage(self, session: RunSession, params: CreditParams, interrupted: bool) -> Outcome:
         partial = self.iperf3.salvage(session, self._phase(params, params.duration), interrupted)

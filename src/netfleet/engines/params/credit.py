@@ -8,6 +8,12 @@ from netfleet.engines.params.base import Direction, EngineParams
 
 #: intervals a phase needs beyond ``until_steady`` (a level drop is seen over 3–5 intervals)
 PHASE_SLACK_INTERVALS = 5
+#: the drain's baseline check (:mod:`netfleet.engines.credit`): idle, then a short run, in
+#: report intervals
+CHECK_IDLE_INTERVALS = 3
+CHECK_INTERVALS = 5
+#: the drain's first part lasts at least this many intervals (the analysis needs ≥ 6)
+MIN_DRAIN_INTERVALS = 8
 
 
 class CreditParams(EngineParams):
@@ -49,10 +55,14 @@ class CreditParams(EngineParams):
         return float(self.duration + sum(self.idle) + len(self.idle) * self.burst_max)
 
     def expected_seconds(self) -> float:
-        """Every idle, and each phase ending once steady (``until_steady`` plus the few
-        intervals a drop needs); a burst adds its own length, unknown before the run."""
+        """Every idle, each phase ending once steady (``until_steady`` plus the few intervals a
+        drop needs) and the drain's baseline check (idle + a short run: a host already at its
+        baseline ends the drain there); a burst adds its own length — a full bucket's drain
+        takes up to ``duration`` — unknown before the run."""
         phase = self.until_steady + PHASE_SLACK_INTERVALS * self.interval
-        return float(sum(self.idle) + (1 + len(self.idle)) * phase)
+        drain = max(phase, (MIN_DRAIN_INTERVALS + 1) * self.interval)
+        check = (CHECK_IDLE_INTERVALS + CHECK_INTERVALS + 1) * self.interval
+        return float(sum(self.idle) + drain + len(self.idle) * phase + check)
 
     def summary(self) -> str:
         idles = ",".join(f"{t:g}" for t in self.idle)
