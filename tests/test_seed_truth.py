@@ -166,3 +166,19 @@ def test_seed004_table_and_answer_carry_the_cloud_figures_beside_the_lab() -> No
     assert "Gbit in the cloud (lab 3." in text, text
     cmd = answer.calc_command()
     assert cmd is not None and "--bucket 1" in cmd and "gbit" in cmd, cmd  # ≈ 1,400 Gbit
+
+
+def test_the_same_finding_over_two_runs_is_one_row_with_both_runs() -> None:
+    from netfleet.advice.model import Advice
+    from netfleet.report.advice import advice_table
+
+    def gw(run: str) -> Advice:  # what the path-mtu rule says for each run over one gateway
+        return Advice(
+            "path-mtu", "warn", "path MTU 1500 is below the interface MTU 9000 towards x",
+            "use private addresses", {"path_mtu": 1500, "interface_mtu": 9000}, (run,),
+        )  # fmt: skip
+
+    other = Advice("asymmetry", "info", "out ≠ in", "report both", {"ratio": 2.7}, ("r3",))
+    t = advice_table([gw("r1"), gw("r2"), other, gw("r1")])
+    assert [r["code"] for r in t.records()] == ["path-mtu", "asymmetry"]
+    assert t.records()[0]["runs"] == "r1, r2"

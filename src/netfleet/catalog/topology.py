@@ -4,8 +4,10 @@ Seed 001 compared "same AD", "same placement group", "different AZ"... with uper
 request/response mean (latency) and an 8-thread throughput. Here each run's topology is a label
 (``topology`` by default, any label key or runs column works) and the table gives, per value:
 
-* request/response latency (``latency`` engine): mean, p50, p99 in µs, transactions/s, and
-  whether it is the full round trip;
+* request/response latency (``latency`` engine): mean, p50, p99 in µs — each the mean over
+  runs of the run's own figure (the samples are not stored, so no percentile over the pooled
+  samples exists), with the worst run's p99 beside it — transactions/s, and whether it is the
+  full round trip;
 * ICMP (``ping`` engine): average round trip in µs and loss;
 * throughput (``iperf3``, ``iperf3-multi``, ``iperf2``, ``throughput``): the receiver's total,
   averaged over complete runs, in Gbit/s, with the streams used.
@@ -25,7 +27,8 @@ from netfleet.errors import CatalogError
 
 THROUGHPUT_ENGINES = measuring("throughput")
 COLUMNS = [
-    "latency_runs", "rr_mean_us", "rr_p50_us", "rr_p99_us", "transactions_per_s",
+    "latency_runs", "rr_mean_us", "rr_p50_us", "rr_p99_us", "rr_p99_worst_run_us",
+    "transactions_per_s",
     "full_round_trip", "ping_avg_us", "ping_loss_percent", "throughput_runs",
     "throughput_gbps", "streams",
 ]  # fmt: skip
@@ -52,7 +55,8 @@ def topology_rows(
                       string_agg(DISTINCT lab_time, ',' ORDER BY lab_time) AS lab_time
                FROM r GROUP BY g),
         rr AS (SELECT g, count(*) AS n, avg(mean_us) AS mean_us, avg(p50_us) AS p50,
-                      avg(p99_us) AS p99, avg(transactions_per_s) AS tps,
+                      avg(p99_us) AS p99, max(p99_us) AS p99max,
+                      avg(transactions_per_s) AS tps,
                       bool_and(full_round_trip) AS full
                FROM r JOIN latency l USING (run_id) WHERE l.kind = 'request_response'
                GROUP BY g),
@@ -64,8 +68,8 @@ def topology_rows(
                       string_agg(DISTINCT CAST(r.parallel AS VARCHAR), ',') AS streams
                FROM r JOIN ends e USING (run_id)
                WHERE e.side = 'client' AND r.engine IN ({engines}) GROUP BY g)
-        SELECT k.g, rr.n, rr.mean_us, rr.p50, rr.p99, rr.tps, rr.full, icmp.ping_us, icmp.loss,
-               tp.n, tp.gbps, tp.streams, tp.missing, sc.lab_scale, sc.lab_time
+        SELECT k.g, rr.n, rr.mean_us, rr.p50, rr.p99, rr.p99max, rr.tps, rr.full, icmp.ping_us,
+               icmp.loss, tp.n, tp.gbps, tp.streams, tp.missing, sc.lab_scale, sc.lab_time
         FROM (SELECT DISTINCT g FROM r) k
         LEFT JOIN rr USING (g) LEFT JOIN icmp USING (g) LEFT JOIN tp USING (g)
         LEFT JOIN sc USING (g)
@@ -82,3 +86,31 @@ def topology_rows(
     finally:
         con.close()
     return rows, missing, scaled
+
+
+def topology_prices(
+    catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
+) -> dict[Any, tuple[list[str], list[str], list[str]]]:
+    """Per value of ``by``: the distinct ``price_per_hour`` labels, instance types and regions
+    of its complete runs (for the $/month column of seed 001's table)."""
+    con = connect(catalog_dir)
+    try:
+        expr, params = _Keys(con).resolve(by)
+        where = " AND r.campaign = ?" if campaign else ""
+        sql = f"""
+        SELECT {expr} AS g,
+               list(DISTINCT json_extract_string(r.labels, '$.price_per_hour')),
+               list(DISTINCT json_extract_string(r.labels, '$.instance_type')),
+               list(DISTINCT json_extract_string(r.labels, '$.region'))
+        FROM runs r WHERE r.status = 'ok'{where} GROUP BY 1
+        """  # noqa: S608 -- fixed identifiers; values are parameters
+        found = con.execute(sql, [*params, *([campaign] if campaign else [])]).fetchall()
+    except duckdb.Error as exc:
+        raise CatalogError(f"topology report failed: {exc}") from exc
+    finally:
+        con.close()
+    out: dict[Any, tuple[list[str], list[str], list[str]]] = {}
+    for g, *lists in found:
+        prices, types, regions = (sorted(str(v) for v in (x or []) if v is not None) for x in lists)
+        out[g] = (prices, types, regions)
+    return out

@@ -677,7 +677,9 @@ def _advice(runs: Tabular) -> tuple[list[Any], str]:
             docs.append(ResultsRoot.read(Path(str(src))))
         else:
             missing += 1
-    items = advise(docs)
+    from netfleet.report.advice import merged
+
+    items = merged(advise(docs))
     note = "Advice: nothing to report — no limit other than the network was seen."
     if missing:
         note = (

@@ -6,9 +6,31 @@ from __future__ import annotations
 import os
 
 from netfleet.catalog.pending import catalog_notes
-from netfleet.catalog.topology import COLUMNS, topology_rows
+from netfleet.catalog.topology import COLUMNS, topology_prices, topology_rows
+from netfleet.pricetable import PriceTable
 from netfleet.report.cheatsheet import scale_notes
 from netfleet.tabular import Tabular
+
+#: the providers' month (365 × 24 / 12 h); seed 001 wrote 24 × 30 = 720
+HOURS_PER_MONTH = 730.0
+
+
+def _price(
+    labels: list[str], types: list[str], regions: list[str], table: PriceTable | None
+) -> tuple[float | None, str | None]:
+    """One instance's $/hour for a topology's runs, and where it came from."""
+    if len(labels) == 1:
+        try:
+            return float(labels[0]), "price_per_hour label"
+        except ValueError:
+            return None, f"unreadable price_per_hour label {labels[0]!r}"
+    if len(labels) > 1:
+        return None, f"several price_per_hour labels ({', '.join(labels)})"
+    if table is not None and len(types) == 1 and len(regions) == 1:
+        hourly = table.ec2_hourly(regions[0], types[0])
+        if hourly is not None:
+            return hourly, f"price table as of {table.as_of}"
+    return None, None
 
 
 def topology_table(
@@ -19,14 +41,27 @@ def topology_table(
 ) -> Tabular:
     """One row per value of ``by`` (a label key or runs column), with what each column means;
     with ``results`` (a results root), raw results not yet in the catalog are named in a note."""
+    from netfleet import pricetable
+
     rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
+    prices = topology_prices(catalog_dir, by, campaign)
+    table = pricetable.load(pricetable.default_state_root())
+    sources: set[str] = set()
+    for row in rows:
+        hourly, source = _price(*prices.get(row[0], ([], [], [])), table)
+        row += [hourly, None if hourly is None else hourly * HOURS_PER_MONTH]
+        if source:
+            sources.add(source)
     return Tabular(
-        [by, *COLUMNS],
+        [by, *COLUMNS, "usd_per_hour", "usd_per_month"],
         rows,
         title=f"Latency and throughput by {by}" + (f", campaign {campaign}" if campaign else ""),
         notes=[
-            "rr = request/response over one TCP connection (latency engine), averaged over "
-            "runs; full_round_trip false means half-RTT numbers (sockperf without --full-rtt).",
+            "rr = request/response over one TCP connection (latency engine); rr_mean_us, "
+            "rr_p50_us and rr_p99_us are the mean over runs of each run's own figure (the "
+            "samples are not stored: no percentile over the pooled samples), "
+            "rr_p99_worst_run_us the highest run's p99; full_round_trip false means half-RTT "
+            "numbers (sockperf without --full-rtt).",
             "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
             "runs; streams = the parallel streams those runs used.",
             *(
@@ -38,6 +73,10 @@ def topology_table(
                 if missing
                 else []
             ),
+            "usd_per_hour, usd_per_month: one instance of the topology's hosts (label "
+            "price_per_hour, else the dated price table by instance_type and region), × "
+            f"{HOURS_PER_MONTH:g} h a month (seed 001: 24 × 30 h); a pair costs twice"
+            + (f"; from {', '.join(sorted(sources))}." if sources else "; no prices found."),
             *scale_notes((f"{by} {value}", rate, time) for value, rate, time in scaled),
             *catalog_notes(results, catalog_dir),
         ],
