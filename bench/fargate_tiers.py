@@ -31,13 +31,14 @@ from tests.motokit import moto_server  # noqa: E402
 
 from netfleet import aws, lab  # noqa: E402
 from netfleet.catalog import ingest  # noqa: E402
-from netfleet.cloud import fargate, fargate_sim, prices, teardown  # noqa: E402
+from netfleet.cloud import fargate, prices, teardown  # noqa: E402
 from netfleet.cloud.provision import Provisioner  # noqa: E402
 from netfleet.report.cheatsheet import cheatsheet  # noqa: E402
 from netfleet.runner import run_campaign  # noqa: E402
 from netfleet.spec import load_spec  # noqa: E402
 from netfleet.store import ResultsRoot  # noqa: E402
 from netfleet.units import goodput_ratio  # noqa: E402
+from netfleet_sim import fargate as fargate_sim  # noqa: E402
 
 RATE_SCALE = 0.2
 

@@ -25,7 +25,14 @@ ENV = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
     "NETFLEET_AWS_LOOPBACK_ONLY": "1",
+    # the emulation in front of moto (netfleet_sim.awsfaults): AWS's DryRun answers always;
+    # the fault profiles only where a test names them (NETFLEET_AWS_FAULTS)
+    "NETFLEET_PLUGINS": "netfleet_sim.awsfaults",
 }
+
+
+#: the environment that loads the kill points (``NETFLEET_FAULT_AT``) into a netfleet process
+KILL_POINTS = {"NETFLEET_PLUGINS": "netfleet_sim.awsfaults,netfleet_sim.faults"}
 
 
 def free_port() -> int:

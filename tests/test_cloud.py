@@ -28,7 +28,7 @@ from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.cloud.userdata import render
 from netfleet.errors import InputError
 from tests import motokit
-from tests.motokit import MotoServer
+from tests.motokit import KILL_POINTS, MotoServer
 
 DEBIAN = images.DEBIAN_OWNER
 
@@ -186,14 +186,14 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
     assert timer[0] == "systemd-run" and "--on-active=90min" in timer
     assert timer[-2:] == ["/usr/bin/systemctl", "poweroff"]
     assert doc["runcmd"][0] == ["shutdown", "-P", "+90"]
-    # AL2023: one dnf call that skips a package its repositories lack; the packages are the
-    # engine registry's (irtt has no dnf package: left to the preflight to name)
-    assert doc["runcmd"][1] == [
-        "dnf", "install", "-y", "--setopt=strict=0", "iperf3", "iperf", "sockperf", "iputils"
-    ]  # fmt: skip
+    # then set -e: a failed install stops cloud-init's runcmd script before the marker
+    assert doc["runcmd"][1] == "set -e"
+    # AL2023: one dnf call for what its repositories have (no iperf 2, no sockperf there),
+    # strict: a failure is a failure
+    assert doc["runcmd"][2] == ["dnf", "install", "-y", "iperf3", "iputils"]
     assert not any("apt-get" in c for c in doc["runcmd"])
     # the last command (cloud-init's final stage, after the packages) writes the ready marker
-    assert doc["runcmd"][2:] == [["mkdir", "-p", "/var/lib/netfleet"],
+    assert doc["runcmd"][3:] == [["mkdir", "-p", "/var/lib/netfleet"],
                                  ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
 
 
@@ -204,7 +204,8 @@ def test_user_data_for_debian_uses_apt() -> None:
 
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
     assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
-    update, *installs = doc["runcmd"][1:-2]
+    assert doc["runcmd"][1] == "set -e"
+    update, *installs = doc["runcmd"][2:-2]
     assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
     assert update[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
     assert update[-1] == "update" and "DPkg::Lock::Timeout=600" in update
@@ -213,6 +214,36 @@ def test_user_data_for_debian_uses_apt() -> None:
     assert not any("dnf" in c for c in doc["runcmd"])
     assert images.FAMILIES["debian-12"].user == "admin"
     assert images.FAMILIES["al2023"].user == "ec2-user"
+
+
+@pytest.mark.parametrize(
+    ("image", "engine", "refused"),
+    [("al2023", "iperf2", "iperf"), ("al2023", "irtt", "irtt"), ("al2023", "iperf3", None),
+     ("debian-12", "iperf2", None), ("debian-12", "irtt", None)],
+)  # fmt: skip
+def test_an_engine_the_image_lacks_is_refused_before_launch(
+    image: str, engine: str, refused: str | None
+) -> None:
+    """AL2023's repositories have no iperf 2, sockperf or irtt: a campaign whose runs need them
+    there is an input error naming host, image, tool and engine (nothing is launched)."""
+    from types import SimpleNamespace
+
+    from netfleet.cloud.userdata import check_images
+    from netfleet.runner.tools import BASE_TOOLS, engine_tools
+
+    cloud = SimpleNamespace(backing="ssh", image_family=image, ami=None)
+    tools = (*BASE_TOOLS, *engine_tools(engine))
+    req = SimpleNamespace(name="srv", spec=SimpleNamespace(cloud=cloud, fargate=None), tools=tools)
+    if refused is None:
+        check_images([req])
+        return
+    with pytest.raises(InputError) as err:
+        check_images([req])
+    msg = err.value.message
+    assert f"host srv: image {image} has no package for {refused}" in msg
+    assert engine in msg and "debian-12" in (err.value.hint or "")
+    cloud.backing = "sim"  # the sim's namespaces use this machine's tools: nothing to refuse
+    check_images([req])
 
 
 def test_cost_guard_and_stale_prices() -> None:
@@ -361,7 +392,7 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
         )
         ec2 = aws.client("ec2", "us-east-1")
         state = tmp_path / f"s{n}"
-        env = {**os.environ, "NETFLEET_FAULT_AT": point}
+        env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": point}
         killed = _cli(["up", str(spec), "--state-dir", str(state), "--release"], env)
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
         left = teardown.remaining(ec2, campaign)
@@ -393,8 +424,8 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
 
 def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
     """The generated lab shapes r4.large exactly like the hand-written r4 profile (seed 004)."""
-    from netfleet.cloud.sim import lab_spec
     from netfleet.lab import load_lab
+    from netfleet_sim.instances import lab_spec
 
     types = ["r4.large", "c5n.large", "c5n.18xlarge"]
     info = catalogue.describe(aws.client("ec2", "us-east-1"), types)
@@ -502,7 +533,8 @@ def test_sigterm_during_acquire_tears_down(fresh: MotoServer, tmp_path: Path) ->
     """SIGTERM (not -9) while launching: the controller releases everything and exits 130."""
     spec = tmp_path / "c.yaml"
     spec.write_text("campaign: nf-term\nfleets: [{instance_type: t3.micro, count: 1}]\n")
-    env = {**os.environ, "NETFLEET_FAULT_AT": "after:key-pair", "NETFLEET_FAULT_SIGNAL": "TERM"}
+    env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": "after:key-pair"}
+    env["NETFLEET_FAULT_SIGNAL"] = "TERM"
     out = _cli(["up", str(spec), "--state-dir", str(tmp_path)], env)
     assert out.returncode == 130, out.stderr[-2000:]
     left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-term")
@@ -541,9 +573,9 @@ def test_sim_labs_are_taken_down_only_when_provably_netfleets(tmp_path: Path) ->
     down.)"""
     import subprocess as sp
 
-    from netfleet.cloud import simlab
     from netfleet.errors import EnvironmentProblem
     from netfleet.lab.state import LabState
+    from netfleet_sim import labs as simlab
 
     stamp = "%Y-%m-%dT%H:%M:%SZ"
     now = dt.datetime.now(dt.UTC)
@@ -755,7 +787,7 @@ def test_kill_9_across_regions_then_destroy_leaves_zero_in_both(
         return {r: sum(v or 0 for v in teardown.remaining(c, "nf-xfault").values())
                 for r, c in ec2.items()}  # fmt: skip
 
-    env = {**os.environ, "NETFLEET_FAULT_AT": "after:instance@eu-west-1"}
+    env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": "after:instance@eu-west-1"}
     killed = _cli(["up", str(spec), "--state-dir", str(tmp_path), "--release"], env)
     assert killed.returncode == -9, killed.stderr[-2000:]
     per_region = {r: teardown.remaining(c, "nf-xfault") for r, c in ec2.items()}

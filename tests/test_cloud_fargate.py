@@ -26,11 +26,12 @@ import yaml
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import fargate, fargate_sim, prices, teardown
+from netfleet.cloud import fargate, prices, teardown
 from netfleet.cloud.journal import Journal
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.errors import EnvironmentProblem, InputError, SpecError
-from tests.motokit import MotoServer, moto_server
+from netfleet_sim import fargate as fargate_sim
+from tests.motokit import KILL_POINTS, MotoServer, moto_server
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "fargate-tiers.cloud.yaml"
@@ -361,7 +362,7 @@ def test_kill_9_at_every_fargate_step_then_destroy_leaves_zero(
     rows = []
     for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
         state = tmp_path / f"s{n}"
-        env = {**os.environ, "NETFLEET_FAULT_AT": point}
+        env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": point}
         killed = subprocess.run(
             [sys.executable, "-c", CONTROLLER, str(spec), str(state)],
             env=env,

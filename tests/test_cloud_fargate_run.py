@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import fargate, fargate_sim, simlab, teardown
+from netfleet.cloud import fargate, teardown
 from netfleet.cloud.fargate_teardown import our_cluster
 from netfleet.cloud.provider import TAG_LEASE, AwsProvider, task_host
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
@@ -29,6 +29,8 @@ from netfleet.engines.iperf3 import Iperf3
 from netfleet.errors import HostError, SpecError
 from netfleet.hosts.provider import HostRequest, Lease
 from netfleet.spec import load_spec
+from netfleet_sim import fargate as fargate_sim
+from netfleet_sim import labs as simlab
 from tests import motokit
 from tests.motokit import MotoServer
 from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition

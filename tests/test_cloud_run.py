@@ -405,6 +405,7 @@ def test_sigterm_while_launching_releases_what_was_launched(
 ) -> None:
     """NETFLEET_FAULT_AT sends SIGTERM right after the first RunInstances: the pool releases
     the instance and the network the half-done acquire recorded, and the run exits 130."""
+    monkeypatch.setenv("NETFLEET_PLUGINS", motokit.KILL_POINTS["NETFLEET_PLUGINS"])
     monkeypatch.setenv("NETFLEET_FAULT_AT", "after:instance")
     monkeypatch.setenv("NETFLEET_FAULT_SIGNAL", "TERM")
     res = netfleet(tmp_path, "run", str(one_client(tmp_path, 1)), "-r", str(tmp_path / "r"))

@@ -31,6 +31,7 @@ RANKS: dict[str, int] = {
     "text": 0,  # base: safe terminal text
     "pricetable": 0,  # base: the dated price table (JSON + model), read by report and cloud
     "providerrules": 0,  # base: the dated provider rules table verdicts rely on (issue 28)
+    "plugins": 0,  # base: the seam test tooling (netfleet_sim) hooks into, loaded by env only
     "engines": 1,  # engine contract + declarations; runs against a session Protocol
     "spec": 2,  # campaign/inventory files, validated with the engines' params models
     "plan": 3,  # spec → planned runs

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit
 
+from netfleet import plugins
 from netfleet.errors import EnvironmentProblem
 
 LOOPBACK_ONLY_ENV = "NETFLEET_AWS_LOOPBACK_ONLY"
@@ -75,4 +76,5 @@ def _botocore_session() -> Any:
         loader = _loader
     session = botocore.session.get_session()
     session.register_component("data_loader", loader)
+    plugins.session_created(session)  # a seam for test tooling (netfleet_sim); no-op otherwise
     return session

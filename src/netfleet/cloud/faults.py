@@ -1,18 +1,15 @@
-"""Fault injection for the teardown guarantee: ``NETFLEET_FAULT_AT=<point>`` makes the process
-SIGKILL itself when it reaches that point (no ``finally``, no atexit — like ``kill -9``)."""
+"""Named step boundaries of acquire and release (``before:vpc``, ``teardown:after-terminate``…).
+
+A seam, nothing more: netfleet does nothing at a step. Its test tooling (``netfleet_sim.faults``,
+loaded through :mod:`netfleet.plugins`) kills the process at a named one to prove that a killed
+run leaves nothing behind.
+"""
 
 from __future__ import annotations
 
-import os
-import signal
-
-FAULT_ENV = "NETFLEET_FAULT_AT"
-#: ``TERM`` sends SIGTERM instead (the orderly-stop path); default KILL
-SIGNAL_ENV = "NETFLEET_FAULT_SIGNAL"
+from netfleet.plugins import step
 
 
 def point(name: str) -> None:
-    """A named step boundary; kills this process if ``NETFLEET_FAULT_AT`` names it."""
-    if os.environ.get(FAULT_ENV) == name:
-        sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
-        os.kill(os.getpid(), sig)
+    """A named step boundary (see :func:`netfleet.plugins.step`)."""
+    step(name)

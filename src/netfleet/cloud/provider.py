@@ -10,7 +10,7 @@ An *owning* provider (see docs/hosts.md): for one campaign it
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
    (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
 4. backing ``sim``: journals a ``sim-lab`` lease and brings up a lab with one namespace per
-   instance shaped from its advertised figures (:mod:`netfleet.cloud.sim`); the runner's hosts
+   instance shaped from its advertised figures (``netfleet_sim.instances``); the runner's hosts
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
    hosts are the instances over SSH with the pinned host keys, once each is ready
    (:mod:`netfleet.cloud.ready`: sshd with that key, cloud-init finished).
@@ -19,7 +19,7 @@ Fargate tiers (hosts with ``fargate: {cpu, memory}``, from ``cloud.fargate.tiers
 instances, one ``task`` lease per tier is journalled, then the cluster, task definitions and
 tasks are created (:mod:`netfleet.cloud.fargate`; each task tagged with its lease id); with
 backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
-(:mod:`netfleet.cloud.fargate_sim`); with backing ``ssh`` each task is a standing iperf3 server
+(``netfleet_sim.fargate``); with backing ``ssh`` each task is a standing iperf3 server
 at its ENI address (:func:`task_host`, :mod:`netfleet.hosts.standing`), measured from a client
 on EC2, its side of the test read through ``--get-server-output``.
 
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import simlab, spot
+from netfleet.cloud import backing, permissions, spot, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate import (
     IPERF3_PORT,
@@ -141,6 +141,7 @@ class AwsProvider(Provider):
         settings = requests[0].spec.cloud
         if settings is None or any(r.spec.cloud != settings for r in requests):
             raise HostError("aws hosts of one campaign must share its cloud block")
+        userdata.check_images(requests)  # an engine the image cannot install: before launch
         task_reqs = [r for r in requests if r.spec.fargate is not None]
         requests = [r for r in requests if r.spec.fargate is None]
         if task_reqs and not requests:
@@ -153,6 +154,7 @@ class AwsProvider(Provider):
         cs = CloudSpec.of_hosts(settings, [r.spec for r in requests])
         if task_reqs:
             require_client_in(cs)
+        permissions.require(cs, fargate=bool(task_reqs))  # denied actions: before anything
         root = self.root()
         from netfleet.cloud.teardown import reap
 
@@ -272,8 +274,9 @@ class AwsProvider(Provider):
         public: bool = False,
     ) -> list[Host]:
         from netfleet import lab
-        from netfleet.cloud import fargate_sim
-        from netfleet.cloud.sim import lab_spec
+
+        simlab, fargate_sim = backing.sim("labs"), backing.sim("fargate")
+        lab_spec = backing.sim("instances").lab_spec
 
         lab_name, lab_dir = simlab.new_lab(prov.state_root, prov.spec.campaign)
         where = {"kind": "sim-lab", "lab": lab_name, "state_dir": str(lab_dir)}
@@ -516,8 +519,8 @@ def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, 
 
 
 def _release_lab(lease: Lease) -> str:
-    """The lease's lab, after :func:`simlab.take_down`'s checks (its ``owner`` is the lease)."""
-    return simlab.take_down(Path(str(lease.resource["state_dir"])), lease.id)
+    """The lease's lab, after ``netfleet_sim.labs.take_down``'s checks (``owner`` = the lease)."""
+    return backing.sim("labs").take_down(Path(str(lease.resource["state_dir"])), lease.id)
 
 
 def _ids(prov: Provisioner) -> dict[str, Any]:

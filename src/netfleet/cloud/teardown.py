@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
-from netfleet.cloud import fargate_teardown, faults, simlab
+from netfleet.cloud import backing, fargate_teardown, faults
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
 from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES, resource_name
 from netfleet.errors import EnvironmentProblem
@@ -250,20 +250,20 @@ def destroy(
     """``netfleet cloud destroy``: from the intent journal alone (plus tags), in every region the
     journal names; then count what remains and fail loudly if anything does. With ``sim_labs``
     (not when a run releases its network lease: its lab has a lease of its own) the sim
-    backing's labs of the campaign are taken down first (:mod:`.simlab`)."""
+    backing's labs of the campaign are taken down first (``netfleet_sim.labs``)."""
     journal = Journal(state_root, check_campaign(campaign))
     state = journal.read()
     todo = sorted(set(state.regions) | set(regions or []))
-    labs = simlab.labs(state_root, campaign) if sim_labs else []
+    simlab = backing.sim_labs(state_root, campaign) if sim_labs else None
+    labs = simlab.labs(state_root, campaign) if simlab else []
     if not todo and not labs:
         raise EnvironmentProblem(
             f"no intent journal for campaign {campaign!r} under {state_root}",
             hint="pass --region to sweep by tag anyway, or use `netfleet cloud reap`",
         )
     # the sim backing's labs first (local, quick): a killed `netfleet run` leaves them up
-    left_labs = [
-        o for o in simlab.release_campaign(state_root, campaign, labs) if o.outcome == "left"
-    ]
+    released = simlab.release_campaign(state_root, campaign, labs) if simlab else []
+    left_labs = [o for o in released if o.outcome == "left"]
     totals: dict[str, int] = {"sim-labs": len(left_labs)}
     for region in todo:
         ec2 = aws.client("ec2", region)
@@ -333,7 +333,8 @@ def reap(
     regions = sorted(set(journal_regions(state_root)) | set(extra_regions))
     found = find_expired(regions, now)
     on_aws = list(found)
-    labs = simlab.expired(state_root, now)
+    simlab = backing.sim_labs(state_root)
+    labs = simlab.expired(state_root, now) if simlab else {}
     for campaign, dirs in labs.items():
         row = next((e for e in found if e.campaign == campaign), None)
         if row is None:  # nothing left on AWS: the lab alone
@@ -344,6 +345,7 @@ def reap(
     found.sort(key=lambda e: (e.region, e.campaign))
     if delete:
         for campaign, dirs in labs.items():
+            assert simlab is not None  # labs is empty without it
             simlab.release_campaign(state_root, campaign, [d for d, _ in dirs])
         for e in on_aws:
             journal = Journal(state_root, e.campaign)

@@ -9,40 +9,93 @@ Per image family (:mod:`netfleet.cloud.images`):
   before sysinit.target, when no D-Bus or logind is up yet, which ``shutdown +N`` needs). A
   second ``shutdown -P +N`` in ``runcmd`` (late boot, logind up) backs it up. With
   ``InstanceInitiatedShutdownBehavior=terminate`` the power-off terminates the instance.
-* **the engines** (``runcmd``): AL2023 ``dnf install --setopt=strict=0`` (a package its
-  repositories lack is skipped, not fatal to the others); Debian ``apt-get update`` then one
-  ``apt-get install`` per package (a fresh Debian AMI has no package lists), waiting up to
-  10 min for the dpkg lock (unattended-upgrades may hold it at first boot). Package names come
-  from :func:`netfleet.hosts.packages.package_table`, for every tool of the engine registry
-  (:func:`netfleet.engines.tools`). A tool still missing is named by the run's preflight.
-* **the marker** (``runcmd``, last): :data:`READY_MARKER`, written once the engines are
-  installed; :mod:`netfleet.cloud.ready` waits for it over SSH before the campaign starts.
+* **the engines** (``runcmd``): the tools the image's own repositories provide
+  (:data:`IMAGE_LACKS`: AL2023 has no iperf 2 and no sockperf package), AL2023 in one
+  ``dnf install``; Debian ``apt-get update`` then one ``apt-get install`` per package (a fresh
+  Debian AMI has no package lists), waiting up to 10 min for the dpkg lock (unattended-upgrades
+  may hold it at first boot). Package names come from
+  :func:`netfleet.hosts.packages.package_table`, for every tool of the engine registry
+  (:func:`netfleet.engines.tools`).
+  A campaign that needs a tool its image lacks is refused before launch (:func:`check_images`).
+* **the marker** (``runcmd``, last): :data:`READY_MARKER`. ``runcmd`` runs under ``set -e``
+  (after the switch's backup line): a failed install stops the script, the marker is never
+  written, and :mod:`netfleet.cloud.ready` does not call the instance ready.
+
+cloud-init writes ``runcmd`` into one ``sh`` script: a list entry becomes a quoted command, a
+string entry a line as it is — ``set -e`` is the only string entry.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
+from typing import Any
 
 from netfleet.cloud.hostkeys import KeyPair
 from netfleet.cloud.images import FAMILIES
-from netfleet.engines import tools
+from netfleet.engines import ENGINES, tools
+from netfleet.errors import InputError
 from netfleet.hosts.packages import packages_for
 
+#: tools an image family's own repositories have no package for (AL2023's repositories carry
+#: iperf3 but neither iperf 2 nor sockperf)
+IMAGE_LACKS: dict[str, frozenset[str]] = {"al2023": frozenset({"iperf", "sockperf"})}
 _APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-o", "DPkg::Lock::Timeout=600"]
 #: written by the user-data's last command (cloud-init's final stage, after the packages):
 #: the instance is ready for the campaign (:mod:`netfleet.cloud.ready` checks it over SSH)
 READY_MARKER = "/var/lib/netfleet/ready"
 
 
+def installable(family: str, wanted: Iterable[str] | None = None) -> list[str]:
+    """The tools of ``wanted`` (default: every engine's, :func:`netfleet.engines.tools`) that
+    image ``family``'s repositories provide."""
+    lacks = IMAGE_LACKS.get(family, frozenset())
+    return [t for t in (tools() if wanted is None else wanted) if t not in lacks]
+
+
 def install_commands(family: str) -> list[list[str]]:
-    """argv lists (run as root by cloud-init) installing the engines on ``family``."""
+    """argv lists (run as root by cloud-init) installing the engines on ``family``: only
+    packages its repositories have, so any failure is a real one (``set -e`` stops there)."""
     manager = FAMILIES[family].manager
-    packages, _ = packages_for(list(tools()), manager)
+    packages, _ = packages_for(installable(family), manager)
     if manager == "apt-get":
         each = [[*_APT, "install", "-y", "--no-install-recommends", p] for p in packages]
         return [[*_APT, "update"], *each]
-    return [[manager, "install", "-y", "--setopt=strict=0", *packages]]
+    return [[manager, "install", "-y", *packages]]
+
+
+def _provides(family: str, tool: str) -> bool:
+    """Whether image ``family``'s repositories have a package for ``tool``."""
+    return not packages_for([tool], FAMILIES[family].manager)[1] and bool(
+        installable(family, [tool])
+    )
+
+
+def check_images(requests: Iterable[Any]) -> None:
+    """Before launch: every ``backing: ssh`` instance's image provides the tools its runs need
+    (``HostRequest.tools``); else InputError naming host, image, tool and engine."""
+    problems = []
+    for req in requests:
+        cloud = getattr(req.spec, "cloud", None)
+        if cloud is None or getattr(req.spec, "fargate", None) or cloud.backing != "ssh":
+            continue
+        family = cloud.image_family
+        lacking = [t for t in getattr(req, "tools", ()) if not _provides(family, t)]
+        for tool in lacking:
+            engines = sorted(n for n, e in ENGINES.items() if tool in e.tools)
+            image = f"{cloud.ami} (taken as {family})" if cloud.ami else family
+            problems.append(
+                f"host {req.name}: image {image} has no package for {tool} "
+                f"(engine {', '.join(engines) or '?'})"
+            )
+    if problems:
+        raise InputError(
+            "the campaign needs engines its instances' image cannot install:\n  "
+            + "\n  ".join(problems),
+            hint="use image: debian-12 (its repositories carry iperf and sockperf) on those "
+            "fleets, or drop the engines that need them",
+        )
 
 
 def deadline_commands(minutes: int) -> tuple[list[list[str]], list[list[str]]]:
@@ -76,7 +129,8 @@ def render(host_key: KeyPair, shutdown_after_minutes: float, family: str = "al20
         "bootcmd": boot,
         # runcmd runs in cloud-init's final stage; the ready marker last, after the engines
         "runcmd": [
-            *late,
+            *late,  # the switch's backup may fail (no logind yet): not under set -e
+            "set -e",  # a failed install stops here: no ready marker
             *install_commands(family),
             ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
             ["touch", READY_MARKER],

@@ -42,6 +42,9 @@ class HostRequest:
     name: str
     spec: Any
     lab_state_dir: Path | None = None
+    #: the tools the campaign's runs need on it (empty: not known), so that a provider can
+    #: refuse a machine that cannot have them before it exists
+    tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from netfleet.runner.resume import Selection, recover, select
 from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
 from netfleet.runner.session import Started
 from netfleet.runner.strays import LOCAL_KINDS, identity, local_identity, sweep
+from netfleet.runner.tools import required_tools
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import RawStore
@@ -81,8 +82,13 @@ async def run_campaign(
     rep = reporter or SilentReporter()
     runs = expand(spec)
     limits = Limits.of(spec, concurrency)
-    requests = [HostRequest(name, hs, lab_state_dir) for name, hs in spec.hosts.items()]
+    need = required_tools(runs)  # the engines' tools per host, for a provider's checks
+    requests = [
+        HostRequest(name, hs, lab_state_dir, tuple(need.get(name, ())))
+        for name, hs in spec.hosts.items()
+    ]
     root.flush_pending()  # results a failed upload left spooled (S3 roots)
+    root.check_access()  # an S3 root that refuses a write fails now, before any host exists
     with Journal(journal_path(root.journal_root, spec.campaign)) as journal:
         log = JournalLeases(journal)
         # hosts an earlier session acquired and could not release (kill -9), before ours

@@ -42,6 +42,9 @@ class ResultsRoot:
         """Nothing is ever pending locally (writes are synchronous); see :class:`S3Root`."""
         return []
 
+    def check_access(self) -> None:
+        """Nothing to check ahead: a local write fails at once, before any host exists."""
+
     def glob(self, pattern: str) -> list[Path]:
         """Raw files whose path relative to the root matches ``pattern`` (sorted)."""
         if not self.path.exists():
@@ -149,6 +152,10 @@ class RawStore(Protocol):
     def read(self, ref: Any) -> dict[str, Any]: ...
 
     def flush_pending(self) -> list[str]: ...
+
+    def check_access(self) -> None:
+        """Raise StoreError now if this session could not store its results (before any host
+        is acquired: an S3 root is probed with a write and a delete)."""
 
 
 def open_root(url: str | os.PathLike[str]) -> RawStore:

@@ -19,6 +19,7 @@ import fnmatch
 import hashlib
 import io
 import os
+import secrets
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -194,6 +195,36 @@ class S3Root:
             path.unlink()
             done.append(rel)
         return done
+
+    def check_access(self) -> None:
+        """Write, read back and delete a probe object, and list the prefix: each of
+        s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket is proved (or refused,
+        naming the action) before a campaign acquires anything billable."""
+        key = f"{self.prefix}.netfleet-probe-{secrets.token_hex(8)}"
+        steps = [
+            ("s3:PutObject", lambda: self.client.put_object(Bucket=self.bucket, Key=key, Body=b"")),
+            ("s3:GetObject", lambda: self.client.get_object(Bucket=self.bucket, Key=key)),
+            ("s3:DeleteObject", lambda: self.client.delete_object(Bucket=self.bucket, Key=key)),
+            (
+                "s3:ListBucket",
+                lambda: self.client.list_objects_v2(
+                    Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1
+                ),
+            ),
+        ]
+        for action, call in steps:
+            try:
+                call()
+            except Exception as exc:
+                if not _aws_error(exc):
+                    raise
+                raise StoreError(
+                    f"{self.url}: {action} failed before the campaign started "
+                    f"({type(exc).__name__}: {exc})",
+                    hint=f"allow {action} on the bucket (docs/iam-policy.json, statements "
+                    "ResultsRoot/ResultsRootList) or choose another results root; nothing was "
+                    "launched",
+                ) from exc
 
     def _keys(self) -> Iterator[str]:
         try:

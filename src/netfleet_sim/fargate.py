@@ -88,7 +88,7 @@ def lab_spec(
     return LabSpec.model_validate(
         {
             "name": name,
-            "description": "simulated Fargate tiers (netfleet.cloud.fargate_sim, seed 000)",
+            "description": "simulated Fargate tiers (netfleet_sim.fargate, seed 000)",
             "subnet": subnet,
             "scale": {
                 "rate": rate_scale,

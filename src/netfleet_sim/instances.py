@@ -90,7 +90,7 @@ def lab_spec(
     return LabSpec.model_validate(
         {
             "name": name,
-            "description": "simulated AWS backing (netfleet.cloud.sim)",
+            "description": "simulated AWS backing (netfleet_sim.instances)",
             "subnet": subnet,
             **path,
             "scale": {

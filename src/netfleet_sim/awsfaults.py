@@ -1,0 +1,382 @@
+"""AWS's misbehaviour, injected in front of moto: the emulation every cloud test can use.
+
+Loaded by ``NETFLEET_PLUGINS=netfleet_sim.awsfaults`` (:mod:`netfleet.plugins`), it registers
+botocore event handlers on every session netfleet builds. ``NETFLEET_AWS_FAULTS`` names the
+profiles (comma-separated, or ``all``); :data:`PROFILES` holds their knobs. Errors are AWS's own:
+an EC2 error is the query protocol's XML body (``<Response><Errors><Error><Code>…``) with its
+real code, message and HTTP status, an ECS one the JSON protocol's ``__type`` — returned from
+``before-send``, so botocore parses it and its retry handler sees it exactly as it would see
+AWS's answer (a throttle is retried by botocore's own policy first).
+
+* ``none`` (always on): moto's DryRun gaps closed — ``CreateVpc`` with ``DryRun=True`` creates
+  a VPC on moto; here it answers ``DryRunOperation`` after moto's IAM check, as AWS does;
+* ``eventual``: the first ``describes`` calls naming a resource created in this process answer
+  ``…NotFound`` (instances, VPCs, subnets, security groups, gateways, route tables), and
+  DescribeTasks answers ``failures: [{reason: MISSING}]`` for a task just started;
+* ``throttle``: ``RequestLimitExceeded`` (EC2, HTTP 503) / ``ThrottlingException`` (ECS) on a
+  ``share`` of calls (seeded: the same calls each run);
+* ``capacity``: RunInstances into ``zone`` answers ``InsufficientInstanceCapacity`` (HTTP 500,
+  naming the other zones as AWS does);
+* ``dependency``: for ``seconds`` after the last TerminateInstances, deleting a security
+  group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``;
+* ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
+  ``marked-for-termination`` (the two-minute notice); ``grace_s`` later the instance is
+  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``;
+* ``task-stops``: a Fargate task described ``after_describes`` times reads STOPPED with
+  ``stopCode`` EssentialContainerExited and a ``stoppedReason``.
+
+The state (what was created when) lives in this process: a subprocess under test starts fresh,
+as a new controller would against AWS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from netfleet.plugins import Registry
+
+PROFILE_ENV = "NETFLEET_AWS_FAULTS"
+PROFILES: dict[str, dict[str, Any]] = {
+    "none": {},
+    "eventual": {"describes": 2},
+    "throttle": {"share": 0.2, "seed": 24},
+    "capacity": {"zone": "us-east-1a"},
+    "dependency": {"seconds": 4.0},
+    "spot-notice": {"after_s": 1.0, "grace_s": 2.0},
+    "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
+}
+
+#: create call → (response path to the new id, the NotFound code AWS uses for it)
+CREATES: dict[str, tuple[str, str]] = {
+    "CreateVpc": ("Vpc.VpcId", "InvalidVpcID.NotFound"),
+    "CreateSubnet": ("Subnet.SubnetId", "InvalidSubnetID.NotFound"),
+    "CreateSecurityGroup": ("GroupId", "InvalidGroup.NotFound"),
+    "CreateInternetGateway": (
+        "InternetGateway.InternetGatewayId",
+        "InvalidInternetGatewayID.NotFound",
+    ),
+    "CreateRouteTable": ("RouteTable.RouteTableId", "InvalidRouteTableID.NotFound"),
+}
+#: calls that name a fresh resource and meet AWS's eventual consistency (request parameters)
+REFERS = {
+    "DescribeInstances": ("InstanceId.",),
+    "DescribeInstanceAttribute": ("InstanceId",),
+    "CreateTags": ("ResourceId.",),
+    "ModifyVpcAttribute": ("VpcId",),
+    "CreateSubnet": ("VpcId",),
+    "CreateRouteTable": ("VpcId",),
+    "AttachInternetGateway": ("InternetGatewayId", "VpcId"),
+    "ModifySubnetAttribute": ("SubnetId",),
+    "AuthorizeSecurityGroupIngress": ("GroupId",),
+    "CreateRoute": ("RouteTableId",),
+    "AssociateRouteTable": ("RouteTableId", "SubnetId"),
+    "DescribeSubnets": ("SubnetId.",),
+    "DescribeSecurityGroups": ("GroupId.",),
+}
+DEPENDENT_DELETES = {
+    "DeleteSecurityGroup": "resource {id} has a dependent object",
+    "DeleteSubnet": "The subnet '{id}' has dependencies and cannot be deleted.",
+    "DeleteVpc": "The vpc '{id}' has dependencies and cannot be deleted.",
+    "DetachInternetGateway": "Network {id} has some mapped public address(es). Please unmap "
+    "those public address(es) before detaching the gateway.",
+}
+ID_PARAM = {
+    "DeleteSecurityGroup": "GroupId",
+    "DeleteSubnet": "SubnetId",
+    "DeleteVpc": "VpcId",
+    "DetachInternetGateway": "VpcId",
+}
+
+
+def active() -> dict[str, dict[str, Any]]:
+    """The profiles ``NETFLEET_AWS_FAULTS`` names, with their knobs (``none`` always)."""
+    names = [n.strip() for n in os.environ.get(PROFILE_ENV, "").split(",") if n.strip()]
+    if names == ["all"]:
+        names = list(PROFILES)
+    unknown = [n for n in names if n not in PROFILES]
+    if unknown:
+        raise ValueError(f"{PROFILE_ENV}: unknown profile(s) {unknown}; known: {list(PROFILES)}")
+    return {n: dict(PROFILES[n]) for n in ["none", *names]}
+
+
+@dataclass
+class State:
+    profiles: dict[str, dict[str, Any]]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: resource id → (NotFound code, describes still to fail)
+    fresh: dict[str, list[Any]] = field(default_factory=dict)
+    fresh_tasks: dict[str, int] = field(default_factory=dict)
+    task_seen: dict[str, int] = field(default_factory=dict)
+    subnet_zone: dict[str, str] = field(default_factory=dict)
+    last_terminate: float = 0.0
+    spot_launched: dict[str, float] = field(default_factory=dict)  #: instance → monotonic
+    spot_gone: set[str] = field(default_factory=set)
+    rng: random.Random = field(default_factory=random.Random)
+    injected: dict[str, int] = field(default_factory=dict)  #: code → how many times
+
+    def count(self, code: str) -> None:
+        self.injected[code] = self.injected.get(code, 0) + 1
+
+
+_state: State | None = None
+
+
+def state() -> State:
+    global _state
+    if _state is None:
+        profiles = active()
+        _state = State(profiles)
+        _state.rng.seed(profiles.get("throttle", {}).get("seed", 0))
+    return _state
+
+
+# -- AWS's error shapes ----------------------------------------------------------------------
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self.body
+
+
+def ec2_error(request: Any, status: int, code: str, message: str) -> Any:
+    """EC2's query-protocol error: XML ``Response/Errors/Error`` + ``RequestID``."""
+    from xml.sax.saxutils import escape
+
+    from botocore.awsrequest import AWSResponse
+
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error>'
+        f"<Code>{escape(code)}</Code><Message>{escape(message)}</Message></Error></Errors>"
+        f"<RequestID>{uuid.uuid4()}</RequestID></Response>"
+    ).encode()
+    headers = {"Content-Type": "text/xml;charset=UTF-8", "Content-Length": str(len(body))}
+    return AWSResponse(request.url, status, headers, _Raw(body))
+
+
+def json_response(request: Any, status: int, doc: dict[str, Any]) -> Any:
+    """A JSON-protocol answer (ECS): an error carries ``__type``, as AWS's does."""
+    from botocore.awsrequest import AWSResponse
+
+    body = json.dumps(doc).encode()
+    headers = {
+        "Content-Type": "application/x-amz-json-1.1",
+        "Content-Length": str(len(body)),
+        "x-amzn-RequestId": str(uuid.uuid4()),
+    }
+    if "__type" in doc:
+        headers["x-amzn-ErrorType"] = str(doc["__type"])
+    return AWSResponse(request.url, status, headers, _Raw(body))
+
+
+def _params(request: Any) -> dict[str, str]:
+    body = request.body or b""
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    if not isinstance(body, str):
+        return {}
+    return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+# -- handlers --------------------------------------------------------------------------------
+def before_send(request: Any, event_name: str = "", **kw: Any) -> Any:
+    service, op = event_name.split(".", 2)[1:]
+    st = state()
+    p = st.profiles
+    with st.lock:
+        if service == "ec2":
+            return _ec2_before(st, p, request, op)
+        if service == "ecs":
+            return _ecs_before(st, p, request, op)
+    return None
+
+
+def _ec2_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
+    params = _params(request)
+    dry = params.get("DryRun") == "true"
+    if "throttle" in p and not dry and st.rng.random() < p["throttle"]["share"]:
+        st.count("RequestLimitExceeded")
+        return ec2_error(request, 503, "RequestLimitExceeded", "Request limit exceeded.")
+    if "eventual" in p and op in REFERS:
+        for key, value in params.items():
+            if not any(key == name or key.startswith(name) for name in REFERS[op]):
+                continue
+            entry = st.fresh.get(value)
+            if entry and entry[1] > 0:
+                entry[1] -= 1
+                st.count(entry[0])
+                what = entry[0].split(".")[0].removeprefix("Invalid")
+                return ec2_error(request, 400, entry[0], f"The {what} '{value}' does not exist")
+    if "capacity" in p and op == "RunInstances" and not dry:
+        zone = params.get("Placement.AvailabilityZone") or st.subnet_zone.get(
+            params.get("SubnetId", ""), ""
+        )
+        if zone == p["capacity"]["zone"]:
+            itype = params.get("InstanceType", "")
+            st.count("InsufficientInstanceCapacity")
+            return ec2_error(
+                request,
+                500,
+                "InsufficientInstanceCapacity",
+                f"We currently do not have sufficient {itype} capacity in the Availability Zone "
+                f"you requested ({zone}). Our system will be working on provisioning additional "
+                f"capacity. You can currently get {itype} capacity by not specifying an "
+                "Availability Zone in your request or choosing another zone.",
+            )
+    settle_s = p.get("dependency", {}).get("seconds", 0.0)
+    if op in DEPENDENT_DELETES and not dry and time.monotonic() - st.last_terminate < settle_s:
+        rid = params.get(ID_PARAM[op], "?")
+        st.count("DependencyViolation")
+        return ec2_error(request, 400, "DependencyViolation", DEPENDENT_DELETES[op].format(id=rid))
+    return None
+
+
+def _ecs_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
+    if "throttle" in p and st.rng.random() < p["throttle"]["share"]:
+        st.count("ThrottlingException")
+        return json_response(
+            request, 400, {"__type": "ThrottlingException", "message": "Rate exceeded"}
+        )
+    if "eventual" in p and op == "DescribeTasks":
+        try:
+            doc = json.loads(request.body or b"{}")
+        except ValueError:
+            return None
+        arns = [a for a in doc.get("tasks", []) if st.fresh_tasks.get(a, 0) > 0]
+        if arns:
+            for a in arns:
+                st.fresh_tasks[a] -= 1
+            st.count("MISSING")
+            failures = [{"arn": a, "reason": "MISSING"} for a in arns]
+            return json_response(request, 200, {"tasks": [], "failures": failures})
+    return None
+
+
+def after_call(parsed: Any, event_name: str = "", model: Any = None, **kw: Any) -> None:
+    service, op = event_name.split(".", 2)[1:]
+    if not isinstance(parsed, dict) or ("Error" in parsed and parsed["Error"].get("Code")):
+        return
+    st = state()
+    p = st.profiles
+    with st.lock:
+        if service == "ec2":
+            _ec2_after(st, p, op, parsed, kw)
+        elif service == "ecs":
+            _ecs_after(st, p, op, parsed)
+
+
+def _dig(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        doc = doc.get(part) if isinstance(doc, dict) else None
+    return doc
+
+
+def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw: Any) -> None:
+    if op in CREATES:
+        rid = _dig(parsed, CREATES[op][0])
+        if isinstance(rid, str) and "eventual" in p:
+            st.fresh[rid] = [CREATES[op][1], p["eventual"]["describes"]]
+        if op == "CreateSubnet":
+            sub = parsed.get("Subnet", {})
+            st.subnet_zone[str(sub.get("SubnetId"))] = str(sub.get("AvailabilityZone"))
+    elif op == "RunInstances":
+        for inst in parsed.get("Instances", []):
+            iid = inst.get("InstanceId")
+            if "eventual" in p:
+                st.fresh[iid] = ["InvalidInstanceID.NotFound", p["eventual"]["describes"]]
+            if inst.get("InstanceLifecycle") == "spot" or inst.get("SpotInstanceRequestId"):
+                st.spot_launched[iid] = time.monotonic()
+    elif op == "TerminateInstances":
+        st.last_terminate = time.monotonic()
+    elif op == "DescribeSpotInstanceRequests" and "spot-notice" in p:
+        for req in parsed.get("SpotInstanceRequests", []):
+            t0 = st.spot_launched.get(req.get("InstanceId", ""))
+            if t0 is not None and time.monotonic() - t0 >= p["spot-notice"]["after_s"]:
+                req["Status"] = {
+                    "Code": "marked-for-termination",
+                    "Message": "Spot Instance marked for termination",
+                }
+    elif op == "DescribeInstances" and "spot-notice" in p:
+        _spot_reclaim(st, p["spot-notice"], parsed)
+
+
+def _spot_reclaim(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:
+    """Past notice + grace: the instance is terminated (for real, on moto) by EC2."""
+    for res in parsed.get("Reservations", []):
+        for inst in res.get("Instances", []):
+            iid = inst.get("InstanceId")
+            t0 = st.spot_launched.get(iid)
+            if t0 is None or time.monotonic() - t0 < knobs["after_s"] + knobs["grace_s"]:
+                continue
+            if iid not in st.spot_gone:
+                st.spot_gone.add(iid)
+                threading.Thread(target=_terminate, args=(iid,), daemon=True).start()
+            inst["State"] = {"Code": 48, "Name": "terminated"}
+            inst["StateReason"] = {
+                "Code": "Server.SpotInstanceTermination",
+                "Message": "Server.SpotInstanceTermination: Spot instance termination",
+            }
+
+
+def _terminate(instance_id: str) -> None:
+    from netfleet import aws
+
+    region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+    with contextlib.suppress(Exception):  # best effort, as EC2's own reclaim is invisible
+        aws.client("ec2", region).terminate_instances(InstanceIds=[instance_id])
+
+
+def _ecs_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any]) -> None:
+    if op == "RunTask" and "eventual" in p:
+        for task in parsed.get("tasks", []):
+            st.fresh_tasks[task["taskArn"]] = p["eventual"]["describes"]
+    if op == "DescribeTasks" and "task-stops" in p:
+        knobs = p["task-stops"]
+        for task in parsed.get("tasks", []):
+            arn = task.get("taskArn", "")
+            st.task_seen[arn] = st.task_seen.get(arn, 0) + 1
+            if st.task_seen[arn] > knobs["after_describes"]:
+                task["lastStatus"] = task["desiredStatus"] = "STOPPED"
+                task["stopCode"] = "EssentialContainerExited"
+                task["stoppedReason"] = knobs["reason"]
+                for c in task.get("containers", []):
+                    c["lastStatus"], c["exitCode"] = "STOPPED", 137
+
+
+def _dry_vpc_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    """moto creates a VPC for ``CreateVpc DryRun=true`` (AWS never does): the dry run is sent
+    with a CIDR moto refuses *after* its IAM check (``/8``), and :func:`_dry_vpc_answer` turns
+    that refusal into AWS's ``DryRunOperation``; a denial stays a denial."""
+    if params.get("DryRun"):
+        params["CidrBlock"] = "10.0.0.0/8"
+        context["netfleet_dry_vpc"] = True
+
+
+def _dry_vpc_answer(parsed: Any, context: dict[str, Any], **_: Any) -> None:
+    error = parsed.get("Error", {}) if isinstance(parsed, dict) else {}
+    if context.get("netfleet_dry_vpc") and error.get("Code") == "InvalidVpc.Range":
+        error["Code"] = "DryRunOperation"
+        error["Message"] = "Request would have succeeded, but DryRun flag is set."
+
+
+def install(registry: Registry) -> None:
+    state()  # a bad NETFLEET_AWS_FAULTS fails now, not inside a botocore hook
+    registry.sessions.append(register)
+
+
+def register(session: Any) -> None:
+    session.register("before-send.ec2", before_send)
+    session.register("before-send.ecs", before_send)
+    session.register("after-call.ec2", after_call)
+    session.register("after-call.ecs", after_call)
+    session.register("before-parameter-build.ec2.CreateVpc", _dry_vpc_params)
+    session.register("after-call.ec2.CreateVpc", _dry_vpc_answer)
