@@ -190,10 +190,15 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
     assert doc["runcmd"][1] == "set -e"
     # AL2023: one dnf call for what its repositories have (no iperf 2, no sockperf there),
     # strict: a failure is a failure
-    assert doc["runcmd"][2] == ["dnf", "install", "-y", "iperf3", "iputils"]
+    assert doc["runcmd"][2] == ["dnf", "install", "-y", "iproute", "iproute-tc", "ethtool",
+                                "iperf3", "iputils"]  # fmt: skip
     assert not any("apt-get" in c for c in doc["runcmd"])
+    # /usr/sbin's tools linked onto a login's PATH
+    assert (
+        doc["runcmd"][3][:2] == ["ln", "-sf"] and doc["runcmd"][4][-1] == "/usr/local/bin/ethtool"
+    )
     # the last command (cloud-init's final stage, after the packages) writes the ready marker
-    assert doc["runcmd"][3:] == [["mkdir", "-p", "/var/lib/netfleet"],
+    assert doc["runcmd"][5:] == [["mkdir", "-p", "/var/lib/netfleet"],
                                  ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
 
 
@@ -205,11 +210,12 @@ def test_user_data_for_debian_uses_apt() -> None:
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
     assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
     assert doc["runcmd"][1] == "set -e"
-    update, *installs = doc["runcmd"][2:-2]
+    update, *installs = doc["runcmd"][2:-4]
     assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
     assert update[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
     assert update[-1] == "update" and "DPkg::Lock::Timeout=600" in update
-    assert [c[-1] for c in installs] == ["iperf3", "iperf", "sockperf", "iputils-ping", "irtt"]
+    assert [c[-1] for c in installs] == ["iproute2", "ethtool", "iperf3", "iperf", "sockperf",
+                                         "iputils-ping", "irtt"]  # fmt: skip
     assert all("install" in c and "-y" in c for c in installs)
     assert not any("dnf" in c for c in doc["runcmd"])
     assert images.FAMILIES["debian-12"].user == "admin"

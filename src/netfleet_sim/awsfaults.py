@@ -98,14 +98,24 @@ ID_PARAM = {
 
 
 def active() -> dict[str, dict[str, Any]]:
-    """The profiles ``NETFLEET_AWS_FAULTS`` names, with their knobs (``none`` always)."""
-    names = [n.strip() for n in os.environ.get(PROFILE_ENV, "").split(",") if n.strip()]
-    if names == ["all"]:
-        names = list(PROFILES)
-    unknown = [n for n in names if n not in PROFILES]
-    if unknown:
-        raise ValueError(f"{PROFILE_ENV}: unknown profile(s) {unknown}; known: {list(PROFILES)}")
-    return {n: dict(PROFILES[n]) for n in ["none", *names]}
+    """The profiles ``NETFLEET_AWS_FAULTS`` names (``none`` always), with their knobs; a knob
+    is overridden as ``name:knob=value`` (``throttle:share=0.5``, ``capacity:zone=us-east-1b``)."""
+    entries = [n.strip() for n in os.environ.get(PROFILE_ENV, "").split(",") if n.strip()]
+    if entries == ["all"]:
+        entries = list(PROFILES)
+    out: dict[str, dict[str, Any]] = {"none": {}}
+    for entry in entries:
+        name, *knobs = entry.split(":")
+        if name not in PROFILES:
+            raise ValueError(f"{PROFILE_ENV}: unknown profile {name!r}; known: {list(PROFILES)}")
+        out[name] = dict(PROFILES[name])
+        for knob in knobs:
+            key, _, value = knob.partition("=")
+            if key not in PROFILES[name]:
+                raise ValueError(f"{PROFILE_ENV}: profile {name!r} has no knob {key!r}")
+            kind = type(PROFILES[name][key])
+            out[name][key] = kind(value)
+    return out
 
 
 @dataclass
@@ -128,6 +138,12 @@ class State:
 
 
 _state: State | None = None
+
+
+def reset() -> None:
+    """Forget what was created and read ``NETFLEET_AWS_FAULTS`` afresh (a test's next case)."""
+    global _state
+    _state = None
 
 
 def state() -> State:
@@ -298,15 +314,34 @@ def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw
     elif op == "TerminateInstances":
         st.last_terminate = time.monotonic()
     elif op == "DescribeSpotInstanceRequests" and "spot-notice" in p:
-        for req in parsed.get("SpotInstanceRequests", []):
-            t0 = st.spot_launched.get(req.get("InstanceId", ""))
-            if t0 is not None and time.monotonic() - t0 >= p["spot-notice"]["after_s"]:
-                req["Status"] = {
-                    "Code": "marked-for-termination",
-                    "Message": "Spot Instance marked for termination",
-                }
+        _spot_requests(st, p["spot-notice"], parsed)
     elif op == "DescribeInstances" and "spot-notice" in p:
         _spot_reclaim(st, p["spot-notice"], parsed)
+
+
+def _spot_requests(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:
+    """The spot request AWS keeps for a spot RunInstances (moto keeps none): ``active``, then
+    ``marked-for-termination`` from ``after_s`` on — the two-minute notice."""
+    reqs = parsed.setdefault("SpotInstanceRequests", [])
+    known = {r.get("InstanceId") for r in reqs}
+    for iid in st.spot_launched:
+        if iid not in known:
+            reqs.append(
+                {
+                    "SpotInstanceRequestId": "sir-" + iid.removeprefix("i-")[:8],
+                    "InstanceId": iid,
+                    "State": "active",
+                    "Type": "one-time",
+                    "Status": {"Code": "fulfilled", "Message": "Your spot request is fulfilled."},
+                }
+            )
+    for req in reqs:
+        t0 = st.spot_launched.get(req.get("InstanceId", ""))
+        if t0 is not None and time.monotonic() - t0 >= knobs["after_s"]:
+            req["Status"] = {
+                "Code": "marked-for-termination",
+                "Message": "Spot Instance marked for termination",
+            }
 
 
 def _spot_reclaim(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:

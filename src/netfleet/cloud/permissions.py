@@ -70,9 +70,10 @@ def _try(action: str, region: str, call: Callable[[], Any], *, dry_run: bool) ->
         call()
     except ClientError as exc:
         code = _code(exc)
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if dry_run and code == ALLOWED:
             return Check(action, region, "allowed")
-        if code in DENIED:
+        if code in DENIED or status == 403:  # a 403 whose body botocore could not parse too
             return Check(action, region, "denied", code)
         return Check(action, region, "unchecked", f"{code}: {exc}"[:200])
     if dry_run:  # a dry run that did something: never expected, say so

@@ -9,7 +9,8 @@ Per image family (:mod:`netfleet.cloud.images`):
   before sysinit.target, when no D-Bus or logind is up yet, which ``shutdown +N`` needs). A
   second ``shutdown -P +N`` in ``runcmd`` (late boot, logind up) backs it up. With
   ``InstanceInitiatedShutdownBehavior=terminate`` the power-off terminates the instance.
-* **the engines** (``runcmd``): the tools the image's own repositories provide
+* **the engines** (``runcmd``): the base tools (ip, ss, tc, ethtool: AL2023 lacks
+  ``iproute-tc``) and the engines' tools the image's own repositories provide
   (:data:`IMAGE_LACKS`: AL2023 has no iperf 2 and no sockperf package), AL2023 in one
   ``dnf install``; Debian ``apt-get update`` then one ``apt-get install`` per package (a fresh
   Debian AMI has no package lists), waiting up to 10 min for the dpkg lock (unattended-upgrades
@@ -37,7 +38,10 @@ from netfleet.cloud.images import FAMILIES
 from netfleet.engines import ENGINES, tools
 from netfleet.errors import InputError
 from netfleet.hosts.packages import packages_for
+from netfleet.runner.tools import BASE_TOOLS
 
+#: base tools installed in /usr/sbin (iproute2's tc, ethtool)
+SBIN_TOOLS = ("tc", "ethtool")
 #: tools an image family's own repositories have no package for (AL2023's repositories carry
 #: iperf3 but neither iperf 2 nor sockperf)
 IMAGE_LACKS: dict[str, frozenset[str]] = {"al2023": frozenset({"iperf", "sockperf"})}
@@ -58,11 +62,18 @@ def install_commands(family: str) -> list[list[str]]:
     """argv lists (run as root by cloud-init) installing the engines on ``family``: only
     packages its repositories have, so any failure is a real one (``set -e`` stops there)."""
     manager = FAMILIES[family].manager
-    packages, _ = packages_for(installable(family), manager)
+    packages, _ = packages_for([*BASE_TOOLS, *installable(family)], manager)
     if manager == "apt-get":
         each = [[*_APT, "install", "-y", "--no-install-recommends", p] for p in packages]
         return [[*_APT, "update"], *each]
     return [[manager, "install", "-y", *packages]]
+
+
+def path_links() -> list[list[str]]:
+    """:data:`SBIN_TOOLS` linked into /usr/local/bin: on Debian a non-root user's command over
+    SSH gets sshd's PATH (/usr/local/bin:/usr/bin:/bin:/usr/games), without /usr/sbin — the
+    run's preflight would call tc and ethtool missing (found booting the user-data)."""
+    return [["ln", "-sf", f"/usr/sbin/{t}", f"/usr/local/bin/{t}"] for t in SBIN_TOOLS]
 
 
 def _provides(family: str, tool: str) -> bool:
@@ -132,6 +143,7 @@ def render(host_key: KeyPair, shutdown_after_minutes: float, family: str = "al20
             *late,  # the switch's backup may fail (no logind yet): not under set -e
             "set -e",  # a failed install stops here: no ready marker
             *install_commands(family),
+            *path_links(),
             ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
             ["touch", READY_MARKER],
         ],

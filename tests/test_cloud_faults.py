@@ -1,0 +1,252 @@
+"""AWS's misbehaviour in front of moto (issue 24, item 7): ``netfleet_sim.awsfaults``.
+
+First the emulation itself — each profile answers with AWS's real error shape (EC2's XML
+``Response/Errors/Error``, ECS's JSON ``__type``) and botocore parses and retries it as it would
+AWS's. Then campaigns (``netfleet cloud up --release``, a real subprocess against moto's server)
+under every profile: each must end with 0 resources left, and complete — or fail with a clear
+message (exit 2-4, never a traceback). Then a kill -9 walk under faults.
+
+Marked ``xfail(strict=True, reason="needs h24cloud retries")``: the profiles the product does
+not survive yet; issue 24's items 1-6 (NotFound/throttle retries, zone fallback, longer
+DependencyViolation budget) are another branch. When it lands the xfail turns into an
+unexpected pass (a failure, being strict): remove the mark then."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from netfleet import aws
+from netfleet.cloud import teardown
+from netfleet_sim import awsfaults
+from tests import motokit
+from tests.motokit import KILL_POINTS, MotoServer
+from tests.test_cloud import CLI
+
+moto = motokit.moto  # one moto server for the module
+NEEDS_RETRIES = pytest.mark.xfail(strict=True, reason="needs h24cloud retries")
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    moto.reset()
+    return moto
+
+
+@pytest.fixture
+def profile(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``profile("throttle:share=1")`` → the emulation in this process reads it afresh."""
+
+    def use(value: str) -> None:
+        monkeypatch.setenv(awsfaults.PROFILE_ENV, value)
+        awsfaults.reset()
+
+    yield use
+    monkeypatch.delenv(awsfaults.PROFILE_ENV, raising=False)
+    awsfaults.reset()
+
+
+def _ami(ec2: Any) -> str:
+    return str(ec2.describe_images()["Images"][0]["ImageId"])
+
+
+def _code(err: pytest.ExceptionInfo[ClientError]) -> str:
+    return str(err.value.response["Error"]["Code"])
+
+
+# -- the emulation answers like AWS ------------------------------------------------------------
+def test_eventual_consistency_not_found_then_found(fresh: MotoServer, profile: Any) -> None:
+    profile("eventual:describes=2")
+    ec2 = aws.client("ec2", "us-east-1")
+    iid = ec2.run_instances(ImageId=_ami(ec2), InstanceType="t3.micro", MinCount=1, MaxCount=1)[
+        "Instances"
+    ][0]["InstanceId"]
+    for _ in range(2):
+        with pytest.raises(ClientError) as err:
+            ec2.describe_instances(InstanceIds=[iid])
+        assert _code(err) == "InvalidInstanceID.NotFound" and iid in str(err.value)
+        assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    found = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+    assert found["InstanceId"] == iid
+    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+    with pytest.raises(ClientError) as err:
+        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+    assert _code(err) == "InvalidVpcID.NotFound"
+
+
+def test_throttling_is_retried_by_botocore_first(fresh: MotoServer, profile: Any) -> None:
+    """Every call throttled: botocore's own policy retries (standard mode: 3 attempts) and only
+    then raises — the same path an AWS 503 RequestLimitExceeded takes."""
+    profile("throttle:share=1.0")
+    ec2 = aws.client("ec2", "us-east-1")
+    with pytest.raises(ClientError) as err:
+        ec2.describe_vpcs()
+    assert _code(err) == "RequestLimitExceeded"
+    meta = err.value.response["ResponseMetadata"]
+    assert meta["HTTPStatusCode"] == 503 and meta["RetryAttempts"] >= 2
+    profile("throttle:share=0.5")
+    ok = sum(1 for _ in range(10) if _try(lambda: ec2.describe_vpcs()))
+    assert ok >= 5  # retried: most calls end well at a 50 % share
+
+
+def _try(call: Any) -> bool:
+    try:
+        call()
+    except ClientError:
+        return False
+    return True
+
+
+def test_capacity_error_in_one_zone_only(fresh: MotoServer, profile: Any) -> None:
+    profile("capacity:zone=us-east-1a")
+    ec2 = aws.client("ec2", "us-east-1")
+    vpc = ec2.create_vpc(CidrBlock="10.8.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        z: ec2.create_subnet(VpcId=vpc, CidrBlock=c, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, c in (("us-east-1a", "10.8.1.0/24"), ("us-east-1b", "10.8.2.0/24"))
+    }
+    args = {"ImageId": _ami(ec2), "InstanceType": "c5.large", "MinCount": 1, "MaxCount": 1}
+    with pytest.raises(ClientError) as err:
+        ec2.run_instances(SubnetId=subnets["us-east-1a"], **args)
+    assert _code(err) == "InsufficientInstanceCapacity"
+    assert "(us-east-1a)" in str(err.value) and "c5.large" in str(err.value)
+    assert ec2.run_instances(SubnetId=subnets["us-east-1b"], **args)["Instances"]
+
+
+def test_dependency_violation_for_a_while_after_terminate(fresh: MotoServer, profile: Any) -> None:
+    import time
+
+    profile("dependency:seconds=1.5")
+    ec2 = aws.client("ec2", "us-east-1")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    iid = ec2.run_instances(ImageId=_ami(ec2), InstanceType="t3.micro", MinCount=1, MaxCount=1)[
+        "Instances"
+    ][0]["InstanceId"]
+    ec2.terminate_instances(InstanceIds=[iid])
+    with pytest.raises(ClientError) as err:
+        ec2.delete_vpc(VpcId=vpc)
+    assert _code(err) == "DependencyViolation" and vpc in str(err.value)
+    time.sleep(1.6)
+    ec2.delete_vpc(VpcId=vpc)
+
+
+def test_spot_notice_then_reclaim_in_aws_shapes(fresh: MotoServer, profile: Any) -> None:
+    import time
+
+    profile("spot-notice:after_s=0.2:grace_s=0.5")
+    ec2 = aws.client("ec2", "us-east-1")
+    inst = ec2.run_instances(
+        ImageId=_ami(ec2), InstanceType="t3.micro", MinCount=1, MaxCount=1,
+        InstanceMarketOptions={"MarketType": "spot"},
+    )["Instances"][0]  # fmt: skip
+    iid = inst["InstanceId"]
+    time.sleep(0.3)
+    reqs = ec2.describe_spot_instance_requests()["SpotInstanceRequests"]
+    mine = [r for r in reqs if r.get("InstanceId") == iid]
+    assert mine and mine[0]["Status"]["Code"] == "marked-for-termination"
+    time.sleep(0.5)
+    got = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+    assert got["StateReason"]["Code"] == "Server.SpotInstanceTermination"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the reclaim terminated it on moto, for real
+        awsfaults.reset()  # read moto's own answer, not the emulation's
+        os.environ[awsfaults.PROFILE_ENV] = "none"
+        state = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+        if state["State"]["Name"] in ("shutting-down", "terminated"):
+            break
+        time.sleep(0.2)
+    assert state["State"]["Name"] in ("shutting-down", "terminated")
+
+
+def test_unknown_profile_is_refused(profile: Any) -> None:
+    profile("floods")
+    with pytest.raises(ValueError, match="unknown profile 'floods'"):
+        awsfaults.state()
+    profile("throttle:rate=1")
+    with pytest.raises(ValueError, match="has no knob 'rate'"):
+        awsfaults.state()
+
+
+# -- campaigns under each profile --------------------------------------------------------------
+def _up(tmp_path: Path, campaign: str, faults: str, *extra: str) -> Any:
+    spec = tmp_path / f"{campaign}.yaml"
+    spec.write_text(
+        f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n"
+        "duration_minutes: 1\n"
+    )
+    env = {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
+    return subprocess.run(
+        [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path), *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _assert_clean_end(res: Any, campaign: str) -> None:
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    left = teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
+    assert not any(left.values()), (left, res.stderr[-2000:])
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+
+PROFILE_RUNS = [
+    pytest.param("none", id="none"),
+    pytest.param("eventual", id="eventual", marks=NEEDS_RETRIES),
+    pytest.param("throttle:share=0.4", id="throttle-40pc", marks=NEEDS_RETRIES),
+    pytest.param("throttle:share=0.05", id="throttle-5pc"),
+    pytest.param("capacity", id="capacity", marks=NEEDS_RETRIES),
+    pytest.param("dependency:seconds=40", id="dependency-40s", marks=NEEDS_RETRIES),
+    pytest.param("dependency:seconds=5", id="dependency-5s"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("faults", PROFILE_RUNS)
+def test_a_campaign_ends_with_zero_resources(
+    fresh: MotoServer, tmp_path: Path, faults: str
+) -> None:
+    """``cloud up --release`` (acquire, then the ordered teardown) under one profile."""
+    campaign = "nf-f-" + faults.split(":")[0][:8]
+    res = _up(tmp_path, campaign, faults, "--release")
+    _assert_clean_end(res, campaign)
+
+
+@pytest.mark.slow
+@NEEDS_RETRIES
+def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """The kill -9 walk (tests/test_cloud.py) at a few steps with eventual consistency,
+    throttling and DependencyViolation on: ``cloud destroy`` under the same faults must leave 0."""
+    faults = "eventual,throttle:share=0.1,dependency:seconds=3"
+    for n, point in enumerate(["after:vpc", "after:instance", "teardown:after-terminate"]):
+        campaign = f"nf-fk-{n}"
+        env = {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
+        spec = tmp_path / f"{campaign}.yaml"
+        spec.write_text(f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n")
+        state = tmp_path / f"s{n}"
+        killed = subprocess.run(
+            [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(state), "--release"],
+            env={**env, "NETFLEET_FAULT_AT": point},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert killed.returncode == -9, (point, killed.stderr[-2000:])
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, "destroy", campaign, "--state-dir", str(state)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        _assert_clean_end(done, campaign)
