@@ -250,3 +250,59 @@ def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
             timeout=240,
         )
         _assert_clean_end(done, campaign)
+
+
+# -- Fargate -------------------------------------------------------------------------------------
+def _tiers(tmp_path: Path, name: str) -> tuple[Any, Any]:
+    from netfleet.cloud.provision import Provisioner
+    from tests.test_cloud_fargate import TWO_TIERS, campaign
+
+    c = campaign(name, tiers=TWO_TIERS[:1])
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    prov.acquire()
+    return c, prov
+
+
+def test_a_task_that_stops_with_a_reason_fails_clearly_and_leaves_nothing(
+    fresh: MotoServer, profile: Any, tmp_path: Path
+) -> None:
+    """The task reads STOPPED with AWS's stopCode and reason on its first describe: acquiring
+    the tiers fails naming the tier and the reason; releasing leaves 0."""
+    from netfleet.cloud import fargate
+    from netfleet.errors import EnvironmentProblem
+    from tests.test_cloud_fargate import KEEP_RUNNING, counts, set_task_transition
+
+    profile("task-stops:after_describes=0")
+    set_task_transition(fresh, KEEP_RUNNING)  # moto would keep it RUNNING: the fault stops it
+    try:
+        c, prov = _tiers(tmp_path, "nf-fstop")
+        with pytest.raises(EnvironmentProblem) as err:
+            fargate.acquire_tiers(prov, c.fargate)
+        assert "f256-512m is STOPPED" in err.value.message
+        assert "Essential container in task exited" in err.value.message
+        prov.release()
+    finally:
+        set_task_transition(fresh, None)
+    assert not any(counts("nf-fstop").values())
+
+
+@NEEDS_RETRIES
+def test_a_task_missing_right_after_run_task_is_waited_for(
+    fresh: MotoServer, profile: Any, tmp_path: Path
+) -> None:
+    """DescribeTasks answers ``failures: [{reason: MISSING}]`` for a task just started (AWS's
+    eventual consistency): the tiers must still come up, and release leave 0."""
+    from netfleet.cloud import fargate
+    from tests.test_cloud_fargate import KEEP_RUNNING, counts, set_task_transition
+
+    set_task_transition(fresh, KEEP_RUNNING)
+    try:
+        c, prov = _tiers(tmp_path, "nf-fmiss")  # the EC2 side first, without faults
+        profile("eventual:describes=2")  # then ECS's MISSING for the fresh tasks
+        try:
+            assert fargate.acquire_tiers(prov, c.fargate)
+        finally:
+            prov.release()
+    finally:
+        set_task_transition(fresh, None)
+    assert not any(counts("nf-fmiss").values())
