@@ -284,25 +284,3 @@ def test_a_task_that_stops_with_a_reason_fails_clearly_and_leaves_nothing(
     finally:
         set_task_transition(fresh, None)
     assert not any(counts("nf-fstop").values())
-
-
-@NEEDS_RETRIES
-def test_a_task_missing_right_after_run_task_is_waited_for(
-    fresh: MotoServer, profile: Any, tmp_path: Path
-) -> None:
-    """DescribeTasks answers ``failures: [{reason: MISSING}]`` for a task just started (AWS's
-    eventual consistency): the tiers must still come up, and release leave 0."""
-    from netfleet.cloud import fargate
-    from tests.test_cloud_fargate import KEEP_RUNNING, counts, set_task_transition
-
-    set_task_transition(fresh, KEEP_RUNNING)
-    try:
-        c, prov = _tiers(tmp_path, "nf-fmiss")  # the EC2 side first, without faults
-        profile("eventual:describes=2")  # then ECS's MISSING for the fresh tasks
-        try:
-            assert fargate.acquire_tiers(prov, c.fargate)
-        finally:
-            prov.release()
-    finally:
-        set_task_transition(fresh, None)
-    assert not any(counts("nf-fmiss").values())
