@@ -132,3 +132,44 @@ def test_cli_calc_refuses_bad_numbers(
 ) -> None:
     assert cli("credit", "calc", *args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_calc_from_a_scaled_lab_run_shows_the_cloud_figures_beside_the_lab(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27: a run of a lab at ×0.05 (rates and times) stands for a cloud host 20× as fast
+    whose bucket is 400× as large; every format shows both, labelled."""
+    import gzip
+    from pathlib import Path
+
+    series = Path(__file__).parent / "fixtures" / "series"
+    doc = json.loads(gzip.decompress((series / "credit_out.json.gz").read_bytes()))
+    doc["labels"].update(lab_scale=0.05, lab_time_scale=0.05, instance_type="r4.large")
+    results = Path(str(tmp_path)) / "results"
+    part = results / "d=2026-11-22" / "campaign=series"
+    part.mkdir(parents=True)
+    (part / "credit_out.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    args = ("credit", "calc", "credit_out", "--results", str(results), "--unit", "gbit")
+    assert cli(*args, "-f", "json") == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["quantity"]: r for r in out["rows"]}
+    assert any("÷ 0.0025" in n for n in out["notes"]), out["notes"]
+    base, peak = rows["baseline ρ"], rows["peak C"]
+    bucket, at_peak = rows["bucket σ (initial/max credit)"], rows["time at peak, full bucket"]
+    assert base["lab_scale"] == "lab ×0.05"
+    assert peak["value"] == pytest.approx(0.4 * 0.956, rel=0.05)  # the lab's, as measured
+    assert peak["cloud_value"] == pytest.approx(peak["value"] / 0.05)
+    assert base["cloud_value"] == pytest.approx(base["value"] / 0.05)
+    assert bucket["cloud_value"] == pytest.approx(bucket["value"] / 0.0025)
+    assert bucket["cloud_err"] == pytest.approx(bucket["err"] / 0.0025)
+    assert at_peak["cloud_value"] == pytest.approx(at_peak["value"] / 0.05)
+    assert at_peak["cloud_unit"] == "s" and bucket["cloud_unit"] == "Gbit"
+    assert cli(*args, "-f", "csv") == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "cloud_value" in header and "lab_scale" in header
+    for fmt in ("table", "markdown"):
+        assert cli(*args, "-f", fmt) == 0
+        text = capsys.readouterr().out
+        assert "cloud" in text and "lab ×0.05" in text, text
+        cloud_bucket = f"{bucket['cloud_value']:,.0f}"  # ≈ 1,377 Gbit
+        assert cloud_bucket in text, (cloud_bucket, text)

@@ -187,6 +187,10 @@ class Answer:
     value: Estimate
     unit: Literal["rate", "credit", "s", "ratio"]
     formula: str
+    #: from a scaled lab's runs: the cloud figure ``value`` stands for, and the lab's
+    #: (rate scale, time scale) — :func:`netfleet.report.labscale.cloud_answer`
+    cloud: Estimate | None = None
+    lab_scale: tuple[float, float] | None = None
 
 
 def plan(

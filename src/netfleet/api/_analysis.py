@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from netfleet.analysis.calculator import Answer
     from netfleet.analysis.compare import Comparison
     from netfleet.analysis.estimate import Estimate
+    from netfleet.report.labscale import LabScale
 
 #: a group the credit calculator measures its bucket from is one instance type in one direction
 CALC_GROUP_KEYS = ("instance_type", "direction")
@@ -119,11 +120,26 @@ def measured_bucket(
     """(baseline, peak, bucket) measured from one run, or from the one group of catalog runs
     matching ``campaign``/``match``; (None, None, None) when neither is asked for. An input
     error when no burst was measured or several groups match."""
+    return _measured(run_id, results, catalog, campaign, match, rate)[:3]
+
+
+def _measured(
+    run_id: str | None,
+    results: str | None,
+    catalog: str | os.PathLike[str] | None,
+    campaign: str | None,
+    match: Mapping[str, str],
+    rate: Rate,
+) -> tuple[Estimate | None, Estimate | None, Estimate | None, LabScale | None]:
+    """:func:`measured_bucket` and the lab scale of the runs it measured (issue 27)."""
     from netfleet.analysis import analyze_catalog, analyze_run
     from netfleet.errors import InputError
+    from netfleet.report.labscale import common_scale, scale_of
 
     if run_id is not None:
-        est = analyze_run(results_url(results), run_id).estimate(rate)
+        found = analyze_run(results_url(results), run_id)
+        est = found.estimate(rate)
+        lab = scale_of(found.run.labels)
         what = f"run {run_id}"
         peak, base, bucket = est.peak, est.baseline, est.bucket
         kind, reason = est.kind, est.reason
@@ -138,16 +154,17 @@ def measured_bucket(
                 "--match direction=out)",
             )
         c = groups[0].combined(rate)
+        lab = common_scale(a.run.labels for a in groups[0].runs)
         what = "the matching runs"
         peak, base, bucket, kind, reason = c.peak, c.baseline, c.bucket, c.kind, ""
     else:
-        return None, None, None
+        return None, None, None, None
     if kind not in ("burst", "burst-unfinished"):
         raise InputError(
             f"{what}: no burst measured ({kind}{': ' + reason if reason else ''})",
             hint="give the numbers instead: --baseline 0.75gbit --peak 10gbit --bucket 2700gbit",
         )
-    return base, peak, bucket
+    return base, peak, bucket, lab
 
 
 def rate_of(option: str, value: float | str | None) -> float | None:
@@ -204,11 +221,16 @@ def calc(
     The bucket model: given numbers win over measured ones, each missing number is measured
     from ``run_id`` (under ``results``) or from the one catalog group ``campaign``/``match``
     select. Rates are bits/s as numbers or text with a unit (``"0.75gbit"``); the bucket is
-    bits as a number or text (``"2700gbit"``: 1 credit = 1 Gbit)."""
+    bits as a number or text (``"2700gbit"``: 1 credit = 1 Gbit).
+
+    Measured from a scaled lab's runs (label ``lab_scale``), each answer also carries the
+    cloud figure it stands for (``Answer.cloud``, ``Answer.lab_scale``); given numbers are
+    then taken as the lab's."""
     from netfleet.analysis import BucketModel
     from netfleet.analysis.calculator import plan as calculate
     from netfleet.analysis.estimate import Estimate as Est
     from netfleet.errors import InputError
+    from netfleet.report.labscale import cloud_answer
 
     given = {
         "baseline": rate_of("--baseline", baseline),
@@ -217,7 +239,7 @@ def calc(
     }
     u = rate_of("--use", use) or 0.0
     x = rate_of("--burst-rate", burst_rate)
-    m_base, m_peak, m_bucket = measured_bucket(
+    m_base, m_peak, m_bucket, lab = _measured(
         run_id, results, catalog, campaign, match_of(match), rate
     )
     values = {
@@ -233,7 +255,8 @@ def calc(
             "measure them",
         )
     model = BucketModel(values["baseline"], values["peak"], values["bucket"])  # type: ignore[arg-type]
-    return calculate(model, use=u, rate=x, seconds=burst_seconds, duty=duty)
+    answers = calculate(model, use=u, rate=x, seconds=burst_seconds, duty=duty)
+    return answers if lab is None else [cloud_answer(a, lab) for a in answers]
 
 
 def compare(

@@ -274,35 +274,58 @@ def _compact(table: Tabular, human: bool) -> Tabular:
 
 
 def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True) -> Tabular:
-    """The calculator's answers: rates in ``unit``/s, credit in ``unit`` (Gbit = credits)."""
+    """The calculator's answers: rates in ``unit``/s, credit in ``unit`` (Gbit = credits).
+    Answers from a scaled lab's run also show the cloud figure each stands for, labelled."""
     unit = _machine_unit(unit, human)
     scale, label = unit_scale(
         unit, max((a.value.value for a in answers if a.unit == "rate"), default=0.0)
     )
     units = {"rate": f"{label}/s", "credit": label, "s": "s", "ratio": ""}
+    labs = {a.lab_scale for a in answers if a.lab_scale is not None}
+    lab = LabScale(*labs.pop()) if len(labs) == 1 else None
+    c_scale, c_label = unit_scale(
+        unit, max((a.cloud.value for a in answers if a.cloud and a.unit == "rate"), default=0.0)
+    )
+    c_units = {"rate": f"{c_label}/s", "credit": c_label, "s": "s", "ratio": ""}
     rows: list[list[Any]] = []
     for a in answers:
         s = scale if a.unit in ("rate", "credit") else 1.0
+        cloud: list[Any] = []
         if human:
-            rows.append([a.quantity, _answer_text(a.value, s), units[a.unit], a.formula])
+            if lab is not None:
+                cs = c_scale if a.unit in ("rate", "credit") else 1.0
+                c = a.cloud
+                cloud = [None if c is None else f"{_answer_text(c, cs)} {c_units[a.unit]}".strip()]
+            rows.append([a.quantity, _answer_text(a.value, s), units[a.unit], *cloud, a.formula])
         else:
-            v = a.value
+            v, c = a.value, a.cloud
+            if lab is not None:
+                cloud = [lab.label(), None, None, None]
+                if c is not None:
+                    cloud[1:] = [c.value / s, c.err / s, units[a.unit]]
             rows.append(
-                [a.quantity, v.value / s, v.err / s, v.lower_bound, units[a.unit], a.formula]
-            )
-    columns = ["quantity", "value", "unit", "formula"]
+                [a.quantity, v.value / s, v.err / s, v.lower_bound, units[a.unit], *cloud,
+                 a.formula]
+            )  # fmt: skip
+    columns = ["quantity", "value", "unit", *(["cloud"] if lab else []), "formula"]
     if not human:
-        columns = ["quantity", "value", "err", "lower_bound", "unit", "formula"]
-    return Tabular(
-        columns=columns,
-        rows=rows,
-        title="Network-credit calculator (token bucket; 1 credit = 1 Gbit)",
-        notes=[
-            "u: average use outside bursts; X: burst rate; b: burst length; f: duty cycle. "
-            "± from the inputs' ± (the formulas' extremes over them). docs/analysis.md has "
-            "the model."
-        ],
-    )
+        columns = ["quantity", "value", "err", "lower_bound", "unit"]
+        columns += ["lab_scale", "cloud_value", "cloud_err", "cloud_unit"] if lab else []
+        columns += ["formula"]
+    title = "Network-credit calculator (token bucket; 1 credit = 1 Gbit)"
+    notes = [
+        "u: average use outside bursts; X: burst rate; b: burst length; f: duty cycle. "
+        "± from the inputs' ± (the formulas' extremes over them). docs/analysis.md has "
+        "the model."
+    ]
+    if lab is not None:
+        title += f" — value: the {lab.label()} run's; cloud: what it stands for"
+        notes.append(
+            lab.note(f"{lab.label()} calculator")
+            + " value: the lab's figures (given numbers are taken as the lab's); cloud: the "
+            "cloud figures they stand for."
+        )
+    return Tabular(columns=columns, rows=rows, title=title, notes=notes)
 
 
 def _answer_text(e: Estimate, scale: float) -> str:

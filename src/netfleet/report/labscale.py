@@ -11,9 +11,10 @@ the cloud's, so $ per Gbit/s divides it by the *cloud* rate.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from netfleet.analysis.calculator import Answer
 from netfleet.report.numbers import sig
 
 
@@ -31,6 +32,13 @@ class LabScale:
     def cloud_bits(self, bits: float) -> float:
         return bits / (self.rate * self.time)
 
+    def cloud_factor(self, unit: str) -> float:
+        """What a lab figure in ``unit`` (``rate``, ``credit`` — bits —, ``s``, ``ratio``) is
+        multiplied by to give the cloud's."""
+        return {"rate": 1 / self.rate, "credit": 1 / (self.rate * self.time)}.get(
+            unit, 1 / self.time if unit == "s" else 1.0
+        )
+
     def label(self) -> str:
         if self.time == self.rate:
             return f"lab ×{self.rate:g}"
@@ -43,6 +51,12 @@ class LabScale:
             f"×{self.time:g} of its durations; cloud figures = rates ÷ {self.rate:g}, "
             f"times ÷ {self.time:g}, credit (rate × time) ÷ {self.rate * self.time:g}."
         )
+
+
+def cloud_answer(answer: Answer, scale: LabScale) -> Answer:
+    """A calculator answer from a scaled lab's figures with the cloud figure beside it."""
+    cloud = answer.value.scaled(scale.cloud_factor(answer.unit))
+    return replace(answer, cloud=cloud, lab_scale=(scale.rate, scale.time))
 
 
 def _number(value: Any) -> float | None:
