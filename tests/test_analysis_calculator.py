@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -134,21 +136,24 @@ def test_cli_calc_refuses_bad_numbers(
     assert message in capsys.readouterr().err
 
 
+def _scaled_lab_run(tmp_path: Path) -> Path:
+    """A captured credit run (tests/fixtures/series) stored as a ×0.05 lab's r4.large run."""
+    series = Path(__file__).parent / "fixtures" / "series"
+    doc = json.loads(gzip.decompress((series / "credit_out.json.gz").read_bytes()))
+    doc["labels"].update(lab_scale=0.05, lab_time_scale=0.05, instance_type="r4.large")
+    results = tmp_path / "results"
+    part = results / "d=2026-11-22" / "campaign=series"
+    part.mkdir(parents=True)
+    (part / "credit_out.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return results
+
+
 def test_cli_calc_from_a_scaled_lab_run_shows_the_cloud_figures_beside_the_lab(
     tmp_path: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 27: a run of a lab at ×0.05 (rates and times) stands for a cloud host 20× as fast
     whose bucket is 400× as large; every format shows both, labelled."""
-    import gzip
-    from pathlib import Path
-
-    series = Path(__file__).parent / "fixtures" / "series"
-    doc = json.loads(gzip.decompress((series / "credit_out.json.gz").read_bytes()))
-    doc["labels"].update(lab_scale=0.05, lab_time_scale=0.05, instance_type="r4.large")
-    results = Path(str(tmp_path)) / "results"
-    part = results / "d=2026-11-22" / "campaign=series"
-    part.mkdir(parents=True)
-    (part / "credit_out.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    results = _scaled_lab_run(Path(str(tmp_path)))
     args = ("credit", "calc", "credit_out", "--results", str(results), "--unit", "gbit")
     assert cli(*args, "-f", "json") == 0
     out = json.loads(capsys.readouterr().out)
@@ -173,3 +178,29 @@ def test_cli_calc_from_a_scaled_lab_run_shows_the_cloud_figures_beside_the_lab(
         assert "cloud" in text and "lab ×0.05" in text, text
         cloud_bucket = f"{bucket['cloud_value']:,.0f}"  # ≈ 1,377 Gbit
         assert cloud_bucket in text, (cloud_bucket, text)
+
+
+def test_analyze_terminal_puts_a_scaled_run_s_cloud_figures_in_a_row_under_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: at 100 columns one long ``cloud`` cell wrapped word by word; the terminal
+    table has the cloud figures in the quantity columns of a row labelled ``cloud``."""
+    from rich.console import Console
+
+    from netfleet.analysis import analyze_run
+    from netfleet.report.analysis_tables import runs_table
+    from netfleet.report.output import render
+
+    a = analyze_run(str(_scaled_lab_run(tmp_path)), "credit_out")
+    t = runs_table([a], ("instance_type", "direction"), "goodput", "auto", True, True)
+    lab_row, cloud_row = t.records()
+    assert "cloud" not in t.columns and lab_row["lab_scale"] == "lab ×0.05"
+    assert cloud_row["lab_scale"] == "cloud" and cloud_row["run_id"] == ""
+    peak = a.estimate("goodput").peak
+    assert peak is not None and cloud_row["peak"].startswith(f"{peak.value / 0.05 / 1e9:.2f}")
+    assert cloud_row["peak"].endswith("Gbit/s") and cloud_row["credit"].endswith("Gbit")
+    console = Console(width=100, record=True)
+    console.print(render(t, "table"))
+    text = console.export_text()
+    assert max(map(len, text.splitlines())) <= 100
+    assert "cloud" in text and "Gbit/s" in text and "lab ×0.05" in text

@@ -59,6 +59,7 @@ def analyze(
     from netfleet.report.analysis_tables import groups_table, runs_table
 
     human = fmt in (OutputFormat.table, OutputFormat.markdown)
+    terminal = fmt is OutputFormat.table  # a scaled lab's cloud figures: a row, not one cell
     found = api.analyze(
         run_id,
         results=results,
@@ -71,9 +72,9 @@ def analyze(
         plot=plot,
     )
     if found.groups is None or runs:
-        table = runs_table(found.runs, found.by, rate, unit, human)
+        table = runs_table(found.runs, found.by, rate, unit, human, terminal)
     else:
-        table = groups_table(found.groups, rate, unit, human)
+        table = groups_table(found.groups, rate, unit, human, cloud_rows=terminal)
     table.notes += found.notes
     emit(table, fmt)
 

@@ -157,15 +157,39 @@ def _cloud(est: CreditEstimate | GroupCredit, lab: LabScale | None, human: bool)
     return [lab.label(), text or None]
 
 
-def _cloud_columns(human: bool) -> list[str]:
+def _cloud_columns(human: bool, cloud_rows: bool = False) -> list[str]:
+    if cloud_rows:
+        return ["lab_scale"]
     return ["lab_scale", "cloud"] if human else list(CLOUD_COLUMNS)
 
 
+_CLOUD_UNIT = {"rate": "rate", "size": "credit", "time": "s"}
+
+
+def _cloud_row(
+    values: dict[str, Estimate | None], lab: LabScale | None, lead: int, tail: int
+) -> list[list[Any]]:
+    """The terminal's row under a scaled lab's row: the cloud figures in the same quantity
+    columns, each with its unit, labelled ``cloud`` (one figure per cell: no wrapping in a
+    narrow terminal, unlike one long ``cloud`` cell)."""
+    if lab is None:
+        return []
+    cloud = {
+        name: None if e is None else e.scaled(lab.cloud_factor(_CLOUD_UNIT[kind]))
+        for name, kind in QUANTITIES.items()
+        for e in (values[name],)
+    }
+    rates = [e.value for n, e in cloud.items() if e is not None and QUANTITIES[n] == "rate"]
+    scale, label = unit_scale("auto", max(rates, default=0.0))
+    return [[*[""] * lead, *_cells(cloud, scale, True, label), "cloud", *[None] * tail]]
+
+
 def _cloud_notes(scales: Sequence[LabScale | None]) -> list[str]:
+    """The same words in every format (the terminal's cloud row, the others' cloud column)."""
     found = sorted({s for s in scales if s is not None}, key=lambda s: (s.rate, s.time))
     return [
         s.note(f"{s.label()} rows") + " The quantity columns are the lab's; cloud: the cloud "
-        "figures they stand for (Gbit/s, Gbit, s)."
+        "figures they stand for (Gbit/s, Gbit, s; the terminal: a row under each, labelled)."
         for s in found
     ]
 
@@ -176,8 +200,10 @@ def runs_table(
     rate: RateKind = "goodput",
     unit: str = "auto",
     human: bool = True,
+    cloud_rows: bool = False,
 ) -> Tabular:
-    """One row per run."""
+    """One row per run. ``cloud_rows`` (the terminal): a scaled lab's run has its cloud
+    figures in a row under it rather than in one ``cloud`` cell."""
     unit = _machine_unit(unit, human)
     scale, label = unit_scale(unit, _fastest([a.estimate(rate) for a in analyses]))
     rows: list[list[Any]] = []
@@ -186,7 +212,8 @@ def runs_table(
     scaled = any(scales)
     for a, lab in zip(analyses, scales, strict=True):
         est = a.estimate(rate)
-        cells = [*_units(label, rate, human), *_cells(_values(est, a.refill), scale, human)]
+        values = _values(est, a.refill)
+        cells = [*_units(label, rate, human), *_cells(values, scale, human)]
         rows.append(
             [
                 a.run.run_id,
@@ -194,14 +221,17 @@ def runs_table(
                 a.classification,
                 est.kind,
                 *cells,
-                *(_cloud(est, lab, human) if scaled else []),
+                *(([lab.label() if lab else None] if cloud_rows else _cloud(est, lab, human))
+                  if scaled else []),
                 est.reason or None,
             ]
-        )
+        )  # fmt: skip
+        if human and cloud_rows:
+            rows += _cloud_row(values, lab, 3 + len(keys), 1)
         for note in (*([a.segmentation.test.summary()] if a.segmentation.test else []), *est.notes):
             notes.append(f"{a.run.run_id}: {note}")
     columns = ["run_id", *keys, "class", "credit_kind", *_columns(human)]
-    columns += [*(_cloud_columns(human) if scaled else []), "reason"]
+    columns += [*(_cloud_columns(human, cloud_rows) if scaled else []), "reason"]
     notes += _cloud_notes(scales)
     return _compact(
         Tabular(columns=columns, rows=rows, title=_title("per run", rate, label), notes=notes),
@@ -215,10 +245,12 @@ def groups_table(
     unit: str = "auto",
     human: bool = True,
     units_in_cells: bool = False,
+    cloud_rows: bool = False,
 ) -> Tabular:
     """One row per group: pooled peak and baseline, the largest bucket (initial/max credit).
     ``units_in_cells``: human cells read ``286 ± 2 Mbit/s`` (the report) instead of ``286 ± 2``
-    under a title naming the units (narrow terminal tables)."""
+    under a title naming the units (narrow terminal tables). ``cloud_rows``: as
+    :func:`runs_table`'s."""
     unit = _machine_unit(unit, human)
     scale, label = unit_scale(unit, _fastest([g.combined(rate) for g in groups]))
     keys = list(groups[0].keys) if groups else []
@@ -229,6 +261,7 @@ def groups_table(
     for g, lab in zip(groups, scales, strict=True):
         c = g.combined(rate)
         name = ", ".join(f"{v}" for v in g.keys.values())
+        values = _values(c, g.refill)
         rows.append(
             [
                 *g.keys.values(),
@@ -236,10 +269,13 @@ def groups_table(
                 g.classification,
                 c.kind,
                 *_units(label, rate, human),
-                *_cells(_values(c, g.refill), scale, human, label if units_in_cells else ""),
-                *(_cloud(c, lab, human) if scaled else []),
+                *_cells(values, scale, human, label if units_in_cells else ""),
+                *(([lab.label() if lab else None] if cloud_rows else _cloud(c, lab, human))
+                  if scaled else []),
             ]
-        )
+        )  # fmt: skip
+        if human and cloud_rows:
+            rows += _cloud_row(values, lab, 3 + len(g.keys), 0)
         notes += [f"{name}: {n}" for n in c.notes]
         for a in g.runs:
             if a.credit.kind in ("inconclusive", "no-drop"):
@@ -249,7 +285,7 @@ def groups_table(
         "saw (initial/max); at_peak_s: that run's burst; netfleet analyze --runs lists each run"
     )
     columns = [*keys, "runs", "class", "credit_kind", *_columns(human)]
-    columns += _cloud_columns(human) if scaled else []
+    columns += _cloud_columns(human, cloud_rows) if scaled else []
     notes += _cloud_notes(scales)
     return _compact(
         Tabular(columns=columns, rows=rows, title=_title("per group", rate, label), notes=notes),
