@@ -884,7 +884,7 @@ def test_impossible_placements_are_refused_with_file_line_field(
     from netfleet.spec import load_spec
 
     doc = yaml.safe_load(
-        "campaign: nf-bad\nresults: /tmp/unused\ncloud:\n  region: us-east-1\n"
+        "campaign: nf-bad\nresults: /tmp/unused\ncloud:\n  region: us-east-1\n  backing: sim\n"
         "  placement: cross-region\n  fleets:\n"
         "    - {name: srv, instance_type: c5n.large, role: server}\n"
         "    - {name: eu, instance_type: c5n.large, role: client, region: eu-west-1}\n"

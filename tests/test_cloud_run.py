@@ -130,8 +130,12 @@ def test_bad_cloud_specs_name_the_field(tmp_path: Path, change: Any, expect: str
     assert expect in str(err.value)
 
 
-def test_run_refuses_above_the_cost_guard_before_launching(tmp_path: Path) -> None:
-    """The guard needs no AWS at all: it refuses before the provider is asked for anything."""
+def test_run_refuses_above_the_cost_guard_before_launching(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard needs no AWS at all: it refuses before the provider is asked for anything
+    (a loopback endpoint where nothing listens: backing sim refuses any other)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     res = netfleet(
         tmp_path, "run", str(EXAMPLES / "aws-cheatsheet.yaml"), "-r", str(tmp_path / "r"),
         "--max-cost", "0.001",

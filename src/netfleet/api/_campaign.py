@@ -59,6 +59,7 @@ def run(
     reporter: Reporter | None = None,
     say: Callable[[str], None] | None = None,
     show: Callable[[Tabular], None] | None = None,
+    ask: Callable[[str], bool] | None = None,
 ) -> RunOutcome:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends.
@@ -68,6 +69,9 @@ def run(
     price, a plan longer than the dead-man switch, or when the account's vCPU quota cannot hold
     the fleet; ``yes`` confirms, it never lifts a limit. ``show`` gets the cost table
     before that check, ``say`` the quota notes, ``reporter`` the progress of each run.
+    ``backing: sim`` is refused on any endpoint that is not loopback; on a real AWS endpoint the
+    account, regions, resources and estimate go to ``say`` and the launch needs ``yes`` or
+    ``ask(question)`` answering True (:mod:`netfleet.cloud.safety`).
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
     from netfleet.api._spec import is_cloud, plan_of
@@ -80,6 +84,10 @@ def run(
     outcome = RunOutcome(root.url)
     cloud = is_cloud(campaign)
     priced = None
+    if cloud and not dry_run:  # backing sim never reaches a real endpoint: before any call
+        from netfleet.cloud import safety
+
+        safety.check_campaign(campaign)
     if dry_run or cloud:
         outcome.plan = plan_of(campaign)
         if cloud:  # the cost guard: refuse before anything is launched
@@ -93,6 +101,9 @@ def run(
                     show(priced.table)
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
                 _quota_guard(campaign, say or (lambda _line: None))
+                safety.confirm_campaign(
+                    campaign, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None)
+                )
         if dry_run:
             return outcome
     result = run_sync(

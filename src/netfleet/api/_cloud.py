@@ -72,14 +72,17 @@ def cloud_up(
     release: bool = False,
     say: Callable[[str], None] | None = None,
     show: Callable[[Tabular], None] | None = None,
+    ask: Callable[[str], bool] | None = None,
 ) -> CloudUp:
     """Show the estimate (``show``) before anything exists, refuse above ``max_cost`` USD /
     ``max_instances``, an unknown price, a plan longer than the dead-man switch, or the
     account's vCPU quota — ``yes`` confirms, it never lifts a limit — reap expired leftovers,
     then launch the campaign's machines — torn down on any error, Ctrl-C or SIGTERM.
     ``release``: tear down right after (a check that the account can launch and clean up).
-    ``say`` gets the quota notes."""
-    from netfleet.cloud import costs, quotas, teardown
+    ``say`` gets the quota notes; on a real AWS endpoint also the account, regions, resources
+    and estimate, and the launch needs ``yes`` or ``ask(question)`` answering True
+    (:mod:`netfleet.cloud.safety`)."""
+    from netfleet.cloud import costs, quotas, safety, teardown
     from netfleet.cloud.provision import Provisioner
 
     cs = load_cloud_spec(spec)
@@ -89,6 +92,7 @@ def cloud_up(
         show(priced.table)  # the estimate, before any resource exists
     costs.guard(priced.estimate, max_cost, max_instances, yes)
     quotas.enforce(cs, say or (lambda _line: None))
+    safety.confirm(cs, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None))
     teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
     prov = Provisioner(cs, root)
     main = threading.current_thread() is threading.main_thread()

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from netfleet import api
-from netfleet.cli.console import console
+from netfleet.cli.console import ask_at_terminal, console
 from netfleet.cli.options import FormatOpt, emit
 from netfleet.report import OutputFormat, Tabular
 from netfleet.text import plain
@@ -40,7 +40,12 @@ def plan(spec: SpecArg, state_dir: StateOpt = None, fmt: FormatOpt = OutputForma
 MaxCost = Annotated[float, typer.Option("--max-cost", help="refuse above this estimate (USD)")]
 MaxInst = Annotated[int, typer.Option("--max-instances", help="refuse above this many instances")]
 Yes = Annotated[
-    bool, typer.Option("--yes", help="confirm the launch (never lifts --max-cost/--max-instances)")
+    bool,
+    typer.Option(
+        "--yes",
+        help="confirm the launch, on real AWS without asking (never lifts --max-cost/"
+        "--max-instances)",
+    ),
 ]
 
 
@@ -69,6 +74,7 @@ def up(
         release=release,
         say=lambda line: console.print(plain(line)),
         show=lambda table: emit(table, OutputFormat.table),
+        ask=ask_at_terminal(),
     )
     rows = [
         [h.name, h.instance_id, h.instance_type, h.region, h.az, h.private_ip, h.public_ip]

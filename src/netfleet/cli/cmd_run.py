@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.console import console
+from netfleet.cli.console import ask_at_terminal, console
 from netfleet.cli.options import LabStateOpt, ResultsOpt, emit
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
@@ -46,7 +46,11 @@ def run(
         int, typer.Option("--max-instances", help="cloud: refuse above this many instances")
     ] = 10,
     yes: Annotated[
-        bool, typer.Option("--yes", help="cloud: confirm the launch (never lifts a limit)")
+        bool,
+        typer.Option(
+            "--yes",
+            help="cloud: confirm the launch, on real AWS without asking (never lifts a limit)",
+        ),
     ] = False,
 ) -> None:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
@@ -71,6 +75,7 @@ def run(
             reporter=reporter,
             say=lambda line: console.print(plain(line)),
             show=lambda table: emit(table, OutputFormat.table),
+            ask=ask_at_terminal(),
         )
     result = outcome.result
     if result is None:  # a dry run: the plan, and what launching would cost

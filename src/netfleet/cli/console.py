@@ -24,3 +24,13 @@ def file_bar(label: str) -> Iterator[Callable[[int, int], None]]:
             progress.update(task, completed=done, total=total)
 
         yield tick
+
+
+def ask_at_terminal() -> Callable[[str], bool] | None:
+    """A yes/no question for a person at the terminal (default no), or None when stdin is not
+    a terminal — then only ``--yes`` confirms (a cloud launch on a real AWS endpoint)."""
+    if not sys.stdin.isatty():
+        return None
+    import typer
+
+    return lambda question: typer.confirm(question, default=False)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import backing, permissions, spot, userdata
+from netfleet.cloud import backing, permissions, safety, spot, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate import (
     IPERF3_PORT,
@@ -151,6 +151,7 @@ class AwsProvider(Provider):
                 hint="add a fleet to the cloud block, e.g. "
                 "{name: client, instance_type: c5.large, role: client}",
             )
+        safety.check_backing(settings.backing, settings.campaign)  # before any AWS call
         cs = CloudSpec.of_hosts(settings, [r.spec for r in requests])
         if task_reqs:
             require_client_in(cs)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws, durable
-from netfleet.cloud import catalogue, faults, hostkeys, images, userdata
+from netfleet.cloud import catalogue, faults, hostkeys, images, safety, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
 from netfleet.cloud.configstate import state_labels
@@ -34,6 +34,13 @@ TAG_OWNER = "netfleet:owner"
 TAG_EXPIRES = "netfleet:expires-at"
 TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
 AMI_PARAMETER = images.AL2023_PARAMETER
+#: IMDSv2 only (a session token; the host's private key is in its user-data), and a hop limit
+#: of 1: a container or a forwarded packet on the instance cannot fetch it
+METADATA_OPTIONS = {
+    "HttpTokens": "required",
+    "HttpPutResponseHopLimit": 1,
+    "HttpEndpoint": "enabled",
+}
 
 
 def resource_name(campaign: str) -> str:
@@ -172,6 +179,7 @@ class Provisioner:
         security group, key pair and (placement ``cluster``) a placement group; with several
         regions, each security group admits the other regions' VPC CIDRs."""
         spec = self.spec
+        safety.require_confirmed(spec.campaign)
         for region in spec.regions:
             types = {f.instance_type for f in spec.fleets if spec.region_of(f) == region}
             found = catalogue.describe(self.client(region), sorted(types))
@@ -466,18 +474,17 @@ class Provisioner:
             VpcId=vpc_id,
             TagSpecifications=self.tag_spec("security-group", token),
         )["GroupId"]
-        ec2.authorize_security_group_ingress(
-            GroupId=sg,
-            IpPermissions=[
-                {"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg}]},
+        rules: list[dict[str, Any]] = [{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": sg}]}]
+        if self.spec.controller_cidr:  # backing ssh: the controller's SSH (required there)
+            rules.append(
                 {
                     "IpProtocol": "tcp",
                     "FromPort": 22,
                     "ToPort": 22,
                     "IpRanges": [{"CidrIp": self.spec.controller_cidr}],
-                },
-            ],
-        )
+                }
+            )
+        ec2.authorize_security_group_ingress(GroupId=sg, IpPermissions=rules)
         return str(sg)
 
     def _run_instance(
@@ -521,6 +528,7 @@ class Provisioner:
             Placement=placement,
             ClientToken=token,
             InstanceInitiatedShutdownBehavior="terminate",
+            MetadataOptions=METADATA_OPTIONS,
             UserData=userdata.render(host_key, self.spec.expires_after_minutes, family),
             TagSpecifications=tags,
             **kwargs,

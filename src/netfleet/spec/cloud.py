@@ -78,7 +78,12 @@ class CloudSettings(_Strict):
     )
     subnet_id: str | None = Field(default=None, pattern=r"^subnet-[0-9a-zA-Z]+$")
     vpc_cidr: str = Field("10.77.0.0/16", pattern=r"^10\.\d{1,3}\.0\.0/16$")
-    controller_cidr: str = Field(default="127.0.0.1/32", pattern=r"^[0-9.]+/\d{1,2}$")
+    controller_cidr: str | None = Field(
+        default=None,
+        pattern=r"^[0-9.]+/\d{1,2}$",
+        description="the public address range netfleet's controller connects from (SSH to the "
+        "instances); required for backing ssh, e.g. your address/32",
+    )
     ami: str | None = Field(default=None, pattern=r"^ami-[0-9a-zA-Z]+$")
     image: Image | None = Field(
         default=None,
@@ -384,9 +389,9 @@ class CloudBlock(CloudSettings):
 
     provider: Literal["aws"] = "aws"
     backing: Literal["sim", "ssh"] = Field(
-        "sim",
-        description="sim: each instance is backed by a lab namespace shaped from its advertised "
-        "figures (offline, needs root); ssh: the engines run on the instances over SSH",
+        description="required: sim: each instance is backed by a lab namespace shaped from its "
+        "advertised figures (offline, needs root, loopback emulator only); ssh: the engines run "
+        "on the instances over SSH (real machines, real bill)",
     )
     rate_scale: float = Field(0.05, gt=0, le=1, description="sim: lab rate = advertised × this")
     time_scale: float = Field(0.05, gt=0, le=1, description="sim: credit time × this")
@@ -396,6 +401,42 @@ class CloudBlock(CloudSettings):
         description="Fargate tiers: one iperf3 server task per tier (hosts named after the "
         "tier: f256-512m …), measured from an EC2 fleet in the same VPC and security group",
     )
+
+    @model_validator(mode="after")
+    def _reachable(self) -> CloudBlock:
+        if self.backing == "ssh":
+            problem = ssh_reach_problem(self.controller_cidr)
+            if problem:
+                raise LocatedError(problem, ("controller_cidr",))
+        return self
+
+
+def ssh_reach_problem(cidr: str | None) -> str | None:
+    """Why SSH from the controller could not possibly reach the instances' public addresses
+    with ``controller_cidr`` as the only source the security group admits (None: it can)."""
+    import ipaddress
+
+    fix = (
+        "set cloud.controller_cidr to the public address this machine connects from, as /32 "
+        "(e.g. `curl https://checkip.amazonaws.com` → 203.0.113.7/32)"
+    )
+    if cidr is None:
+        return f"backing ssh connects to the instances over SSH: controller_cidr is required: {fix}"
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return f"controller_cidr {cidr!r} is not an IPv4 network: {fix}"
+    if net.is_loopback:
+        return f"controller_cidr {cidr} is a loopback range: no SSH from outside can match: {fix}"
+    if net.prefixlen == 0:
+        return f"controller_cidr {cidr} admits SSH from the whole internet: {fix}"
+    if not net.is_global:
+        return (
+            f"controller_cidr {cidr} is not a public range (private, shared or reserved): the "
+            "instances are reached at their "
+            f"public addresses, where SSH arrives from a public source: {fix}"
+        )
+    return None
 
 
 def check_cloud_campaign(v: str) -> str:
@@ -474,6 +515,13 @@ def expand_cloud(data: Any) -> Any:
                 ("hosts", aws[0]),
             )
         return data
+    if "backing" not in block:
+        raise LocatedError(
+            "the `cloud:` block must name its backing: `backing: sim` (a shaped lab namespace per "
+            "instance, against a loopback AWS emulator only) or `backing: ssh` (the real "
+            "instances over SSH: real machines, real bill)",
+            ("cloud",),
+        )
     settings = {k: v for k, v in block.items() if k != "fleets"}
     settings["campaign"] = data.get("campaign")
     fleets = block.get("fleets")
