@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import catalogue, images, prices, teardown
+from netfleet.cloud import catalogue, images, owner, prices, teardown
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.journal import Journal, client_token
 from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
@@ -560,13 +560,14 @@ def test_placement_group_journalled_and_deleted(fresh: MotoServer, tmp_path: Pat
     prov.ec2 = ec2
     with Stubber(ec2) as stub:
         stub.add_response("create_placement_group", {})
-        assert prov._placement_group() == "netfleet-nf-test"
+        assert prov._placement_group() == prov.name  # netfleet-nf-test-<installation id>
         stub.add_client_error("delete_placement_group", "InvalidPlacementGroup.InUse", "in use")
         stub.add_response("delete_placement_group", {})
-        teardown.retry(lambda: ec2.delete_placement_group(GroupName="netfleet-nf-test"), delay=0)
+        teardown.retry(lambda: ec2.delete_placement_group(GroupName=prov.name), delay=0)
         stub.assert_no_pending_responses()
+    assert prov.name.startswith("netfleet-nf-test-")
     res = Journal(tmp_path, "nf-test").read().resources
-    assert [(r.kind, r.id) for r in res] == [("placement-group", "netfleet-nf-test")]
+    assert [(r.kind, r.id) for r in res] == [("placement-group", prov.name)]
 
 
 def test_sim_labs_are_taken_down_only_when_provably_netfleets(tmp_path: Path) -> None:
@@ -722,7 +723,7 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert {h.labels["image"] for h in hosts.values()} == {"debian-12"}
             found = {}
             for r in regions:
-                for res in ec2[r].describe_instances(Filters=teardown._tag_filter(campaign))[
+                for res in ec2[r].describe_instances(Filters=owner.filters(campaign, None))[
                     "Reservations"
                 ]:
                     for inst in res["Instances"]:
@@ -732,14 +733,14 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert found[hosts["srv"].labels["instance_id"]]["ImageId"] == "ami-0deb12a00000002"
             # one VPC per region, distinct CIDRs; a subnet per zone used
             for r, cidr in zip(regions, ["10.77.0.0/16", "10.78.0.0/16"], strict=True):
-                (vpc,) = ec2[r].describe_vpcs(Filters=teardown._tag_filter(campaign))["Vpcs"]
+                (vpc,) = ec2[r].describe_vpcs(Filters=owner.filters(campaign, None))["Vpcs"]
                 assert vpc["CidrBlock"] == cidr
-            subnets = ec2["us-east-1"].describe_subnets(Filters=teardown._tag_filter(campaign))
+            subnets = ec2["us-east-1"].describe_subnets(Filters=owner.filters(campaign, None))
             assert sorted(s["AvailabilityZone"] for s in subnets["Subnets"]) == [
                 "us-east-1a", "us-east-1b"
             ]  # fmt: skip
             # each region its own internet gateway and route table, every subnet associated
-            tagged = teardown._tag_filter(campaign)
+            tagged = owner.filters(campaign, None)
             for r in regions:
                 (igw,) = ec2[r].describe_internet_gateways(Filters=tagged)["InternetGateways"]
                 (rtb,) = ec2[r].describe_route_tables(Filters=tagged)["RouteTables"]
@@ -753,7 +754,7 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             # each host's public address where it has one, which is then where hosts meet
             public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
             for r, other in (("us-east-1", "10.78.0.0/16"), ("eu-west-1", "10.77.0.0/16")):
-                (sg,) = ec2[r].describe_security_groups(Filters=teardown._tag_filter(campaign))[
+                (sg,) = ec2[r].describe_security_groups(Filters=owner.filters(campaign, None))[
                     "SecurityGroups"
                 ]
                 perms = sg["IpPermissions"]

@@ -160,7 +160,7 @@ def test_fargate_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
     assert {task["lastStatus"] for task in tasks["tasks"]} == {"STOPPED"}
     left = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
     assert not any(left.values()), left
-    assert our_cluster(ecs, "fargate-tiers") is None
+    assert our_cluster(ecs, "fargate-tiers", None) is None
     sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
     assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
     # measured in the lab: each tier at its seed 000 figure x 0.2, each direction on its own

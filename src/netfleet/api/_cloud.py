@@ -125,15 +125,19 @@ def cloud_destroy(
 
 
 def cloud_reap(
-    *, state_dir: Path | None = None, region: list[str] | None = None, delete: bool = False
+    *,
+    state_dir: Path | None = None,
+    region: list[str] | None = None,
+    delete: bool = False,
+    all_owners: bool = False,
 ) -> list[Expired]:
-    """Resources whose expires-at tag has passed, in every region used (and ``region``);
-    removed only with ``delete``."""
+    """This installation's resources whose expires-at tag has passed, in every region used
+    (and ``region``); removed only with ``delete``; ``all_owners``: every installation's."""
     from netfleet.cloud import teardown
 
-    return teardown.reap(
-        state_root(state_dir), region or [], dt.datetime.now(dt.UTC), delete=delete
-    )
+    now = dt.datetime.now(dt.UTC)
+    root = state_root(state_dir)
+    return teardown.reap(root, region or [], now, delete=delete, all_owners=all_owners)
 
 
 @dataclass

@@ -114,10 +114,15 @@ def reap(
     state_dir: StateOpt = None,
     region: Annotated[list[str] | None, typer.Option(help="also look in this region")] = None,
     delete: Annotated[bool, typer.Option("--delete", help="delete (default: dry run)")] = False,
+    all_owners: Annotated[
+        bool,
+        typer.Option("--all-owners", help="also other installations' expired campaigns"),
+    ] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Find resources whose expires-at tag has passed, in every region used (dry run default)."""
-    found = api.cloud_reap(state_dir=state_dir, region=region, delete=delete)
+    """Find this installation's resources whose expires-at tag has passed, in every region used
+    (dry run default)."""
+    found = api.cloud_reap(state_dir=state_dir, region=region, delete=delete, all_owners=all_owners)
     rows = [[e.region, e.campaign, e.expires_at, e.counts] for e in found]
     emit(
         Tabular(

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from netfleet.cloud import faults
+from netfleet.cloud import faults, owner
 from netfleet.cloud.fargate import cluster_name
 from netfleet.cloud.journal import CAMPAIGN_RE
-from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_INSTALLATION
+from netfleet.cloud.provision import TAG_EXPIRES
 
 Note = Callable[[str, str], None]
 STOP_REASON = "netfleet teardown"
@@ -27,8 +28,9 @@ def _tags(items: list[dict[str, str]] | None) -> dict[str, str]:
     return {t["key"]: t["value"] for t in items or []}
 
 
-def _ours(tags: list[dict[str, str]] | None, campaign: str) -> bool:
-    return _tags(tags).get(TAG_CAMPAIGN) == campaign
+def _ours(tags: list[dict[str, str]] | None, campaign: str, installation: str | None) -> bool:
+    """The campaign's tag and (unless None: any owner) the installation's."""
+    return owner.ours(_tags(tags), campaign, installation)
 
 
 def _chunks(items: list[str], n: int = 100) -> Iterator[list[str]]:
@@ -36,18 +38,18 @@ def _chunks(items: list[str], n: int = 100) -> Iterator[list[str]]:
         yield items[i : i + n]
 
 
-def our_cluster(ecs: Any, campaign: str) -> dict[str, Any] | None:
-    """The campaign's cluster if it exists, is not deleted and carries the campaign's tag."""
+def our_cluster(ecs: Any, campaign: str, installation: str | None) -> dict[str, Any] | None:
+    """The campaign's cluster if it exists, is not deleted and carries the tags."""
     resp = ecs.describe_clusters(clusters=[cluster_name(campaign)], include=["TAGS"])
     for c in resp.get("clusters", []):
-        if c.get("status") != "INACTIVE" and _ours(c.get("tags"), campaign):
+        if c.get("status") != "INACTIVE" and _ours(c.get("tags"), campaign, installation):
             return dict(c)
     return None
 
 
-def tasks(ecs: Any, campaign: str) -> list[dict[str, Any]]:
+def tasks(ecs: Any, campaign: str, installation: str | None) -> list[dict[str, Any]]:
     """The campaign's tasks (tagged) in its cluster that are not yet STOPPED."""
-    cluster = our_cluster(ecs, campaign)
+    cluster = our_cluster(ecs, campaign, installation)
     if cluster is None:
         return []
     arns: set[str] = set()
@@ -61,21 +63,21 @@ def tasks(ecs: Any, campaign: str) -> list[dict[str, Any]]:
     for chunk in _chunks(sorted(arns)):
         found = ecs.describe_tasks(cluster=cluster["clusterArn"], tasks=chunk, include=["TAGS"])
         for t in found.get("tasks", []):
-            if t.get("lastStatus") != "STOPPED" and _ours(t.get("tags"), campaign):
+            if t.get("lastStatus") != "STOPPED" and _ours(t.get("tags"), campaign, installation):
                 out.append(dict(t))
     return out
 
 
-def stop_tasks(ecs: Any, campaign: str) -> list[str]:
+def stop_tasks(ecs: Any, campaign: str, installation: str | None) -> list[str]:
     """Ask every live task of the campaign to stop; returns their ARNs."""
-    live = tasks(ecs, campaign)
+    live = tasks(ecs, campaign, installation)
     for t in live:
         if t.get("desiredStatus") != "STOPPED":
             ecs.stop_task(cluster=t["clusterArn"], task=t["taskArn"], reason=STOP_REASON)
     return [str(t["taskArn"]) for t in live]
 
 
-def definitions(ecs: Any, campaign: str) -> list[str]:
+def definitions(ecs: Any, campaign: str, installation: str | None) -> list[str]:
     """ACTIVE task definitions (every revision) of the campaign's families, tag-checked."""
     out: list[str] = []
     fams = ecs.get_paginator("list_task_definition_families").paginate(
@@ -89,21 +91,23 @@ def definitions(ecs: Any, campaign: str) -> list[str]:
             for rpage in revs:
                 for arn in rpage.get("taskDefinitionArns", []):
                     desc = ecs.describe_task_definition(taskDefinition=arn, include=["TAGS"])
-                    if _ours(desc.get("tags"), campaign):
+                    if _ours(desc.get("tags"), campaign, installation):
                         out.append(str(arn))
     return out
 
 
-def release_definitions_and_cluster(ecs: Any, campaign: str, note: Note) -> None:
+def release_definitions_and_cluster(
+    ecs: Any, campaign: str, installation: str | None, note: Note
+) -> None:
     """Deregister the campaign's task definitions, then delete its cluster (retrying while AWS
     still counts tasks in it)."""
     from netfleet.cloud.teardown import _ignore_missing, retry
 
-    for arn in definitions(ecs, campaign):
+    for arn in definitions(ecs, campaign, installation):
         _ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
         note("task-definition", arn)
     faults.point("teardown:after-task-definitions")
-    cluster = our_cluster(ecs, campaign)
+    cluster = our_cluster(ecs, campaign, installation)
     if cluster is not None:
         arn = str(cluster["clusterArn"])
         _ignore_missing(partial(retry, partial(ecs.delete_cluster, cluster=arn)))
@@ -111,16 +115,16 @@ def release_definitions_and_cluster(ecs: Any, campaign: str, note: Note) -> None
     faults.point("teardown:after-cluster")
 
 
-def remaining(ecs: Any, campaign: str) -> dict[str, int]:
+def remaining(ecs: Any, campaign: str, installation: str | None = None) -> dict[str, int]:
     """Per ECS resource type, how many of the campaign's are still live."""
     return {
-        "tasks": len(tasks(ecs, campaign)),
-        "task-definitions": len(definitions(ecs, campaign)),
-        "clusters": 0 if our_cluster(ecs, campaign) is None else 1,
+        "tasks": len(tasks(ecs, campaign, installation)),
+        "task-definitions": len(definitions(ecs, campaign, installation)),
+        "clusters": 0 if our_cluster(ecs, campaign, installation) is None else 1,
     }
 
 
-def expired(ecs: Any, stamp: str) -> dict[str, str]:
+def expired(ecs: Any, stamp: str, installation: str | None = None) -> dict[str, str]:
     """campaign → expires-at of live netfleet clusters whose ``expires-at`` is before ``stamp``
     (a campaign that only has Fargate tiers left is still found by reap)."""
     arns: list[str] = []
@@ -134,6 +138,8 @@ def expired(ecs: Any, stamp: str) -> dict[str, str]:
             tags = _tags(c.get("tags"))
             campaign, exp = tags.get(TAG_CAMPAIGN, ""), tags.get(TAG_EXPIRES)
             if c.get("status") == "INACTIVE" or exp is None or exp >= stamp:
+                continue
+            if installation is not None and tags.get(TAG_INSTALLATION) != installation:
                 continue
             if CAMPAIGN_RE.match(campaign) and c.get("clusterName") == cluster_name(campaign):
                 out[campaign] = exp

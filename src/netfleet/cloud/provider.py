@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import backing, permissions, safety, spot, userdata
+from netfleet.cloud import backing, owner, permissions, safety, spot, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate import (
     IPERF3_PORT,
@@ -55,7 +55,7 @@ from netfleet.cloud.fargate import (
     require_client_in,
 )
 from netfleet.cloud.journal import Journal, default_root
-from netfleet.cloud.provision import TAG_CAMPAIGN, CloudHost, Provisioner
+from netfleet.cloud.provision import CloudHost, Provisioner
 from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
 from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
@@ -393,12 +393,14 @@ class AwsProvider(Provider):
         iid = res.get("id")
         campaign, region = str(res.get("campaign")), str(res.get("region"))
         ec2 = aws.client("ec2", region)
-        found = _instance(ec2, iid) if iid else _instance_by_lease(ec2, campaign, lease.id)
+        me = owner.installation(Path(res["state_root"]))
+        found = _instance(ec2, iid) if iid else _instance_by_lease(ec2, campaign, me, lease.id)
         if found is None or found["State"]["Name"] == "terminated":
             self._billed(iid)
             return "gone"
         tags = {t["Key"]: t["Value"] for t in found.get("Tags", [])}
-        _check_owned(f"instance {found['InstanceId']}", tags, campaign, lease.id, "terminate")
+        what = f"instance {found['InstanceId']}"
+        _check_owned(what, tags, campaign, me, lease.id, "terminate")
         ec2.terminate_instances(InstanceIds=[found["InstanceId"]])
 
         def terminated() -> bool:
@@ -436,13 +438,14 @@ class AwsProvider(Provider):
         arn, cluster = res.get("id"), str(res.get("cluster"))
         campaign, region = str(res.get("campaign")), str(res.get("region"))
         ecs = aws.client("ecs", region)
+        me = owner.installation(Path(res["state_root"]))
         found = _task(ecs, cluster, arn) if arn else _task_by_lease(ecs, cluster, lease.id)
         if found is None or found.get("lastStatus") == "STOPPED":
             self._billed(arn)
             return "gone"
         tags = {t["key"]: t["value"] for t in found.get("tags", [])}
         task_arn = str(found["taskArn"])
-        _check_owned(f"task {task_arn}", tags, campaign, lease.id, "stop")
+        _check_owned(f"task {task_arn}", tags, campaign, me, lease.id, "stop")
         if found.get("desiredStatus") != "STOPPED":
             ecs.stop_task(cluster=cluster, task=task_arn, reason=STOP_REASON)
 
@@ -510,12 +513,14 @@ async def _all_ready(hosts: list[CloudSshHost]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _check_owned(what: str, tags: dict[str, str], campaign: str, lease_id: str, verb: str) -> None:
-    """Release only what carries the campaign's and the lease's tags."""
-    if tags.get(TAG_CAMPAIGN) != campaign or tags.get(TAG_LEASE) != lease_id:
+def _check_owned(
+    what: str, tags: dict[str, str], campaign: str, installation: str, lease_id: str, verb: str
+) -> None:
+    """Release only what carries the campaign's, this installation's and the lease's tags."""
+    if not owner.ours(tags, campaign, installation) or tags.get(TAG_LEASE) != lease_id:
         raise HostError(
-            f"{what} does not carry campaign {campaign!r} and lease {lease_id}: not netfleet's "
-            f"to {verb}, left alone"
+            f"{what} does not carry campaign {campaign!r}, this installation "
+            f"({installation}) and lease {lease_id}: not netfleet's to {verb}, left alone"
         )
 
 
@@ -545,11 +550,13 @@ def _instance(ec2: Any, iid: str) -> dict[str, Any] | None:
     return None
 
 
-def _instance_by_lease(ec2: Any, campaign: str, lease_id: str) -> dict[str, Any] | None:
+def _instance_by_lease(
+    ec2: Any, campaign: str, installation: str, lease_id: str
+) -> dict[str, Any] | None:
     """Killed between RunInstances and the journal's ``acquired``: find it by its tags."""
     resp = ec2.describe_instances(
         Filters=[
-            {"Name": f"tag:{TAG_CAMPAIGN}", "Values": [campaign]},
+            *owner.filters(campaign, installation),
             {"Name": f"tag:{TAG_LEASE}", "Values": [lease_id]},
         ]
     )

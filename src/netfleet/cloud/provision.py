@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws, durable
-from netfleet.cloud import catalogue, faults, hostkeys, images, safety, userdata
+from netfleet.cloud import catalogue, faults, hostkeys, images, owner, safety, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
 from netfleet.cloud.configstate import state_labels
 from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem
 
-TAG_CAMPAIGN = "netfleet:campaign"
-TAG_OWNER = "netfleet:owner"
+TAG_CAMPAIGN = owner.TAG_CAMPAIGN
+TAG_OWNER = owner.TAG_OWNER
 TAG_EXPIRES = "netfleet:expires-at"
 TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
 AMI_PARAMETER = images.AL2023_PARAMETER
@@ -109,6 +109,10 @@ class Provisioner:
 
     def __post_init__(self) -> None:
         self.journal = Journal(self.state_root, self.spec.campaign)
+        self.installation = owner.installation(self.state_root)
+        #: key pair and placement group: names are unique per region, so they carry the
+        #: installation (two installations may run campaigns of one name)
+        self.name = f"{resource_name(self.spec.campaign)}-{self.installation[:8]}"
         self.identity = self.journal.dir / "id_ed25519"
         self.known_hosts = self.journal.dir / "known_hosts"
         #: the cloud block's region's network (Fargate tiers run there)
@@ -137,6 +141,8 @@ class Provisioner:
         return [
             {"Key": TAG_CAMPAIGN, "Value": self.spec.campaign},
             {"Key": TAG_OWNER, "Value": self.spec.owner},
+            {"Key": owner.TAG_INSTALLATION, "Value": self.installation},
+            {"Key": owner.TAG_SESSION, "Value": self.session or "-"},
             {"Key": TAG_EXPIRES, "Value": self.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")},
             {"Key": TAG_TOKEN, "Value": token},
             {"Key": "Name", "Value": resource_name(self.spec.campaign)},
@@ -226,7 +232,7 @@ class Provisioner:
             "key-pair",
             "main",
             lambda t: ec2.import_key_pair(
-                KeyName=resource_name(spec.campaign),
+                KeyName=self.name,
                 PublicKeyMaterial=client_key.public_openssh.encode(),
                 TagSpecifications=self.tag_spec("key-pair", t),
             )["KeyName"],
@@ -397,7 +403,7 @@ class Provisioner:
 
     def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
-        name = resource_name(self.spec.campaign)
+        name = self.name
         ec2 = self.client(region or self.spec.region)
 
         def create(token: str) -> str:
@@ -522,7 +528,7 @@ class Provisioner:
             InstanceType=info.instance_type,
             MinCount=1,
             MaxCount=1,
-            KeyName=resource_name(self.spec.campaign),
+            KeyName=self.name,
             SubnetId=net.subnets.get(az, net.subnet_id),
             SecurityGroupIds=[net.sg_id],
             Placement=placement,

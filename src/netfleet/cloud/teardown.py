@@ -5,8 +5,10 @@ deregistered → ECS cluster deleted (:mod:`.fargate_teardown`) → spot request
 group, key pair, security group (DependencyViolation retried while ENIs detach) → internet
 gateway detached and deleted (retried while public addresses are still mapped) → route table
 disassociated and deleted → subnet → VPC.
-Only resources carrying the campaign's tag are deleted: an id read back from the journal is
-never trusted on its own.
+Only resources carrying the campaign's tag *and* this installation's
+(:mod:`.owner`) are deleted, of every kind — key pairs and placement groups included, which are
+found by their tags, never by name: an id or name read back from the journal is never trusted on
+its own. ``installation=None`` (``netfleet cloud reap --all-owners`` only) selects every owner.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
-from netfleet.cloud import backing, fargate_teardown, faults
+from netfleet.cloud import backing, fargate_teardown, faults, owner
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
-from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES, resource_name
+from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_INSTALLATION
+from netfleet.cloud.provision import TAG_EXPIRES
 from netfleet.errors import EnvironmentProblem
 
 RESOURCE_TYPES = (
@@ -50,10 +53,6 @@ RETRYABLE = (
     "ClusterContainsTasksException",  # ECS: tasks still stopping
     "UpdateInProgressException",
 )
-
-
-def _tag_filter(campaign: str) -> list[dict[str, Any]]:
-    return [{"Name": f"tag:{TAG_CAMPAIGN}", "Values": [campaign]}]
 
 
 def _code(exc: ClientError) -> str:
@@ -95,9 +94,11 @@ def wait_until_gone(
         delay = min(delay * 2, 10.0)
 
 
-def live_instances(ec2: Any, campaign: str) -> list[str]:
+def live_instances(ec2: Any, campaign: str, installation: str | None = None) -> list[str]:
+    """The campaign's instances not yet terminated (of ``installation``; None: any owner)."""
     out = []
-    for page in ec2.get_paginator("describe_instances").paginate(Filters=_tag_filter(campaign)):
+    f = owner.filters(campaign, installation)
+    for page in ec2.get_paginator("describe_instances").paginate(Filters=f):
         for res in page["Reservations"]:
             for inst in res["Instances"]:
                 if inst["State"]["Name"] != "terminated":
@@ -118,32 +119,35 @@ def _no_retry(ec2: Any) -> Any:
     )
 
 
-def remaining_placement(ec2: Any, campaign: str) -> int:
-    """Tagged placement groups; 0 where the API is unavailable (moto: HTTP 500)."""
+def placement_groups(ec2: Any, campaign: str, installation: str | None) -> list[str] | None:
+    """Names of the placement groups carrying the tags; None where the API is unavailable
+    (moto: HTTP 500) — then nothing can be verified, so nothing is deleted."""
     try:
-        groups = _no_retry(ec2).describe_placement_groups(Filters=_tag_filter(campaign))
-        return len(groups["PlacementGroups"])
+        f = owner.filters(campaign, installation)
+        groups = _no_retry(ec2).describe_placement_groups(Filters=f)
     except (ClientError, BotoCoreError, ResponseParserError):
-        return 0
+        return None
+    return [str(g["GroupName"]) for g in groups["PlacementGroups"]]
 
 
-def remaining(ec2: Any, campaign: str) -> dict[str, int | None]:
-    """Per resource type, how many carry the campaign's tag (None: the API is unavailable)."""
-    f = _tag_filter(campaign)
+def key_pairs(ec2: Any, campaign: str, installation: str | None) -> dict[str, str]:
+    """id → name of the key pairs carrying the tags (never found by name)."""
+    found = ec2.describe_key_pairs(Filters=owner.filters(campaign, installation))["KeyPairs"]
+    return {str(k["KeyPairId"]): str(k["KeyName"]) for k in found}
+
+
+def remaining(ec2: Any, campaign: str, installation: str | None = None) -> dict[str, int | None]:
+    """Per resource type, how many carry the campaign's tag (and ``installation``'s; None: any
+    owner's). None: the API is unavailable."""
+    f = owner.filters(campaign, installation)
     ecs = aws.client("ecs", ec2.meta.region_name)
-    counts: dict[str, int | None] = {**fargate_teardown.remaining(ecs, campaign)}
-    counts["instances"] = len(live_instances(ec2, campaign))
+    counts: dict[str, int | None] = {**fargate_teardown.remaining(ecs, campaign, installation)}
+    counts["instances"] = len(live_instances(ec2, campaign, installation))
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     counts["spot-requests"] = sum(1 for s in spot if s["State"] in ("open", "active"))
-    try:
-        groups = _no_retry(ec2).describe_placement_groups(Filters=f)
-        counts["placement-groups"] = len(groups["PlacementGroups"])
-    except (ClientError, BotoCoreError, ResponseParserError):
-        counts["placement-groups"] = None  # moto: not implemented (Stubber-tested instead)
-    keys = ec2.describe_key_pairs(
-        Filters=[{"Name": "key-name", "Values": [resource_name(campaign)]}]
-    )
-    counts["key-pairs"] = len(keys["KeyPairs"])
+    groups = placement_groups(ec2, campaign, installation)
+    counts["placement-groups"] = None if groups is None else len(groups)
+    counts["key-pairs"] = len(key_pairs(ec2, campaign, installation))
     counts["security-groups"] = len(ec2.describe_security_groups(Filters=f)["SecurityGroups"])
     counts["internet-gateways"] = len(ec2.describe_internet_gateways(Filters=f)["InternetGateways"])
     counts["route-tables"] = len(ec2.describe_route_tables(Filters=f)["RouteTables"])
@@ -158,11 +162,13 @@ def teardown_region(
     region: str,
     journal: Journal | None,
     *,
+    installation: str | None,
     poll_s: float = 0.2,
     wait_s: float = 900,
 ) -> None:
-    """Delete everything the campaign has in one region, in dependency order."""
-    f = _tag_filter(campaign)
+    """Delete everything the campaign (of ``installation``; None: any owner's, ``reap
+    --all-owners``) has in one region, in dependency order."""
+    f = owner.filters(campaign, installation)
 
     def note(kind: str, rid: str) -> None:
         if journal is not None:
@@ -170,38 +176,47 @@ def teardown_region(
 
     gone = partial(wait_until_gone, poll_s=poll_s, wait_s=wait_s, region=region)
     ecs = aws.client("ecs", region)
-    tasks = fargate_teardown.stop_tasks(ecs, campaign)
+    tasks = fargate_teardown.stop_tasks(ecs, campaign, installation)
     faults.point("teardown:after-stop-tasks")
     gone(
-        partial(fargate_teardown.tasks, ecs, campaign), f"Fargate tasks of {campaign} still running"
+        partial(fargate_teardown.tasks, ecs, campaign, installation),
+        f"Fargate tasks of {campaign} still running",
     )
     for arn in tasks:
         note("task", arn)
     faults.point("teardown:after-tasks-stopped")
-    ids = live_instances(ec2, campaign)
+    ids = live_instances(ec2, campaign, installation)
     faults.point("teardown:before-terminate")
     if ids:
         ec2.terminate_instances(InstanceIds=ids)
     faults.point("teardown:after-terminate")
-    gone(partial(live_instances, ec2, campaign), f"instances of {campaign} still not terminated")
+    gone(
+        partial(live_instances, ec2, campaign, installation),
+        f"instances of {campaign} still not terminated",
+    )
     for iid in ids:
         note("instance", iid)
     faults.point("teardown:after-wait-terminated")
-    fargate_teardown.release_definitions_and_cluster(ecs, campaign, note)
+    fargate_teardown.release_definitions_and_cluster(ecs, campaign, installation, note)
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     open_ids = [s["SpotInstanceRequestId"] for s in spot if s["State"] in ("open", "active")]
     if open_ids:
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=open_ids)
     faults.point("teardown:after-spot-requests")
-    name = resource_name(campaign)
-    planned = journal is not None and any(
-        r.kind == "placement-group" and r.region == region for r in journal.read().resources
-    )
-    if planned or (journal is None and remaining_placement(ec2, campaign)):
-        _ignore_missing(lambda: retry(lambda: ec2.delete_placement_group(GroupName=name)))
+    if journal is not None:  # the journal's placement group, by its name
+        names = [
+            str(r.id)
+            for r in journal.read().resources
+            if r.kind == "placement-group" and r.region == region and r.id
+        ]
+    else:
+        names = placement_groups(ec2, campaign, installation) or []
+    for name in names:
+        _ignore_missing(partial(retry, partial(ec2.delete_placement_group, GroupName=name)))
         note("placement-group", name)
-    _ignore_missing(lambda: ec2.delete_key_pair(KeyName=name))
-    note("key-pair", name)
+    for key_name in key_pairs(ec2, campaign, installation).values():
+        _ignore_missing(partial(ec2.delete_key_pair, KeyName=key_name))
+        note("key-pair", key_name)
     faults.point("teardown:after-key-pair")
     for sg in ec2.describe_security_groups(Filters=f)["SecurityGroups"]:
         sg_id = sg["GroupId"]
@@ -252,6 +267,7 @@ def destroy(
     (not when a run releases its network lease: its lab has a lease of its own) the sim
     backing's labs of the campaign are taken down first (``netfleet_sim.labs``)."""
     journal = Journal(state_root, check_campaign(campaign))
+    me = owner.installation(state_root)
     state = journal.read()
     todo = sorted(set(state.regions) | set(regions or []))
     simlab = backing.sim_labs(state_root, campaign) if sim_labs else None
@@ -267,8 +283,8 @@ def destroy(
     totals: dict[str, int] = {"sim-labs": len(left_labs)}
     for region in todo:
         ec2 = aws.client("ec2", region)
-        teardown_region(ec2, campaign, region, journal, poll_s=poll_s)
-        left = remaining(ec2, campaign)
+        teardown_region(ec2, campaign, region, journal, installation=me, poll_s=poll_s)
+        left = remaining(ec2, campaign, me)
         for kind, n in left.items():
             totals[kind] = totals.get(kind, 0) + (n or 0)
     if any(totals.values()):
@@ -299,17 +315,24 @@ def journal_regions(state_root: Path) -> list[str]:
     return sorted(regions)
 
 
-def find_expired(regions: list[str], now: dt.datetime) -> list[Expired]:
-    """Campaigns whose resources carry an ``expires-at`` tag in the past."""
+def find_expired(
+    regions: list[str], now: dt.datetime, installation: str | None = None
+) -> list[Expired]:
+    """Campaigns whose resources carry an ``expires-at`` tag in the past (and the
+    ``installation``'s tag; None: any owner's)."""
     out: dict[tuple[str, str], Expired] = {}
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     for region in regions:
         ec2 = aws.client("ec2", region)
         tagged = ec2.describe_tags(Filters=[{"Name": "key", "Values": [TAG_EXPIRES]}])["Tags"]
         by_id = {t["ResourceId"]: t["Value"] for t in tagged}
+        owned = ec2.describe_tags(Filters=[{"Name": "key", "Values": [TAG_INSTALLATION]}])["Tags"]
+        of = {t["ResourceId"]: t["Value"] for t in owned}
         names = ec2.describe_tags(Filters=[{"Name": "key", "Values": [TAG_CAMPAIGN]}])["Tags"]
         for t in names:
             exp = by_id.get(t["ResourceId"])
+            if installation is not None and of.get(t["ResourceId"]) != installation:
+                continue  # another installation's: only `reap --all-owners` touches it
             if exp is None or exp >= stamp:
                 continue
             campaign = str(t["Value"])
@@ -318,20 +341,29 @@ def find_expired(regions: list[str], now: dt.datetime) -> list[Expired]:
             key = (region, campaign)
             if key not in out:
                 out[key] = Expired(region, campaign, exp)
-        for campaign, exp in fargate_teardown.expired(aws.client("ecs", region), stamp).items():
+        ecs = aws.client("ecs", region)
+        for campaign, exp in fargate_teardown.expired(ecs, stamp, installation).items():
             out.setdefault((region, campaign), Expired(region, campaign, exp))
     for e in out.values():
-        e.counts = remaining(aws.client("ec2", e.region), e.campaign)
+        e.counts = remaining(aws.client("ec2", e.region), e.campaign, installation)
     return sorted(out.values(), key=lambda e: (e.region, e.campaign))
 
 
 def reap(
-    state_root: Path, extra_regions: list[str], now: dt.datetime, *, delete: bool, poll_s: float = 1
+    state_root: Path,
+    extra_regions: list[str],
+    now: dt.datetime,
+    *,
+    delete: bool,
+    poll_s: float = 1,
+    all_owners: bool = False,
 ) -> list[Expired]:
-    """Find (and with ``delete`` remove) expired campaigns in every region used, and the sim
-    backing's labs whose campaign session has expired (a run killed with ``kill -9``)."""
+    """Find (and with ``delete`` remove) this installation's expired campaigns (``all_owners``:
+    every owner's) in every region used, and the sim backing's labs whose campaign session has
+    expired (a run killed with ``kill -9``)."""
     regions = sorted(set(journal_regions(state_root)) | set(extra_regions))
-    found = find_expired(regions, now)
+    me = None if all_owners else owner.installation(state_root)
+    found = find_expired(regions, now, me)
     on_aws = list(found)
     simlab = backing.sim_labs(state_root)
     labs = simlab.expired(state_root, now) if simlab else {}
@@ -354,6 +386,7 @@ def reap(
                 e.campaign,
                 e.region,
                 journal if journal.exists() else None,
+                installation=me,
                 poll_s=poll_s,
             )
     return found
