@@ -15,8 +15,9 @@ import pytest
 from netfleet import aws
 from netfleet.cloud import owner, teardown
 from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.provision import Provisioner
-from tests import motokit
+from netfleet.cloud.journal import Journal
+from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from tests import awshooks, motokit
 from tests.motokit import MotoServer
 
 moto = motokit.moto
@@ -83,3 +84,36 @@ def test_reap_takes_only_this_installations_expired_campaigns_unless_all_owners(
     found = teardown.reap(mine, ["us-east-1"], now, delete=True, poll_s=0.05, all_owners=True)
     assert "nf-theirs" in [e.campaign for e in found]  # (nf-mine's terminated instance too)
     assert not teardown.live_instances(ec2, "nf-theirs", None)
+
+
+def test_destroy_never_deletes_a_key_pair_or_placement_group_by_name_alone(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23 item 7: an untagged key pair named like the campaign's, made outside netfleet,
+    and a forged ``placement-group`` journal record: destroy deletes neither."""
+    ec2 = aws.client("ec2", "us-east-1")
+    from netfleet.cloud import hostkeys
+
+    key = hostkeys.generate("victim")
+    ec2.import_key_pair(
+        KeyName="netfleet-nf-own", PublicKeyMaterial=key.public_openssh.encode()
+    )  # no tags: not netfleet's
+    journal = Journal(tmp_path, "nf-own")
+    journal.intent("placement-group", "us-east-1", "main")
+    journal.created("placement-group", "us-east-1", "main", "netfleet-nf-own")
+    with awshooks.hooked(monkeypatch) as calls:
+        totals = teardown.destroy(tmp_path, "nf-own")
+    assert not calls.ops("DeletePlacementGroup") and not calls.ops("DeleteKeyPair")
+    assert totals.get("key-pairs", 0) == 0
+    names = [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]]
+    assert "netfleet-nf-own" in names
+    ec2.delete_key_pair(KeyName="netfleet-nf-own")
+    # a tagged key pair of another campaign of this installation is not this campaign's either
+    tags = [{"Key": TAG_CAMPAIGN, "Value": "nf-other"}]
+    ec2.import_key_pair(
+        KeyName="netfleet-nf-own",
+        PublicKeyMaterial=key.public_openssh.encode(),
+        TagSpecifications=[{"ResourceType": "key-pair", "Tags": tags}],
+    )
+    teardown.destroy(tmp_path, "nf-own")
+    assert "netfleet-nf-own" in [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]]

@@ -203,18 +203,11 @@ def teardown_region(
     if open_ids:
         ec2.cancel_spot_instance_requests(SpotInstanceRequestIds=open_ids)
     faults.point("teardown:after-spot-requests")
-    if journal is not None:  # the journal's placement group, by its name
-        names = [
-            str(r.id)
-            for r in journal.read().resources
-            if r.kind == "placement-group" and r.region == region and r.id
-        ]
-    else:
-        names = placement_groups(ec2, campaign, installation) or []
-    for name in names:
+    for name in placement_groups(ec2, campaign, installation) or []:  # by tag, never by name
         _ignore_missing(partial(retry, partial(ec2.delete_placement_group, GroupName=name)))
         note("placement-group", name)
     for key_name in key_pairs(ec2, campaign, installation).values():
+        # the name of a key pair just found by its tags (moto deletes by name only)
         _ignore_missing(partial(ec2.delete_key_pair, KeyName=key_name))
         note("key-pair", key_name)
     faults.point("teardown:after-key-pair")
