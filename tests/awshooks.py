@@ -39,6 +39,12 @@ def error(code: str, message: str = "", status: int = 400) -> tuple[_Http, dict[
     }
 
 
+def answer(parsed: dict[str, Any]) -> tuple[_Http, dict[str, Any]]:
+    """A ``before-call`` answer: a successful response with this (parsed) body."""
+    meta = {"HTTPStatusCode": 200, "RequestId": "injected"}
+    return _Http(200), {**parsed, "ResponseMetadata": meta}
+
+
 @dataclass
 class Calls:
     """Every operation the hooked clients made (service, operation, params)."""

@@ -751,7 +751,8 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
                 assert any(x.get("GatewayId") == igw["InternetGatewayId"] for x in rtb["Routes"])
                 assert igw["Attachments"][0]["VpcId"] == rtb["VpcId"]
             # across regions: the other region's VPC CIDR (its own: the group itself), and
-            # each host's public address where it has one, which is then where hosts meet
+            # each host's public address where it has one, which is then where hosts meet:
+            # through the region's managed prefix list, one rule (issue 24 item 5)
             public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
             for r, other in (("us-east-1", "10.78.0.0/16"), ("eu-west-1", "10.77.0.0/16")):
                 (sg,) = ec2[r].describe_security_groups(Filters=owner.filters(campaign, None))[
@@ -759,7 +760,10 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
                 ]
                 perms = sg["IpPermissions"]
                 ranges = {x["CidrIp"] for p in perms for x in p.get("IpRanges", [])}
-                assert {other, *(f"{ip}/32" for ip in public)} <= ranges, (r, ranges)
+                assert other in ranges, (r, ranges)
+                (plist,) = [x["PrefixListId"] for p in perms for x in p.get("PrefixListIds", [])]
+                entries = ec2[r].get_managed_prefix_list_entries(PrefixListId=plist)["Entries"]
+                assert {e["Cidr"] for e in entries} == {f"{ip}/32" for ip in public}, r
                 assert any(p.get("UserIdGroupPairs") for p in perms)
             for r in regions:
                 during[r] = teardown.remaining(ec2[r], campaign)

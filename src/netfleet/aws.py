@@ -19,6 +19,9 @@ from netfleet import plugins
 from netfleet.errors import EnvironmentProblem
 
 LOOPBACK_ONLY_ENV = "NETFLEET_AWS_LOOPBACK_ONLY"
+#: botocore's adaptive mode (client-side rate limiting when AWS throttles) with more attempts
+#: than its default 3: a campaign makes bursts of calls, and RequestLimitExceeded is per account
+RETRY_ATTEMPTS = 10
 _loader: Any = None
 _loader_lock = threading.Lock()
 
@@ -52,14 +55,22 @@ def check_endpoint(service: str, url: str | None) -> None:
         )
 
 
+def _retries() -> Any:
+    from botocore.config import Config
+
+    return Config(retries={"mode": "adaptive", "total_max_attempts": RETRY_ATTEMPTS})
+
+
 def client(service: str, region: str | None = None, **kwargs: Any) -> Any:
     """A boto3 client for ``service`` honouring the endpoint override and the guard."""
     import boto3  # heavy: only when AWS is used
 
     url = kwargs.pop("endpoint_url", None) or endpoint_url(service)
     check_endpoint(service, url)
+    given = kwargs.pop("config", None)
+    config = _retries().merge(given) if given is not None else _retries()
     session = boto3.session.Session(botocore_session=_botocore_session())
-    return session.client(service, region_name=region, endpoint_url=url, **kwargs)
+    return session.client(service, region_name=region, endpoint_url=url, config=config, **kwargs)
 
 
 def _botocore_session() -> Any:

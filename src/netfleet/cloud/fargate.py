@@ -282,7 +282,10 @@ class FargateTiers:
         deadline = time.monotonic() + self.wait_s
         delay = self.prov.poll_s
         while True:
-            task = self.ecs.describe_tasks(cluster=cluster, tasks=[arn])["tasks"][0]
+            resp = self.ecs.describe_tasks(cluster=cluster, tasks=[arn])
+            found = resp.get("tasks") or []
+            # a task just started may be MISSING for a moment (eventual consistency)
+            task = found[0] if found else {"lastStatus": _missing(resp)}
             status = task.get("lastStatus", "")
             if status == "RUNNING":
                 break
@@ -312,6 +315,12 @@ class FargateTiers:
                 "burstable": "false",
             },
         )
+
+
+def _missing(resp: dict[str, Any]) -> str:
+    """How DescribeTasks answers for a task it does not know (yet): its failure reason."""
+    reasons = sorted({str(f.get("reason", "?")) for f in resp.get("failures", [])})
+    return "/".join(reasons) or "MISSING"
 
 
 def eni_address(task: dict[str, Any]) -> str:

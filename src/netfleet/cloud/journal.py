@@ -27,13 +27,14 @@ from netfleet.errors import InputError, StoreError
 from netfleet.journalfile import read_journal
 from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
 
-ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw|rtb)-[0-9a-zA-Z]{1,40}$")
+ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw|rtb|pl)-[0-9a-zA-Z]{1,40}$")
 KINDS = (
     "vpc",
     "subnet",
     "internet-gateway",
     "route-table",
     "security-group",
+    "prefix-list",
     "key-pair",
     "placement-group",
     "instance",

@@ -18,22 +18,32 @@ from __future__ import annotations
 import datetime as dt
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from netfleet import aws, durable
-from netfleet.cloud import catalogue, faults, hostkeys, images, owner, safety, userdata
+from netfleet.cloud import catalogue, faults, hostkeys, images, owner, retry, safety, userdata
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.catalogue import InstanceInfo
 from netfleet.cloud.configstate import state_labels
 from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem
+from netfleet.spec.cloud import public_path
 
 TAG_CAMPAIGN = owner.TAG_CAMPAIGN
 TAG_OWNER = owner.TAG_OWNER
 TAG_EXPIRES = "netfleet:expires-at"
 TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
 AMI_PARAMETER = images.AL2023_PARAMETER
+#: inbound rules per security group, AWS's default quota (VPC L-0EA8095F)
+SG_RULES_QUOTA = 60
+#: RunInstances errors of one zone: another zone offering the type may have room
+CAPACITY_ERRORS = frozenset({"InsufficientInstanceCapacity", "Unsupported"})
+#: the region's quota: no zone helps
+QUOTA_ERRORS = frozenset(
+    {"VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded"}
+)
 #: IMDSv2 only (a session token; the host's private key is in its user-data), and a hop limit
 #: of 1: a container or a forwarded packet on the instance cannot fetch it
 METADATA_OPTIONS = {
@@ -90,6 +100,8 @@ class Network:
     #: ``subnet_id``)
     igw_id: str | None = None
     route_table_id: str | None = None
+    #: path public: the managed prefix list holding every host's public /32
+    prefix_list_id: str | None = None
 
 
 def subnet_cidr(vpc_cidr: str, index: int) -> str:
@@ -127,6 +139,10 @@ class Provisioner:
         self._amis: dict[tuple[str, str], str] = {}
         self.expires_at = self.now + dt.timedelta(minutes=self.spec.expires_after_minutes)
         self.catalogue: dict[str, InstanceInfo] = {}
+        #: region → instances launched there (a same-az fleet moves zones only before them)
+        self._launched: dict[str, int] = {}
+        #: hosts meet at their public addresses (path public, or auto across regions)
+        self.public = public_path(self.spec, len(self.spec.regions))
 
     # -- helpers ---------------------------------------------------------------------------
     def client(self, region: str) -> Any:
@@ -186,6 +202,7 @@ class Provisioner:
         regions, each security group admits the other regions' VPC CIDRs."""
         spec = self.spec
         safety.require_confirmed(spec.campaign)
+        self._check_rule_quota()
         for region in spec.regions:
             types = {f.instance_type for f in spec.fleets if spec.region_of(f) == region}
             found = catalogue.describe(self.client(region), sorted(types))
@@ -239,6 +256,7 @@ class Provisioner:
             region,
         )
         group = self._placement_group(region) if spec.placement == "cluster" else None
+        plist = self._admit_prefix_list(ec2, sg_id, region) if self.public else None
         return Network(
             vpc_id,
             subnets[zones[0]],
@@ -250,7 +268,49 @@ class Provisioner:
             cidr,
             igw_id=igw_id,
             route_table_id=rtb_id,
+            prefix_list_id=plist,
         )
+
+    def _check_rule_quota(self) -> None:
+        """A security group admits 60 inbound rules by default, and a referenced prefix list
+        counts as many as its maximum entries: refuse before anything exists when the group
+        cannot hold them."""
+        spec = self.spec
+        rules = 1 + (1 if spec.controller_cidr else 0) + len(spec.regions) - 1
+        if self.public:
+            rules += spec.instance_count
+        if rules > SG_RULES_QUOTA:
+            raise EnvironmentProblem(
+                f"campaign {spec.campaign!r}: its security group would need {rules} inbound "
+                f"rules ({spec.instance_count} public host addresses through the prefix list, "
+                f"which counts its size), above the default {SG_RULES_QUOTA} rules per "
+                "security group",
+                hint="raise the quota in Service Quotas: VPC L-0EA8095F (Inbound or outbound "
+                "rules per security group), or run fewer hosts, or path: private in one region",
+            )
+
+    def _admit_prefix_list(self, ec2: Any, sg_id: str, region: str) -> str:
+        """The region's managed prefix list (tagged, journalled; room for every host of the
+        campaign) and the one rule that admits it: hosts meet at public addresses, which the
+        group's reference to itself does not match."""
+        size = max(1, self.spec.instance_count)
+        plist = self._step(
+            "prefix-list",
+            "main",
+            lambda t: ec2.create_managed_prefix_list(
+                PrefixListName=self.name,
+                MaxEntries=size,
+                AddressFamily="IPv4",
+                TagSpecifications=self.tag_spec("prefix-list", t),
+                ClientToken=t,
+            )["PrefixList"]["PrefixListId"],
+            region,
+        )
+        rule = {"IpProtocol": "-1", "PrefixListIds": [{"PrefixListId": plist}]}
+        retry.not_yet(
+            partial(ec2.authorize_security_group_ingress, GroupId=sg_id, IpPermissions=[rule])
+        )
+        return str(plist)
 
     def _admit_other_regions(self) -> None:
         """Across regions a security group cannot name another region's group: each admits
@@ -260,17 +320,17 @@ class Provisioner:
             others = [n for r, n in self.networks.items() if r != region and n.cidr]
             if not others:
                 continue
-            self.client(region).authorize_security_group_ingress(
-                GroupId=net.sg_id,
-                IpPermissions=[
-                    {
-                        "IpProtocol": "-1",
-                        "IpRanges": [
-                            {"CidrIp": n.cidr, "Description": f"netfleet VPC in {n.region}"}
-                            for n in others
-                        ],
-                    }
+            rule = {
+                "IpProtocol": "-1",
+                "IpRanges": [
+                    {"CidrIp": n.cidr, "Description": f"netfleet VPC in {n.region}"} for n in others
                 ],
+            }
+            ec2 = self.client(region)
+            retry.not_yet(
+                partial(
+                    ec2.authorize_security_group_ingress, GroupId=net.sg_id, IpPermissions=[rule]
+                )
             )
 
     def place(self) -> list[Site]:
@@ -366,13 +426,15 @@ class Provisioner:
         info = self.catalogue[instance_type]
         ami = self._ami(info, net.region)
         host_key = hostkeys.generate(name)
+        zones = [az]  # where it was tried, the last where it runs
         iid = self._step(
             "instance",
             name,
-            lambda t: self._run_instance(info, ami, net, az, host_key, t, extra_tags or {}),
+            lambda t: self._run_somewhere(info, ami, net, zones, host_key, t, extra_tags, fleet),
             net.region,
         )
-        host = self._wait_host(iid, name, role, info, net.region, az)
+        self._launched[net.region] = self._launched.get(net.region, 0) + 1
+        host = self._wait_host(iid, name, role, info, net.region, zones[-1])
         self._pinned.append(hostkeys.known_hosts_line(host.private_ip, host_key.public_openssh))
         if host.public_ip:
             self._pinned.append(hostkeys.known_hosts_line(host.public_ip, host_key.public_openssh))
@@ -380,26 +442,107 @@ class Provisioner:
         durable.atomic_write(self.known_hosts, ("\n".join(self._pinned) + "\n").encode())
         return host
 
-    def _admit_address(self, host: CloudHost) -> None:
-        """With several regions hosts meet at their public addresses (no peering), which a
-        security-group reference does not match: every region's group admits this one."""
-        if len(self.networks) < 2:
-            return
-        for region, net in self.networks.items():
-            self.client(region).authorize_security_group_ingress(
-                GroupId=net.sg_id,
-                IpPermissions=[
-                    {
-                        "IpProtocol": "-1",
-                        "IpRanges": [
-                            {
-                                "CidrIp": f"{host.public_ip}/32",
-                                "Description": f"netfleet host {host.name} in {host.region}",
-                            }
-                        ],
-                    }
-                ],
+    def _run_somewhere(
+        self,
+        info: InstanceInfo,
+        ami: str,
+        net: Network,
+        zones: list[str],
+        host_key: hostkeys.KeyPair,
+        token: str,
+        extra_tags: dict[str, str] | None,
+        fleet: int | None,
+    ) -> str:
+        """RunInstances in ``zones[-1]``; on a capacity error, again in another zone that
+        offers the type (appended to ``zones``) while the placement allows; a quota error is
+        an error naming the quota (another zone would not help)."""
+        from botocore.exceptions import ClientError
+
+        while True:
+            az = zones[-1]
+            attempt = token if len(zones) == 1 else f"{token}-{az}"  # a new request per zone
+            try:
+                return self._run_instance(info, ami, net, az, host_key, attempt, extra_tags or {})
+            except ClientError as exc:
+                code = retry.code(exc)
+                if code in QUOTA_ERRORS:
+                    raise self._quota_error(info, net.region, exc) from None
+                if code not in CAPACITY_ERRORS:
+                    raise
+                other = self._fallback_zone(net, info.instance_type, zones, fleet)
+                if other is None:
+                    raise EnvironmentProblem(
+                        f"no capacity for {info.instance_type} in {', '.join(zones)} "
+                        f"({net.region}): {code}",
+                        hint="try again later, another type, or placement: none (any zone)",
+                    ) from None
+                zones.append(other)
+
+    def _quota_error(self, info: InstanceInfo, region: str, exc: Exception) -> EnvironmentProblem:
+        spot = self.spec.market == "spot"
+        quota = (
+            "L-34B43A08 (All Standard Spot Instance Requests)"
+            if spot
+            else ("L-1216C47A (Running On-Demand Standard instances)")
+        )
+        return EnvironmentProblem(
+            f"the account's vCPU quota in {region} does not allow another {info.instance_type}: "
+            f"{exc}",
+            hint=f"ask for a higher quota in Service Quotas: EC2 {quota} (other families have "
+            "their own), or launch fewer or smaller instances",
+        )
+
+    def _fallback_zone(
+        self, net: Network, instance_type: str, tried: list[str], fleet: int | None
+    ) -> str | None:
+        """Another zone of ``net``'s region offering ``instance_type``, with a subnet there,
+        or None: a given subnet, every offering zone tried, or (same-az, cluster) instances
+        already running in the zone the others must share."""
+        spec = self.spec
+        shared = spec.placement in ("same-az", "cluster")
+        if spec.subnet_id or (shared and self._launched.get(net.region)):
+            return None
+        left = [z for z in self._zones(net.region, {instance_type}) if z not in tried]
+        if not left:
+            return None
+        az = left[0]
+        if az not in net.subnets:
+            ec2, i = self.client(net.region), len(net.subnets)
+            net.subnets[az] = self._step(
+                "subnet",
+                az,
+                lambda t: self._create_subnet(ec2, net.vpc_id, subnet_cidr(net.cidr, i), az, t),
+                net.region,
             )
+            if net.route_table_id:
+                rtb, sid = net.route_table_id, net.subnets[az]
+                retry.not_yet(lambda: ec2.associate_route_table(RouteTableId=rtb, SubnetId=sid))
+        group = spec.group(fleet) if fleet is not None else None
+        for i, site in enumerate(self.sites):  # later instances go where this one went
+            same = shared or spec.group(i) == group
+            if site.region == net.region and site.az in tried and same:
+                self.sites[i] = Site(net.region, az)
+        return az
+
+    def _admit_address(self, host: CloudHost) -> None:
+        """Hosts meeting at their public addresses (path public; across regions, no peering):
+        the host's /32 joins every region's prefix list (one version at a time: a change in
+        progress or a stale version is retried)."""
+        if not self.public:
+            return
+        entry = {"Cidr": f"{host.public_ip}/32", "Description": f"netfleet host {host.name}"}
+        for region, net in self.networks.items():
+            if net.prefix_list_id is None:
+                continue
+            ec2, plist = self.client(region), net.prefix_list_id
+
+            def add(ec2: Any = ec2, plist: str = plist) -> None:
+                found = ec2.describe_managed_prefix_lists(PrefixListIds=[plist])["PrefixLists"]
+                ec2.modify_managed_prefix_list(
+                    PrefixListId=plist, CurrentVersion=found[0]["Version"], AddEntries=[entry]
+                )
+
+            retry.call(add, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
 
     def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
@@ -431,7 +574,9 @@ class Provisioner:
         vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=self.tag_spec("vpc", token))["Vpc"][
             "VpcId"
         ]
-        ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+        retry.not_yet(
+            lambda: ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})
+        )
         return str(vpc)
 
     def _create_subnet(self, ec2: Any, vpc_id: str, cidr: str, az: str, token: str) -> str:
@@ -442,7 +587,11 @@ class Provisioner:
             TagSpecifications=self.tag_spec("subnet", token),
         )["Subnet"]["SubnetId"]
         # instances get a public address: reachable over SSH, and able to fetch packages
-        ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": True})
+        retry.not_yet(
+            lambda: ec2.modify_subnet_attribute(
+                SubnetId=subnet, MapPublicIpOnLaunch={"Value": True}
+            )
+        )
         return str(subnet)
 
     def _internet_route(self, region: str, vpc_id: str, subnets: list[str]) -> tuple[str, str]:
@@ -459,7 +608,7 @@ class Provisioner:
             )["InternetGateway"]["InternetGatewayId"],
             region,
         )
-        ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id)
+        retry.not_yet(lambda: ec2.attach_internet_gateway(InternetGatewayId=igw_id, VpcId=vpc_id))
         rtb_id = self._step(
             "route-table",
             "main",
@@ -468,9 +617,15 @@ class Provisioner:
             )["RouteTable"]["RouteTableId"],
             region,
         )
-        ec2.create_route(RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id)
+        retry.not_yet(
+            lambda: ec2.create_route(
+                RouteTableId=rtb_id, DestinationCidrBlock="0.0.0.0/0", GatewayId=igw_id
+            )
+        )
         for subnet_id in subnets:
-            ec2.associate_route_table(RouteTableId=rtb_id, SubnetId=subnet_id)
+            retry.not_yet(
+                partial(ec2.associate_route_table, RouteTableId=rtb_id, SubnetId=subnet_id)
+            )
         return igw_id, rtb_id
 
     def _create_sg(self, ec2: Any, vpc_id: str, token: str) -> str:
@@ -490,7 +645,7 @@ class Provisioner:
                     "IpRanges": [{"CidrIp": self.spec.controller_cidr}],
                 }
             )
-        ec2.authorize_security_group_ingress(GroupId=sg, IpPermissions=rules)
+        retry.not_yet(lambda: ec2.authorize_security_group_ingress(GroupId=sg, IpPermissions=rules))
         return str(sg)
 
     def _run_instance(
@@ -548,7 +703,8 @@ class Provisioner:
         deadline = time.monotonic() + 600
         delay = self.poll_s
         while True:
-            inst = ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+            found = retry.not_yet(lambda: ec2.describe_instances(InstanceIds=[iid]))
+            inst = found["Reservations"][0]["Instances"][0]
             state = inst["State"]["Name"]
             if state == "running":
                 break

@@ -26,6 +26,7 @@ from botocore.parsers import ResponseParserError
 
 from netfleet import aws
 from netfleet.cloud import backing, fargate_teardown, faults, owner
+from netfleet.cloud import retry as retry_
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_INSTALLATION
 from netfleet.cloud.provision import TAG_EXPIRES
@@ -40,36 +41,25 @@ RESOURCE_TYPES = (
     "placement-groups",
     "key-pairs",
     "security-groups",
+    "prefix-lists",
     "internet-gateways",
     "route-tables",
     "subnets",
     "vpcs",
 )
-RETRYABLE = (
-    "DependencyViolation",
-    "InvalidGroup.InUse",
-    "InvalidPlacementGroup.InUse",
-    "RequestLimitExceeded",
-    "ClusterContainsTasksException",  # ECS: tasks still stopping
-    "UpdateInProgressException",
-)
+RETRYABLE = retry_.IN_USE | retry_.THROTTLED
 
 
 def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
+    return retry_.code(exc)
 
 
-def retry(call: Callable[[], Any], *, attempts: int = 8, delay: float = 0.2) -> Any:
-    """Retry AWS's "not yet" answers (DependencyViolation while ENIs detach) with backoff."""
-    for n in range(attempts):
-        try:
-            return call()
-        except ClientError as exc:
-            if _code(exc) not in RETRYABLE or n == attempts - 1:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 15.0)
-    return None
+def retry(
+    call: Callable[[], Any], *, budget_s: float = retry_.DELETE_BUDGET_S, delay: float = 0.2
+) -> Any:
+    """Retry AWS's "not yet" answers to a delete (DependencyViolation while ENIs detach: often
+    minutes) with backoff, for up to ``budget_s`` (:mod:`.retry`)."""
+    return retry_.call(call, retry_on=RETRYABLE, budget_s=budget_s, first_delay=delay)
 
 
 def _ignore_missing(call: Callable[[], Any]) -> None:
@@ -136,6 +126,21 @@ def key_pairs(ec2: Any, campaign: str, installation: str | None) -> dict[str, st
     return {str(k["KeyPairId"]): str(k["KeyName"]) for k in found}
 
 
+def prefix_lists(ec2: Any, campaign: str, installation: str | None) -> list[str]:
+    """Ids of the managed prefix lists carrying the tags, not yet deleted. The installation's
+    tag is checked here, not in the filter: moto's server fails (HTTP 500) on two tag filters
+    when a list matches neither."""
+    f = owner.filters(campaign, None)
+    found = ec2.describe_managed_prefix_lists(Filters=f)["PrefixLists"]
+    gone = ("delete-complete", "delete-in-progress")
+    return [
+        str(p["PrefixListId"])
+        for p in found
+        if p.get("State") not in gone
+        and owner.ours({t["Key"]: t["Value"] for t in p.get("Tags", [])}, campaign, installation)
+    ]
+
+
 def remaining(ec2: Any, campaign: str, installation: str | None = None) -> dict[str, int | None]:
     """Per resource type, how many carry the campaign's tag (and ``installation``'s; None: any
     owner's). None: the API is unavailable."""
@@ -149,6 +154,7 @@ def remaining(ec2: Any, campaign: str, installation: str | None = None) -> dict[
     counts["placement-groups"] = None if groups is None else len(groups)
     counts["key-pairs"] = len(key_pairs(ec2, campaign, installation))
     counts["security-groups"] = len(ec2.describe_security_groups(Filters=f)["SecurityGroups"])
+    counts["prefix-lists"] = len(prefix_lists(ec2, campaign, installation))
     counts["internet-gateways"] = len(ec2.describe_internet_gateways(Filters=f)["InternetGateways"])
     counts["route-tables"] = len(ec2.describe_route_tables(Filters=f)["RouteTables"])
     counts["subnets"] = len(ec2.describe_subnets(Filters=f)["Subnets"])
@@ -215,6 +221,9 @@ def teardown_region(
         sg_id = sg["GroupId"]
         _ignore_missing(partial(retry, partial(ec2.delete_security_group, GroupId=sg_id)))
         note("security-group", sg_id)
+    for plist in prefix_lists(ec2, campaign, installation):  # after the groups referencing them
+        _ignore_missing(partial(retry, partial(ec2.delete_managed_prefix_list, PrefixListId=plist)))
+        note("prefix-list", plist)
     faults.point("teardown:after-security-group")
     for igw in ec2.describe_internet_gateways(Filters=f)["InternetGateways"]:
         igw_id = igw["InternetGatewayId"]

@@ -418,7 +418,7 @@ def ssh_reach_problem(cidr: str | None) -> str | None:
 
     fix = (
         "set cloud.controller_cidr to the public address this machine connects from, as /32 "
-        "(e.g. `curl https://checkip.amazonaws.com` → 203.0.113.7/32)"
+        "(the address `curl https://checkip.amazonaws.com` prints, then /32)"
     )
     if cidr is None:
         return f"backing ssh connects to the instances over SSH: controller_cidr is required: {fix}"

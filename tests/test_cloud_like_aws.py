@@ -1,0 +1,171 @@
+"""The cloud path behaves like AWS, not like moto (issue 24 item 6).
+
+moto answers at once and never refuses; AWS does not. Each test puts AWS's real error shapes in
+front of moto's server (its own process, loopback only) through botocore's ``before-call`` hook
+(:mod:`tests.awshooks`): NotFound right after a create, MISSING for a task just started, no
+capacity in one zone, DependencyViolation on a delete for longer than the old ~25 s budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netfleet import aws
+from netfleet.cloud import retry, teardown
+from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.provision import Provisioner
+from netfleet.errors import EnvironmentProblem
+from tests import awshooks, motokit
+from tests.awshooks import answer, error, first_n
+from tests.motokit import MotoServer
+
+moto = motokit.moto
+SPEC = {
+    "campaign": "nf-like",
+    "region": "us-east-1",
+    "fleets": [{"instance_type": "t3.micro", "count": 1, "role": "server"}],
+}
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    moto.reset()
+    return moto
+
+
+def test_clients_use_adaptive_retries_with_more_attempts() -> None:
+    cfg = aws.client("ec2", "us-east-1", endpoint_url="http://127.0.0.1:9").meta.config
+    assert cfg.retries["mode"] == "adaptive" and cfg.retries["total_max_attempts"] >= 10
+
+
+def test_not_found_right_after_each_create_is_retried(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call that follows a create answers NotFound twice (as AWS may for seconds)."""
+    shapes = {
+        "ec2.ModifyVpcAttribute": "InvalidVpcID.NotFound",
+        "ec2.ModifySubnetAttribute": "InvalidSubnetID.NotFound",
+        "ec2.AttachInternetGateway": "InvalidInternetGatewayID.NotFound",
+        "ec2.CreateRoute": "InvalidRouteTableID.NotFound",
+        "ec2.AssociateRouteTable": "InvalidRouteTableID.NotFound",
+        "ec2.AuthorizeSecurityGroupIngress": "InvalidGroup.NotFound",
+        "ec2.DescribeInstances": "InvalidInstanceID.NotFound",
+    }
+    handlers = {op: first_n(2, error(code)) for op, code in shapes.items()}
+    with awshooks.hooked(monkeypatch, handlers) as calls:
+        prov = Provisioner(CloudSpec(**SPEC), tmp_path, poll_s=0.01)
+        hosts = prov.acquire()
+    assert hosts[0].private_ip
+    for op in shapes:
+        assert len(calls.ops(op.split(".")[1])) >= 3, op
+    prov.release()
+
+
+def test_a_zone_without_capacity_falls_back_to_another_offering_zone(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full: list[str] = []
+
+    def no_capacity(params: dict[str, Any]) -> Any:
+        zone = params.get("Placement", {}).get("AvailabilityZone")
+        if not full or zone == full[0]:
+            full[:1] = [zone]
+            return error(
+                "InsufficientInstanceCapacity",
+                f"We currently do not have sufficient t3.micro capacity in {zone}.",
+                500,
+            )
+        return None
+
+    with awshooks.hooked(monkeypatch, {"ec2.RunInstances": no_capacity}) as calls:
+        prov = Provisioner(CloudSpec(**SPEC), tmp_path, poll_s=0.01)
+        hosts = prov.acquire()
+    assert hosts[0].az != full[0] and hosts[0].labels["availability_zone"] == hosts[0].az
+    zones = [p["Placement"]["AvailabilityZone"] for p in calls.ops("RunInstances")]
+    assert zones[0] == full[0] and zones[-1] == hosts[0].az
+    prov.release()
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-like").values())
+
+
+def test_vcpu_limit_is_a_clear_error_and_nothing_is_left(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VcpuLimitExceeded is the region's quota: another zone would not help."""
+    limit = error("VcpuLimitExceeded", "You have requested more vCPU capacity than allowed")
+    prov = None
+    with (
+        awshooks.hooked(monkeypatch, {"ec2.RunInstances": lambda p: limit}) as calls,
+        pytest.raises(EnvironmentProblem, match="vCPU quota") as err,
+    ):
+        prov = Provisioner(CloudSpec(**SPEC), tmp_path, poll_s=0.01)
+        prov.acquire()
+    assert prov is not None
+    assert "L-1216C47A" in (err.value.hint or "")
+    assert len(calls.ops("RunInstances")) == 1
+    prov.release()
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-like").values())
+
+
+def test_a_delete_refused_for_minutes_is_retried_within_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AWS refuses a security group's delete while ENIs detach, often for minutes: the budget
+    is time (10 min), not 8 attempts (~25 s). A fake clock stands in for the minutes."""
+    now = [0.0]
+    answers = iter([error("DependencyViolation")] * 30)
+
+    def delete() -> str:
+        from botocore.exceptions import ClientError
+
+        answer = next(answers, None)
+        if answer is not None:
+            raise ClientError(answer[1], "DeleteSecurityGroup")
+        return "deleted"
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    got = retry.call(
+        delete, retry_on=retry.IN_USE, budget_s=retry.DELETE_BUDGET_S, sleep=sleep,
+        clock=lambda: now[0],
+    )  # fmt: skip
+    assert got == "deleted" and now[0] > 300
+    answers = iter([error("DependencyViolation")] * 1000)
+    with pytest.raises(Exception, match="DependencyViolation"):
+        retry.call(delete, retry_on=retry.IN_USE, budget_s=60, sleep=sleep, clock=lambda: now[0])
+
+
+def test_a_task_just_started_may_be_missing_for_a_moment(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DescribeTasks answers ``failures: [{reason: MISSING}]`` and no task right after RunTask
+    (was: IndexError on ``tasks[0]``)."""
+    from netfleet.cloud import fargate
+    from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
+
+    set_task_transition(fresh, KEEP_RUNNING)
+    try:
+        c = campaign(name="nf-like", tiers=[{"cpu": 256, "memory": 512}])
+
+        def missing(params: dict[str, Any]) -> Any:
+            arns = params.get("tasks", [])
+            return answer(
+                {"tasks": [], "failures": [{"arn": a, "reason": "MISSING"} for a in arns]}
+            )
+
+        seen = [0]
+
+        def twice_missing(params: dict[str, Any]) -> Any:
+            seen[0] += 1
+            return missing(params) if seen[0] <= 2 else None
+
+        with awshooks.hooked(monkeypatch, {"ecs.DescribeTasks": twice_missing}):
+            prov = Provisioner(c, tmp_path, poll_s=0.01)
+            prov.acquire()
+            hosts = fargate.acquire_tiers(prov, c.fargate)
+        assert seen[0] >= 3 and hosts[0].private_ip
+        prov.release()
+    finally:
+        set_task_transition(fresh, None)
