@@ -184,9 +184,7 @@ def module_imports(path: Path, module: str, known: dict[str, Path]) -> set[str]:
 
 
 #: packages whose modules still import each other in a circle, each with its reason
-MODULE_CYCLE_EXCEPTIONS: dict[str, str] = {
-    "cloud": "provision ↔ teardown ↔ fargate(_teardown): being untangled in issue 24 (h24cloud)",
-}
+MODULE_CYCLE_EXCEPTIONS: dict[str, str] = {}
 
 
 def module_cycles(package: str) -> set[str]:

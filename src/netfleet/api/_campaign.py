@@ -101,7 +101,7 @@ def run(
                     show(priced.table)
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
                 _quota_guard(campaign, say or (lambda _line: None))
-                safety.confirm_campaign(
+                runs.confirm_campaign(
                     campaign, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None)
                 )
         if dry_run:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from netfleet import aws
 from netfleet.cloud import costs, faults, prices
 from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.fargate_teardown import cluster_name
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import (
     DEFAULT_IMAGE,
@@ -47,6 +48,7 @@ __all__ = [  # the pure models live in the spec layer (a campaign's `cloud.farga
     "FargateBlock",
     "TierSpec",
     "check_pair",
+    "cluster_name",
     "legal_values",
     "tier_name",
 ]
@@ -153,10 +155,6 @@ def network(prov: Provisioner) -> tuple[str, str]:
             hint="acquire the campaign's network (Provisioner.acquire) before the Fargate tiers",
         )
     return subnet, group
-
-
-def cluster_name(campaign: str) -> str:
-    return f"netfleet-{campaign}"
 
 
 def family(campaign: str, t: TierSpec) -> str:

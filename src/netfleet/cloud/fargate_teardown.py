@@ -14,14 +14,17 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from netfleet.cloud import faults, owner
-from netfleet.cloud.fargate import cluster_name
+from netfleet.cloud import faults, owner, retry
 from netfleet.cloud.journal import CAMPAIGN_RE
-from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_INSTALLATION
-from netfleet.cloud.provision import TAG_EXPIRES
+from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 
 Note = Callable[[str, str], None]
 STOP_REASON = "netfleet teardown"
+
+
+def cluster_name(campaign: str) -> str:
+    """The campaign's ECS cluster (``netfleet-<campaign>``)."""
+    return f"netfleet-{campaign}"
 
 
 def _tags(items: list[dict[str, str]] | None) -> dict[str, str]:
@@ -101,16 +104,14 @@ def release_definitions_and_cluster(
 ) -> None:
     """Deregister the campaign's task definitions, then delete its cluster (retrying while AWS
     still counts tasks in it)."""
-    from netfleet.cloud.teardown import _ignore_missing, retry
-
     for arn in definitions(ecs, campaign, installation):
-        _ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
+        retry.ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
         note("task-definition", arn)
     faults.point("teardown:after-task-definitions")
     cluster = our_cluster(ecs, campaign, installation)
     if cluster is not None:
         arn = str(cluster["clusterArn"])
-        _ignore_missing(partial(retry, partial(ecs.delete_cluster, cluster=arn)))
+        retry.ignore_missing(partial(retry.in_use, partial(ecs.delete_cluster, cluster=arn)))
         note("ecs-cluster", arn)
     faults.point("teardown:after-cluster")
 

@@ -23,6 +23,8 @@ from netfleet.errors import EnvironmentProblem
 TAG_CAMPAIGN = "netfleet:campaign"
 TAG_OWNER = "netfleet:owner"
 TAG_INSTALLATION = "netfleet:installation"
+TAG_EXPIRES = "netfleet:expires-at"
+TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
 TAG_SESSION = "netfleet:session"
 FILE = "installation-id"
 ID_RE = re.compile(r"^[0-9a-f]{16}$")

@@ -33,8 +33,8 @@ from netfleet.spec.cloud import public_path
 
 TAG_CAMPAIGN = owner.TAG_CAMPAIGN
 TAG_OWNER = owner.TAG_OWNER
-TAG_EXPIRES = "netfleet:expires-at"
-TAG_TOKEN = "netfleet:token"  # noqa: S105 - a tag key, not a secret
+TAG_EXPIRES = owner.TAG_EXPIRES
+TAG_TOKEN = owner.TAG_TOKEN
 AMI_PARAMETER = images.AL2023_PARAMETER
 #: inbound rules per security group, AWS's default quota (VPC L-0EA8095F)
 SG_RULES_QUOTA = 60

@@ -84,6 +84,15 @@ def call(
         delay = min(max(delay * 2, 0.01), max_delay)
 
 
+def ignore_missing(fn: Callable[[], Any]) -> None:
+    """``fn()`` (a delete), where "already gone" (NotFound, NotAttached) is success."""
+    try:
+        fn()
+    except ClientError as exc:
+        if not any(word in code(exc) for word in ("NotFound", "Malformed", "NotAttached")):
+            raise
+
+
 def not_yet(fn: Callable[[], T], budget_s: float = CREATE_BUDGET_S) -> T:
     """:func:`call` for a call right after a create (NotFound, throttling)."""
     return call(fn, retry_on=NOT_YET | THROTTLED, budget_s=budget_s)

@@ -9,12 +9,13 @@ summarises.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from netfleet.cloud import billing, costs, fargate, prices
+from netfleet.cloud import billing, costs, fargate, prices, safety
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.journal import default_root
+from netfleet.cloud.prices import Estimate
 from netfleet.errors import InputError
 from netfleet.spec.cloud import AwsHostSpec, TierSpec
 from netfleet.spec.models import CampaignSpec
@@ -39,6 +40,23 @@ def cloud_spec(spec: CampaignSpec) -> CloudSpec | None:
     if len(ec2) < len(hosts):
         fargate.require_client_in(cs)
     return cs
+
+
+def confirm_campaign(
+    spec: CampaignSpec,
+    est: Estimate,
+    *,
+    yes: bool,
+    ask: Callable[[str], bool] | None,
+    say: Callable[[str], None],
+) -> None:
+    """:func:`safety.check_campaign`, then :func:`safety.confirm` for a campaign spec's
+    instances and tasks (``netfleet run``, before the provider is asked for anything)."""
+    safety.check_campaign(spec)
+    cs = cloud_spec(spec)
+    if cs is not None:
+        tasks = len(fargate_tiers(spec))
+        safety.confirm(cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks)
 
 
 def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:

@@ -146,22 +146,3 @@ def check_campaign(spec: CampaignSpec) -> None:
         if isinstance(host, AwsHostSpec) and host.cloud is not None:
             check_backing(host.cloud.backing, host.cloud.campaign)
             return
-
-
-def confirm_campaign(
-    spec: CampaignSpec,
-    est: Estimate,
-    *,
-    yes: bool,
-    ask: Callable[[str], bool] | None,
-    say: Callable[[str], None],
-) -> None:
-    """:func:`check_campaign`, then :func:`confirm` for a campaign spec's instances and tasks
-    (``netfleet run``)."""
-    from netfleet.cloud import runs
-
-    check_campaign(spec)
-    cs = runs.cloud_spec(spec)
-    if cs is not None:
-        tasks = len(runs.fargate_tiers(spec))
-        confirm(cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks)

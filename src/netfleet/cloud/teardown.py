@@ -28,8 +28,7 @@ from netfleet import aws
 from netfleet.cloud import backing, fargate_teardown, faults, owner
 from netfleet.cloud import retry as retry_
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
-from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_INSTALLATION
-from netfleet.cloud.provision import TAG_EXPIRES
+from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 from netfleet.errors import EnvironmentProblem
 
 RESOURCE_TYPES = (
@@ -62,12 +61,7 @@ def retry(
     return retry_.call(call, retry_on=RETRYABLE, budget_s=budget_s, first_delay=delay)
 
 
-def _ignore_missing(call: Callable[[], Any]) -> None:
-    try:
-        call()
-    except ClientError as exc:
-        if not any(word in _code(exc) for word in ("NotFound", "Malformed", "NotAttached")):
-            raise
+_ignore_missing = retry_.ignore_missing
 
 
 def wait_until_gone(
