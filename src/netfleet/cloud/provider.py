@@ -123,7 +123,7 @@ class AwsProvider(Provider):
         self.state_root = state_root
         self.poll_s = poll_s
         self.gone: dict[str, str] = {}
-        self.watchers: list[spot.Watcher] = []
+        self.watchers: list[spot.Watcher | spot.NoticeProbe] = []
         self.bills: list[Bill] = []
         self._sim_by_id: dict[str, list[SimInstanceHost]] = {}
         #: instance type → advertised (baseline, peak) Gbit/s, and the lab's rate scale (sim)
@@ -216,6 +216,13 @@ class AwsProvider(Provider):
             )
             watcher.start()
             self.watchers.append(watcher)
+        if settings.backing == "ssh" and cs.market == "spot":  # the two-minute notice
+            probe = spot.NoticeProbe(
+                [(h.instance_id, h) for h in hosts if isinstance(h, CloudSshHost)],
+                self._reclaimed,
+            )
+            probe.start()
+            self.watchers.append(probe)
         leases = [lease for _, _, lease in launched] + [lease for _, _, lease in tiers]
         return [Acquired(host, self, lease) for host, lease in zip(hosts, leases, strict=True)]
 

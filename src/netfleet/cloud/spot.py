@@ -7,6 +7,8 @@
 * :class:`Watcher` — polls the campaign's instances during a run and calls back once per
   instance that EC2 took away; the runner then records the runs on it as *interrupted*, not
   *failed*.
+* :class:`NoticeProbe` (``backing: ssh``, spot) — asks each instance's metadata service (IMDSv2)
+  over SSH for the spot interruption notice, about two minutes before EC2 acts.
 
 moto cannot set a state reason (its terminate always says ``Client.UserInitiatedShutdown``), so
 the simulated backing marks a reclaim with the tag :data:`SIM_REASON_TAG` before terminating
@@ -19,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -112,6 +116,88 @@ class Watcher:
 
     def start(self) -> None:
         if self.task is None and self.ids:
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+
+
+# -- the two-minute notice (backing ssh) ----------------------------------------------------
+#: the instance metadata service, as the instance sees it
+IMDS = "http://169.254.169.254"
+#: IMDSv2 (required on every instance): a session token first, then the instance-action
+#: document, which exists (HTTP 200) only once EC2 has scheduled the interruption — about two
+#: minutes ahead. ``$0`` is the metadata base URL (a constant, never a spec string).
+_NOTICE_SCRIPT = (
+    't=$(curl -sf -m 2 -X PUT "$0/latest/api/token" '
+    '-H "X-aws-ec2-metadata-token-ttl-seconds: 60") && '
+    'curl -sf -m 2 -H "X-aws-ec2-metadata-token: $t" "$0/latest/meta-data/spot/instance-action"'
+    " || true"
+)
+_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def notice_argv(base: str = IMDS) -> list[str]:
+    """What the probe runs on the instance (over SSH): prints the notice document, if any."""
+    return ["sh", "-c", _NOTICE_SCRIPT, base]
+
+
+def parse_notice(text: str) -> str | None:
+    """The reason for a scheduled interruption (``{"action": "terminate", "time": …}``), or
+    None when there is none (empty output: the document answers 404 until then)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("action") not in ("terminate", "stop", "hibernate"):
+        return None
+    when = str(doc.get("time", ""))
+    when = when if _TIME_RE.match(when) else "an unstated time"
+    return f"{RECLAIMED}: EC2 notice: {doc['action']} at {when} (two-minute warning)"
+
+
+class NoticeProbe:
+    """Asks each instance (``(instance_id, host)``, over its SSH host) every ``every_s`` seconds
+    for the spot interruption notice and calls ``on_notice(instance_id, reason)`` once per
+    instance: the runner then starts nothing more there and records what the interruption cuts
+    as *interrupted*, about two minutes before EC2 acts."""
+
+    def __init__(
+        self,
+        hosts: list[tuple[str, Any]],
+        on_notice: Callable[[str, str], None],
+        *,
+        every_s: float = 5.0,
+        base: str = IMDS,
+    ) -> None:
+        self.hosts = list(hosts)
+        self.on_notice = on_notice
+        self.every_s = every_s
+        self.argv = notice_argv(base)
+        self.seen: set[str] = set()
+        self.task: asyncio.Task[None] | None = None
+
+    async def poll(self) -> None:
+        for iid, host in self.hosts:
+            if iid in self.seen:
+                continue
+            with contextlib.suppress(Exception):  # unreachable now: asked again next round
+                result = await host.run(self.argv, timeout=10)
+                reason = parse_notice(result.stdout)
+                if reason:
+                    self.seen.add(iid)
+                    self.on_notice(iid, reason)
+
+    async def _loop(self) -> None:
+        while True:
+            await self.poll()
+            await asyncio.sleep(self.every_s)
+
+    def start(self) -> None:
+        if self.task is None and self.hosts:
             self.task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
