@@ -7,6 +7,7 @@ capacity in one zone, DependencyViolation on a delete for longer than the old ~2
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,65 @@ def test_a_task_just_started_may_be_missing_for_a_moment(
         prov.release()
     finally:
         set_task_transition(fresh, None)
+
+
+def test_fargate_tasks_get_an_execution_role_and_logs_removed_by_tag(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """Each task definition names the campaign's execution role and sends the container's
+    output to the campaign's log group (awslogs); teardown deletes both by their tags and
+    leaves a role of the same path that is not netfleet's."""
+    from netfleet.cloud import fargate, fargate_exec
+    from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
+
+    iam = aws.client("iam", "us-east-1")
+    iam.create_role(
+        RoleName="netfleet-someone-else-ecs",
+        Path="/netfleet/",
+        AssumeRolePolicyDocument=json.dumps(fargate_exec.TRUST),
+    )  # untagged: not netfleet's
+    set_task_transition(fresh, KEEP_RUNNING)
+    try:
+        c = campaign(name="nf-like", tiers=[{"cpu": 256, "memory": 512}])
+        prov = Provisioner(c, tmp_path, poll_s=0.01)
+        prov.acquire()
+        (host,) = fargate.acquire_tiers(prov, c.fargate)
+        ecs = aws.client("ecs", "us-east-1")
+        (task,) = ecs.describe_tasks(cluster="netfleet-nf-like", tasks=[host.task_arn])["tasks"]
+        td = ecs.describe_task_definition(taskDefinition=task["taskDefinitionArn"])
+        role = fargate_exec.role_name(prov.name)
+        assert td["taskDefinition"]["executionRoleArn"].endswith(f"role/netfleet/{role}")
+        (container,) = td["taskDefinition"]["containerDefinitions"]
+        opts = container["logConfiguration"]["options"]
+        assert container["logConfiguration"]["logDriver"] == "awslogs"
+        assert opts["awslogs-group"] == fargate_exec.log_group_name(prov.name)
+        policies = iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]
+        assert [p["PolicyArn"] for p in policies] == [fargate_exec.EXEC_POLICY]
+        logs = aws.client("logs", "us-east-1")
+        groups = logs.describe_log_groups(logGroupNamePrefix="/netfleet/")["logGroups"]
+        assert [g["logGroupName"] for g in groups] == [opts["awslogs-group"]]
+        prov.release()
+    finally:
+        set_task_transition(fresh, None)
+    assert not logs.describe_log_groups(logGroupNamePrefix="/netfleet/")["logGroups"]
+    names = [r["RoleName"] for r in iam.list_roles(PathPrefix="/netfleet/")["Roles"]]
+    assert names == ["netfleet-someone-else-ecs"]
+
+
+def test_backing_ssh_needs_the_fargate_image_pinned_by_digest(tmp_path: Path) -> None:
+    import yaml
+
+    from netfleet.errors import SpecError
+    from netfleet.spec import load_spec
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    doc = yaml.safe_load((examples / "fargate-tiers.yaml").read_text())
+    doc["cloud"].update(backing="ssh", controller_cidr="16.0.0.7/32")
+    path = tmp_path / "f.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert "cloud.fargate.image" in str(err.value) and "sha256" in str(err.value)
+    doc["cloud"]["fargate"]["image"] = "networkstatic/iperf3@sha256:" + "a" * 64
+    path.write_text(yaml.safe_dump(doc))
+    load_spec(path)

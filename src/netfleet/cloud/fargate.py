@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet import aws
-from netfleet.cloud import costs, faults, prices
+from netfleet.cloud import costs, fargate_exec, faults, prices
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.fargate_teardown import cluster_name
 from netfleet.errors import EnvironmentProblem, InputError
@@ -167,10 +167,25 @@ def server_command(port: int) -> list[str]:
     return ["iperf3", "--server", "--json", "--port", str(port)]
 
 
-def container_definition(t: TierSpec, block: FargateBlock, seconds: int) -> dict[str, Any]:
-    """The iperf3 server; ``timeout`` ends it (and so the task) at the campaign's deadline."""
+def container_definition(
+    t: TierSpec, block: FargateBlock, seconds: int, logs: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The iperf3 server; ``timeout`` ends it (and so the task) at the campaign's deadline;
+    ``logs`` (log group, region): its output goes to CloudWatch Logs (awslogs)."""
     program, *args = server_command(block.port)
+    extra: dict[str, Any] = {}
+    if logs is not None:
+        group, region = logs
+        extra["logConfiguration"] = {
+            "logDriver": "awslogs",
+            "options": {
+                "awslogs-group": group,
+                "awslogs-region": region,
+                "awslogs-stream-prefix": t.name,
+            },
+        }
     return {
+        **extra,
         "name": "iperf3",
         "image": block.image,
         "essential": True,
@@ -201,6 +216,8 @@ class FargateTiers:
         # the dead man's switch ends the server at the campaign's expires-at (at least 60 s)
         left = self.prov.expires_at - dt.datetime.now(dt.UTC)
         self.seconds = max(60, int(left.total_seconds()))
+        self.role_arn: str | None = None
+        self.logs: tuple[str, str] | None = None
 
     def _step(self, kind: str, key: str, create: Any) -> str:
         """The provisioner's step: intent, fault points, create, created record."""
@@ -208,6 +225,15 @@ class FargateTiers:
 
     def acquire(self) -> list[TierHost]:
         subnet, group = network(self.prov)
+        region = self.prov.spec.region
+        self.role_arn, log_group = fargate_exec.create(
+            aws.client("iam", region),
+            aws.client("logs", region),
+            self.prov.name,
+            self.prov.tags,
+            self._step,
+        )
+        self.logs = (log_group, region)
         cluster = self._step(
             "ecs-cluster",
             "main",
@@ -239,7 +265,8 @@ class FargateTiers:
             requiresCompatibilities=["FARGATE"],
             cpu=str(t.cpu),
             memory=str(t.memory),
-            containerDefinitions=[container_definition(t, self.block, self.seconds)],
+            executionRoleArn=self.role_arn,
+            containerDefinitions=[container_definition(t, self.block, self.seconds, self.logs)],
             tags=ecs_tags(self.prov, token),
         )
         return str(resp["taskDefinition"]["taskDefinitionArn"])

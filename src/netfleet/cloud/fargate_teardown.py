@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-from netfleet.cloud import faults, owner, retry
+from netfleet import aws
+from netfleet.cloud import fargate_exec, faults, owner, retry
 from netfleet.cloud.journal import CAMPAIGN_RE
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 
@@ -107,6 +108,10 @@ def release_definitions_and_cluster(
     for arn in definitions(ecs, campaign, installation):
         retry.ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
         note("task-definition", arn)
+    region = ecs.meta.region_name
+    fargate_exec.delete(
+        aws.client("iam", region), aws.client("logs", region), campaign, installation, note
+    )
     faults.point("teardown:after-task-definitions")
     cluster = our_cluster(ecs, campaign, installation)
     if cluster is not None:
@@ -117,8 +122,12 @@ def release_definitions_and_cluster(
 
 
 def remaining(ecs: Any, campaign: str, installation: str | None = None) -> dict[str, int]:
-    """Per ECS resource type, how many of the campaign's are still live."""
+    """Per ECS resource type (and the tasks' execution role and log group), how many of the
+    campaign's are still live."""
+    region = ecs.meta.region_name
+    iam, logs = aws.client("iam", region), aws.client("logs", region)
     return {
+        **fargate_exec.remaining(iam, logs, campaign, installation),
         "tasks": len(tasks(ecs, campaign, installation)),
         "task-definitions": len(definitions(ecs, campaign, installation)),
         "clusters": 0 if our_cluster(ecs, campaign, installation) is None else 1,

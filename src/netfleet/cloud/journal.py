@@ -37,6 +37,8 @@ KINDS = (
     "prefix-list",
     "key-pair",
     "placement-group",
+    "iam-role",
+    "log-group",
     "instance",
 )
 #: ECS (Fargate tiers, cloud/fargate.py): ids are ARNs
@@ -203,6 +205,8 @@ def _report(path: Path, what: str) -> None:
 def _valid_id(kind: str, rid: str) -> bool:
     if kind in ECS_ARN_RE:
         return bool(ECS_ARN_RE[kind].match(rid))
-    if kind in ("key-pair", "placement-group"):
-        return bool(re.match(r"^netfleet-[a-z0-9-]{1,60}$", rid))
+    if kind in ("key-pair", "placement-group", "iam-role"):
+        return bool(re.match(r"^netfleet-[a-z0-9-]{1,70}$", rid))
+    if kind == "log-group":
+        return bool(re.match(r"^/netfleet/[a-z0-9-]{1,70}$", rid))
     return bool(ID_RE.match(rid))

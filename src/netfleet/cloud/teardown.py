@@ -35,6 +35,8 @@ RESOURCE_TYPES = (
     "tasks",
     "instances",
     "task-definitions",
+    "iam-roles",
+    "log-groups",
     "clusters",
     "spot-requests",
     "placement-groups",

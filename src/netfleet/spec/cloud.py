@@ -301,7 +301,9 @@ LEGAL_MEMORY: dict[int, tuple[int, ...]] = {
     16384: _steps(32768, 122880, 8192),
 }
 IPERF3_PORT = 5201
-DEFAULT_IMAGE = "networkstatic/iperf3"
+DEFAULT_IMAGE = "networkstatic/iperf3"  # a tag: fine for backing sim (never pulled)
+#: an image pinned by its content digest
+DIGEST_RE = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 def _gib(mib: int) -> str:
@@ -408,6 +410,14 @@ class CloudBlock(CloudSettings):
             problem = ssh_reach_problem(self.controller_cidr)
             if problem:
                 raise LocatedError(problem, ("controller_cidr",))
+            if self.fargate is not None and not DIGEST_RE.search(self.fargate.image):
+                raise LocatedError(
+                    f"the Fargate image {self.fargate.image!r} is a tag, which its publisher "
+                    "can move: backing ssh runs it on AWS, so pin it by digest "
+                    "(`image: NAME@sha256:<64 hex digits>`, from `docker buildx imagetools "
+                    "inspect NAME` or your registry)",
+                    ("fargate", "image"),
+                )
         return self
 
 
