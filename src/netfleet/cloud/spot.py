@@ -75,7 +75,37 @@ def simulate_reclaim(ec2: Any, instance_id: str) -> None:
     ec2.terminate_instances(InstanceIds=[instance_id])
 
 
-class Watcher:
+class _Rounds:
+    """A background task that runs :meth:`round` every ``every_s`` seconds until stopped;
+    a failed round is tried again next time (the run goes on)."""
+
+    every_s: float
+    task: asyncio.Task[None] | None = None
+
+    def active(self) -> bool:
+        return True
+
+    async def round(self) -> None:
+        raise NotImplementedError
+
+    async def _loop(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                await self.round()
+            await asyncio.sleep(self.every_s)
+
+    def start(self) -> None:
+        if self.task is None and self.active():
+            self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None
+
+
+class Watcher(_Rounds):
     """Polls DescribeInstances for ``instance_ids`` every ``every_s`` seconds (in a thread: boto3
     blocks) and calls ``on_reclaim(instance_id, reason)`` once per reclaimed instance."""
 
@@ -94,7 +124,6 @@ class Watcher:
         self.sim = sim
         self.every_s = every_s
         self.seen: set[str] = set()
-        self.task: asyncio.Task[None] | None = None
 
     def poll(self) -> None:
         todo = [i for i in self.ids if i not in self.seen]
@@ -108,21 +137,11 @@ class Watcher:
                     self.seen.add(inst["InstanceId"])
                     self.on_reclaim(inst["InstanceId"], reason)
 
-    async def _loop(self) -> None:
-        while True:
-            with contextlib.suppress(Exception):  # a failed poll is retried; the run goes on
-                await asyncio.to_thread(self.poll)
-            await asyncio.sleep(self.every_s)
+    def active(self) -> bool:
+        return bool(self.ids)
 
-    def start(self) -> None:
-        if self.task is None and self.ids:
-            self.task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-            self.task = None
+    async def round(self) -> None:
+        await asyncio.to_thread(self.poll)
 
 
 # -- the two-minute notice (backing ssh) ----------------------------------------------------
@@ -159,7 +178,7 @@ def parse_notice(text: str) -> str | None:
     return f"{RECLAIMED}: EC2 notice: {doc['action']} at {when} (two-minute warning)"
 
 
-class NoticeProbe:
+class NoticeProbe(_Rounds):
     """Asks each instance (``(instance_id, host)``, over its SSH host) every ``every_s`` seconds
     for the spot interruption notice and calls ``on_notice(instance_id, reason)`` once per
     instance: the runner then starts nothing more there and records what the interruption cuts
@@ -178,7 +197,6 @@ class NoticeProbe:
         self.every_s = every_s
         self.argv = notice_argv(base)
         self.seen: set[str] = set()
-        self.task: asyncio.Task[None] | None = None
 
     async def poll(self) -> None:
         for iid, host in self.hosts:
@@ -191,17 +209,8 @@ class NoticeProbe:
                     self.seen.add(iid)
                     self.on_notice(iid, reason)
 
-    async def _loop(self) -> None:
-        while True:
-            await self.poll()
-            await asyncio.sleep(self.every_s)
+    def active(self) -> bool:
+        return bool(self.hosts)
 
-    def start(self) -> None:
-        if self.task is None and self.hosts:
-            self.task = asyncio.get_running_loop().create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-            self.task = None
+    async def round(self) -> None:
+        await self.poll()
