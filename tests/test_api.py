@@ -41,8 +41,10 @@ def test_run_refuses_a_cloud_campaign_above_the_spending_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cost guard is the library's, not the CLI's: a notebook or a scheduler calling
-    ``api.run`` gets the same refusal, before anything is journaled or launched."""
+    ``api.run`` gets the same refusal, before anything is journaled or launched. (A loopback
+    endpoint where nothing listens: backing sim refuses any other before the guard.)"""
     monkeypatch.setenv("NETFLEET_CLOUD_DIR", str(tmp_path / "cloud"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     shown: list[Tabular] = []
     with pytest.raises(InputError, match=r"exceeds --max-cost \$0\.00"):
         netfleet.api.run(

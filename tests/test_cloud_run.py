@@ -23,7 +23,7 @@ import yaml
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import billing, costs, hostkeys, prices, spot, teardown
+from netfleet.cloud import billing, costs, hostkeys, owner, prices, spot, teardown
 from netfleet.cloud.campaign import CloudSpec
 from netfleet.cloud.provider import TAG_LEASE, AwsProvider
 from netfleet.errors import HostError, SpecError
@@ -265,20 +265,25 @@ def test_cheatsheet_example_end_to_end(fresh: MotoServer, tmp_path: Path) -> Non
 @ROOT
 @pytest.mark.netns
 def test_credits_example_on_spot_end_to_end(fresh: MotoServer, tmp_path: Path) -> None:
-    """Also: `netfleet run` reaps an expired campaign's leftovers (by tag) before launching."""
+    """Also: `netfleet run` reaps this installation's expired leftovers (by tag) before
+    launching, and leaves another installation's alone (issue 24 item 2)."""
     past = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    tags = [{"Key": "netfleet:campaign", "Value": "nf-old"},
-            {"Key": "netfleet:expires-at", "Value": past}]  # fmt: skip
-    aws.client("ec2", "us-east-1").create_vpc(
-        CidrBlock="10.99.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
-    )
-    assert left("nf-old")["vpcs"] == 1
+    me = owner.installation(tmp_path / "cloud")  # the run's state directory
+    for campaign, who in (("nf-old", me), ("nf-foreign", "0123456789abcdef")):
+        tags = [{"Key": "netfleet:campaign", "Value": campaign},
+                {"Key": "netfleet:installation", "Value": who},
+                {"Key": "netfleet:expires-at", "Value": past}]  # fmt: skip
+        aws.client("ec2", "us-east-1").create_vpc(
+            CidrBlock="10.99.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
+        )
+        assert left(campaign)["vpcs"] == 1
     res = netfleet(tmp_path, "run", str(shortened("aws-credits.yaml", tmp_path, parallel=1)))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "2 of 2 runs ok" in res.stdout and "r4.xlarge" in res.stdout
     assert "spot: current spot price" in res.stdout and "cost: 3 instances (spot)" in res.stdout
     assert_nothing_left("aws-credits", tmp_path)
     assert not any(left("nf-old").values())
+    assert left("nf-foreign")["vpcs"] == 1  # not this installation's: only reap --all-owners
 
 
 def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 60) -> list[dict]:
