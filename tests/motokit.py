@@ -68,8 +68,7 @@ def start_moto_server(timeout: float = 30.0, env: dict[str, str] | None = None) 
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        # AWS's managed IAM policies exist (the Fargate execution role attaches one)
-        env={**os.environ, "MOTO_IAM_LOAD_MANAGED_POLICIES": "true", **(env or {})},
+        env={**os.environ, **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

@@ -41,6 +41,7 @@ def test_clients_use_adaptive_retries_with_more_attempts() -> None:
     assert cfg.retries["mode"] == "adaptive" and cfg.retries["total_max_attempts"] >= 10
 
 
+@pytest.mark.slow
 def test_not_found_right_after_each_create_is_retried(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,6 +65,7 @@ def test_not_found_right_after_each_create_is_retried(
     prov.release()
 
 
+@pytest.mark.slow
 def test_a_zone_without_capacity_falls_back_to_another_offering_zone(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +140,7 @@ def test_a_delete_refused_for_minutes_is_retried_within_its_budget(
         retry.call(delete, retry_on=retry.IN_USE, budget_s=60, sleep=sleep, clock=lambda: now[0])
 
 
+@pytest.mark.slow
 def test_a_task_just_started_may_be_missing_for_a_moment(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,6 +175,7 @@ def test_a_task_just_started_may_be_missing_for_a_moment(
         set_task_transition(fresh, None)
 
 
+@pytest.mark.slow
 def test_fargate_tasks_get_an_execution_role_and_logs_removed_by_tag(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
@@ -202,8 +206,10 @@ def test_fargate_tasks_get_an_execution_role_and_logs_removed_by_tag(
         opts = container["logConfiguration"]["options"]
         assert container["logConfiguration"]["logDriver"] == "awslogs"
         assert opts["awslogs-group"] == fargate_exec.log_group_name(prov.name)
-        policies = iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]
-        assert [p["PolicyArn"] for p in policies] == [fargate_exec.EXEC_POLICY]
+        (name,) = iam.list_role_policies(RoleName=role)["PolicyNames"]
+        doc = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        logs_part = doc["Statement"][1]
+        assert logs_part["Resource"].endswith(f"log-group:{opts['awslogs-group']}:*")
         logs = aws.client("logs", "us-east-1")
         groups = logs.describe_log_groups(logGroupNamePrefix="/netfleet/")["logGroups"]
         assert [g["logGroupName"] for g in groups] == [opts["awslogs-group"]]

@@ -38,6 +38,7 @@ def counts(root: Path) -> dict[str, int | None]:
     return teardown.remaining(aws.client("ec2", "us-east-1"), "nf-own", owner.installation(root))
 
 
+@pytest.mark.slow
 def test_every_resource_carries_installation_and_session(fresh: MotoServer, tmp_path: Path) -> None:
     prov = Provisioner(CloudSpec(**SPEC), tmp_path, session="s1")
     prov.acquire()
@@ -53,6 +54,7 @@ def test_every_resource_carries_installation_and_session(fresh: MotoServer, tmp_
     assert not any(counts(tmp_path).values())
 
 
+@pytest.mark.slow
 def test_destroy_leaves_another_installations_campaign_of_the_same_name(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
@@ -68,6 +70,7 @@ def test_destroy_leaves_another_installations_campaign_of_the_same_name(
     assert not any(counts(theirs).values())
 
 
+@pytest.mark.slow
 def test_reap_takes_only_this_installations_expired_campaigns_unless_all_owners(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
@@ -86,6 +89,7 @@ def test_reap_takes_only_this_installations_expired_campaigns_unless_all_owners(
     assert not teardown.live_instances(ec2, "nf-theirs", None)
 
 
+@pytest.mark.slow
 def test_destroy_never_deletes_a_key_pair_or_placement_group_by_name_alone(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -55,6 +55,7 @@ def admitted(region: str, sg_id: str) -> tuple[set[str], list[dict[str, Any]]]:
     return cidrs, sg["IpPermissions"]
 
 
+@pytest.mark.slow
 def test_public_path_in_one_region_admits_the_hosts_public_addresses(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
@@ -71,6 +72,7 @@ def test_public_path_in_one_region_admits_the_hosts_public_addresses(
     assert not any(teardown.remaining(ec2, "nf-pub").values())
 
 
+@pytest.mark.slow
 def test_across_regions_each_group_has_one_prefix_list_rule_not_one_per_host(
     fresh: MotoServer, tmp_path: Path
 ) -> None:

@@ -60,6 +60,7 @@ def test_a_cloud_block_must_name_its_backing(tmp_path: Path) -> None:
     assert "backing" in text and "sim" in text and "ssh" in text and str(path) in text
 
 
+@pytest.mark.slow
 def test_sim_backing_refuses_an_endpoint_that_is_not_loopback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,6 +99,7 @@ def test_endpoint_decision_is_read_from_the_configuration(monkeypatch: pytest.Mo
     assert safety.target().real  # one service on the real endpoint is enough
 
 
+@pytest.mark.slow
 def test_a_real_launch_shows_account_regions_resources_cost_and_asks(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

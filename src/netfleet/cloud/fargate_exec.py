@@ -5,7 +5,9 @@ logs a task that stops leaves only its ``stoppedReason``. Per campaign (created 
 definitions, journalled, tagged like everything else — campaign, installation, session):
 
 * ``iam-role`` ``netfleet-<campaign>-<id8>-ecs`` under the path ``/netfleet/``, trusted by
-  ``ecs-tasks.amazonaws.com``, with AWS's managed ``AmazonECSTaskExecutionRolePolicy``;
+  ``ecs-tasks.amazonaws.com``, with one inline policy: what AWS's managed
+  ``AmazonECSTaskExecutionRolePolicy`` grants (ECR pulls, log streams and events), the logs part
+  narrowed to this campaign's log group;
 * ``log-group`` ``/netfleet/<campaign>-<id8>`` (retention 7 days), which each container's
   ``awslogs`` driver writes to.
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from netfleet.cloud import owner, retry
 
-EXEC_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonECSTaskExecutionRolePolicy"
+POLICY_NAME = "netfleet-task-execution"
 ROLE_PATH = "/netfleet/"
 LOG_PREFIX = "/netfleet/"
 RETENTION_DAYS = 7
@@ -37,6 +39,31 @@ TRUST = {
     ],
 }
 Step = Callable[[str, str, Callable[[str], str]], str]
+
+
+def exec_policy(log_group: str) -> dict[str, Any]:
+    """The execution role's inline policy: image pulls (ECR, which a public Docker Hub image
+    does not need but a private one does) and writing to ``log_group`` only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "ecr:GetAuthorizationToken",
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:GetDownloadUrlForLayer",
+                    "ecr:BatchGetImage",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": f"arn:aws:logs:*:*:log-group:{log_group}:*",
+            },
+        ],
+    }
 
 
 def role_name(name: str) -> str:
@@ -64,10 +91,13 @@ def create(
         )
         return role
 
-    step("iam-role", "ecs-exec", make_role)
-    retry.not_yet(partial(iam.attach_role_policy, RoleName=role, PolicyArn=EXEC_POLICY))
-    arn = retry.not_yet(partial(iam.get_role, RoleName=role))["Role"]["Arn"]
     group = log_group_name(name)
+    step("iam-role", "ecs-exec", make_role)
+    document = json.dumps(exec_policy(group))
+    retry.not_yet(
+        partial(iam.put_role_policy, RoleName=role, PolicyName=POLICY_NAME, PolicyDocument=document)
+    )
+    arn = retry.not_yet(partial(iam.get_role, RoleName=role))["Role"]["Arn"]
 
     def make_group(token: str) -> str:
         logs.create_log_group(logGroupName=group, tags={t["Key"]: t["Value"] for t in tags(token)})
@@ -107,8 +137,12 @@ def log_groups(logs: Any, campaign: str, installation: str | None) -> list[str]:
 def delete(
     iam: Any, logs: Any, campaign: str, installation: str | None, note: Callable[[str, str], None]
 ) -> None:
-    """Delete the tagged roles (policies detached first) and log groups."""
+    """Delete the tagged roles (their policies first) and log groups."""
     for name in roles(iam, campaign, installation):
+        for policy_name in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
+            retry.ignore_missing(
+                partial(iam.delete_role_policy, RoleName=name, PolicyName=policy_name)
+            )
         attached = iam.list_attached_role_policies(RoleName=name).get("AttachedPolicies", [])
         for policy in attached:
             retry.ignore_missing(
