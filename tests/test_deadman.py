@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import costs, deadman, teardown
+from netfleet.cloud import costs, deadman, owner, teardown
 from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
 from tests.motokit import MotoServer, moto_server
 
@@ -36,11 +36,14 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def launch(campaign: str, switch_s: float) -> str:
-    """A campaign's VPC and instance, tagged as the provisioner tags them."""
+def launch(campaign: str, switch_s: float, root: Path | None = None) -> str:
+    """A campaign's VPC and instance, tagged as the provisioner tags them (with ``root``: as
+    that state directory's installation, whose reap may delete them)."""
     ec2 = aws.client("ec2", REGION)
     stamp = (now() + dt.timedelta(seconds=switch_s)).strftime(deadman.STAMP)
     tags = [{"Key": TAG_CAMPAIGN, "Value": campaign}, {"Key": TAG_EXPIRES, "Value": stamp}]
+    if root is not None:
+        tags.append({"Key": owner.TAG_INSTALLATION, "Value": owner.installation(root)})
     vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     ec2.create_tags(Resources=[vpc], Tags=tags)
     ami = ec2.describe_images()["Images"][0]["ImageId"]
@@ -89,7 +92,7 @@ def test_the_switch_fires_after_a_lost_controller_and_reap_deletes(
     moto: MotoServer, tmp_path: Path
 ) -> None:
     campaign = "nf-lost"
-    iid = launch(campaign, switch_s=3)
+    iid = launch(campaign, switch_s=3, root=tmp_path)
     script = (
         "import asyncio, sys\n"
         "from netfleet import aws\n"
