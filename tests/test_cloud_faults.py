@@ -6,10 +6,9 @@ AWS's. Then campaigns (``netfleet cloud up --release``, a real subprocess agains
 under every profile: each must end with 0 resources left, and complete — or fail with a clear
 message (exit 2-4, never a traceback). Then a kill -9 walk under faults.
 
-Marked ``xfail(strict=True, reason="needs h24cloud retries")``: the profiles the product does
-not survive yet; issue 24's items 1-6 (NotFound/throttle retries, zone fallback, longer
-DependencyViolation budget) are another branch. When it lands the xfail turns into an
-unexpected pass (a failure, being strict): remove the mark then."""
+Every profile passes since issue 24's items 1-6 landed (NotFound/throttle retries, zone
+fallback, the longer DependencyViolation budget: ``netfleet.cloud.retry``); they were marked
+``xfail(strict=True)`` until then."""
 
 from __future__ import annotations
 
@@ -31,7 +30,6 @@ from tests.motokit import KILL_POINTS, MotoServer
 from tests.test_cloud import CLI
 
 moto = motokit.moto  # one moto server for the module
-NEEDS_RETRIES = pytest.mark.xfail(strict=True, reason="needs h24cloud retries")
 
 
 @pytest.fixture
@@ -200,11 +198,11 @@ def _assert_clean_end(res: Any, campaign: str) -> None:
 
 PROFILE_RUNS = [
     pytest.param("none", id="none"),
-    pytest.param("eventual", id="eventual", marks=NEEDS_RETRIES),
-    pytest.param("throttle:share=0.4", id="throttle-40pc", marks=NEEDS_RETRIES),
+    pytest.param("eventual", id="eventual"),
+    pytest.param("throttle:share=0.4", id="throttle-40pc"),
     pytest.param("throttle:share=0.05", id="throttle-5pc"),
-    pytest.param("capacity", id="capacity", marks=NEEDS_RETRIES),
-    pytest.param("dependency:seconds=40", id="dependency-40s", marks=NEEDS_RETRIES),
+    pytest.param("capacity", id="capacity"),
+    pytest.param("dependency:seconds=40", id="dependency-40s"),
     pytest.param("dependency:seconds=5", id="dependency-5s"),
 ]
 
@@ -221,7 +219,6 @@ def test_a_campaign_ends_with_zero_resources(
 
 
 @pytest.mark.slow
-@NEEDS_RETRIES
 def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
