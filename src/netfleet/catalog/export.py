@@ -14,8 +14,9 @@ ingest writes none today), and then ``MSCK REPAIR TABLE`` / ``sync_partition_met
 Hidden parts (``.tmp-…`` being written) are skipped by all three engines; the orphan parts of an
 interrupted ingest are not (netfleet's own reader skips them): query after a complete ingest.
 The catalog query is netfleet's cheat sheet (:mod:`netfleet.catalog.cheatsheet`): receiver-side
-interval sums of ok runs, omitted intervals and the trailing stub (< half the report interval)
-left out, goodput in Gbit/s.
+interval sums of ok runs (a run with no receiver side counts with its sender's), omitted
+intervals, the trailing stub (< half the report interval) and rates no link can carry left out,
+goodput in Gbit/s.
 
 Quantiles: Spark's ``percentile`` is exact with linear interpolation — the same definition as
 DuckDB's ``quantile_cont`` (what ``netfleet cheatsheet`` uses); Athena/Trino only offer
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+
+from netfleet.units import MAX_RATE
 
 Dialect = Literal["athena", "trino", "spark"]
 #: the catalog tables exported, with the SQL table name prefix
@@ -192,12 +195,27 @@ def catalog_cheatsheet_query(dialect: Dialect, side: str = "receiver") -> str:
             f"count(*) AS intervals, {stats} FROM (SELECT r.run_id, {label} AS instance_type,",
             f"r.direction, i.bits_per_second AS bps FROM {PREFIX}runs r",
             f"JOIN {PREFIX}intervals i ON i.run_id = r.run_id",
-            f"WHERE r.status = 'ok' AND i.kind = 'sum' AND i.role = '{side}' AND NOT i.omitted",
-            f"AND i.seconds >= {STUB_FRACTION} * coalesce(r.{interval}, 1.0)",
-            "AND i.bits_per_second IS NOT NULL) AS x",
+            f"WHERE r.status = 'ok' AND i.kind = 'sum' AND {_side_condition(side)}",
+            f"AND NOT i.omitted AND i.seconds >= {STUB_FRACTION} * coalesce(r.{interval}, 1.0)",
+            # the rates no link can carry are left out, as the catalog's intervals view does
+            # (NaN compares false in Trino and Athena, and above every number in Spark)
+            f"AND i.bits_per_second >= 0 AND i.bits_per_second <= {MAX_RATE:.0f}) AS x",
             "GROUP BY instance_type, direction",
             "ORDER BY instance_type NULLS LAST, direction NULLS LAST",
         ]
+    )
+
+
+def _side_condition(side: str) -> str:
+    """The intervals of one side; the receiver's side takes a run's sender intervals where the
+    run has no receiver intervals at all (a client-only ``-J`` file), as
+    :func:`netfleet.catalog.cheatsheet_data` does."""
+    if side == "sender":
+        return "i.role = 'sender'"
+    return (  # PREFIX is a constant: nothing from a user reaches this text
+        "(i.role = 'receiver' OR (i.role = 'sender' AND NOT EXISTS (SELECT 1 FROM"  # noqa: S608
+        f" {PREFIX}intervals j WHERE j.run_id = i.run_id AND j.kind = 'sum'"
+        " AND j.role = 'receiver')))"
     )
 
 
