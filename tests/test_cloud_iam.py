@@ -188,7 +188,7 @@ def test_fargate_campaign_with_exactly_the_policy(
     region = doc["cloud"]["region"]
     left = teardown.remaining(aws.client("ec2", region), doc["campaign"])
     assert not any(left.values()), left
-    assert our_cluster(aws.client("ecs", region), doc["campaign"]) is None
+    assert our_cluster(aws.client("ecs", region), doc["campaign"], None) is None
 
 
 @pytest.mark.slow  # a `netfleet run` subprocess each (~15 s on a loaded 2-core machine)

@@ -133,6 +133,9 @@ def _ssh_spec(tmp_path: Path) -> Path:
         "cloud": {
             "region": "us-east-1",
             "backing": "ssh",
+            # a public /32 as backing ssh requires; only written into moto's security group
+            # (the userlands' bridge does not filter by it): no traffic goes to that address
+            "controller_cidr": "16.0.0.7/32",
             "image": "debian-12",
             "expires_after_minutes": 30,
             "fleets": [

@@ -76,11 +76,12 @@ def test_an_oversized_raw_file_is_skipped_and_the_rest_ingested(tmp_path: Path) 
     ingested, bad, why = run(code, "cat", "python").strip().split(" ", 2)
     assert (ingested, bad) == ("2", "1")
     assert "inflates to more than 16,777,216 bytes" in why
-    # the columnar path: DuckDB stops at the same cap, the file goes to the Python path
+    # the columnar path: the same limit, checked before DuckDB reads the file, sends it to the
+    # Python path, which skips it with the same reason
     code = code.replace("(1 << 30, 1 << 30)", "(resource.RLIM_INFINITY, resource.RLIM_INFINITY)")
     out = run(code, "cat2", "fast")
     assert out.startswith("2 1 ") and "inflates to more than 16,777,216 bytes" in out
-    assert "maximum_object_size" in out and "bomb.json.gz" in out
+    assert "bomb.json.gz" in out.split(" ", 2)[2].split("inflates", 1)[1]  # the fallback names it
 
 
 def test_an_envelope_that_disagrees_with_its_directory_is_refused(tmp_path: Path) -> None:

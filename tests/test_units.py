@@ -111,4 +111,6 @@ def test_plan_shows_normalised_rates_and_the_expected_time(tmp_path: Path) -> No
     assert "window=524288 B" in rows["t"]["normalised"]
     credit = rows["refill"]
     assert credit["max_s"] == 600 + 14 + 2 * 600
-    assert credit["expected_s"] == 14 + 3 * (3 + 5)
+    # idles + the drain (a phase, at least 8 intervals + 1) + a phase per idle + the drain's
+    # baseline check (3 idle intervals + 5 of traffic + 1)
+    assert credit["expected_s"] == 14 + max(3 + 5, 8 + 1) + 2 * (3 + 5) + (3 + 5 + 1)
