@@ -31,8 +31,10 @@ from tests.motokit import moto_server  # noqa: E402
 
 from netfleet import aws, lab  # noqa: E402
 from netfleet.catalog import ingest  # noqa: E402
-from netfleet.cloud import fargate, prices, teardown  # noqa: E402
-from netfleet.cloud.provision import Provisioner  # noqa: E402
+from netfleet.cloud.aws.acquire import fargate  # noqa: E402
+from netfleet.cloud.aws.acquire.provision import Provisioner  # noqa: E402
+from netfleet.cloud.aws.plan import prices  # noqa: E402
+from netfleet.cloud.aws.release import teardown  # noqa: E402
 from netfleet.report.cheatsheet import cheatsheet  # noqa: E402
 from netfleet.runner import run_campaign  # noqa: E402
 from netfleet.spec import load_spec  # noqa: E402

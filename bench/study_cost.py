@@ -35,7 +35,8 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-from netfleet.cloud import catalogue, prices, quotas, stopbound, waves
+from netfleet.cloud.aws.plan import catalogue, prices, quotas
+from netfleet.cloud.plan import stopbound, waves
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = [
@@ -176,7 +177,7 @@ def seed002(args: argparse.Namespace, table: prices.PriceTable) -> tuple[float, 
 
 
 def seed000(table: prices.PriceTable) -> None:
-    from netfleet.cloud import fargate
+    from netfleet.cloud.aws.acquire import fargate
     from netfleet.spec.cloud import TierSpec
 
     region = "eu-west-1"

@@ -21,11 +21,14 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import catalogue, images, owner, prices, teardown
-from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud import owner
+from netfleet.cloud.aws.acquire import images
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import catalogue, prices
+from netfleet.cloud.aws.release import teardown
+from netfleet.cloud.bootstrap.userdata import render
 from netfleet.cloud.journal import Journal, client_token
-from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
-from netfleet.cloud.userdata import render
 from netfleet.errors import InputError
 from tests import motokit
 from tests.motokit import KILL_POINTS, MotoServer
@@ -175,7 +178,7 @@ def test_client_token_is_deterministic() -> None:
 
 
 def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
-    from netfleet.cloud.hostkeys import generate
+    from netfleet.cloud.bootstrap.hostkeys import generate
 
     hk = generate("h")
     doc = json.loads(render(hk, 90).split("\n", 1)[1])
@@ -205,7 +208,7 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
 def test_user_data_for_debian_uses_apt() -> None:
     """Debian: package lists first (a fresh AMI has none), then one install per package,
     waiting for the dpkg lock; the same switch; the ready marker last."""
-    from netfleet.cloud.hostkeys import generate
+    from netfleet.cloud.bootstrap.hostkeys import generate
 
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
     assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
@@ -234,7 +237,7 @@ def test_an_engine_the_image_lacks_is_refused_before_launch(
     there is an input error naming host, image, tool and engine (nothing is launched)."""
     from types import SimpleNamespace
 
-    from netfleet.cloud.userdata import check_images
+    from netfleet.cloud.bootstrap.userdata import check_images
     from netfleet.runner.tools import BASE_TOOLS, engine_tools
 
     cloud = SimpleNamespace(backing="ssh", image_family=image, ami=None)
@@ -253,7 +256,7 @@ def test_an_engine_the_image_lacks_is_refused_before_launch(
 
 
 def test_cost_guard_and_stale_prices() -> None:
-    from netfleet.cloud.costs import guard
+    from netfleet.cloud.aws.plan.costs import guard
 
     table = prices.load(None)
     est = prices.estimate(table, "us-east-1", [("r4.large", 4)], duration_minutes=52)
@@ -455,7 +458,7 @@ def test_sim_backing_matches_the_r4_profile(fresh: MotoServer) -> None:
 def test_ena_and_cloudwatch_cross_check(fresh: MotoServer, tmp_path: Path) -> None:
     """moto keeps no real metrics: the datapoints are put first (put_metric_data), then read
     back by the same call a real run makes."""
-    from netfleet.cloud.checks import cross_check
+    from netfleet.cloud.aws.collect.checks import cross_check
 
     ec2 = aws.client("ec2", "us-east-1")
     ami = ec2.describe_images()["Images"][0]["ImageId"]
@@ -490,7 +493,7 @@ def test_ena_attribute_check() -> None:
     """moto rejects the enaSupport attribute ("Unknown attribute"): Stubber with AWS's shape."""
     import botocore.session
 
-    from netfleet.cloud.checks import ena_enabled
+    from netfleet.cloud.aws.collect.checks import ena_enabled
 
     ec2 = botocore.session.get_session().create_client(
         "ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
@@ -692,8 +695,9 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
     release leaves 0 of every type in both regions, and no lab."""
     import asyncio
 
-    from netfleet.cloud import costs, runs
-    from netfleet.cloud.provider import AwsProvider
+    from netfleet.cloud.aws import runs
+    from netfleet.cloud.aws.plan import costs
+    from netfleet.cloud.aws.provider import AwsProvider
     from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 
     spec = _cross_region_spec(tmp_path)
@@ -839,8 +843,8 @@ def test_cost_is_each_hosts_own_region_price() -> None:
             {"instance_type": "c5n.large", "region": "eu-west-1"},
         ],
     )
-    from netfleet.cloud import billing
-    from netfleet.cloud.costs import cost_line, plan
+    from netfleet.cloud.aws.plan import billing
+    from netfleet.cloud.aws.plan.costs import cost_line, plan
 
     priced = plan(cs, table, 52)  # + 8 min overhead = 1 h
     us, eu = table.ec2_hourly("us-east-1", "c5n.large"), table.ec2_hourly("eu-west-1", "c5n.large")

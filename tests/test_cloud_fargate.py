@@ -26,9 +26,11 @@ import yaml
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import fargate, prices, teardown
+from netfleet.cloud.aws.acquire import fargate
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.plan import prices
+from netfleet.cloud.aws.release import teardown
 from netfleet.cloud.journal import Journal
-from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.errors import EnvironmentProblem, InputError, SpecError
 from netfleet_sim import fargate as fargate_sim
 from tests.motokit import KILL_POINTS, MotoServer, moto_server
@@ -330,8 +332,8 @@ CLI = (
 CONTROLLER = textwrap.dedent("""\
     import sys
     from pathlib import Path
-    from netfleet.cloud import fargate
-    from netfleet.cloud.provision import Provisioner
+    from netfleet.cloud.aws.acquire import fargate
+    from netfleet.cloud.aws.acquire.provision import Provisioner
     c = fargate.load_campaign(sys.argv[1])
     prov = Provisioner(c, Path(sys.argv[2]), poll_s=0.05)
     try:

@@ -21,10 +21,11 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import fargate, teardown
-from netfleet.cloud.fargate_teardown import our_cluster
-from netfleet.cloud.provider import TAG_LEASE, AwsProvider, task_host
-from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.acquire import fargate
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.provider import TAG_LEASE, AwsProvider, task_host
+from netfleet.cloud.aws.release import teardown
+from netfleet.cloud.aws.release.fargate_teardown import our_cluster
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.errors import HostError, SpecError
 from netfleet.hosts.provider import HostRequest, Lease

@@ -7,7 +7,7 @@ under every profile: each must end with 0 resources left, and complete — or fa
 message (exit 2-4, never a traceback). Then a kill -9 walk under faults.
 
 Every profile passes since issue 24's items 1-6 landed (NotFound/throttle retries, zone
-fallback, the longer DependencyViolation budget: ``netfleet.cloud.retry``); they were marked
+fallback, the longer DependencyViolation budget: ``netfleet.cloud.aws.retry``); they were marked
 ``xfail(strict=True)`` until then."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from netfleet import aws
-from netfleet.cloud import teardown
+from netfleet.cloud.aws.release import teardown
 from netfleet_sim import awsfaults
 from tests import motokit
 from tests.motokit import KILL_POINTS, MotoServer
@@ -251,7 +251,7 @@ def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
 
 # -- Fargate -------------------------------------------------------------------------------------
 def _tiers(tmp_path: Path, name: str) -> tuple[Any, Any]:
-    from netfleet.cloud.provision import Provisioner
+    from netfleet.cloud.aws.acquire.provision import Provisioner
     from tests.test_cloud_fargate import TWO_TIERS, campaign
 
     c = campaign(name, tiers=TWO_TIERS[:1])
@@ -265,7 +265,7 @@ def test_a_task_that_stops_with_a_reason_fails_clearly_and_leaves_nothing(
 ) -> None:
     """The task reads STOPPED with AWS's stopCode and reason on its first describe: acquiring
     the tiers fails naming the tier and the reason; releasing leaves 0."""
-    from netfleet.cloud import fargate
+    from netfleet.cloud.aws.acquire import fargate
     from netfleet.errors import EnvironmentProblem
     from tests.test_cloud_fargate import KEEP_RUNNING, counts, set_task_transition
 

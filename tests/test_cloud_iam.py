@@ -155,7 +155,7 @@ def test_ec2_campaign_with_exactly_the_policy(
     keys = aws.client("s3", "us-east-1").list_objects_v2(Bucket=BUCKET).get("Contents", [])
     assert sum("/d=" in k["Key"] for k in keys) == 1
     assert not [k for k in keys if ".netfleet-probe" in k["Key"]]  # the probe was deleted
-    from netfleet.cloud import teardown
+    from netfleet.cloud.aws.release import teardown
 
     left = teardown.remaining(aws.client("ec2", "us-east-1"), "aws-credits")
     assert not any(left.values()), left
@@ -182,8 +182,8 @@ def test_fargate_campaign_with_exactly_the_policy(
         set_task_transition(moto, None)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     _auth(moto, "inf")
-    from netfleet.cloud import teardown
-    from netfleet.cloud.fargate_teardown import our_cluster
+    from netfleet.cloud.aws.release import teardown
+    from netfleet.cloud.aws.release.fargate_teardown import our_cluster
 
     region = doc["cloud"]["region"]
     left = teardown.remaining(aws.client("ec2", region), doc["campaign"])

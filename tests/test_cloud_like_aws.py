@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import retry, teardown
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.provision import Provisioner
+from netfleet.cloud.aws import retry
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.release import teardown
 from netfleet.errors import EnvironmentProblem
 from tests import awshooks, motokit
 from tests.awshooks import answer, error, first_n
@@ -146,7 +147,7 @@ def test_a_task_just_started_may_be_missing_for_a_moment(
 ) -> None:
     """DescribeTasks answers ``failures: [{reason: MISSING}]`` and no task right after RunTask
     (was: IndexError on ``tasks[0]``)."""
-    from netfleet.cloud import fargate
+    from netfleet.cloud.aws.acquire import fargate
     from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
 
     set_task_transition(fresh, KEEP_RUNNING)
@@ -182,7 +183,7 @@ def test_fargate_tasks_get_an_execution_role_and_logs_removed_by_tag(
     """Each task definition names the campaign's execution role and sends the container's
     output to the campaign's log group (awslogs); teardown deletes both by their tags and
     leaves a role of the same path that is not netfleet's."""
-    from netfleet.cloud import fargate, fargate_exec
+    from netfleet.cloud.aws.acquire import fargate, fargate_exec
     from tests.test_cloud_fargate import KEEP_RUNNING, campaign, set_task_transition
 
     iam = aws.client("iam", "us-east-1")

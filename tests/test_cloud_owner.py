@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import owner, teardown
-from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud import owner
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.release import teardown
 from netfleet.cloud.journal import Journal
-from netfleet.cloud.provision import TAG_CAMPAIGN, Provisioner
 from tests import awshooks, motokit
 from tests.motokit import MotoServer
 
@@ -96,7 +97,7 @@ def test_destroy_never_deletes_a_key_pair_or_placement_group_by_name_alone(
     """Issue 23 item 7: an untagged key pair named like the campaign's, made outside netfleet,
     and a forged ``placement-group`` journal record: destroy deletes neither."""
     ec2 = aws.client("ec2", "us-east-1")
-    from netfleet.cloud import hostkeys
+    from netfleet.cloud.bootstrap import hostkeys
 
     key = hostkeys.generate("victim")
     ec2.import_key_pair(

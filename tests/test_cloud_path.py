@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from netfleet.cloud import teardown
+from netfleet.cloud.aws.release import teardown
 from netfleet.errors import SpecError
 from netfleet.spec import load_spec
 from tests import motokit
@@ -60,7 +60,7 @@ def test_private_path_across_regions_is_refused_by_name(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 @pytest.mark.netns
 def test_public_path_crosses_a_1500_gateway_between_jumbo_links(tmp_path: Path) -> None:
-    from netfleet.cloud.provider import AwsProvider
+    from netfleet.cloud.aws.provider import AwsProvider
     from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 
     spec = load_spec(spec_file(tmp_path, "public"))

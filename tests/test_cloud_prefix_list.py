@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import owner, teardown
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.provision import Provisioner
+from netfleet.cloud import owner
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.release import teardown
 from netfleet.errors import EnvironmentProblem
 from tests import motokit
 from tests.motokit import MotoServer

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from netfleet.cloud import quotas
+from netfleet.cloud.aws.plan import quotas
 from netfleet.errors import EnvironmentProblem
 
 

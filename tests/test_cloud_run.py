@@ -23,9 +23,13 @@ import yaml
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import billing, costs, hostkeys, owner, prices, spot, teardown
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud import owner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.measure import spot
+from netfleet.cloud.aws.plan import billing, costs, prices
+from netfleet.cloud.aws.provider import TAG_LEASE, AwsProvider
+from netfleet.cloud.aws.release import teardown
+from netfleet.cloud.bootstrap import hostkeys
 from netfleet.errors import HostError, SpecError
 from netfleet.hosts.provider import Lease
 from netfleet.spec import load_spec
@@ -436,7 +440,7 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
     it was still waiting for."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from netfleet.cloud.ready import wait_ready
+    from netfleet.cloud.bootstrap.ready import wait_ready
     from netfleet.errors import EnvironmentProblem
     from netfleet.hosts.ssh import SshHost
     from netfleet.lab.sshd import KeyPair

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import prices, safety
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.provision import Provisioner
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import prices, safety
 from netfleet.errors import InputError, SpecError
 from netfleet.spec import load_spec
 from tests import motokit

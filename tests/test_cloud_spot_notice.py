@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import pytest
 
-from netfleet.cloud import spot
+from netfleet.cloud.aws.measure import spot
 from netfleet.hosts.local import LocalHost
 
 TOKEN = "AQAEAtest-token"

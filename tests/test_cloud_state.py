@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import images
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.configstate import bandwidth_weighting, state_labels, zone_id
-from netfleet.cloud.provision import Provisioner
+from netfleet.cloud.aws.acquire import images
+from netfleet.cloud.aws.acquire.configstate import bandwidth_weighting, state_labels, zone_id
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
 from tests.motokit import MotoServer
 from tests.test_cloud import SPEC, fresh, moto
 

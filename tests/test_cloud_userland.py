@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import teardown
-from netfleet.cloud.hostkeys import generate
-from netfleet.cloud.userdata import render
+from netfleet.cloud.aws.release import teardown
+from netfleet.cloud.bootstrap.hostkeys import generate
+from netfleet.cloud.bootstrap.userdata import render
 from netfleet_sim import userland, userland_plugin
 from tests import motokit
 from tests.motokit import MotoServer

@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import costs, deadman, owner, teardown
-from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from netfleet.cloud import owner
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from netfleet.cloud.aws.measure import deadman
+from netfleet.cloud.aws.plan import costs
+from netfleet.cloud.aws.release import teardown
 from tests.motokit import MotoServer, moto_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,7 +99,7 @@ def test_the_switch_fires_after_a_lost_controller_and_reap_deletes(
     script = (
         "import asyncio, sys\n"
         "from netfleet import aws\n"
-        "from netfleet.cloud.deadman import Heartbeat\n"
+        "from netfleet.cloud.aws.measure.deadman import Heartbeat\n"
         "async def main():\n"
         f"    b = Heartbeat({{'{REGION}': aws.client('ec2', '{REGION}')}}, '{campaign}',\n"
         "                  switch_s=3, every_s=0.5)\n"

@@ -36,7 +36,7 @@ tmp = Path(sys.argv[1])
 out = {}
 
 # installed: the cloud user-data and --install know its package
-from netfleet.cloud.userdata import install_commands
+from netfleet.cloud.bootstrap.userdata import install_commands
 from netfleet.hosts.packages import packages_for
 out["apt"] = [c[-1] for c in install_commands("debian-12")[1:]]
 out["dnf"] = install_commands("al2023")[0]

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import teardown
-from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.release import teardown
 from netfleet.cloud.journal import Journal as CloudJournal
-from netfleet.cloud.provision import Provisioner
 from netfleet.runner.journal import journal_path, read_history
 from tests.motokit import MotoServer, moto  # noqa: F401 — the module's moto server fixture
 from tests.test_hostile_processes import CAMPAIGN

@@ -268,7 +268,7 @@ def test_product_imports_no_test_or_simulation_code() -> None:
 
 
 def test_no_string_reference_runs_up_the_layers() -> None:
-    """A module named in a string (``"netfleet.cloud.provider:AwsProvider"``, imported later by
+    """A module named in a string (``"netfleet.cloud.aws.provider:AwsProvider"``, imported later by
     ``importlib``) is an import all the same: it may not run up the ranks either."""
     target = re.compile(r"^netfleet(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?$")
     bad = []

@@ -18,8 +18,8 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from netfleet.cloud import billing, costs, pricelist, prices
-from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import billing, costs, pricelist, prices
 from tests.motokit import moto_server
 
 SEED002 = Path(__file__).parents[1] / "bench" / "seed002_types.txt"

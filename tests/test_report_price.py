@@ -106,7 +106,7 @@ def test_a_refreshed_copy_wins_and_a_broken_one_names_the_file(tmp_path: Path) -
 
 
 def test_the_cloud_reuses_the_base_table() -> None:
-    from netfleet.cloud import prices
+    from netfleet.cloud.aws.plan import prices
 
     assert prices.load is pricetable.load and prices.PriceTable is pricetable.PriceTable
 

@@ -33,7 +33,7 @@ def _build(where: Path, out: Path) -> Path:
 def test_product_wheel_holds_no_simulation(tmp_path: Path) -> None:
     product = _build(ROOT, tmp_path / "product")
     names = zipfile.ZipFile(product).namelist()
-    assert any(n.startswith("netfleet/cloud/provider.py") for n in names)
+    assert any(n.startswith("netfleet/cloud/aws/provider.py") for n in names)
     assert not [n for n in names if n.startswith("netfleet_sim/")]
     # the modules that moved out are gone from the product, not copied
     for gone in ("sim.py", "simlab.py", "fargate_sim.py"):

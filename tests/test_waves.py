@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from netfleet.cloud import stopbound, waves
-from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
+from netfleet.cloud.plan import stopbound, waves
 
 STD = "L-1216C47A"
 

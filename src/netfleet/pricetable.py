@@ -18,7 +18,7 @@ from typing import Any
 
 from netfleet.errors import InputError
 
-SHIPPED = Path(__file__).parent / "cloud" / "data" / "prices.json"
+SHIPPED = Path(__file__).parent / "cloud" / "aws" / "data" / "prices.json"
 STALE_AFTER_DAYS = 90
 #: where ``netfleet cloud`` keeps its state (journals, keys, a refreshed price table)
 CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"

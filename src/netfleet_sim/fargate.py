@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from netfleet.cloud.fargate import TierHost, TierSpec, tier_name
+from netfleet.cloud.aws.acquire.fargate import TierHost, TierSpec, tier_name
 from netfleet.lab.models import LabSpec
 
 PROFILE = "fargate"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.lab.models import TBF_MAX_BUCKET_SECONDS, LabSpec
 
 #: Gbit of network credit per type, seed 004 (r4 family, "Up to 10 Gigabit")

@@ -71,7 +71,7 @@ def run(
     before that check, ``say`` the quota notes, ``reporter`` the progress of each run.
     ``backing: sim`` is refused on any endpoint that is not loopback; on a real AWS endpoint the
     account, regions, resources and estimate go to ``say`` and the launch needs ``yes`` or
-    ``ask(question)`` answering True (:mod:`netfleet.cloud.safety`).
+    ``ask(question)`` answering True (:mod:`netfleet.cloud.aws.plan.safety`).
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
     from netfleet.api._spec import is_cloud, plan_of
@@ -85,13 +85,14 @@ def run(
     cloud = is_cloud(campaign)
     priced = None
     if cloud and not dry_run:  # backing sim never reaches a real endpoint: before any call
-        from netfleet.cloud import safety
+        from netfleet.cloud.aws.plan import safety
 
         safety.check_campaign(campaign)
     if dry_run or cloud:
         outcome.plan = plan_of(campaign)
         if cloud:  # the cost guard: refuse before anything is launched
-            from netfleet.cloud import costs, runs
+            from netfleet.cloud.aws import runs
+            from netfleet.cloud.aws.plan import costs
 
             priced = runs.plan_cost(campaign, outcome.plan.estimated_seconds)
             assert priced is not None
@@ -122,7 +123,7 @@ def run(
 
     outcome.advice = advise(e.model_dump() for e in result.envelopes)
     if cloud and result.ok:
-        from netfleet.cloud import runs
+        from netfleet.cloud.aws import runs
 
         since = min(e.started_at for e in result.envelopes)
         outcome.cloud_sheet, outcome.cloud_cost = runs.summary(
@@ -130,7 +131,7 @@ def run(
         )
         cloud_settings = runs.cloud_spec(campaign)
         if cloud_settings is not None:  # seeds 003/004: ENA per instance, CloudWatch vs iperf3
-            from netfleet.cloud.checks import session_checks
+            from netfleet.cloud.aws.collect.checks import session_checks
 
             outcome.cloud_checks = session_checks(result.envelopes, cloud_settings.region)
     return outcome
@@ -138,7 +139,8 @@ def run(
 
 def _quota_guard(spec: Any, say: Callable[[str], None]) -> None:
     """Refuse before launch when the account's vCPU quota cannot hold the fleet."""
-    from netfleet.cloud import quotas, runs
+    from netfleet.cloud.aws import runs
+    from netfleet.cloud.aws.plan import quotas
 
     cs = runs.cloud_spec(spec)
     if cs is None:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from netfleet.cloud.campaign import CloudSpec
-    from netfleet.cloud.provision import CloudHost
-    from netfleet.cloud.teardown import Expired
+    from netfleet.cloud.aws.acquire.provision import CloudHost
+    from netfleet.cloud.aws.campaign import CloudSpec
+    from netfleet.cloud.aws.release.teardown import Expired
     from netfleet.pricetable import PriceTable
     from netfleet.tabular import Tabular
 
@@ -33,7 +33,7 @@ def state_root(state_dir: str | os.PathLike[str] | None = None) -> Path:
 
 def load_cloud_spec(spec: str | os.PathLike[str]) -> CloudSpec:
     """A cloud campaign file (YAML), validated: errors name the file, line and field."""
-    from netfleet.cloud.campaign import CloudSpec
+    from netfleet.cloud.aws.campaign import CloudSpec
     from netfleet.spec.yamlsrc import load_model
 
     return load_model(CloudSpec, Path(spec), what="cloud campaign")
@@ -41,7 +41,7 @@ def load_cloud_spec(spec: str | os.PathLike[str]) -> CloudSpec:
 
 def cloud_plan(spec: str | os.PathLike[str], *, state_dir: Path | None = None) -> Tabular:
     """Estimated cost and instance count of a cloud campaign file (nothing is launched)."""
-    from netfleet.cloud import costs
+    from netfleet.cloud.aws.plan import costs
 
     return costs.priced_plan(load_cloud_spec(spec), state_root(state_dir)).table
 
@@ -81,9 +81,10 @@ def cloud_up(
     ``release``: tear down right after (a check that the account can launch and clean up).
     ``say`` gets the quota notes; on a real AWS endpoint also the account, regions, resources
     and estimate, and the launch needs ``yes`` or ``ask(question)`` answering True
-    (:mod:`netfleet.cloud.safety`)."""
-    from netfleet.cloud import costs, quotas, safety, teardown
-    from netfleet.cloud.provision import Provisioner
+    (:mod:`netfleet.cloud.aws.plan.safety`)."""
+    from netfleet.cloud.aws.acquire.provision import Provisioner
+    from netfleet.cloud.aws.plan import costs, quotas, safety
+    from netfleet.cloud.aws.release import teardown
 
     cs = load_cloud_spec(spec)
     root = state_root(state_dir)
@@ -119,7 +120,7 @@ def cloud_destroy(
 ) -> dict[str, int]:
     """Delete everything of ``campaign``, from its intent journal alone (``region``: also
     sweep these by tag); fails if anything remains. Returns what was deleted, by kind."""
-    from netfleet.cloud import teardown
+    from netfleet.cloud.aws.release import teardown
 
     return teardown.destroy(state_root(state_dir), campaign, regions=region or [])
 
@@ -133,7 +134,7 @@ def cloud_reap(
 ) -> list[Expired]:
     """This installation's resources whose expires-at tag has passed, in every region used
     (and ``region``); removed only with ``delete``; ``all_owners``: every installation's."""
-    from netfleet.cloud import teardown
+    from netfleet.cloud.aws.release import teardown
 
     now = dt.datetime.now(dt.UTC)
     root = state_root(state_dir)
@@ -150,7 +151,7 @@ class CloudPrices:
 
 def cloud_prices(*, state_dir: Path | None = None) -> CloudPrices:
     """The dated EC2/Fargate price table in use (a refreshed copy, else the shipped one)."""
-    from netfleet.cloud import prices
+    from netfleet.cloud.aws.plan import prices
 
     t = prices.load(state_root(state_dir))
     return CloudPrices(t, prices.stale_warning(t))
@@ -175,7 +176,7 @@ def cloud_prices_refresh(
     pricing:GetProducts); ``region``: default the table's; ``instance_type``: also price these
     (any type, not only the table's), each price dated."""
     from netfleet import aws
-    from netfleet.cloud import prices
+    from netfleet.cloud.aws.plan import prices
 
     root = state_root(state_dir)
     t = prices.load(root)

@@ -48,7 +48,7 @@ def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
     )
     the_plan = Plan(spec, list(runs), limits.concurrency, est)
     if cost and is_cloud(spec):  # what launching would cost
-        from netfleet.cloud.runs import plan_cost
+        from netfleet.cloud.aws.runs import plan_cost
 
         priced = plan_cost(spec, est)
         if priced is not None:

@@ -41,7 +41,7 @@ KINDS = (
     "log-group",
     "instance",
 )
-#: ECS (Fargate tiers, cloud/fargate.py): ids are ARNs
+#: ECS (Fargate tiers, cloud/aws/acquire/fargate.py): ids are ARNs
 ECS_KINDS = ("ecs-cluster", "task-definition", "task")
 _ECS_ARN = r"^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:"
 ECS_ARN_RE = {

@@ -33,7 +33,8 @@ def _gbps(v: Any) -> float | None:
 
 def catalogue_figures(labels: Mapping[str, Any]) -> tuple[float, float] | None:
     """(baseline, peak) Gbit/s from a host's catalogue labels (``baseline_gbps``,
-    ``peak_gbps``: DescribeInstanceTypes, see netfleet.cloud.catalogue), None without both."""
+    ``peak_gbps``: DescribeInstanceTypes, see netfleet.cloud.aws.plan.catalogue), None without
+    both."""
     base, peak = _gbps(labels.get("baseline_gbps")), _gbps(labels.get("peak_gbps"))
     return None if base is None or peak is None else (base, peak)
 

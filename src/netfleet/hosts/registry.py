@@ -4,7 +4,7 @@ Entries are ``"module:Class"`` strings imported on first use: a command that nev
 host never loads asyncssh. A provider that lives higher in the layering (the AWS provider in
 ``netfleet.cloud``) or in another package is an entry point of group :data:`ENTRY_POINT_GROUP`
 (``[project.entry-points."netfleet.hosts"]`` in pyproject.toml: ``aws`` →
-``netfleet.cloud.provider:AwsProvider``), so ``hosts`` names nothing above it.
+``netfleet.cloud.aws.provider:AwsProvider``), so ``hosts`` names nothing above it.
 ``register_provider`` adds or replaces one at run time (plugins, tests).
 """
 

@@ -83,7 +83,7 @@ def _try(action: str, region: str, call: Callable[[], Any], *, dry_run: bool) ->
 
 def ec2_dry_runs(ec2: Any, instance_types: list[str]) -> list[tuple[str, Callable[[], Any]]]:
     """(action, call) for every EC2 write a campaign makes, each with ``DryRun=True``."""
-    from netfleet.cloud.hostkeys import generate
+    from netfleet.cloud.bootstrap.hostkeys import generate
 
     f = FAKE
     probe_key = generate("permission-probe").public_openssh.encode()  # a fresh key, unused
@@ -151,7 +151,7 @@ def reads(ec2: Any, region: str, cs: Any) -> list[tuple[str, Callable[[], Any]]]
             )
         )
     if cs.image_family == "al2023" and not cs.ami:
-        from netfleet.cloud.images import AL2023_PARAMETER
+        from netfleet.cloud.aws.acquire.images import AL2023_PARAMETER
 
         ssm = aws.client("ssm", region)
         name = AL2023_PARAMETER["x86_64"]
@@ -160,7 +160,7 @@ def reads(ec2: Any, region: str, cs: Any) -> list[tuple[str, Callable[[], Any]]]
 
 
 def check(cs: Any, *, fargate: bool = False) -> list[Check]:
-    """Every check of the campaign ``cs`` (a :class:`~netfleet.cloud.campaign.CloudSpec`)."""
+    """Every check of the campaign ``cs`` (a :class:`~netfleet.cloud.aws.campaign.CloudSpec`)."""
     found: list[Check] = []
     types = sorted({f.instance_type for f in cs.fleets})
     for region in cs.regions:

@@ -9,7 +9,7 @@ generated for that instance and pinned in the campaign's known_hosts, until
    user-data was not applied, or the address is another machine's);
 3. it accepts the campaign's key — refused: not yet (cloud-init installs it);
 4. cloud-init has finished: the marker file the user-data's last command writes
-   (:data:`netfleet.cloud.userdata.READY_MARKER`, after the packages) exists.
+   (:data:`netfleet.cloud.bootstrap.userdata.READY_MARKER`, after the packages) exists.
 
 Attempts back off (``first_delay`` doubling up to ``max_delay``) within ``timeout_s``; past it,
 :class:`~netfleet.errors.EnvironmentProblem` names the instance, its address and what it was
@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from netfleet.cloud.userdata import READY_MARKER
+from netfleet.cloud.bootstrap.userdata import READY_MARKER
 from netfleet.errors import EnvironmentProblem, HostError
 from netfleet.hosts.ssh import HostKeyRefused, LoginRefused, SshHost
 

@@ -7,8 +7,8 @@ longest jobs first, as many at once as the budget allows (vCPUs per quota as rea
 account, instances, the shared receivers' Gbit/s), starts the next ones as soon as a running job
 releases its machines, and prices every machine per second with EC2's one-minute minimum.
 
-Pure: no AWS calls. The quota values come from :mod:`netfleet.cloud.quotas`, the run bounds
-from :mod:`netfleet.cloud.stopbound`.
+Pure: no AWS calls. The quota values come from :mod:`netfleet.cloud.aws.plan.quotas`, the run bounds
+from :mod:`netfleet.cloud.plan.stopbound`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Every resource of a campaign carries ``netfleet:expires-at`` (``cloud reap`` deletes a campaign
 whose stamp has passed) and every instance arms a power-off timer at boot
-(:mod:`netfleet.cloud.userdata`). A fixed 120 min kills a long plan at hour two; a long fixed
-switch leaves a lost controller's instances billing for hours. So:
+(:mod:`netfleet.cloud.bootstrap.userdata`). A fixed 120 min kills a long plan at hour two; a
+long fixed switch leaves a lost controller's instances billing for hours. So:
 
 * :func:`switch_minutes` — the switch a plan needs: its expected end plus a margin;
 * :class:`Heartbeat` — while the controller lives it pushes the stamp forward by one switch
@@ -22,9 +22,9 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from netfleet.cloud.costs import switch_minutes
-from netfleet.cloud.provision import TAG_CAMPAIGN, TAG_EXPIRES
-from netfleet.cloud.userdata import deadline_commands
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, TAG_EXPIRES
+from netfleet.cloud.aws.plan.costs import switch_minutes
+from netfleet.cloud.bootstrap.userdata import deadline_commands
 
 __all__ = ["Heartbeat", "campaign_resources", "fired", "rearm_argv", "switch_minutes"]
 

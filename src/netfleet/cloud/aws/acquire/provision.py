@@ -23,10 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws, durable
-from netfleet.cloud import catalogue, faults, hostkeys, images, owner, retry, safety, userdata
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.catalogue import InstanceInfo
-from netfleet.cloud.configstate import state_labels
+from netfleet.cloud import faults, owner
+from netfleet.cloud.aws import retry
+from netfleet.cloud.aws.acquire import images
+from netfleet.cloud.aws.acquire.configstate import state_labels
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import catalogue, safety
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
+from netfleet.cloud.bootstrap import hostkeys, userdata
 from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem
 from netfleet.spec.cloud import public_path
@@ -746,7 +750,7 @@ class Provisioner:
     def release(self) -> dict[str, int]:
         """Tear everything down in every region the journal names (and the campaign's), then
         verify nothing remains."""
-        from netfleet.cloud.teardown import destroy
+        from netfleet.cloud.aws.release.teardown import destroy
 
         return destroy(
             self.state_root, self.spec.campaign, poll_s=self.poll_s, regions=self.spec.regions

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.engines.burstable import LONGEST_DOCUMENTED_BURST_S
 
 #: a steady level's window: min/avg/p95 over this many 1-s intervals

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from netfleet.cloud import owner, retry
+from netfleet.cloud import owner
+from netfleet.cloud.aws import retry
 
 POLICY_NAME = "netfleet-task-execution"
 ROLE_PATH = "/netfleet/"

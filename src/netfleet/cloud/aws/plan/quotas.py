@@ -143,7 +143,7 @@ def _vcpus(ec2: Any, itype: str, *, known: dict[str, int]) -> int:
 
 
 def check_campaign(cs: Any) -> QuotaCheck:
-    """:func:`check` for a cloud block (:class:`netfleet.cloud.campaign.CloudSpec`): each fleet
+    """:func:`check` for a cloud block (:class:`netfleet.cloud.aws.campaign.CloudSpec`): each fleet
     in its region, the types' vCPUs from DescribeInstanceTypes."""
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError

@@ -25,8 +25,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
-from netfleet.cloud import backing, fargate_teardown, faults, owner
-from netfleet.cloud import retry as retry_
+from netfleet.cloud import backing, faults, owner
+from netfleet.cloud.aws import retry as retry_
+from netfleet.cloud.aws.release import fargate_teardown
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 from netfleet.errors import EnvironmentProblem

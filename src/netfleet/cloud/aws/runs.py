@@ -2,7 +2,7 @@
 the cheat sheet with measured ÷ advertised and the cost line after.
 
 The machines themselves are acquired and released by the host lifecycle
-(:class:`netfleet.cloud.provider.AwsProvider`, host kind ``aws``); this module only prices and
+(:class:`netfleet.cloud.aws.provider.AwsProvider`, host kind ``aws``); this module only prices and
 summarises.
 """
 
@@ -12,10 +12,11 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from netfleet.cloud import billing, costs, fargate, prices, safety
-from netfleet.cloud.campaign import CloudSpec
+from netfleet.cloud.aws.acquire import fargate
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import billing, costs, prices, safety
+from netfleet.cloud.aws.plan.prices import Estimate
 from netfleet.cloud.journal import default_root
-from netfleet.cloud.prices import Estimate
 from netfleet.errors import InputError
 from netfleet.spec.cloud import AwsHostSpec, TierSpec
 from netfleet.spec.models import CampaignSpec
@@ -133,7 +134,7 @@ def summary(
     started at or after ``since``, the first one's ISO ``started_at``) by instance type and
     direction with measured ÷ advertised, and the cost line of what this session held."""
     from netfleet.catalog import ingest
-    from netfleet.cloud.provider import AwsProvider
+    from netfleet.cloud.aws.provider import AwsProvider
     from netfleet.hosts.registry import get_provider
     from netfleet.report.cheatsheet import cheatsheet, with_advertised
     from netfleet.store import open_root

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # the static table lives at base rank (netfleet.pricetable): the report reads it too
-from netfleet.cloud import pricelist
+from netfleet.cloud.aws.plan import pricelist
 from netfleet.errors import EnvironmentProblem
 from netfleet.pricetable import (
     SHIPPED,

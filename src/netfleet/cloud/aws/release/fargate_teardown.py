@@ -15,7 +15,9 @@ from functools import partial
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import fargate_exec, faults, owner, retry
+from netfleet.cloud import faults, owner
+from netfleet.cloud.aws import retry
+from netfleet.cloud.aws.acquire import fargate_exec
 from netfleet.cloud.journal import CAMPAIGN_RE
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet import aws
-from netfleet.cloud import costs, fargate_exec, faults, prices
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.fargate_teardown import cluster_name
+from netfleet.cloud import faults
+from netfleet.cloud.aws.acquire import fargate_exec
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import costs, prices
+from netfleet.cloud.aws.release.fargate_teardown import cluster_name
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import (
     DEFAULT_IMAGE,
@@ -39,7 +41,7 @@ from netfleet.spec.cloud import (
 )
 
 if TYPE_CHECKING:
-    from netfleet.cloud.provision import Provisioner
+    from netfleet.cloud.aws.acquire.provision import Provisioner
 
 __all__ = [  # the pure models live in the spec layer (a campaign's `cloud.fargate:` block)
     "DEFAULT_IMAGE",

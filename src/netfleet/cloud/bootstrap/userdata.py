@@ -1,7 +1,7 @@
 """cloud-init user-data: the pinned host key, the engines, the dead man's switch, and the marker
 that says cloud-init has finished.
 
-Per image family (:mod:`netfleet.cloud.images`):
+Per image family (:mod:`netfleet.cloud.aws.acquire.images`):
 
 * **the switch** (``bootcmd``, every boot, before anything else): ``systemd-run`` arms a
   transient timer that powers the machine off after ``expires_after_minutes``. It talks to
@@ -20,7 +20,7 @@ Per image family (:mod:`netfleet.cloud.images`):
   A campaign that needs a tool its image lacks is refused before launch (:func:`check_images`).
 * **the marker** (``runcmd``, last): :data:`READY_MARKER`. ``runcmd`` runs under ``set -e``
   (after the switch's backup line): a failed install stops the script, the marker is never
-  written, and :mod:`netfleet.cloud.ready` does not call the instance ready.
+  written, and :mod:`netfleet.cloud.bootstrap.ready` does not call the instance ready.
 
 cloud-init writes ``runcmd`` into one ``sh`` script: a list entry becomes a quoted command, a
 string entry a line as it is — ``set -e`` is the only string entry.
@@ -33,8 +33,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from netfleet.cloud.hostkeys import KeyPair
-from netfleet.cloud.images import FAMILIES
+from netfleet.cloud.aws.acquire.images import FAMILIES
+from netfleet.cloud.bootstrap.hostkeys import KeyPair
 from netfleet.engines import ENGINES, tools
 from netfleet.errors import InputError
 from netfleet.hosts.packages import packages_for
@@ -47,7 +47,7 @@ SBIN_TOOLS = ("tc", "ethtool")
 IMAGE_LACKS: dict[str, frozenset[str]] = {"al2023": frozenset({"iperf", "sockperf"})}
 _APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-o", "DPkg::Lock::Timeout=600"]
 #: written by the user-data's last command (cloud-init's final stage, after the packages):
-#: the instance is ready for the campaign (:mod:`netfleet.cloud.ready` checks it over SSH)
+#: the instance is ready for the campaign (:mod:`netfleet.cloud.bootstrap.ready` checks it over SSH)
 READY_MARKER = "/var/lib/netfleet/ready"
 
 

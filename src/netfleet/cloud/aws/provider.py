@@ -5,7 +5,7 @@ An *owning* provider (see docs/hosts.md): for one campaign it
 1. reaps expired leftovers of any campaign by tag, in the campaign's regions (``cloud reap``);
 2. journals a ``network`` lease, then creates, in each region its fleets use, VPC, subnets,
    internet gateway and route table, security group, key pair (and a placement group) through
-   :class:`~netfleet.cloud.provision.Provisioner`, whose own intent journal
+   :class:`~netfleet.cloud.aws.acquire.provision.Provisioner`, whose own intent journal
    (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
    (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
@@ -13,12 +13,12 @@ An *owning* provider (see docs/hosts.md): for one campaign it
    instance shaped from its advertised figures (``netfleet_sim.instances``); the runner's hosts
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
    hosts are the instances over SSH with the pinned host keys, once each is ready
-   (:mod:`netfleet.cloud.ready`: sshd with that key, cloud-init finished).
+   (:mod:`netfleet.cloud.bootstrap.ready`: sshd with that key, cloud-init finished).
 
 Fargate tiers (hosts with ``fargate: {cpu, memory}``, from ``cloud.fargate.tiers``): after the
 instances, one ``task`` lease per tier is journalled, then the cluster, task definitions and
-tasks are created (:mod:`netfleet.cloud.fargate`; each task tagged with its lease id); with
-backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
+tasks are created (:mod:`netfleet.cloud.aws.acquire.fargate`; each task tagged with its lease
+id); with backing ``sim`` each task gets a namespace in the same lab, shaped like its tier
 (``netfleet_sim.fargate``); with backing ``ssh`` each task is a standing iperf3 server
 at its ENI address (:func:`task_host`, :mod:`netfleet.hosts.standing`), measured from a client
 on EC2, its side of the test read through ``--get-server-output``.
@@ -28,8 +28,9 @@ for) only if it carries the campaign's and the lease's tags, and instances of th
 until this session's tasks are stopped; an instance is terminated
 only if it still carries the campaign's and the lease's tags; the network lease runs the
 ordered teardown (``cloud destroy``) and counts what remains; the lab is taken down only if its
-state directory holds the lease id. While hosts are in use a :class:`~netfleet.cloud.spot.
-Watcher` notices instances EC2 reclaims; runs on them are recorded as interrupted.
+state directory holds the lease id. While hosts are in use a
+:class:`~netfleet.cloud.aws.measure.spot.Watcher` notices instances EC2 reclaims; runs on
+them are recorded as interrupted.
 """
 
 from __future__ import annotations
@@ -43,9 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from netfleet import aws
-from netfleet.cloud import backing, owner, permissions, safety, spot, userdata
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.fargate import (
+from netfleet.cloud import backing, owner
+from netfleet.cloud.aws.acquire.fargate import (
     IPERF3_PORT,
     FargateBlock,
     FargateTiers,
@@ -54,8 +54,12 @@ from netfleet.cloud.fargate import (
     cluster_name,
     require_client_in,
 )
+from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.measure import spot
+from netfleet.cloud.aws.plan import permissions, safety
+from netfleet.cloud.bootstrap import userdata
 from netfleet.cloud.journal import Journal, default_root
-from netfleet.cloud.provision import CloudHost, Provisioner
 from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
 from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
@@ -157,7 +161,7 @@ class AwsProvider(Provider):
             require_client_in(cs)
         permissions.require(cs, fargate=bool(task_reqs))  # denied actions: before anything
         root = self.root()
-        from netfleet.cloud.teardown import reap
+        from netfleet.cloud.aws.release.teardown import reap
 
         reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True, poll_s=self.poll_s)
         base = {"campaign": cs.campaign, "region": cs.region, "state_root": str(root)}
@@ -439,7 +443,7 @@ class AwsProvider(Provider):
     def _release_task(self, lease: Lease) -> str:
         """Stop the lease's task if it carries the campaign's and the lease's tags; wait for
         STOPPED (its ENI holds the security group and subnet)."""
-        from netfleet.cloud.fargate_teardown import STOP_REASON
+        from netfleet.cloud.aws.release.fargate_teardown import STOP_REASON
 
         res = lease.resource
         arn, cluster = res.get("id"), str(res.get("cluster"))
@@ -465,7 +469,7 @@ class AwsProvider(Provider):
         return "released"
 
     def _release_network(self, lease: Lease) -> str:
-        from netfleet.cloud.teardown import destroy
+        from netfleet.cloud.aws.release.teardown import destroy
 
         res = lease.resource
         root, campaign = Path(res["state_root"]), str(res["campaign"])
@@ -490,7 +494,7 @@ def task_host(
     """A Fargate task as the runner's host (``backing: ssh``): a standing iperf3 server at the
     task's ENI address, which the client on EC2 reaches inside the VPC; netfleet runs nothing
     in it (:mod:`netfleet.hosts.standing`)."""
-    from netfleet.cloud.fargate import server_command
+    from netfleet.cloud.aws.acquire.fargate import server_command
 
     return StandingServerHost(
         name=req.name,
@@ -505,7 +509,7 @@ def task_host(
 async def _all_ready(hosts: list[CloudSshHost]) -> None:
     """Wait until every instance is ready over SSH (:mod:`.ready`), together; the first that
     fails stops the others' waits and is raised."""
-    from netfleet.cloud.ready import wait_ready
+    from netfleet.cloud.bootstrap.ready import wait_ready
 
     tasks = [asyncio.ensure_future(wait_ready(h, h.instance_id)) for h in hosts]
     if not tasks:

@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from netfleet import aws
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.prices import Estimate
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan.prices import Estimate
 from netfleet.errors import InputError
 from netfleet.spec.cloud import AwsHostSpec
 from netfleet.spec.models import CampaignSpec
@@ -135,7 +135,7 @@ def require_confirmed(campaign: str) -> None:
     if where.real and campaign not in _confirmed:
         raise InputError(
             f"campaign {campaign!r}: creating resources on {where.where()} was not confirmed",
-            hint="call netfleet.cloud.safety.confirm (the CLI does: it shows the account, "
+            hint="call netfleet.cloud.aws.plan.safety.confirm (the CLI does: it shows the account, "
             "regions and cost, then asks or takes --yes) before launching",
         )
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netfleet.cloud import billing, prices
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import billing, prices
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.tabular import Tabular
 
@@ -51,7 +51,7 @@ def spot_prices(cs: CloudSpec) -> tuple[Spot | None, str | None]:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from netfleet import aws
-    from netfleet.cloud import spot
+    from netfleet.cloud.aws.measure import spot
 
     quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
     found: Spot = {}
@@ -73,7 +73,7 @@ def catalogue_of(cs: CloudSpec) -> tuple[dict[str, InstanceInfo] | None, str | N
     from botocore.exceptions import BotoCoreError, ClientError
 
     from netfleet import aws
-    from netfleet.cloud import catalogue
+    from netfleet.cloud.aws.plan import catalogue
 
     quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
     try:
