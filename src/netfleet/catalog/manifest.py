@@ -1,0 +1,147 @@
+"""The manifest: one row per file ``netfleet import`` registered, by reference (issue 26).
+
+The original bytes stay where they are (a local path or an ``s3://`` object); the manifest
+says where, what they were when read (size, mtime_ns, inode / ETag, and the SHA-256 that is
+the row's ``file_id``), which run of the catalog they hold, and how the file fared. Every
+number of the catalog traces back to it: an ``intervals`` row → its ``run_id`` → the manifest
+row of that run (source, sha256, size, mtime) → bytes ``netfleet verify`` can hash again.
+
+One Parquet file, ``CATALOG/manifest.parquet``, replaced atomically (temp + fsync + rename) by
+each import that changes anything; the import's *generation* (one more than the last) is
+written in every row it changed and in the file's metadata (:func:`current_generation`).
+Columns (others may be added; these are never renamed — ``docs/import.md``):
+
+* ``file_id`` — SHA-256 hex of the file's bytes as stored (null when never read: a link
+  refused, an unreadable file);
+* ``source`` — absolute local path, or ``s3://bucket/key``;
+* ``size``, ``mtime_ns``, ``inode`` (the last two null on S3), ``etag`` (null locally);
+* ``run_id`` — the catalog's run id of the run the file holds (null when none);
+* ``generation`` — the manifest generation that last changed the row;
+* ``state`` — ``ok`` | ``bad`` (read, refused: ``reason``) | ``retired`` (the file changed
+  since: a newer row holds it, this one's catalog rows are gone) | ``missing`` (gone from its
+  source; its runs stay in the catalog, the bytes can no longer be verified);
+* ``reason`` — why not ok (null when ok);
+* ``labels`` — the run's labels (JSON object: ``--label``, the pattern's, the file's own).
+
+And, for provenance: ``campaign``, ``format`` (the engine that read it), ``file_keys`` (the
+file's own top-level keys with text or number values, JSON), ``pattern_labels`` and
+``inferred`` (JSON lists), ``flags`` (JSON list of the interval checks' findings),
+``version_id`` (S3), ``kept`` (where ``--keep-copy`` put a copy) and ``checked_ns`` (when the
+bytes were last hashed).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netfleet.catalog.layout import TEMP_PREFIX
+from netfleet.durable import write_temp
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+MANIFEST = "manifest.parquet"
+#: the Parquet key-value metadata holding the generation
+GENERATION_KEY = b"netfleet.manifest.generation"
+STATES = ("ok", "bad", "retired", "missing")
+
+#: (column, Arrow type name): the contract columns first, in this order
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("file_id", "string"),
+    ("source", "string"),
+    ("size", "int64"),
+    ("mtime_ns", "int64"),
+    ("inode", "int64"),
+    ("etag", "string"),
+    ("run_id", "string"),
+    ("generation", "int64"),
+    ("state", "string"),
+    ("reason", "string"),
+    ("labels", "string"),
+    ("campaign", "string"),
+    ("format", "string"),
+    ("file_keys", "string"),
+    ("pattern_labels", "string"),
+    ("inferred", "string"),
+    ("flags", "string"),
+    ("version_id", "string"),
+    ("kept", "string"),
+    ("checked_ns", "int64"),
+)
+
+
+def schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in COLUMNS])
+
+
+def manifest_path(catalog_dir: str | os.PathLike[str]) -> Path:
+    return Path(catalog_dir) / MANIFEST
+
+
+def read_manifest(catalog_dir: str | os.PathLike[str]) -> pa.Table:
+    """The catalog's manifest (every row, every state); an empty table of :func:`schema` when
+    nothing was imported by reference yet. Columns added later read as nulls in older files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = manifest_path(catalog_dir)
+    if not path.is_file() or path.is_symlink():
+        return schema().empty_table()
+    table = pq.read_table(path)
+    want = schema()
+    for field in want:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(want.names + [n for n in table.column_names if n not in want.names])
+
+
+def current_generation(catalog_dir: str | os.PathLike[str]) -> int:
+    """The generation of the manifest as last written (0: none yet)."""
+    import pyarrow.parquet as pq
+
+    path = manifest_path(catalog_dir)
+    if not path.is_file() or path.is_symlink():
+        return 0
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(GENERATION_KEY)
+    return int(raw) if raw is not None and raw.isdigit() else 0
+
+
+def write_manifest(catalog_dir: str | os.PathLike[str], rows: pa.Table, generation: int) -> Path:
+    """Replace the manifest with ``rows`` (conformed to :func:`schema`) at ``generation``:
+    temp file in the catalog directory, fsync, rename, fsync the directory."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from netfleet.durable import fsync_dir
+
+    want = schema()
+    table = rows.select(want.names).cast(want)
+    table = table.replace_schema_metadata({GENERATION_KEY: str(generation).encode()})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    folder = Path(catalog_dir)
+    tmp = write_temp(folder, buf.getvalue(), prefix=TEMP_PREFIX, suffix=".parquet")
+    try:
+        os.chmod(tmp, 0o644)  # read by the query engines as the catalog's other files are
+        os.replace(tmp, folder / MANIFEST)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(folder)
+    return folder / MANIFEST
+
+
+def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Manifest rows (dicts keyed by column; missing keys are null) as a table."""
+    import pyarrow as pa
+
+    want = schema()
+    return pa.Table.from_pydict(
+        {name: [row.get(name) for row in rows] for name in want.names}, schema=want
+    )

@@ -1,0 +1,51 @@
+"""The manifest's contract (issue 26): one Parquet file, these columns, replaced atomically,
+its generation readable without reading the rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from netfleet.catalog.manifest import (
+    MANIFEST,
+    current_generation,
+    read_manifest,
+    rows_table,
+    write_manifest,
+)
+
+CONTRACT = {
+    "file_id": "string",
+    "source": "string",
+    "size": "int64",
+    "mtime_ns": "int64",
+    "inode": "int64",
+    "etag": "string",
+    "run_id": "string",
+    "generation": "int64",
+    "state": "string",
+    "reason": "string",
+    "labels": "string",
+}
+
+
+def test_an_empty_catalog_has_generation_zero_and_no_rows(tmp_path: Path) -> None:
+    assert current_generation(tmp_path) == 0
+    table = read_manifest(tmp_path)
+    assert table.num_rows == 0
+    assert {f.name: str(f.type) for f in table.schema if f.name in CONTRACT} == CONTRACT
+
+
+def test_the_manifest_is_replaced_whole_with_its_generation(tmp_path: Path) -> None:
+    row = {"file_id": "a" * 64, "source": "/x/a.json", "size": 3, "mtime_ns": 5, "inode": 7,
+           "run_id": "import-1", "generation": 1, "state": "ok", "labels": "{}"}  # fmt: skip
+    write_manifest(tmp_path, rows_table([row]), 1)
+    write_manifest(tmp_path, rows_table([row, {**row, "source": "/x/b.json"}]), 2)
+    assert current_generation(tmp_path) == 2
+    table = read_manifest(tmp_path)
+    assert table.column("source").to_pylist() == ["/x/a.json", "/x/b.json"]
+    on_disk = pq.read_schema(tmp_path / MANIFEST)
+    assert list(on_disk.names[: len(CONTRACT)]) == list(CONTRACT)
+    assert [p.name for p in tmp_path.iterdir()] == [MANIFEST]  # no temp file left
+    assert (tmp_path / MANIFEST).stat().st_mode & 0o777 == 0o644
