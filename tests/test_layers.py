@@ -284,6 +284,52 @@ def test_no_string_reference_runs_up_the_layers() -> None:
     assert not bad, "string references that run up the layers:\n" + "\n".join(bad)
 
 
+#: what a cloud's own package holds: everything else in ``netfleet.cloud`` is provider-neutral
+CLOUD_PACKAGES = ("netfleet.cloud.aws",)
+#: what provider-neutral cloud code may never import (a cloud's SDK, its package, its client)
+CLOUD_SPECIFIC = ("boto3", "botocore", "netfleet.aws", *CLOUD_PACKAGES)
+
+
+def cloud_imports_in_neutral_code(known: dict[str, Path]) -> list[str]:
+    """``module imports name`` for every import of a cloud package, SDK or client factory by a
+    provider-neutral ``netfleet.cloud`` module (any level: module, function, TYPE_CHECKING)."""
+    bad = []
+    for module, path in known.items():
+        if not module.startswith("netfleet.cloud") or module.startswith(CLOUD_PACKAGES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                base = node.module or ""
+                names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for name in names:
+                sdk = name.split(".")[0] in {"boto3", "botocore"}
+                if sdk or (name.startswith(CLOUD_SPECIFIC[2:]) and name in known):
+                    bad.append(f"{module} imports {name}")
+    return sorted(set(bad))
+
+
+def test_the_cloud_lifecycle_knows_no_cloud() -> None:
+    """The lifecycle (``netfleet.cloud`` outside a cloud's own package: the seam, plan,
+    bootstrap, release, the journal) reaches a cloud only through the seam (issue 24)."""
+    bad = cloud_imports_in_neutral_code(modules())
+    assert not bad, "provider-neutral cloud code imports a cloud:\n" + "\n".join(bad)
+
+
+def test_the_neutral_cloud_check_sees_a_function_level_import(tmp_path: Path) -> None:
+    """The check above could fail: a function-level import of the AWS package is found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f() -> None:\n    from netfleet.cloud.aws import runs\n")
+    known = {**modules(), "netfleet.cloud.probe": probe}
+    assert cloud_imports_in_neutral_code(known) == [
+        "netfleet.cloud.probe imports netfleet.cloud.aws",
+        "netfleet.cloud.probe imports netfleet.cloud.aws.runs",
+    ]
+
+
 #: what the CLI may import from netfleet: the facade, its own modules, the renderers and the
 #: error types. Anything else is listed here with its reason — keep this short.
 CLI_MAY_IMPORT = ("netfleet.api", "netfleet.cli", "netfleet.report", "netfleet.errors")

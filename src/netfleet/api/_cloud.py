@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from netfleet.cloud.aws.acquire.provision import CloudHost
     from netfleet.cloud.aws.campaign import CloudSpec
     from netfleet.cloud.aws.release.teardown import Expired
+    from netfleet.cloud.seam import Released, Scope
     from netfleet.pricetable import PriceTable
     from netfleet.tabular import Tabular
 
@@ -84,7 +85,7 @@ def cloud_up(
     (:mod:`netfleet.cloud.aws.plan.safety`)."""
     from netfleet.cloud.aws.acquire.provision import Provisioner
     from netfleet.cloud.aws.plan import costs, quotas, safety
-    from netfleet.cloud.aws.release import teardown
+    from netfleet.cloud.seam import Scope
 
     cs = load_cloud_spec(spec)
     root = state_root(state_dir)
@@ -94,8 +95,9 @@ def cloud_up(
     costs.guard(priced.estimate, max_cost, max_instances, yes)
     quotas.enforce(cs, say or (lambda _line: None))
     safety.confirm(cs, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None))
-    teardown.reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True)
+    _give_back(root, Scope.expired_before(dt.datetime.now(dt.UTC), cs.regions), poll_s=1.0)
     prov = Provisioner(cs, root)
+    campaign = Scope.of_campaign(cs.campaign, cs.regions)
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if main else None
     try:
@@ -103,14 +105,14 @@ def cloud_up(
     except BaseException:
         # error, Ctrl-C or SIGTERM: tear down before going; a SIGKILL skips this, and then
         # `cloud destroy` / `cloud reap` / the instances' own shutdown timer finish the job
-        prov.release()
+        _give_back(root, campaign)
         raise
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
     up = CloudUp(cs.campaign, hosts, prov.journal.dir / "known_hosts", prov.expires_at)
     if release:
-        prov.release()
+        _give_back(root, campaign)
         up.released = True
     return up
 
@@ -119,10 +121,11 @@ def cloud_destroy(
     campaign: str, *, state_dir: Path | None = None, region: list[str] | None = None
 ) -> dict[str, int]:
     """Delete everything of ``campaign``, from its intent journal alone (``region``: also
-    sweep these by tag); fails if anything remains. Returns what was deleted, by kind."""
-    from netfleet.cloud.aws.release import teardown
+    sweep these by tag); fails if anything remains. Returns what remains afterwards, by kind
+    (every count 0)."""
+    from netfleet.cloud.seam import Scope
 
-    return teardown.destroy(state_root(state_dir), campaign, regions=region or [])
+    return _give_back(state_root(state_dir), Scope.of_campaign(campaign, region or ())).remaining
 
 
 def cloud_reap(
@@ -135,10 +138,25 @@ def cloud_reap(
     """This installation's resources whose expires-at tag has passed, in every region used
     (and ``region``); removed only with ``delete``; ``all_owners``: every installation's."""
     from netfleet.cloud.aws.release import teardown
+    from netfleet.cloud.seam import Scope
 
     now = dt.datetime.now(dt.UTC)
     root = state_root(state_dir)
-    return teardown.reap(root, region or [], now, delete=delete, all_owners=all_owners)
+    if not delete:  # a look, not a release
+        return teardown.reap(root, region or [], now, delete=False, all_owners=all_owners)
+    scope = Scope.expired_before(now, region or (), all_owners=all_owners)
+    return list(_give_back(root, scope, poll_s=1.0).found)
+
+
+def _give_back(root: Path, scope: Scope, poll_s: float = 0.2) -> Released:
+    """Release ``scope`` on AWS through the one release path
+    (:func:`netfleet.cloud.release.give_back`), from synchronous code."""
+    import asyncio
+
+    from netfleet.cloud.aws.provider import AwsCloud
+    from netfleet.cloud.release import give_back
+
+    return asyncio.run(give_back(AwsCloud(root, poll_s=poll_s), scope))
 
 
 @dataclass

@@ -1,6 +1,9 @@
-"""``kind: aws`` hosts for ``netfleet run``: the AWS provider on the host lifecycle.
+"""``kind: aws`` hosts for ``netfleet run``: AWS behind the provider seam
+(:class:`AwsCloud`, :mod:`netfleet.cloud.seam`), driven by the provider-neutral lifecycle
+(:class:`AwsProvider` = :class:`netfleet.cloud.lifecycle.CloudProvider` on it).
 
-An *owning* provider (see docs/hosts.md): for one campaign it
+An *owning* provider (see docs/hosts.md). ``catalogue`` and ``price`` (plan) run the spec's
+checks and the permission probes first, then look the types up; ``acquire``, for one campaign,
 
 1. reaps expired leftovers of any campaign by tag, in the campaign's regions (``cloud reap``);
 2. journals a ``network`` lease, then creates, in each region its fleets use, VPC, subnets,
@@ -9,6 +12,9 @@ An *owning* provider (see docs/hosts.md): for one campaign it
    (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
    (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
+
+then ``bootstrap``:
+
 4. backing ``sim``: journals a ``sim-lab`` lease and brings up a lab with one namespace per
    instance shaped from its advertised figures (``netfleet_sim.instances``); the runner's hosts
    are those namespaces, labelled from DescribeInstanceTypes. Backing ``ssh``: the runner's
@@ -23,12 +29,14 @@ id); with backing ``sim`` each task gets a namespace in the same lab, shaped lik
 at its ENI address (:func:`task_host`, :mod:`netfleet.hosts.standing`), measured from a client
 on EC2, its side of the test read through ``--get-server-output``.
 
-``release_lease`` works from the campaign journal's record alone: a task is stopped (and waited
+``release`` (:func:`netfleet.cloud.release.give_back` calls it: the one release path) works,
+for a lease, from the campaign journal's record alone: a task is stopped (and waited
 for) only if it carries the campaign's and the lease's tags, and instances of this session wait
 until this session's tasks are stopped; an instance is terminated
 only if it still carries the campaign's and the lease's tags; the network lease runs the
 ordered teardown (``cloud destroy``) and counts what remains; the lab is taken down only if its
-state directory holds the lease id. While hosts are in use a
+state directory holds the lease id. A campaign scope is ``cloud destroy``, an expired scope
+``cloud reap --delete`` (:mod:`netfleet.cloud.aws.release.teardown`). While hosts are in use a
 :class:`~netfleet.cloud.aws.measure.spot.Watcher` notices instances EC2 reclaims; runs on
 them are recorded as interrupted.
 """
@@ -39,6 +47,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,13 +66,17 @@ from netfleet.cloud.aws.acquire.fargate import (
 from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
 from netfleet.cloud.aws.measure import spot
-from netfleet.cloud.aws.plan import permissions, safety
+from netfleet.cloud.aws.plan import catalogue, permissions, prices, safety
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import userdata
 from netfleet.cloud.journal import Journal, default_root
+from netfleet.cloud.lifecycle import CloudProvider
+from netfleet.cloud.release import give_back
+from netfleet.cloud.seam import Machine, Price, Released, Scope
 from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
 from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
-from netfleet.hosts.provider import Acquired, HostRequest, Lease, LeaseLog, Provider
+from netfleet.hosts.provider import HostRequest, Lease, LeaseLog
 from netfleet.hosts.ssh import SshHost
 from netfleet.hosts.standing import StandingServerHost
 from netfleet.spec.cloud import public_path
@@ -118,10 +131,22 @@ class Bill:
     tasks_held_s: list[tuple[TierSpec, float]] = field(default_factory=list)
 
 
-class AwsProvider(Provider):
+@dataclass
+class _Session:
+    """What ``acquire`` leaves for ``bootstrap`` (one campaign per provider call)."""
+
+    settings: Any
+    prov: Provisioner
+    cs: CloudSpec
+    log: LeaseLog
+    launched: list[tuple[HostRequest, CloudHost, Lease]]
+    tiers: list[tuple[HostRequest, TierHost, Lease]]
+
+
+class AwsCloud:
+    """AWS behind the provider seam (:class:`netfleet.cloud.seam.Cloud`)."""
+
     name = "aws"
-    owns_resources = True
-    batch_size = 0  # one campaign network for all of them
 
     def __init__(self, state_root: Path | None = None, poll_s: float = 0.2) -> None:
         self.state_root = state_root
@@ -136,12 +161,16 @@ class AwsProvider(Provider):
         #: task leases of this session not yet released (instances are released after them)
         self._live_tasks: set[str] = set()
         self._tasks_settled = asyncio.Event()
+        self._session: _Session | None = None
+        #: request names → the CloudSpec whose checks and permission probes passed
+        self._checked: tuple[tuple[str, ...], CloudSpec] | None = None
 
     def root(self) -> Path:
         return self.state_root or default_root()
 
-    # -- acquire ---------------------------------------------------------------------------
-    async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Acquired]:
+    # -- plan ------------------------------------------------------------------------------
+    def _cloud_spec(self, requests: list[HostRequest]) -> CloudSpec:
+        """The spec's checks, none of which calls AWS, then the launch plan of the EC2 hosts."""
         settings = requests[0].spec.cloud
         if settings is None or any(r.spec.cloud != settings for r in requests):
             raise HostError("aws hosts of one campaign must share its cloud block")
@@ -159,11 +188,60 @@ class AwsProvider(Provider):
         cs = CloudSpec.of_hosts(settings, [r.spec for r in requests])
         if task_reqs:
             require_client_in(cs)
-        permissions.require(cs, fargate=bool(task_reqs))  # denied actions: before anything
-        root = self.root()
-        from netfleet.cloud.aws.release.teardown import reap
+        return cs
 
-        reap(root, cs.regions, dt.datetime.now(dt.UTC), delete=True, poll_s=self.poll_s)
+    def _checked_spec(self, requests: list[HostRequest]) -> CloudSpec:
+        """:meth:`_cloud_spec`, then the permission probes (denied actions: before anything
+        is created) — once per set of requests."""
+        names = tuple(r.name for r in requests)
+        if self._checked is not None and self._checked[0] == names:
+            return self._checked[1]
+        cs = self._cloud_spec(requests)
+        tasks = any(r.spec.fargate is not None for r in requests)
+        permissions.require(cs, fargate=tasks)
+        self._checked = (names, cs)
+        return cs
+
+    def catalogue(self, requests: Sequence[HostRequest]) -> dict[str, InstanceInfo]:
+        """DescribeInstanceTypes of the EC2 types, in each region that launches them (after
+        the spec's checks and the permission probes)."""
+        cs = self._checked_spec(list(requests))
+        found: dict[str, InstanceInfo] = {}
+        for region in cs.regions:
+            types = {f.instance_type for f in cs.fleets if cs.region_of(f) == region}
+            got = catalogue.describe(aws.client("ec2", region), sorted(types))
+            if types - set(got):
+                raise EnvironmentProblem(
+                    f"unknown instance types in {region}: {sorted(types - set(got))}"
+                )
+            found.update(got)
+        return found
+
+    def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
+        """The EC2 instances for ``hours`` at the dated table's on-demand prices (offline; the
+        plan commands' fuller estimate — spot, the Price List API, the bill's other lines — is
+        :mod:`netfleet.cloud.aws.plan.costs`)."""
+        cs = self._cloud_spec(list(requests))
+        table = prices.load(self.root())
+        usd, unknown = 0.0, []
+        for fleet in cs.fleets:
+            hourly = table.ec2_hourly(cs.region_of(fleet), fleet.instance_type)
+            if hourly is None:
+                unknown.append(fleet.instance_type)
+            else:
+                usd += hourly * fleet.count * hours
+        return Price(None if unknown else usd, table.source, tuple(sorted(set(unknown))))
+
+    # -- acquire ---------------------------------------------------------------------------
+    async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Machine]:
+        cs = self._checked_spec(requests)
+        self._checked = None  # a later acquire (another campaign) checks again
+        settings = requests[0].spec.cloud
+        task_reqs = [r for r in requests if r.spec.fargate is not None]
+        requests = [r for r in requests if r.spec.fargate is None]
+        root = self.root()
+        now = dt.datetime.now(dt.UTC)
+        await give_back(self, Scope.expired_before(now, cs.regions))
         base = {"campaign": cs.campaign, "region": cs.region, "state_root": str(root)}
         where = {"kind": "network", **base, "regions": cs.regions}
         net = log.intent(self.name, "network", where)
@@ -193,6 +271,20 @@ class AwsProvider(Provider):
         tiers = (
             self._tasks(settings, prov, task_reqs, log, base, bills[cs.region]) if task_reqs else []
         )
+        self._session = _Session(settings, prov, cs, log, launched, tiers)
+        return [Machine(req, lease, h) for req, h, lease in launched] + [
+            Machine(req, lease, th) for req, th, lease in tiers
+        ]
+
+    # -- bootstrap -------------------------------------------------------------------------
+    async def bootstrap(self, machines: list[Machine]) -> list[Host]:
+        """The instances as hosts (a lab namespace each with backing ``sim``, SSH once ready
+        with ``ssh``), the tiers as standing servers; then the spot watchers."""
+        session = self._session
+        if session is None:
+            raise HostError("aws: bootstrap before acquire")
+        settings, prov, cs, log = session.settings, session.prov, session.cs, session.log
+        launched, tiers = session.launched, session.tiers
         # path public (seed 003), or auto across regions (no peering): public addresses
         public = public_path(settings, len(cs.regions))
         extra = {
@@ -227,8 +319,8 @@ class AwsProvider(Provider):
             )
             probe.start()
             self.watchers.append(probe)
-        leases = [lease for _, _, lease in launched] + [lease for _, _, lease in tiers]
-        return [Acquired(host, self, lease) for host, lease in zip(hosts, leases, strict=True)]
+        self._session = None
+        return hosts
 
     def _tasks(
         self,
@@ -374,7 +466,31 @@ class AwsProvider(Provider):
             await w.stop()
         self.watchers = []
 
-    async def release_lease(self, lease: Lease) -> str:
+    async def release(self, scope: Scope) -> Released:
+        """A lease (by its kind, below), a campaign (``cloud destroy``: from the intent journal
+        and the tags, then counted) or the expired campaigns (``cloud reap --delete``)."""
+        from netfleet.cloud.aws.release.teardown import destroy, reap
+
+        if scope.lease is not None:
+            return Released(await self._release_lease(scope.lease))
+        if scope.campaign is not None:
+            left = await asyncio.to_thread(
+                destroy, self.root(), scope.campaign, poll_s=self.poll_s, regions=[*scope.regions]
+            )
+            return Released("released", remaining=left)
+        now = scope.now or dt.datetime.now(dt.UTC)
+        found = await asyncio.to_thread(
+            reap,
+            self.root(),
+            [*scope.regions],
+            now,
+            delete=True,
+            poll_s=self.poll_s,
+            all_owners=scope.all_owners,
+        )
+        return Released("released", found=found)
+
+    async def _release_lease(self, lease: Lease) -> str:
         kind = lease.resource.get("kind")
         # hosts are released one by one as their last run ends (HostPool.release_early): the
         # spot watcher keeps watching the others until the campaign's network goes
@@ -486,6 +602,18 @@ class AwsProvider(Provider):
             sim_labs=False,  # the sim-lab lease releases its own lab
         )
         return "released"
+
+
+class AwsProvider(CloudProvider):
+    """``kind: aws`` hosts: the provider-neutral lifecycle (:class:`CloudProvider`) on
+    :class:`AwsCloud` — one campaign network for all of its hosts (``batch_size`` 0)."""
+
+    name = "aws"
+    batch_size = 0
+    cloud: AwsCloud
+
+    def __init__(self, state_root: Path | None = None, poll_s: float = 0.2) -> None:
+        super().__init__(AwsCloud(state_root, poll_s))
 
 
 def task_host(

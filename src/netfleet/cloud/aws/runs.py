@@ -154,13 +154,12 @@ def summary(
     held: list[costs.Held] = []
     tasks: list[tuple[TierSpec, float]] = []
     if isinstance(provider, AwsProvider):
+        aws = provider.cloud
         types = {str(r.get("instance_type")) for r in tab.records()}
-        if types & set(provider.advertised):  # else: the columns would be empty (Fargate)
-            tab = with_advertised(
-                tab, "instance_type", provider.advertised, scale=provider.rate_scale
-            )
-        held = [(bill.region, t, s) for bill in provider.bills for t, s in bill.held_s]
-        tasks = [x for bill in provider.bills for x in bill.tasks_held_s]
+        if types & set(aws.advertised):  # else: the columns would be empty (Fargate)
+            tab = with_advertised(tab, "instance_type", aws.advertised, scale=aws.rate_scale)
+        held = [(bill.region, t, s) for bill in aws.bills for t, s in bill.held_s]
+        tasks = [x for bill in aws.bills for x in bill.tasks_held_s]
     tiers = fargate_tiers(spec)
     table = prices.load(default_root())
     spot = None if priced is None else priced.spot

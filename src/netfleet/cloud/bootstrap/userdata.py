@@ -1,7 +1,7 @@
 """cloud-init user-data: the pinned host key, the engines, the dead man's switch, and the marker
 that says cloud-init has finished.
 
-Per image family (:mod:`netfleet.cloud.aws.acquire.images`):
+Per image family (:mod:`netfleet.cloud.bootstrap.families`):
 
 * **the switch** (``bootcmd``, every boot, before anything else): ``systemd-run`` arms a
   transient timer that powers the machine off after ``expires_after_minutes``. It talks to
@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from netfleet.cloud.aws.acquire.images import FAMILIES
+from netfleet.cloud.bootstrap.families import FAMILIES
 from netfleet.cloud.bootstrap.hostkeys import KeyPair
 from netfleet.engines import ENGINES, tools
 from netfleet.errors import InputError

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from netfleet.cloud.aws.plan.catalogue import InstanceInfo
+from netfleet.cloud.seam import Advertised
 from netfleet.engines.burstable import LONGEST_DOCUMENTED_BURST_S
 
 #: a steady level's window: min/avg/p95 over this many 1-s intervals
@@ -37,7 +37,7 @@ def burst_seconds(bucket_gbit: float, baseline_gbps: float, peak_gbps: float) ->
 
 
 def bound(
-    info: InstanceInfo | None,
+    info: Advertised | None,
     *,
     bucket_gbit: float | None = None,
     longest_burst_s: float | None = None,

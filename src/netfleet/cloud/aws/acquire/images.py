@@ -9,11 +9,13 @@ user ``ec2-user``, dnf).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from netfleet import aws
+from netfleet.cloud.bootstrap.families import FAMILIES, Family
 from netfleet.errors import EnvironmentProblem
+
+__all__ = ["FAMILIES", "Family", "architecture", "debian_ami", "debian_filter", "resolve"]
 
 #: Debian's official AWS account (the Debian cloud team publishes bookworm and later here)
 DEBIAN_OWNER = "136693071363"
@@ -23,22 +25,6 @@ AL2023_PARAMETER = {
 }
 #: EC2's architecture → Debian's name for it
 DEBIAN_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
-
-
-@dataclass(frozen=True)
-class Family:
-    """What the user-data and the SSH host need to know about an image."""
-
-    name: str  #: al2023, debian-12, debian-13
-    user: str  #: the login the AMI's cloud-init creates for the key pair
-    manager: str  #: its package manager (netfleet.hosts.packages' names)
-
-
-FAMILIES = {
-    "al2023": Family("al2023", "ec2-user", "dnf"),
-    "debian-12": Family("debian-12", "admin", "apt-get"),
-    "debian-13": Family("debian-13", "admin", "apt-get"),
-}
 
 
 def architecture(architectures: tuple[str, ...]) -> str:

@@ -749,7 +749,8 @@ class Provisioner:
     # -- release ---------------------------------------------------------------------------
     def release(self) -> dict[str, int]:
         """Tear everything down in every region the journal names (and the campaign's), then
-        verify nothing remains."""
+        verify nothing remains — for tests and bench/: the product gives back through
+        :func:`netfleet.cloud.release.give_back` (a campaign scope runs this same ``destroy``)."""
         from netfleet.cloud.aws.release.teardown import destroy
 
         return destroy(

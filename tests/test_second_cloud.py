@@ -1,0 +1,149 @@
+"""A second cloud is one new package (issue 24): ``tests/nscloud.py`` implements the provider
+seam on network namespaces and runs a real campaign — real iperf3 between namespaces it
+created, shaped to its catalogue's rate — through the same lifecycle as AWS
+(``netfleet.cloud.lifecycle.CloudProvider``, releases through ``give_back``), leaving nothing
+behind; and its release touches only what carries its claim."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from netfleet.cloud.lifecycle import CloudProvider
+from netfleet.cloud.release import give_back
+from netfleet.cloud.seam import Cloud, Scope
+from netfleet.errors import HostError
+from netfleet.hosts.provider import HostRequest, MemoryLeaseLog
+from netfleet.runner.journal import journal_path, read_records
+from netfleet.spec.models import NetnsHostSpec
+from netfleet.store.root import read_raw
+from tests.nscloud import ENV_DIR, TYPES, NsCloud, namespaces
+
+REPO = Path(__file__).resolve().parents[1]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+pytestmark = [pytest.mark.netns, needs_root]
+
+
+def prefix() -> str:
+    return "nfc" + uuid.uuid4().hex[:6]  # unique: other engineers' tests run alongside
+
+
+def ours(campaign: str) -> set[str]:
+    return {n for n in namespaces() if n.startswith(campaign + "-")}
+
+
+@pytest.fixture
+def campaign() -> Iterator[str]:
+    name = prefix()
+    yield name
+    for ns in ours(name):  # whatever a failed test left: only this test's namespaces
+        subprocess.run(["ip", "netns", "delete", ns], check=False)
+
+
+def test_the_namespace_cloud_satisfies_the_seam(tmp_path: Path) -> None:
+    cloud: Cloud = NsCloud(tmp_path)  # mypy checks the Protocol; this checks the names
+    assert cloud.name == "netns"
+    assert set(TYPES) == {"ns.small", "ns.large"}
+
+
+def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
+    tmp_path: Path, campaign: str
+) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        textwrap.dedent(f"""\
+        campaign: second-cloud
+        hosts:
+          a: {{kind: netns, namespace: {campaign}-a, address: 198.18.240.1,
+              labels: {{machine_type: ns.small}}}}
+          b: {{kind: netns, namespace: {campaign}-b, address: 198.18.240.2,
+              labels: {{machine_type: ns.small}}}}
+        tests:
+          - {{name: shaped, client: a, server: b, params: {{duration: 3}}}}
+        """)
+    )
+    state, results = tmp_path / "state", tmp_path / "res"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.nscloud", "run", str(spec), "--results", str(results)],
+        cwd=REPO,
+        env={**os.environ, ENV_DIR: str(state)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # nothing left: no namespace of the campaign, no claim
+    assert ours(campaign) == set()
+    assert not any(p.is_file() for p in state.rglob("*"))
+    # every lease (network, a, b) went intent → acquired → released, once
+    events: dict[str, list[str]] = {}
+    for rec in read_records(journal_path(results, "second-cloud")):
+        if rec["event"].startswith("host_"):
+            events.setdefault(rec["lease"], []).append(f"{rec['event']}:{rec.get('outcome', '')}")
+    assert len(events) == 3
+    assert all(
+        e == ["host_intent:", "host_acquired:", "host_released:released"] for e in events.values()
+    )
+    # measured by real iperf3 through the namespaces the cloud made, at its catalogue's rate
+    runs = [read_raw(p) for p in results.rglob("*.json.gz")]
+    assert len(runs) == 1
+    run = runs[0]
+    assert run["status"] == "ok", json.dumps(run)[:2000]
+    assert run["client"]["labels"]["cloud"] == "nscloud"
+    assert run["client"]["labels"]["baseline_gbps"] == "0.2"
+    mbps = run["result"]["end"]["sum_received"]["bits_per_second"] / 1e6
+    assert 100 < mbps < 210, mbps  # the tbf shapes the wire to 200 Mbit/s
+
+
+def request(campaign: str, host: str, address: str, mtype: str = "ns.small") -> HostRequest:
+    spec = NetnsHostSpec(
+        kind="netns",
+        namespace=f"{campaign}-{host}",
+        address=address,
+        labels={"machine_type": mtype},
+    )
+    return HostRequest(host, spec)
+
+
+def test_plan_refuses_an_unknown_type_before_anything_exists(tmp_path: Path, campaign: str) -> None:
+    provider = CloudProvider(NsCloud(tmp_path))
+    log = MemoryLeaseLog()
+    with pytest.raises(HostError, match=r"no machine type 'ns\.huge'"):
+        asyncio.run(provider.acquire([request(campaign, "a", "198.18.241.1", "ns.huge")], log))
+    assert log.leases == {} and ours(campaign) == set()
+
+
+def test_campaign_release_gives_back_only_what_carries_a_claim(
+    tmp_path: Path, campaign: str
+) -> None:
+    cloud = NsCloud(tmp_path)
+    provider = CloudProvider(cloud)
+    log = MemoryLeaseLog()
+    reqs = [request(campaign, "a", "198.18.242.1"), request(campaign, "b", "198.18.242.2")]
+    got = asyncio.run(provider.acquire(reqs, log))
+    assert {a.host.name for a in got} == {"a", "b"}
+    assert provider.hourly[-1].usd == pytest.approx(2 * TYPES["ns.small"].usd_per_hour)
+    foreign = f"{campaign}-x"  # a namespace nobody claimed, named like the campaign's
+    subprocess.run(["ip", "netns", "add", foreign], check=True)
+    # a lease whose claim names another lease is refused, and the namespace stays
+    forged = log.leases[got[0].lease.id] if got[0].lease else None
+    assert forged is not None
+    wrong = type(forged)("not-" + forged.id, forged.provider, forged.host, forged.resource)
+    with pytest.raises(HostError, match="no claim of this lease"):
+        asyncio.run(give_back(cloud, Scope.of_lease(wrong)))
+    assert f"{campaign}-a" in namespaces()
+    # `cloud destroy`'s scope: the campaign's claims, machines then network; verified
+    done = asyncio.run(give_back(cloud, Scope.of_campaign(campaign)))
+    assert done.remaining == {"namespaces": 0}
+    assert ours(campaign) == {foreign}  # the unclaimed one is not this cloud's
+    # a later lease release (a resumed session) finds its machine already gone
+    assert asyncio.run(provider.release_lease(got[1].lease)) == "gone"  # type: ignore[arg-type]
