@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +36,7 @@ pytestmark = [pytest.mark.netns, needs_root]
 
 
 def prefix() -> str:
-    return "nfc" + uuid.uuid4().hex[:6]  # unique: other engineers' tests run alongside
+    return "nsc" + uuid.uuid4().hex[:6]  # unique: other engineers' tests run alongside
 
 
 def ours(campaign: str) -> set[str]:
@@ -55,9 +57,8 @@ def test_the_namespace_cloud_satisfies_the_seam(tmp_path: Path) -> None:
     assert set(TYPES) == {"ns.small", "ns.large"}
 
 
-def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
-    tmp_path: Path, campaign: str
-) -> None:
+def launch(tmp_path: Path, campaign: str, *args: str, duration: int = 3) -> subprocess.Popen[str]:
+    """``netfleet run`` with the namespace cloud registered, on a two-host campaign."""
     spec = tmp_path / "s.yaml"
     spec.write_text(
         textwrap.dedent(f"""\
@@ -68,31 +69,47 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
           b: {{kind: netns, namespace: {campaign}-b, address: 198.18.240.2,
               labels: {{machine_type: ns.small}}}}
         tests:
-          - {{name: shaped, client: a, server: b, params: {{duration: 3}}}}
+          - {{name: shaped, client: a, server: b, params: {{duration: {duration}}}}}
         """)
     )
-    state, results = tmp_path / "state", tmp_path / "res"
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.nscloud", "run", str(spec), "--results", str(results)],
+    argv = ["run", str(spec), "--results", str(tmp_path / "res"), *args]
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.nscloud", *argv],
         cwd=REPO,
-        env={**os.environ, ENV_DIR: str(state)},
-        capture_output=True,
+        env={**os.environ, ENV_DIR: str(tmp_path / "state")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # nothing left: no namespace of the campaign, no claim
-    assert ours(campaign) == set()
-    assert not any(p.is_file() for p in state.rglob("*"))
-    # every lease (network, a, b) went intent → acquired → released, once
+
+
+def lease_events(results: Path) -> dict[str, list[str]]:
     events: dict[str, list[str]] = {}
     for rec in read_records(journal_path(results, "second-cloud")):
         if rec["event"].startswith("host_"):
             events.setdefault(rec["lease"], []).append(f"{rec['event']}:{rec.get('outcome', '')}")
-    assert len(events) == 3
+    return events
+
+
+def assert_nothing_left(tmp_path: Path, campaign: str, leases: int) -> None:
+    """No namespace of the campaign, no claim; every lease intent → acquired → released once."""
+    assert ours(campaign) == set()
+    assert not any(p.is_file() for p in (tmp_path / "state").rglob("*"))
+    events = lease_events(tmp_path / "res")
+    assert len(events) == leases
     assert all(
         e == ["host_intent:", "host_acquired:", "host_released:released"] for e in events.values()
     )
+
+
+def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
+    tmp_path: Path, campaign: str
+) -> None:
+    proc = launch(tmp_path, campaign)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert_nothing_left(tmp_path, campaign, leases=3)  # network, a, b
+    results = tmp_path / "res"
     # measured by real iperf3 through the namespaces the cloud made, at its catalogue's rate
     runs = [read_raw(p) for p in results.rglob("*.json.gz")]
     assert len(runs) == 1
@@ -102,6 +119,38 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
     assert run["client"]["labels"]["baseline_gbps"] == "0.2"
     mbps = run["result"]["end"]["sum_received"]["bits_per_second"] / 1e6
     assert 100 < mbps < 210, mbps  # the tbf shapes the wire to 200 Mbit/s
+
+
+@pytest.mark.slow
+def test_after_kill_9_the_next_run_gives_back_what_the_dead_one_held(
+    tmp_path: Path, campaign: str
+) -> None:
+    """``kill -9`` mid-run leaves the cloud's namespaces; ``--resume`` releases them through the
+    same lifecycle (the lease records → ``give_back``) before acquiring its own."""
+    proc = launch(tmp_path, campaign, duration=4)
+    pids: list[int] = []
+    try:
+        journal = journal_path(tmp_path / "res", "second-cloud")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
+            pids = [r["pid"] for r in read_records(journal) if r["event"] == "process"]
+            time.sleep(0.1)
+        assert len(pids) >= 2, "the run never started"
+        proc.kill()  # SIGKILL: no cleanup of any kind
+        proc.communicate(timeout=10)
+        assert ours(campaign) == {f"{campaign}-{h}" for h in ("a", "b", "net")}
+        again = launch(tmp_path, campaign, "--resume", duration=4)
+        out, err = again.communicate(timeout=120)
+        assert again.returncode == 0, out + err
+        assert "released 3 of 3 hosts an earlier session left acquired" in out
+        assert_nothing_left(tmp_path, campaign, leases=6)  # the dead session's and the new one's
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in pids:  # the dead session's iperf3 processes, by the PIDs it recorded
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
 
 
 def request(campaign: str, host: str, address: str, mtype: str = "ns.small") -> HostRequest:

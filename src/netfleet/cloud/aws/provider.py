@@ -281,8 +281,9 @@ class AwsCloud:
         """The instances as hosts (a lab namespace each with backing ``sim``, SSH once ready
         with ``ssh``), the tiers as standing servers; then the spot watchers."""
         session = self._session
-        if session is None:
-            raise HostError("aws: bootstrap before acquire")
+        mine = [lease.id for _, _, lease in [*session.launched, *session.tiers]] if session else []
+        if session is None or [m.lease.id for m in machines] != mine:
+            raise HostError("aws: bootstrap of machines this acquire did not return")
         settings, prov, cs, log = session.settings, session.prov, session.cs, session.log
         launched, tiers = session.launched, session.tiers
         # path public (seed 003), or auto across regions (no peering): public addresses
