@@ -7,6 +7,7 @@ behind; and its release touches only what carries its claim."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import signal
@@ -17,22 +18,22 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from netfleet.cloud.lifecycle import CloudProvider
 from netfleet.cloud.release import give_back
-from netfleet.cloud.seam import Cloud, Scope
+from netfleet.cloud.seam import Scope
 from netfleet.errors import HostError
-from netfleet.hosts.provider import HostRequest, MemoryLeaseLog
+from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 from netfleet.runner.journal import journal_path, read_records
-from netfleet.spec.models import NetnsHostSpec
+from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
 from netfleet.store.root import read_raw
 from tests.nscloud import ENV_DIR, TYPES, NsCloud, namespaces
 
 REPO = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
-pytestmark = [pytest.mark.netns, needs_root]
 
 
 def prefix() -> str:
@@ -49,12 +50,6 @@ def campaign() -> Iterator[str]:
     yield name
     for ns in ours(name):  # whatever a failed test left: only this test's namespaces
         subprocess.run(["ip", "netns", "delete", ns], check=False)
-
-
-def test_the_namespace_cloud_satisfies_the_seam(tmp_path: Path) -> None:
-    cloud: Cloud = NsCloud(tmp_path)  # mypy checks the Protocol; this checks the names
-    assert cloud.name == "netns"
-    assert set(TYPES) == {"ns.small", "ns.large"}
 
 
 def launch(tmp_path: Path, campaign: str, *args: str, duration: int = 3) -> subprocess.Popen[str]:
@@ -102,6 +97,8 @@ def assert_nothing_left(tmp_path: Path, campaign: str, leases: int) -> None:
     )
 
 
+@pytest.mark.netns
+@needs_root
 def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
     tmp_path: Path, campaign: str
 ) -> None:
@@ -122,6 +119,8 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.netns
+@needs_root
 def test_after_kill_9_the_next_run_gives_back_what_the_dead_one_held(
     tmp_path: Path, campaign: str
 ) -> None:
@@ -163,6 +162,8 @@ def request(campaign: str, host: str, address: str, mtype: str = "ns.small") -> 
     return HostRequest(host, spec)
 
 
+@pytest.mark.netns
+@needs_root
 def test_plan_refuses_an_unknown_type_before_anything_exists(tmp_path: Path, campaign: str) -> None:
     provider = CloudProvider(NsCloud(tmp_path))
     log = MemoryLeaseLog()
@@ -171,6 +172,8 @@ def test_plan_refuses_an_unknown_type_before_anything_exists(tmp_path: Path, cam
     assert log.leases == {} and ours(campaign) == set()
 
 
+@pytest.mark.netns
+@needs_root
 def test_campaign_release_gives_back_only_what_carries_a_claim(
     tmp_path: Path, campaign: str
 ) -> None:
@@ -196,3 +199,43 @@ def test_campaign_release_gives_back_only_what_carries_a_claim(
     assert ours(campaign) == {foreign}  # the unclaimed one is not this cloud's
     # a later lease release (a resumed session) finds its machine already gone
     assert asyncio.run(provider.release_lease(got[1].lease)) == "gone"  # type: ignore[arg-type]
+
+
+def docs_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The complete tiny cloud of docs/extending.md, imported from the page itself."""
+    page = (REPO / "docs" / "extending.md").read_text()
+    code = page.split("<!-- dircloud -->\n```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "dircloud.py"
+    path.write_text(code)
+    spec = importlib.util.spec_from_file_location("dircloud", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "dircloud", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_tiny_cloud_runs_through_the_lifecycle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dircloud = docs_example(tmp_path, monkeypatch)
+    root = tmp_path / "machines"
+    provider = CloudProvider(dircloud.DirCloud(root))
+    log = MemoryLeaseLog()
+    labels = {"machine_type": "dir.small"}
+    reqs = [HostRequest(n, LocalHostSpec(kind="local", labels=labels)) for n in ("a", "b")]
+
+    async def go() -> list[str]:
+        async with HostPool(reqs, log, lambda _kind: provider) as hosts:
+            assert sorted(p.name for p in root.iterdir()) == ["a", "b"]
+            assert hosts["a"].labels["cloud"] == "dircloud"
+            done = await hosts["a"].run(["echo", "measured"])
+            return [done.stdout.strip()]
+
+    assert asyncio.run(go()) == ["measured"]
+    assert list(root.iterdir()) == []  # released through give_back, each lease once
+    assert all(o == ["released"] for o in log.outcomes.values()) and len(log.outcomes) == 2
+    bad = [HostRequest("c", LocalHostSpec(kind="local", labels={"machine_type": "dir.huge"}))]
+    with pytest.raises(HostError, match=r"dircloud offers no 'dir\.huge'"):
+        asyncio.run(provider.acquire(bad, log))
+    assert list(root.iterdir()) == []  # refused in plan: nothing created

@@ -247,7 +247,7 @@ class AwsCloud:
         net = log.intent(self.name, "network", where)
         prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
         prov.prepare()
-        log.acquired(Lease(net.id, net.provider, net.host, {**net.resource, **_ids(prov)}))
+        log.acquired(net)  # a reference: state_root + campaign locate the cloud journal
         bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
         self.bills.extend(bills.values())
         for itype, info in prov.catalogue.items():
@@ -667,12 +667,6 @@ def _check_owned(
 def _release_lab(lease: Lease) -> str:
     """The lease's lab, after ``netfleet_sim.labs.take_down``'s checks (``owner`` = the lease)."""
     return backing.sim("labs").take_down(Path(str(lease.resource["state_dir"])), lease.id)
-
-
-def _ids(prov: Provisioner) -> dict[str, Any]:
-    """The block region's network ids (the first region's when no fleet is there)."""
-    net = prov.network or next(iter(prov.networks.values()))
-    return {"vpc": net.vpc_id, "subnet": net.subnet_id, "security_group": net.sg_id}
 
 
 def _instance(ec2: Any, iid: str) -> dict[str, Any] | None:
