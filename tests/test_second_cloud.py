@@ -24,8 +24,8 @@ import pytest
 
 from netfleet.cloud.lifecycle import CloudProvider
 from netfleet.cloud.release import give_back
-from netfleet.cloud.seam import Scope
-from netfleet.errors import HostError
+from netfleet.cloud.seam import Released, Scope
+from netfleet.errors import EnvironmentProblem, ExitStatus, HostError
 from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
@@ -239,3 +239,28 @@ def test_the_docs_tiny_cloud_runs_through_the_lifecycle(
     with pytest.raises(HostError, match=r"dircloud offers no 'dir\.huge'"):
         asyncio.run(provider.acquire(bad, log))
     assert list(root.iterdir()) == []  # refused in plan: nothing created
+
+
+def test_give_back_holds_a_cloud_to_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one release path verifies: a cloud whose campaign release leaves a machine behind,
+    or answers with an outcome that settles nothing, is an error naming it (exit 4)."""
+    dircloud = docs_example(tmp_path, monkeypatch)
+    root = tmp_path / "machines"
+    cloud = dircloud.DirCloud(root)
+    log = MemoryLeaseLog()
+    reqs = [HostRequest("a", LocalHostSpec(kind="local", labels={"machine_type": "dir.small"}))]
+    asyncio.run(cloud.acquire(reqs, log))
+    monkeypatch.setattr(dircloud.shutil, "rmtree", lambda _path: None)  # a delete that fails
+    with pytest.raises(EnvironmentProblem, match="left resources behind: dirs=1") as err:
+        asyncio.run(give_back(cloud, Scope.of_campaign("any")))
+    assert err.value.exit_status == ExitStatus.ENVIRONMENT
+    lease = next(iter(log.leases.values()))
+
+    class Unsettled(dircloud.DirCloud):  # type: ignore[name-defined]
+        async def release(self, scope: Scope) -> Released:
+            return Released("failed")
+
+    with pytest.raises(EnvironmentProblem, match="ended 'failed'"):
+        asyncio.run(give_back(Unsettled(root), Scope.of_lease(lease)))

@@ -162,8 +162,9 @@ class AwsCloud:
         self._live_tasks: set[str] = set()
         self._tasks_settled = asyncio.Event()
         self._session: _Session | None = None
-        #: request names → the CloudSpec whose checks and permission probes passed
-        self._checked: tuple[tuple[str, ...], CloudSpec] | None = None
+        #: the requests (names and specs) whose checks and permission probes passed, and
+        #: their CloudSpec: plan's probes are not sent again by the acquire that follows
+        self._checked: tuple[list[tuple[str, Any]], CloudSpec] | None = None
 
     def root(self) -> Path:
         return self.state_root or default_root()
@@ -193,13 +194,14 @@ class AwsCloud:
     def _checked_spec(self, requests: list[HostRequest]) -> CloudSpec:
         """:meth:`_cloud_spec`, then the permission probes (denied actions: before anything
         is created) — once per set of requests."""
-        names = tuple(r.name for r in requests)
-        if self._checked is not None and self._checked[0] == names:
+        key = [(r.name, r.spec) for r in requests]
+        if self._checked is not None and self._checked[0] == key:
             return self._checked[1]
+        self._checked = None
         cs = self._cloud_spec(requests)
         tasks = any(r.spec.fargate is not None for r in requests)
         permissions.require(cs, fargate=tasks)
-        self._checked = (names, cs)
+        self._checked = (key, cs)
         return cs
 
     def catalogue(self, requests: Sequence[HostRequest]) -> dict[str, InstanceInfo]:
