@@ -122,7 +122,7 @@ def cloud_destroy(
 ) -> dict[str, int]:
     """Delete everything of ``campaign``, from its intent journal alone (``region``: also
     sweep these by tag); fails if anything remains. Returns what remains afterwards, by kind
-    (every count 0)."""
+    (every count 0). Like every release, through :func:`netfleet.cloud.release.give_back`."""
     from netfleet.cloud.seam import Scope
 
     return _give_back(state_root(state_dir), Scope.of_campaign(campaign, region or ())).remaining
@@ -136,7 +136,9 @@ def cloud_reap(
     all_owners: bool = False,
 ) -> list[Expired]:
     """This installation's resources whose expires-at tag has passed, in every region used
-    (and ``region``); removed only with ``delete``; ``all_owners``: every installation's."""
+    (and ``region``); removed only with ``delete`` (through
+    :func:`netfleet.cloud.release.give_back`, as every release); ``all_owners``: every
+    installation's."""
     from netfleet.cloud.aws.release import teardown
     from netfleet.cloud.seam import Scope
 
