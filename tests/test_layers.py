@@ -44,7 +44,7 @@ RANKS: dict[str, int] = {
     "advice": 10,  # rules over analysis/doctor evidence
     "report": 11,  # every rendering: tables, cheat sheet, topology, plots
     "doctor": 12,  # pre-flight checks of a campaign: uses hosts, renders advice
-    "cloud": 13,  # AWS provider: may need runner/store
+    "cloud": 13,  # the cloud lifecycle + one package per cloud (aws): may need runner/store
     "demo": 13,  # the demo drives lab + runner + catalog + report
     "watch": 13,  # runs campaigns on a schedule, judges rounds with analysis.compare
     "api": 13,  # the facade over everything above
