@@ -2,7 +2,7 @@
 each instance backed by a real lab namespace shaped from its advertised figures, real iperf3.
 
 Where moto lacks a behaviour the tests say so: moto cannot set an instance's state reason, so a
-spot reclaim is played with ``spot.simulate_reclaim`` (a tag the sim reads, then a real
+spot reclaim is played with ``netfleet_sim.spot.reclaim`` (a tag the sim reads, then a real
 TerminateInstances); the real DescribeInstances shape is checked with botocore's Stubber."""
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from netfleet.cloud.bootstrap import hostkeys
 from netfleet.errors import HostError, SpecError
 from netfleet.hosts.provider import Lease
 from netfleet.spec import load_spec
+from netfleet_sim import spot as sim_spot
 from tests import motokit
 from tests.motokit import MotoServer
 
@@ -335,7 +336,7 @@ def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_p
         )  # fmt: skip
         _wait_for_run(results, proc)
         time.sleep(1.5)  # mid-run
-        spot.simulate_reclaim(aws.client("ec2", "us-east-1"), client["InstanceId"])
+        sim_spot.reclaim(aws.client("ec2", "us-east-1"), client["InstanceId"])
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

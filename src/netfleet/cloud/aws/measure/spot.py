@@ -12,7 +12,8 @@
 
 moto cannot set a state reason (its terminate always says ``Client.UserInitiatedShutdown``), so
 the simulated backing marks a reclaim with the tag :data:`SIM_REASON_TAG` before terminating
-(:func:`simulate_reclaim`); only a watcher built with ``sim=True`` reads that tag. The real
+(``netfleet_sim.spot.reclaim``, outside the product); only a watcher built with ``sim=True``
+reads that tag. The real
 response shape is tested with botocore's Stubber.
 """
 
@@ -67,12 +68,6 @@ def reclaim_reason(instance: dict[str, Any], *, sim: bool = False) -> str | None
     if code == SPOT_CODE:
         return f"{RECLAIMED}: EC2 terminated {instance.get('InstanceId')} ({code})"
     return None
-
-
-def simulate_reclaim(ec2: Any, instance_id: str) -> None:
-    """What the sim (or a test) does to play EC2 reclaiming a spot instance."""
-    ec2.create_tags(Resources=[instance_id], Tags=[{"Key": SIM_REASON_TAG, "Value": SPOT_CODE}])
-    ec2.terminate_instances(InstanceIds=[instance_id])
 
 
 class _Rounds:
