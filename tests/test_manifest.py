@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from netfleet.catalog.manifest import (
+    INDEX,
     MANIFEST,
     current_generation,
     read_manifest,
@@ -47,5 +48,14 @@ def test_the_manifest_is_replaced_whole_with_its_generation(tmp_path: Path) -> N
     assert table.column("source").to_pylist() == ["/x/a.json", "/x/b.json"]
     on_disk = pq.read_schema(tmp_path / MANIFEST)
     assert list(on_disk.names[: len(CONTRACT)]) == list(CONTRACT)
-    assert [p.name for p in tmp_path.iterdir()] == [MANIFEST]  # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [INDEX, MANIFEST]  # no temp file
     assert (tmp_path / MANIFEST).stat().st_mode & 0o777 == 0o644
+
+
+def test_the_generation_comes_from_the_parquet_file_when_the_index_is_not_its_own(
+    tmp_path: Path,
+) -> None:
+    row = {"source": "/x/a.json", "state": "ok", "generation": 3, "labels": "{}"}
+    write_manifest(tmp_path, rows_table([row]), 3)
+    (tmp_path / INDEX).write_text('{"generation": 99, "manifest": [1, 2, 3], "rows": []}')
+    assert current_generation(tmp_path) == 3

@@ -228,7 +228,33 @@ def build_iperf3_envelope(
     side: str,
     mtime: float | None,
 ) -> Envelope:
-    doc = decode(plain)
+    return iperf3_envelope(
+        path,
+        data,
+        decode(plain),
+        campaign=campaign,
+        labels=labels,
+        found=found,
+        epoch_label=epoch_label,
+        side=side,
+        mtime=mtime,
+    )
+
+
+def iperf3_envelope(
+    path: Path,
+    data: bytes,
+    doc: dict[str, Any],
+    *,
+    campaign: str,
+    labels: dict[str, Any],
+    found: list[str],
+    epoch_label: str | None,
+    side: str,
+    mtime: float | None,
+) -> Envelope:
+    """An iperf3 document (decoded and shape-checked: :func:`decode`, or import by reference's
+    selective decoder followed by :func:`checked_shape`) → its imported envelope."""
     labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
     inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]

@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import errno
-import glob as globmod
 import gzip
 import io
 import os
@@ -55,14 +54,23 @@ from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
 from netfleet.store.limits import max_raw_bytes, too_large
 from netfleet.store.s3 import PartlyWritten
+from netfleet.store.sources import SUFFIXES, expand_sources
 
 if TYPE_CHECKING:
     from netfleet.store.root import RawStore
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
-SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".txt", ".txt.gz")
 SIDES = ("auto", "client", "server")
-__all__ = ["PRESETS", "SIDES", "ImportProblem", "check_intervals", "decode", "import_files"]
+__all__ = [
+    "PRESETS",
+    "SIDES",
+    "SUFFIXES",
+    "ImportProblem",
+    "check_intervals",
+    "decode",
+    "expand_sources",
+    "import_files",
+]
 
 
 @dataclass
@@ -75,39 +83,6 @@ class ImportReport:
     #: (file, run id): the same run an earlier import already wrote (same bytes, campaign and
     #: labels); not written again
     already: list[tuple[str, str]] = field(default_factory=list)
-
-
-def expand_sources(sources: Iterable[str], follow_links: bool = False) -> Iterator[Path]:
-    """Files named, found under folders, or matched by globs; a source matching nothing is an
-    input error. Links and special files (FIFOs, devices) found are listed too — :func:`prepare`
-    refuses them with the reason — and a linked folder is walked only with ``follow_links``."""
-    for src in sources:
-        path = Path(src)
-        if path.is_dir():
-            found = sorted(_walk(path, follow_links))
-        elif path.exists() or path.is_symlink():
-            found = [path]
-        else:
-            found = sorted(Path(p) for p in globmod.glob(src, recursive=True) if not _is_dir(p))
-        if not found:
-            raise InputError(
-                f"{src}: no such file, folder or matching glob",
-                hint="pass iperf3 JSON or iperf 2 output (.json .csv .txt, .gz), folders or globs",
-            )
-        yield from found
-
-
-def _is_dir(path: str) -> bool:
-    return os.path.isdir(path) and not os.path.islink(path)
-
-
-def _walk(top: Path, follow_links: bool) -> Iterator[Path]:
-    """The importable names under ``top``, and the links to folders not followed."""
-    for folder, dirs, files in os.walk(top, followlinks=follow_links):
-        here = Path(folder)
-        yield from (here / f for f in files if f.endswith(SUFFIXES))
-        if not follow_links:
-            yield from (here / d for d in dirs if (here / d).is_symlink())
 
 
 def pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -152,7 +127,7 @@ def _plain(data: bytes) -> bytes:
     return out
 
 
-def _labels(
+def labels_of(
     path: Path, labels: dict[str, str], pattern: re.Pattern[str] | None
 ) -> tuple[dict[str, Any], list[str], str | None]:
     found: dict[str, str] = {}
@@ -188,12 +163,13 @@ def build_envelope(
     pattern: re.Pattern[str] | None,
     side: str = "auto",
     mtime: float | None = None,
+    plain: bytes | None = None,
 ) -> Envelope:
     """One file → its envelope, read by the engine whose format claims it most surely (the
     engine registry's ``imports``: iperf3 JSON, iperf 2 CSV/text, any engine that declares
-    one)."""
-    all_labels, found, epoch_label = _labels(path, labels, pattern)
-    plain = _plain(data)
+    one). ``plain``: the file's content already inflated and checked against the limit."""
+    all_labels, found, epoch_label = labels_of(path, labels, pattern)
+    plain = _plain(data) if plain is None else plain
     common: dict[str, Any] = {
         "campaign": campaign,
         "labels": all_labels,
@@ -361,8 +337,14 @@ def prepare(path: Path, opts: _Options) -> Prepared:
 
 
 def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
-    """The file's bytes and mtime: a regular file only, never through a link unless asked,
-    never more than the raw-result limit."""
+    """The file's bytes and mtime (:func:`read_checked`)."""
+    data, st = read_checked(path, follow_links)
+    return data, st.st_mtime
+
+
+def read_checked(path: Path, follow_links: bool) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat when opened: a regular file only, never through a link
+    unless asked, never more than the raw-result limit."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -386,7 +368,7 @@ def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
             raise ImportProblem(
                 f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
             )
-        return fh.read(limit + 1), st.st_mtime
+        return fh.read(limit + 1), st
 
 
 _KINDS = {

@@ -1,0 +1,257 @@
+"""One read per file (issue 26): hash, inflate and decode only what the eager tables need, in
+one pass over the file's bytes, with no side effect (it runs in worker processes).
+
+* The bytes are hashed (SHA-256: the manifest's ``file_id``), inflated by ISA-L when gzip (at
+  most one byte past the raw-result limit, :mod:`netfleet.store.limits`, whose JSON value count
+  is checked before anything is parsed).
+* An iperf3 ``-J`` document is decoded by msgspec, selectively: every top-level key (``start``,
+  ``end``, ``error``, the keys a script put beside iperf3's — ``instanceType``, ``region`` …)
+  whole, but of ``intervals`` (the client's, and the server's in ``server_output_json``) only
+  each entry's ``sum`` and ``sum_bidir_reverse``: the per-stream entries — nine tenths of a
+  ``-P 10`` file — are skipped unparsed (they stay in the source file; the per-stream rows are
+  built from it on demand).
+* Everything else — ``--json-stream`` lines, iperf 2 text and CSV, an engine's own format, and
+  any iperf3 document msgspec refuses (truncated, NaN, a lone surrogate, nesting too deep, a
+  wrongly typed ``intervals``) — goes through the import's own reader
+  (:func:`netfleet.store.imports.build_envelope`), so its reasons and checks are the same.
+* The run's envelope is made by the import's builders (the same labels, inferred fields, shape
+  and rate checks, interval flags) and turned into catalog rows (``runs``, ``ends``, interval
+  sums); the per-stream rows are not made here.
+
+Whatever a file holds, the outcome is a :class:`Read`: its manifest row, and its rows or the
+reason it is refused; a bad file never stops the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from netfleet.errors import StoreError
+from netfleet.store.import_base import ImportProblem, run_identity
+from netfleet.store.limits import max_raw_bytes, too_large
+
+
+class _Interval(msgspec.Struct):
+    """An ``intervals`` entry as the eager tables read it: its sums, not its streams."""
+
+    sum: dict[str, Any] | None = None
+    sum_bidir_reverse: dict[str, Any] | None = None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_INTERVALS = msgspec.json.Decoder(list[_Interval])
+_ANY = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every file of one import shares."""
+
+    campaign: str
+    labels: dict[str, str]
+    pattern: re.Pattern[str] | None
+    side: str = "auto"
+
+
+@dataclass
+class Read:
+    """One file's outcome: its manifest row (``state`` ok or bad) and, when ok, its rows
+    (``runs`` row, interval sums, ``ends``) as the catalog's ``RunRows``."""
+
+    row: dict[str, Any]
+    rows: Any = None
+
+
+def inflate(data: bytes) -> bytes:
+    """The file's content, gunzipped (ISA-L) when it is gzip; refused when it breaks the
+    raw-result limit, counted before it is parsed."""
+    out = data
+    if data[:2] == b"\x1f\x8b":
+        import io
+        import zlib
+
+        from isal import igzip
+
+        try:
+            with igzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+                out = fh.read(max_raw_bytes() + 1)
+        except (OSError, EOFError, zlib.error, ValueError) as exc:
+            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    why = too_large(out)
+    if why:
+        raise ImportProblem(why)
+    return out
+
+
+def selective(plain: bytes) -> dict[str, Any] | None:
+    """An iperf3 ``-J`` document without its per-stream intervals, or None when msgspec does
+    not read it as one (the import's own reader then says why, or reads another format)."""
+    head = plain.lstrip()[:1]
+    if head != b"{":
+        return None
+    try:
+        top = _TOP.decode(plain)
+        if "start" not in top:
+            return None
+        doc = {k: _part(k, raw) for k, raw in top.items()}
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    server = top.get("server_output_json")
+    if server is not None:
+        try:
+            inner = _TOP.decode(server)
+            doc["server_output_json"] = {k: _part(k, raw) for k, raw in inner.items()}
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+    return doc
+
+
+def _part(key: str, raw: msgspec.Raw) -> Any:
+    if key == "intervals":
+        return [_sums(iv) for iv in _INTERVALS.decode(raw)]
+    return _ANY.decode(raw)
+
+
+def _sums(iv: _Interval) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if iv.sum is not None:
+        out["sum"] = iv.sum
+    if iv.sum_bidir_reverse is not None:
+        out["sum_bidir_reverse"] = iv.sum_bidir_reverse
+    return out
+
+
+#: top-level keys of a file kept in the manifest's ``file_keys`` (a script's own, beside
+#: iperf3's): text, numbers and booleans only, each at most this long
+_KEY_TEXT = 200
+_IPERF3_KEYS = frozenset({"start", "intervals", "end", "error", "server_output_json"})
+
+
+def file_keys(doc: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: v if not isinstance(v, str) else v[:_KEY_TEXT]
+        for k, v in doc.items()
+        if k not in _IPERF3_KEYS and isinstance(v, str | int | float | bool)
+    }
+
+
+def read_file(source: str, data: bytes, meta: dict[str, Any], opts: Options) -> Read:
+    """One file's bytes (already read, within the byte limit) → its manifest row and rows.
+    ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …)."""
+    digest = hashlib.sha256(data).hexdigest()
+    row: dict[str, Any] = {
+        **meta,
+        "source": source,
+        "file_id": digest,
+        "size": len(data),
+        "campaign": opts.campaign,
+    }
+    try:
+        return _read(source, data, digest, row, opts)
+    except ImportProblem as exc:
+        reason = str(exc)
+    except StoreError as exc:
+        reason = exc.message
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except Exception as exc:  # a shape no check foresaw: this file only, never the folder
+        reason = f"cannot be imported ({type(exc).__name__}: {str(exc)[:200]})"
+    return Read({**row, "state": "bad", "reason": reason})
+
+
+def _read(source: str, data: bytes, digest: str, row: dict[str, Any], opts: Options) -> Read:
+    from netfleet.catalog.rows import envelope_rows
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
+    from netfleet.store.imports import build_envelope, labels_of
+
+    path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
+    mtime_ns = row.get("mtime_ns")
+    mtime = mtime_ns / 1e9 if isinstance(mtime_ns, int) else None
+    plain = inflate(data)
+    doc = selective(plain)
+    keys: dict[str, Any] = {}
+    if doc is not None:
+        keys = file_keys(doc)
+        labels, found, epoch = labels_of(path, opts.labels, opts.pattern)
+        env = iperf3_envelope(
+            path,
+            data,
+            checked_shape(doc),
+            campaign=opts.campaign,
+            labels=labels,
+            found=found,
+            epoch_label=epoch,
+            side=opts.side,
+            mtime=mtime,
+        )
+    else:
+        env = build_envelope(
+            path,
+            data,
+            campaign=opts.campaign,
+            labels=opts.labels,
+            pattern=opts.pattern,
+            side=opts.side,
+            mtime=mtime,
+            plain=plain,
+        )
+    run_id = run_identity(digest, env.campaign, env.labels)
+    envelope = env.model_dump(mode="json")
+    envelope["run_id"] = envelope["run_key"] = run_id
+    imported = envelope["notes"]["imported"]
+    imported.pop("original", None)
+    imported.pop("original_encoding", None)
+    imported["from"] = source
+    imported["by_reference"] = True
+    rows = envelope_rows(envelope, source=source)
+    rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
+    row.update(
+        state="ok",
+        run_id=run_id,
+        labels=json.dumps(env.labels, sort_keys=True),
+        format=env.engine.name,
+        file_keys=json.dumps(keys or imported.get("file_labels") or {}, sort_keys=True),
+        pattern_labels=json.dumps(imported.get("pattern_labels") or []),
+        inferred=json.dumps(imported.get("inferred") or []),
+        flags=json.dumps(imported.get("flags") or []),
+    )
+    return Read(row, rows)
+
+
+def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, Any]) -> Read:
+    """Read one local file (a regular file only, never through a link unless asked, never
+    more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
+    file changed while it was read (it is read again on the next import)."""
+    from netfleet.store.imports import read_checked
+
+    source = os.path.abspath(path)
+    try:
+        data, st = read_checked(Path(path), follow_links)
+    except ImportProblem as exc:
+        return Read({"source": source, "state": "bad", "reason": str(exc), **known})
+    except OSError as exc:
+        reason = f"unreadable ({exc.strerror or exc})"
+        return Read({"source": source, "state": "bad", "reason": reason, **known})
+    meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    read = read_file(source, data, meta, opts)
+    try:
+        after = os.stat(path, follow_symlinks=follow_links)
+        same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ino,
+        )
+    except OSError:
+        same = False
+    if not same:
+        read.row.update(state="bad", reason="changed while it was read: import it again")
+        read.rows = None
+    return read
