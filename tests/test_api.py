@@ -85,6 +85,7 @@ FACADE = {
     ("run",): "run",
     ("import",): "import_",
     ("ingest",): "ingest",
+    ("verify",): "verify",
     ("cheatsheet",): "cheatsheet",
     ("sql",): "sql",
     ("export",): "export",

@@ -47,20 +47,26 @@ from netfleet.api._inventory import inventory_check, inventory_import_terraform,
 from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
 from netfleet.api._paths import catalog_dir, results_url
 from netfleet.api._report import report_html, report_price, report_topology
-from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest
+from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
 from netfleet.api._spec import plan, schema
 from netfleet.api._watch import watch
 
 if TYPE_CHECKING:
+    from netfleet.catalog.register import RegisterReport as RegisterReport
+    from netfleet.catalog.verify import VerifyReport as VerifyReport
     from netfleet.plan.matrix import PlannedRun as PlannedRun
     from netfleet.plan.summary import Plan as Plan
     from netfleet.runner.events import Reporter as Reporter
     from netfleet.store.envelope import Envelope as Envelope
+    from netfleet.store.imports import ImportReport as ImportReport
     from netfleet.tabular import Tabular as Tabular
 
 #: the types callers meet in results and callbacks, imported on first use
 _TYPES = {
     "Envelope": "netfleet.store.envelope",
+    "ImportReport": "netfleet.store.imports",
+    "RegisterReport": "netfleet.catalog.register",
+    "VerifyReport": "netfleet.catalog.verify",
     "Plan": "netfleet.plan.summary",
     "PlannedRun": "netfleet.plan.matrix",
     "Reporter": "netfleet.runner.events",
@@ -124,5 +130,6 @@ __all__ = [
     "run_summary",
     "schema",
     "sql",
+    "verify",
     "watch",
 ]

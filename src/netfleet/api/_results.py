@@ -10,6 +10,8 @@ from netfleet.api._paths import catalog_dir, results_url
 
 if TYPE_CHECKING:
     from netfleet.catalog.ingestion import IngestReport
+    from netfleet.catalog.register import RegisterReport
+    from netfleet.catalog.verify import VerifyReport
     from netfleet.store.imports import ImportReport
 
 #: the path presets and sides ``import_`` knows (``netfleet.store.imports``; a test keeps them
@@ -31,9 +33,19 @@ def import_(
     workers: int | None = None,
     progress: Progress | None = None,
     follow_links: bool = False,
-) -> ImportReport:
+    catalog: str | os.PathLike[str] | None = None,
+    keep_copy: str | None = None,
+) -> ImportReport | RegisterReport:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
+
+    With ``catalog``: import by reference instead (docs/import.md) — no envelope; each file is
+    read once and registered in the catalog's manifest, its run's rows (runs, ends, interval
+    sums) written into the catalog; sources may be ``s3://`` prefixes; importing again reads
+    only the files whose stat changed. Returns a ``RegisterReport`` (registered, unchanged,
+    changed, touched, missing, bad, duplicates, already, retired runs, the manifest's
+    generation). ``keep_copy``: a folder or ``s3://`` prefix where each file read is kept as it
+    is (hardlink, reflink or copy; S3 to S3 server-side), named by its SHA-256.
 
     ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
     labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that
@@ -44,11 +56,35 @@ def import_(
     is written again. ``workers``
     default: one per CPU, at most 4 (a script must then guard its entry point with
     ``if __name__ == "__main__"``)."""
-    from netfleet.store import open_root
-    from netfleet.store.imports import default_workers, import_files
+    from netfleet.store.imports import default_workers
 
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    if catalog is not None:
+        from netfleet.catalog.register import register
+
+        return register(
+            [os.fspath(s) for s in sources],
+            catalog,
+            campaign=campaign,
+            labels=label,
+            pattern=pattern,
+            side=side,
+            workers=default_workers() if workers is None else workers,
+            follow_links=follow_links,
+            keep_copy=keep_copy,
+            progress=progress,
+        )
+    if keep_copy is not None:
+        from netfleet.errors import InputError
+
+        raise InputError(
+            "--keep-copy is for an import by reference",
+            hint="add --catalog DIR (an envelope import keeps the bytes in the envelope)",
+        )
+    from netfleet.store import open_root
+    from netfleet.store.imports import import_files
+
     return import_files(
         [os.fspath(s) for s in sources],
         open_root(results_url(results)),
@@ -73,3 +109,12 @@ def ingest(
     from netfleet.store import open_root
 
     return run_ingest(open_root(results_url(results)), catalog_dir(catalog), progress=progress)
+
+
+def verify(*, catalog: str | os.PathLike[str] | None = None) -> VerifyReport:
+    """Hash every file the catalog's manifest holds again (an import by reference) and report
+    the changed (rewritten since), corrupt (other bytes, same stat, or unreadable) and missing
+    ones (a kept copy holding the bytes is named). Writes nothing."""
+    from netfleet.catalog.verify import verify as run_verify
+
+    return run_verify(catalog_dir(catalog))

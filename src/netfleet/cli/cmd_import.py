@@ -1,4 +1,5 @@
-"""``netfleet import``: iperf3 / iperf 2 output made elsewhere → envelopes in the results root."""
+"""``netfleet import``: iperf3 / iperf 2 output made elsewhere → envelopes in the results root,
+or (``--catalog``) registered by reference in a catalog's manifest; ``netfleet verify``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import typer
 
 from netfleet import api
 from netfleet.cli.console import console, file_bar
-from netfleet.cli.options import ResultsOpt
+from netfleet.cli.options import CatalogOpt, ResultsOpt
 from netfleet.errors import InputError, PartlyDone
 from netfleet.text import line
 
@@ -38,11 +39,27 @@ def import_(
     follow_links: Annotated[
         bool, typer.Option("--follow-links", help="read files through symbolic links")
     ] = False,
+    catalog: Annotated[
+        str | None,
+        typer.Option(
+            help="import by reference into this catalog: no envelope, one read per file, "
+            "a manifest row each; sources may be s3:// prefixes"
+        ),
+    ] = None,
+    keep_copy: Annotated[
+        str | None,
+        typer.Option(
+            "--keep-copy",
+            help="with --catalog: keep each file as it is in this folder or s3:// prefix "
+            "(hardlink/reflink/copy; S3 to S3 server-side)",
+        ),
+    ] = None,
 ) -> None:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
     client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
-    Links and special files are refused unless --follow-links. Exit 3 if some files could not
-    be imported (the others are), 2 if none could."""
+    Links and special files are refused unless --follow-links. With --catalog, files are
+    registered by reference (docs/import.md). Exit 3 if some files could not be imported (the
+    others are), 2 if none could."""
     with file_bar("import") as tick:
         report = api.import_(
             sources,
@@ -53,7 +70,12 @@ def import_(
             side=side,
             progress=tick,
             follow_links=follow_links,
+            catalog=catalog,
+            keep_copy=keep_copy,
         )
+    if isinstance(report, api.RegisterReport):
+        _registered(report)
+        return
     dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
     dups += f", {len(report.already)} already imported" if report.already else ""
     url = line(api.results_url(results))
@@ -78,4 +100,73 @@ def import_(
         raise PartlyDone(
             f"{len(report.bad)} file(s) could not be imported",
             hint="the reasons are listed above; the other files were imported",
+        )
+
+
+def _registered(report: api.RegisterReport) -> None:
+    """An import by reference, said file by file where something happened."""
+    parts = [f"registered {len(report.registered)} file(s)"]
+    for count, what in (
+        (report.unchanged, "unchanged"),
+        (len(report.changed), "changed"),
+        (len(report.touched), "touched (same bytes)"),
+        (len(report.missing), "missing"),
+        (len(report.bad), "not imported"),
+        (len(report.duplicates), "duplicate(s)"),
+        (len(report.already), "already in the catalog"),
+    ):
+        if count:
+            parts.append(f"{count} {what}")
+    where = line(str(report.catalog_dir))
+    console.print(f"{', '.join(parts)} in {where} (manifest generation {report.generation})")
+    for path in report.changed:
+        console.print(f"  [yellow]changed[/] {line(path)}: a new run; the old one retired")
+    for path in report.missing:
+        console.print(f"  [yellow]missing[/] {line(path)}: gone from its source (runs kept)")
+    for path, first in report.duplicates:
+        console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
+    for path, run_id in report.already:
+        console.print(f"  duplicate {line(path)}: already in the catalog as {line(run_id)}")
+    for path, count in report.flagged:
+        console.print(
+            f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
+            "(see the manifest's flags)"
+        )
+    for path, reason in report.bad:
+        console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
+    done = report.registered or report.unchanged or report.touched or report.already
+    if report.bad and not (done or report.duplicates):
+        raise InputError(
+            f"{len(report.bad)} file(s) could not be imported, none was",
+            hint="the reasons are listed above",
+        )
+    if report.bad:
+        raise PartlyDone(
+            f"{len(report.bad)} file(s) could not be imported",
+            hint="the reasons are listed above; the other files were imported",
+        )
+
+
+def verify(catalog: CatalogOpt = None) -> None:
+    """Hash every file an import by reference registered again and compare with the manifest:
+    changed (rewritten since: import again), corrupt (other bytes under the same stat, or
+    unreadable), missing (a --keep-copy copy is checked instead). Writes nothing. Exit 3 when
+    any file is not as it was imported."""
+    report = api.verify(catalog=catalog)
+    console.print(
+        f"{report.checked} file(s) of manifest generation {report.generation} hashed: "
+        f"{report.ok} as imported"
+    )
+    for path in report.changed:
+        console.print(f"  [yellow]changed[/] {line(path)}: rewritten since it was imported")
+    for path, why in report.corrupt:
+        console.print(f"  [red]corrupt[/] {line(path)}: {line(why)}")
+    kept = set(report.kept_ok)
+    for path in report.missing:
+        more = " (its kept copy holds the bytes)" if path in kept else ""
+        console.print(f"  [red]missing[/] {line(path)}: gone from its source{more}")
+    if report.problems:
+        raise PartlyDone(
+            f"{report.problems} file(s) are not as they were imported",
+            hint="import the sources again to catalogue what changed",
         )

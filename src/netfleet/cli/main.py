@@ -56,7 +56,13 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
         "cmd_import",
         "import_",
         "command",
-        _h("Import iperf3 JSON / iperf2 CSV results netfleet did not run, keeping their bytes."),
+        _h("Import iperf3 JSON / iperf2 results netfleet did not run (--catalog: by reference)."),
+    ),
+    "verify": (
+        "cmd_import",
+        "verify",
+        "command",
+        _h("Hash every file an import by reference registered again: changed, corrupt, missing."),
     ),
     "export": (
         "cmd_export",

@@ -1,0 +1,132 @@
+"""``netfleet verify``: hash every file the manifest holds again (issue 26).
+
+Each row not retired is read from its source (local path or ``s3://`` object) and its SHA-256
+compared with the row's ``file_id``:
+
+* ``ok`` — the same bytes;
+* ``changed`` — other bytes, and its stat (size, mtime_ns, inode; S3: size, ETag) changed too:
+  the file was rewritten since it was imported (import it again to catalogue the new bytes);
+* ``corrupt`` — other bytes under the *same* stat: nothing wrote the file, yet its bytes differ
+  (the disk, a copy tool that kept the times); or a row that was ``ok`` whose file can no
+  longer be read as it was;
+* ``missing`` — gone from its source (a kept copy, ``--keep-copy``, is hashed instead when
+  there is one: ``kept_ok`` names those whose copy still holds the bytes).
+
+Nothing is written: verify reports, import acts. Files are hashed in threads (hashlib and file
+reads release the GIL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from netfleet.catalog.manifest import read_manifest
+from netfleet.errors import InputError
+
+
+@dataclass
+class VerifyReport:
+    catalog_dir: Path
+    generation: int = 0
+    checked: int = 0
+    ok: int = 0
+    changed: list[str] = field(default_factory=list)
+    corrupt: list[tuple[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    #: missing at their source, but the kept copy holds the same bytes
+    kept_ok: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> int:
+        return len(self.changed) + len(self.corrupt) + len(self.missing)
+
+
+def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyReport:
+    """Hash every non-retired file of the manifest again (see the module's text)."""
+    from netfleet.catalog.manifest import current_generation, manifest_path
+
+    catalog = Path(catalog_dir)
+    if not manifest_path(catalog).is_file():
+        raise InputError(
+            f"{catalog}: no manifest (nothing was imported by reference into this catalog)",
+            hint="netfleet import FILES --catalog " + str(catalog),
+        )
+    rows = [r for r in read_manifest(catalog).to_pylist() if r["state"] in ("ok", "missing")]
+    report = VerifyReport(catalog, generation=current_generation(catalog))
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        outcomes = list(pool.map(_check, rows))
+    for row, (what, why) in zip(rows, outcomes, strict=True):
+        report.checked += 1
+        source = row["source"]
+        if what == "ok":
+            report.ok += 1
+        elif what == "changed":
+            report.changed.append(source)
+        elif what == "corrupt":
+            report.corrupt.append((source, why))
+        elif what == "kept":
+            report.missing.append(source)
+            report.kept_ok.append(source)
+        else:
+            report.missing.append(source)
+    return report
+
+
+def _check(row: dict[str, Any]) -> tuple[str, str]:
+    """(``ok`` | ``changed`` | ``corrupt`` | ``missing`` | ``kept``, why)."""
+    source = row["source"]
+    try:
+        digest, now = _hash(source)
+    except FileNotFoundError:
+        kept = row.get("kept")
+        if kept:
+            try:
+                if _hash(kept)[0] == row["file_id"]:
+                    return "kept", ""
+            except OSError:
+                pass
+        return "missing", ""
+    except OSError as exc:
+        return "corrupt", f"unreadable ({exc.strerror or exc})"
+    if digest == row["file_id"]:
+        return "ok", ""
+    was = (row.get("size"), row.get("mtime_ns"), row.get("inode"), row.get("etag"))
+    if now == was:
+        return "corrupt", "its bytes differ from those imported, yet its stat did not change"
+    return "changed", ""
+
+
+def _hash(source: str) -> tuple[str, tuple[Any, ...]]:
+    """SHA-256 of the bytes at ``source`` and its stat as the manifest keeps it."""
+    sha = hashlib.sha256()
+    if source.startswith("s3://"):
+        from netfleet import aws
+
+        bucket, _, key = source.removeprefix("s3://").partition("/")
+        try:
+            got = aws.client("s3").get_object(Bucket=bucket, Key=key)
+        except Exception as exc:
+            code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise FileNotFoundError(source) from exc
+            raise OSError(f"{type(exc).__name__}: {exc}") from exc
+        body = got["Body"]
+        size = 0
+        while chunk := body.read(1 << 20):
+            sha.update(chunk)
+            size += len(chunk)
+        return sha.hexdigest(), (size, None, None, str(got.get("ETag", "")).strip('"'))
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file any more")
+        while chunk := fh.read(1 << 20):
+            sha.update(chunk)
+    return sha.hexdigest(), (st.st_size, st.st_mtime_ns, st.st_ino, None)
