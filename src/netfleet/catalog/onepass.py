@@ -143,9 +143,12 @@ def file_keys(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_file(source: str, data: bytes, meta: dict[str, Any], opts: Options) -> Read:
+def read_file(
+    source: str, data: bytes, meta: dict[str, Any], opts: Options, mtime: float | None = None
+) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
-    ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …)."""
+    ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
+    ``mtime``: the file's modification time (a start time when the file has none)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -155,7 +158,7 @@ def read_file(source: str, data: bytes, meta: dict[str, Any], opts: Options) -> 
         "campaign": opts.campaign,
     }
     try:
-        return _read(source, data, digest, row, opts)
+        return _read(source, data, digest, row, opts, mtime)
     except ImportProblem as exc:
         reason = str(exc)
     except StoreError as exc:
@@ -167,14 +170,19 @@ def read_file(source: str, data: bytes, meta: dict[str, Any], opts: Options) -> 
     return Read({**row, "state": "bad", "reason": reason})
 
 
-def _read(source: str, data: bytes, digest: str, row: dict[str, Any], opts: Options) -> Read:
+def _read(
+    source: str,
+    data: bytes,
+    digest: str,
+    row: dict[str, Any],
+    opts: Options,
+    mtime: float | None,
+) -> Read:
     from netfleet.catalog.rows import envelope_rows
     from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
     from netfleet.store.imports import build_envelope, labels_of
 
     path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
-    mtime_ns = row.get("mtime_ns")
-    mtime = mtime_ns / 1e9 if isinstance(mtime_ns, int) else None
     plain = inflate(data)
     doc = selective(plain)
     keys: dict[str, Any] = {}
@@ -241,7 +249,7 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
-    read = read_file(source, data, meta, opts)
+    read = read_file(source, data, meta, opts, st.st_mtime)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (

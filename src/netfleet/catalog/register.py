@@ -367,7 +367,15 @@ def _map(
     from netfleet.store.imports import _quiet_worker
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["netfleet.catalog.register"])
+    # the readers load once, in the fork server; each worker is a fork of it
+    ctx.set_forkserver_preload(
+        [
+            "netfleet.catalog.register",
+            "netfleet.catalog.onepass",
+            "netfleet.catalog.rows",
+            "netfleet.store.imports",
+        ]
+    )
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
     try:
         yield from pool.map(run, tasks)

@@ -6,6 +6,8 @@ Why a cached answer cannot be stale: committed parts are never rewritten (see
 
 * every committed part of every table — name, size and modification time (a new batch, a
   deleted, replaced or touched part changes it);
+* the manifest's generation (:mod:`netfleet.catalog.manifest`: files imported by reference;
+  each import that changes anything writes the next one) with the manifest file's stat;
 * the question's arguments (group keys, side, filters, campaign, unit, rate basis);
 * the catalog format, netfleet's version and :data:`CACHE_FORMAT` (another netfleet, or another
   query, never reads this one's answers).
@@ -35,6 +37,7 @@ from typing import Any, TypeVar
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
+from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
 
@@ -96,8 +99,11 @@ def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
         for path in paths:
             info = os.stat(path)
             parts.append([table, path.name, info.st_size, info.st_mtime_ns])
+    manifest = os.lstat(catalog_dir / MANIFEST) if os.path.lexists(catalog_dir / MANIFEST) else None
     text = json.dumps(
         {
+            "generation": current_generation(catalog_dir),
+            "manifest": manifest and [manifest.st_size, manifest.st_mtime_ns, manifest.st_ino],
             "cache": CACHE_FORMAT,
             "catalog": CATALOG_FORMAT,
             "netfleet": __version__,

@@ -1,0 +1,252 @@
+"""Import by reference (issue 26): the manifest, one read per file, change detection by stat,
+verify, provenance, S3 sources (moto's server as its own process) and --keep-copy — over the
+captured iperf3/iperf2 outputs of tests/fixtures/import (scripts/capture_import_fixtures.py)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from netfleet import api, aws
+from netfleet.catalog.ingestion import ingest
+from netfleet.catalog.manifest import current_generation, manifest_path, read_manifest
+from netfleet.catalog.query import query
+from netfleet.catalog.register import register
+from netfleet.catalog.verify import verify
+from netfleet.cli.boundary import guarded
+from netfleet.cli.main import app
+from netfleet.errors import ExitStatus
+from netfleet.store import ResultsRoot
+from netfleet.store.imports import import_files
+from tests.motokit import moto_server
+
+FIX = Path(__file__).parent / "fixtures" / "import"
+RUNS = sorted(p for p in FIX.glob("*.json") if p.name != "MANIFEST.json")
+IPERF2 = sorted(p for p in (FIX / "iperf2").glob("*.txt"))
+
+
+def cli(*args: str) -> int:
+    return guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
+
+
+def _folder(tmp_path: Path, files: list[Path], gz: bool = False) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in files:
+        if gz:
+            (src / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+        else:
+            shutil.copy(f, src / f.name)
+    return src
+
+
+def _rows(catalog: Path, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in query(catalog, sql).rows]
+
+
+def _states(catalog: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for row in read_manifest(catalog).to_pylist():
+        out.setdefault(Path(row["source"]).name, []).append(row["state"])
+    return out
+
+
+RUN_COLUMNS = (
+    "run_id, campaign, status, reason, direction, subject, started_at, ended_at, duration_s,"
+    " engine, engine_version, client_address, server_address, protocol, parallel, reverse,"
+    " bidir, duration, omit, interval, labels"
+)
+
+
+def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: Path) -> None:
+    """Every captured output (iperf3 3.9-3.22 both sides, --json-stream, iperf 2 text and CSV):
+    the runs, ends and interval-sum rows an import by reference writes are those import +
+    ingest write from envelopes (same run ids: the same bytes, campaign and labels); only the
+    per-stream rows are left to the streams (lazy)."""
+    files = [*RUNS, *IPERF2]
+    src = _folder(tmp_path, files)
+    root = ResultsRoot(tmp_path / "raw")
+    assert import_files([str(src)], root, labels=["cloud=lab"]).bad == []
+    ingest(root, tmp_path / "cat_env")
+    report = register([str(src)], tmp_path / "cat_ref", labels=["cloud=lab"])
+    assert report.bad == [] and len(report.registered) == len(files)
+    for sql in (
+        f"SELECT {RUN_COLUMNS} FROM runs ORDER BY run_id",
+        "SELECT * FROM ends ORDER BY run_id, side",
+        "SELECT * FROM intervals_stored WHERE kind = 'sum' ORDER BY run_id, side, idx, role",
+    ):
+        want = _rows(tmp_path / "cat_env", sql)
+        assert want and _rows(tmp_path / "cat_ref", sql) == want, sql
+    assert _rows(tmp_path / "cat_ref", "SELECT count(*) FROM intervals WHERE kind = 'stream'") == [
+        (0,)
+    ]
+
+
+def test_every_number_traces_to_bytes_that_verify(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:4], gz=True)
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    manifest = {r["run_id"]: r for r in read_manifest(cat).to_pylist()}
+    for run_id, rate in _rows(cat, "SELECT run_id, bits_per_second FROM intervals LIMIT 20"):
+        row = manifest[run_id]  # sum row → run → manifest row → the bytes
+        data = Path(row["source"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == row["file_id"]
+        assert (len(data), os.stat(row["source"]).st_mtime_ns) == (row["size"], row["mtime_ns"])
+        assert rate is None or rate >= 0
+    runs = _rows(cat, "SELECT run_id, json_extract_string(notes, '$.imported.sha256') FROM runs")
+    assert all(manifest[r]["file_id"] == sha for r, sha in runs)
+    assert verify(cat).ok == 4
+
+
+def test_import_again_opens_only_what_changed_and_reports_changed_corrupt_deleted(
+    tmp_path: Path,
+) -> None:
+    src = _folder(tmp_path, RUNS[:5], gz=True)
+    cat = tmp_path / "cat"
+    first = register([str(src)], cat, pattern="{name}.json.gz")
+    assert len(first.registered) == 5 and first.generation == 1
+    stamp = os.stat(manifest_path(cat)).st_mtime_ns
+
+    again = register([str(src)], cat, pattern="{name}.json.gz")
+    assert (again.unchanged, again.registered, again.generation) == (5, [], 1)
+    assert os.stat(manifest_path(cat)).st_mtime_ns == stamp  # nothing written
+
+    names = sorted(src.iterdir())
+    changed, corrupt, deleted, touched = names[0], names[1], names[2], names[3]
+    old_run = _run_of(cat, changed)
+    doc = json.loads(gzip.decompress(changed.read_bytes()))
+    doc["start"]["test_start"]["duration"] = 9  # other bytes: another run
+    changed.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    corrupt.write_bytes(corrupt.read_bytes()[:300])  # a truncated gzip
+    deleted.unlink()
+    os.utime(touched, ns=(1, 2))  # the same bytes, another mtime
+
+    report = register([str(src)], cat, pattern="{name}.json.gz")
+    assert sorted(report.changed) == sorted(str(p) for p in (changed, corrupt))
+    assert [Path(p) for p, _ in report.bad] == [corrupt]
+    assert "gzip" in report.bad[0][1]
+    assert report.missing == [str(deleted)] and report.touched == [str(touched)]
+    assert report.unchanged == 1 and report.registered == [str(changed)]
+    assert report.generation == 2 == current_generation(cat)
+    states = _states(cat)
+    assert states[changed.name] == ["retired", "ok"]
+    assert states[corrupt.name] == ["retired", "bad"]
+    assert states[deleted.name] == ["missing"] and states[touched.name] == ["ok"]
+    runs = {r for (r,) in _rows(cat, "SELECT run_id FROM runs")}
+    assert old_run in report.retired and old_run not in runs
+    assert _run_of(cat, changed) in runs and len(runs) == 4  # the corrupt file's old run retired
+    assert not _rows(cat, f"SELECT 1 FROM intervals_stored WHERE run_id = '{old_run}'")
+
+    # the CLI says so, exit 3 (a file refused, the others imported)
+    corrupt.write_bytes(b"\x1f\x8b damaged again")
+    assert cli("import", str(src), "--catalog", str(cat), "--pattern", "{name}.json.gz") == 3
+
+
+def _run_of(cat: Path, path: Path) -> str:
+    rows = [
+        r for r in read_manifest(cat).to_pylist() if r["source"] == str(path) and r["state"] == "ok"
+    ]
+    return str(rows[-1]["run_id"])
+
+
+def test_verify_finds_changed_corrupt_and_missing_files(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:4])
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    a, b, c, _ = sorted(src.iterdir())
+    a.write_bytes(a.read_bytes() + b" ")  # rewritten
+    st = os.stat(b)
+    data = bytearray(b.read_bytes())
+    data[10] ^= 1
+    b.write_bytes(bytes(data))  # other bytes, the same size ...
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... and times: nobody wrote it
+    c.unlink()
+    report = api.verify(catalog=str(cat))
+    assert report.changed == [str(a)] and [p for p, _ in report.corrupt] == [str(b)]
+    assert report.missing == [str(c)] and report.ok == 1
+    assert cli("verify", "--catalog", str(cat)) == ExitStatus.RUNS_FAILED
+
+
+def test_a_bad_file_never_stops_the_others_and_links_are_refused(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:2])
+    (src / "zero.json").write_bytes(b"")
+    (src / "nan.json").write_text('{"start": {}, "intervals": [{"sum": {"bits_per_second": NaN')
+    (src / "link.json").symlink_to(RUNS[2])
+    os.mkfifo(src / "fifo.json")
+    report = register([str(src)], tmp_path / "cat")
+    assert len(report.registered) == 2
+    why = {Path(p).name: r for p, r in report.bad}
+    assert set(why) == {"zero.json", "nan.json", "link.json", "fifo.json"}
+    assert "symbolic link" in why["link.json"] and "FIFO" in why["fifo.json"]
+    assert "truncated" in why["nan.json"] and "empty" in why["zero.json"]
+    assert _states(tmp_path / "cat")["link.json"] == ["bad"]
+
+
+def test_many_files_are_read_in_worker_processes(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    body = RUNS[0].read_bytes()
+    for n in range(70):  # other bytes each (trailing spaces): 70 runs
+        (src / f"f{n:02d}.json").write_bytes(body + b" " * n)
+    report = register([str(src)], tmp_path / "cat", workers=2)
+    assert len(report.registered) == 70 and report.bad == []
+    assert _rows(tmp_path / "cat", "SELECT count(*) FROM runs") == [(70,)]
+
+
+def test_keep_copy_keeps_the_bytes_as_they_are(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:2], gz=True)
+    kept = tmp_path / "kept"
+    register([str(src)], tmp_path / "cat", keep_copy=str(kept))
+    for row in read_manifest(tmp_path / "cat").to_pylist():
+        copy = Path(row["kept"])
+        assert copy.parent == kept and copy.name.startswith(row["file_id"])
+        assert copy.read_bytes() == Path(row["source"]).read_bytes()  # no re-gzip, no base64
+        assert os.stat(copy).st_ino == row["inode"]  # same file system: a hardlink
+    Path(row["source"]).unlink()
+    report = verify(tmp_path / "cat")
+    assert report.missing == [row["source"]] == report.kept_ok
+
+
+def test_s3_sources_listed_for_changes_read_once_and_copied_server_side(
+    tmp_path: Path,
+) -> None:
+    with moto_server():
+        s3 = aws.client("s3")
+        s3.create_bucket(Bucket="seeds")
+        for f in RUNS[:3]:
+            s3.put_object(Bucket="seeds", Key=f"d=2018-04-10/{f.name}.gz",
+                          Body=gzip.compress(f.read_bytes()))  # fmt: skip
+        cat = tmp_path / "cat"
+        first = register(["s3://seeds/d=2018-04-10/"], cat, keep_copy="s3://seeds/kept")
+        assert len(first.registered) == 3 and first.bad == []
+        rows = read_manifest(cat).to_pylist()
+        assert all(r["etag"] and r["mtime_ns"] is None and r["inode"] is None for r in rows)
+        kept = s3.list_objects_v2(Bucket="seeds", Prefix="kept/")["Contents"]
+        assert len(kept) == 3
+        assert register(["s3://seeds/d=2018-04-10/"], cat).unchanged == 3
+        key = f"d=2018-04-10/{RUNS[0].name}.gz"
+        s3.put_object(Bucket="seeds", Key=key, Body=gzip.compress(RUNS[0].read_bytes() + b" "))
+        s3.delete_object(Bucket="seeds", Key=f"d=2018-04-10/{RUNS[1].name}.gz")
+        report = register(["s3://seeds/d=2018-04-10/"], cat)
+        assert report.changed == [f"s3://seeds/{key}"] and len(report.missing) == 1
+        assert report.unchanged == 1
+        assert verify(cat).ok == 2
+        assert _rows(cat, "SELECT count(*) FROM runs") == [(3,)]
+
+
+def test_the_cheat_sheet_cache_follows_the_manifest_generation(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:2])
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    first = api.cheatsheet(catalog=str(cat), by="engine", side="sender")
+    extra = tmp_path / "more"
+    extra.mkdir()
+    shutil.copy(RUNS[4], extra / RUNS[4].name)
+    register([str(extra)], cat)
+    second = api.cheatsheet(catalog=str(cat), by="engine", side="sender")
+    assert first.rows != second.rows  # not the cached answer of generation 1
