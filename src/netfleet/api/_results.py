@@ -56,7 +56,7 @@ def import_(
     is written again. ``workers``
     default: one per CPU, at most 4 (a script must then guard its entry point with
     ``if __name__ == "__main__"``)."""
-    from netfleet.store.imports import default_workers
+    from netfleet.store.sources import default_workers
 
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]

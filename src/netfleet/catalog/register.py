@@ -120,8 +120,7 @@ def register(
     (see the module's text). ``keep_copy``: a folder (or ``s3://`` prefix) where each newly
     read file is kept as it is (hardlink or reflink when possible, else a copy; S3 to S3 a
     server-side copy), named by its SHA-256."""
-    from netfleet.catalog.onepass import Options
-    from netfleet.store.imports import SIDES, check_campaign, parse_labels, pattern_regex
+    from netfleet.store.sources import SIDES, split_labels
 
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
@@ -130,32 +129,32 @@ def register(
             "import by reference keeps its manifest in a local catalog",
             hint="give --catalog a local folder (the sources may be s3:// URLs)",
         )
-    asked_labels = parse_labels(labels)
-    opts = Options(
-        campaign=check_campaign(campaign),
-        labels=asked_labels,
-        pattern=pattern_regex(pattern) if pattern else None,
-        side=side,
-    )
+    asked_labels = split_labels(labels)
     asked = json.dumps({"labels": asked_labels, "pattern": pattern, "side": side}, sort_keys=True)
+    started = time.monotonic()
     sources = list(sources)
     found = list(_listed(sources, follow_links))
-    started = time.monotonic()
     catalog = Path(catalog_dir)
     report = RegisterReport(catalog)
+    # nothing changed (every file's stat is its row's, none gone): decided from the manifest's
+    # index alone — no lock taken, no reader loaded (rows only exist for options once checked)
+    index = read_index(catalog)
+    if index is not None and _work(found, sources, _active(index["rows"], campaign, asked)) == (
+        [],
+        [],
+    ):
+        report.unchanged = len(found)
+        report.generation = int(index["generation"])
+        report.seconds = time.monotonic() - started
+        return report
+    opts = _options(campaign, labels, pattern, side)
     with _prepared(catalog, None) as (local, known):
         finish_retire(local)
-        active = _active(local, opts.campaign, asked)
-        todo = [f for f in found if not _same_stat(active.get(f.source), f)]
+        index = read_index(local)
+        rows = index["rows"] if index is not None else read_manifest(local).to_pylist()
+        todo, gone = _work(found, sources, _active(rows, opts.campaign, asked))
         report.unchanged = len(found) - len(todo)
-        gone = [
-            row
-            for source, row in active.items()
-            if row["state"] != "missing"
-            and source not in {f.source for f in found}
-            and any(_under(source, s) for s in sources)
-        ]
-        if not todo and not gone:  # nothing changed: the manifest is not even opened
+        if not todo and not gone:
             report.generation = current_generation(local)
             report.seconds = time.monotonic() - started
             return report
@@ -183,16 +182,42 @@ def register(
     return report
 
 
-def _active(catalog: Path, campaign: str, asked: str) -> dict[str, dict[str, Any]]:
-    """source → its manifest row (stat columns) filed like this import, not retired: from the
-    index when it is the manifest's, else from the manifest itself."""
-    index = read_index(catalog)
-    rows = index["rows"] if index is not None else read_manifest(catalog).to_pylist()
+def _options(campaign: str, labels: Iterable[str], pattern: str | None, side: str) -> Options:
+    """The import's options, checked as a spec's are (labels, campaign, the pattern's names)."""
+    from netfleet.catalog.onepass import Options
+    from netfleet.store.sources import check_campaign, parse_labels, pattern_regex
+
+    return Options(
+        campaign=check_campaign(campaign),
+        labels=parse_labels(labels),
+        pattern=pattern_regex(pattern) if pattern else None,
+        side=side,
+    )
+
+
+def _active(rows: list[dict[str, Any]], campaign: str, asked: str) -> dict[str, dict[str, Any]]:
+    """source → its manifest row filed like this import, not retired."""
     return {
         r["source"]: r
         for r in rows
         if r["state"] != "retired" and r["campaign"] == campaign and r["asked"] == asked
     }
+
+
+def _work(
+    found: list[_Found], sources: list[str], active: dict[str, dict[str, Any]]
+) -> tuple[list[_Found], list[dict[str, Any]]]:
+    """The files to read (new, or their stat changed) and the rows whose file is gone."""
+    todo = [f for f in found if not _same_stat(active.get(f.source), f)]
+    seen = {f.source for f in found}
+    gone = [
+        row
+        for source, row in active.items()
+        if row["state"] != "missing"
+        and source not in seen
+        and any(_under(source, s) for s in sources)
+    ]
+    return todo, gone
 
 
 def _same_stat(row: dict[str, Any] | None, item: _Found) -> bool:

@@ -54,22 +54,33 @@ from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
 from netfleet.store.limits import max_raw_bytes, too_large
 from netfleet.store.s3 import PartlyWritten
-from netfleet.store.sources import SUFFIXES, expand_sources
+from netfleet.store.sources import (
+    PRESETS,
+    SIDES,
+    SUFFIXES,
+    check_campaign,
+    default_workers,
+    expand_sources,
+    parse_labels,
+    pattern_regex,
+)
 
 if TYPE_CHECKING:
     from netfleet.store.root import RawStore
 
-PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
-SIDES = ("auto", "client", "server")
 __all__ = [
     "PRESETS",
     "SIDES",
     "SUFFIXES",
     "ImportProblem",
+    "check_campaign",
     "check_intervals",
     "decode",
+    "default_workers",
     "expand_sources",
     "import_files",
+    "parse_labels",
+    "pattern_regex",
 ]
 
 
@@ -83,31 +94,6 @@ class ImportReport:
     #: (file, run id): the same run an earlier import already wrote (same bytes, campaign and
     #: labels); not written again
     already: list[tuple[str, str]] = field(default_factory=list)
-
-
-def pattern_regex(pattern: str) -> re.Pattern[str]:
-    """``d={date}/{instance_type}-{epoch}.json.gz`` → a regex matched against the end of the
-    path; each ``{name}`` matches within one path segment, without ``-`` greed across names."""
-    pattern = PRESETS.get(pattern, pattern)
-    out, pos = [], 0
-    for m in re.finditer(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", pattern):
-        out.append(re.escape(pattern[pos : m.start()]))
-        out.append(f"(?P<{m.group(1)}>[^/]+?)")
-        pos = m.end()
-    out.append(re.escape(pattern[pos:]))
-    try:
-        regex = re.compile("(?:^|/)" + "".join(out) + "$")
-    except re.error as exc:
-        raise InputError(
-            f"--pattern {pattern!r}: {exc}", hint="use {name} placeholders, each name once"
-        ) from exc
-    from netfleet.spec.common import check_labels
-
-    try:  # its names become label keys
-        check_labels(dict.fromkeys(regex.groupindex, ""))
-    except ValueError as exc:
-        raise InputError(f"--pattern: {exc}") from None
-    return regex
 
 
 def _plain(data: bytes) -> bytes:
@@ -240,38 +226,6 @@ def engine_envelope(
     )
 
 
-def parse_labels(items: Iterable[str]) -> dict[str, str]:
-    """``--label k=v`` options, checked as a spec's labels are (no secret-looking key, no key
-    material, the same key pattern): labels are copied into every envelope."""
-    from netfleet.spec.common import check_labels
-
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise InputError(
-                f"--label {key[:64]!r}: expected key=value", hint="e.g. --label cloud=aws"
-            )
-        out[key] = value
-    try:
-        check_labels(out)
-    except ValueError as exc:
-        raise InputError(f"--label: {exc}") from None
-    return out
-
-
-def check_campaign(campaign: str) -> str:
-    """``--campaign``, checked as a spec's ``campaign:`` is (it names a directory, an S3 key)."""
-    from netfleet.spec.common import NAME
-
-    if not re.match(NAME, campaign):
-        raise InputError(
-            f"--campaign {campaign[:64]!r}: not a campaign name",
-            hint="1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
-        )
-    return campaign
-
-
 #: files at which an import spreads over worker processes (below, starting them costs more)
 PARALLEL_MIN = 64
 
@@ -279,11 +233,6 @@ PARALLEL_MIN = 64
 def run_of(rel: str) -> str:
     """The run id of a raw result's relative key (``…/<run_id>.json.gz``)."""
     return rel.rsplit("/", 1)[-1].removesuffix(".json.gz")
-
-
-def default_workers() -> int:
-    """Worker processes for ``netfleet import``: one per CPU, at most 4."""
-    return min(os.cpu_count() or 1, 4)
 
 
 Progress = Callable[[int, int], None]

@@ -1,16 +1,20 @@
-"""The files an import names: files, folders walked recursively, quoted globs — listed without
-opening any file and without loading the readers (a no-op import by reference lists and stats
-only)."""
+"""What an import is asked, checked without loading its readers: the files it names (files,
+folders walked recursively, quoted globs — listed, none opened), its ``--label``,
+``--pattern`` and ``--campaign`` (a no-op import by reference lists, stats and compares only;
+the label checks load the spec's rules when called)."""
 
 from __future__ import annotations
 
 import glob as globmod
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from netfleet.errors import InputError
 
+PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
+SIDES = ("auto", "client", "server")
 SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".txt", ".txt.gz")
 
 
@@ -45,3 +49,72 @@ def _walk(top: Path, follow_links: bool) -> Iterator[Path]:
         yield from (here / f for f in files if f.endswith(SUFFIXES))
         if not follow_links:
             yield from (here / d for d in dirs if (here / d).is_symlink())
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """``d={date}/{instance_type}-{epoch}.json.gz`` → a regex matched against the end of the
+    path; each ``{name}`` matches within one path segment, without ``-`` greed across names."""
+    pattern = PRESETS.get(pattern, pattern)
+    out, pos = [], 0
+    for m in re.finditer(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", pattern):
+        out.append(re.escape(pattern[pos : m.start()]))
+        out.append(f"(?P<{m.group(1)}>[^/]+?)")
+        pos = m.end()
+    out.append(re.escape(pattern[pos:]))
+    try:
+        regex = re.compile("(?:^|/)" + "".join(out) + "$")
+    except re.error as exc:
+        raise InputError(
+            f"--pattern {pattern!r}: {exc}", hint="use {name} placeholders, each name once"
+        ) from exc
+    from netfleet.spec.common import check_labels
+
+    try:  # its names become label keys
+        check_labels(dict.fromkeys(regex.groupindex, ""))
+    except ValueError as exc:
+        raise InputError(f"--pattern: {exc}") from None
+    return regex
+
+
+def parse_labels(items: Iterable[str]) -> dict[str, str]:
+    """``--label k=v`` options, checked as a spec's labels are (no secret-looking key, no key
+    material, the same key pattern): labels are copied into every envelope."""
+    from netfleet.spec.common import check_labels
+
+    out = split_labels(items)
+    try:
+        check_labels(out)
+    except ValueError as exc:
+        raise InputError(f"--label: {exc}") from None
+    return out
+
+
+def check_campaign(campaign: str) -> str:
+    """``--campaign``, checked as a spec's ``campaign:`` is (it names a directory, an S3 key)."""
+    from netfleet.spec.common import NAME
+
+    if not re.match(NAME, campaign):
+        raise InputError(
+            f"--campaign {campaign[:64]!r}: not a campaign name",
+            hint="1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        )
+    return campaign
+
+
+def split_labels(items: Iterable[str]) -> dict[str, str]:
+    """``--label k=v`` options as a dict, their syntax checked (:func:`parse_labels` checks the
+    keys and values too)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise InputError(
+                f"--label {key[:64]!r}: expected key=value", hint="e.g. --label cloud=aws"
+            )
+        out[key] = value
+    return out
+
+
+def default_workers() -> int:
+    """Worker processes for ``netfleet import``: one per CPU, at most 4."""
+    return min(os.cpu_count() or 1, 4)
