@@ -75,20 +75,39 @@ def inflate(data: bytes) -> bytes:
     raw-result limit, counted before it is parsed."""
     out = data
     if data[:2] == b"\x1f\x8b":
-        import io
-        import zlib
-
-        from isal import igzip
-
-        try:
-            with igzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-                out = fh.read(max_raw_bytes() + 1)
-        except (OSError, EOFError, zlib.error, ValueError) as exc:
-            raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+        out = _gunzip(data, max_raw_bytes() + 1)
     why = too_large(out)
     if why:
         raise ImportProblem(why)
     return out
+
+
+def _gunzip(data: bytes, most: int) -> bytes:
+    """Every gzip member of ``data`` inflated, at most ``most`` bytes (ISA-L's inflate: a
+    fifth of the time of gzip.GzipFile's, which reads through a file object)."""
+    from isal import isal_zlib
+
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    try:
+        while rest and size < most:
+            inflater = isal_zlib.decompressobj(wbits=31)
+            chunk = inflater.decompress(rest, most - size)
+            parts.append(chunk)
+            size += len(chunk)
+            if not inflater.eof:
+                if size >= most:
+                    break
+                raise ImportProblem(
+                    "truncated or damaged gzip (the file ends before the end-of-stream marker)"
+                )
+            rest = inflater.unused_data.lstrip(b"\x00")  # padding between members
+            if rest and rest[:2] != b"\x1f\x8b":
+                raise ImportProblem("truncated or damaged gzip (not a gzip member after one)")
+    except isal_zlib.error as exc:
+        raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
+    return b"".join(parts)
 
 
 def selective(plain: bytes) -> dict[str, Any] | None:
@@ -212,7 +231,9 @@ def _read(
             plain=plain,
         )
     run_id = run_identity(digest, env.campaign, env.labels)
-    envelope = env.model_dump(mode="json")
+    # the result is JSON's values already (decoded from the file): not walked again
+    envelope = env.model_dump(mode="json", exclude={"result"})
+    envelope["result"] = env.result
     envelope["run_id"] = envelope["run_key"] = run_id
     imported = envelope["notes"]["imported"]
     imported.pop("original", None)

@@ -42,6 +42,8 @@ def too_large(text: bytes, size: int | None = None) -> str | None:
     limit = max_raw_bytes()
     if (len(text) if size is None else size) > limit:
         return f"inflates to more than {limit:,} bytes ({ENV})"
+    if len(text) < max_json_values():  # one value per byte at most: no need to count them
+        return None
     return _values_reason() if values_bound(text) > max_json_values() else None
 
 
