@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from netfleet import api, aws
 from netfleet.catalog.ingestion import ingest
 from netfleet.catalog.manifest import current_generation, manifest_path, read_manifest
@@ -187,7 +189,12 @@ def test_a_bad_file_never_stops_the_others_and_links_are_refused(tmp_path: Path)
     assert _states(tmp_path / "cat")["link.json"] == ["bad"]
 
 
-def test_many_files_are_read_in_worker_processes(tmp_path: Path) -> None:
+def test_many_files_are_read_in_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import netfleet.catalog.register as registering
+
+    monkeypatch.setattr(registering, "PARALLEL_MIN", 64)
     src = tmp_path / "src"
     src.mkdir()
     body = RUNS[0].read_bytes()

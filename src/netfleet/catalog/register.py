@@ -28,6 +28,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -51,8 +52,10 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 
-#: files at which reading spreads over worker processes
-PARALLEL_MIN = 64
+#: files to read at which reading spreads over worker processes: below, reading them here
+#: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
+#: readers, partly hidden behind this process's own start)
+PARALLEL_MIN = 512
 #: files per task handed to a worker (their rows come back as Arrow tables)
 TASK_FILES = 64
 #: runs per batch of catalog parts
@@ -139,15 +142,35 @@ def register(
     # nothing changed (every file's stat is its row's, none gone): decided from the manifest's
     # index alone — no lock taken, no reader loaded (rows only exist for options once checked)
     index = read_index(catalog)
-    if index is not None and _work(found, sources, _active(index["rows"], campaign, asked)) == (
-        [],
-        [],
-    ):
-        report.unchanged = len(found)
-        report.generation = int(index["generation"])
-        report.seconds = time.monotonic() - started
-        return report
-    opts = _options(campaign, labels, pattern, side)
+    todo = found
+    if index is not None:
+        todo, gone = _work(found, sources, _active(index["rows"], campaign, asked))
+        if not todo and not gone:
+            report.unchanged = len(found)
+            report.generation = int(index["generation"])
+            report.seconds = time.monotonic() - started
+            return report
+    with _pool(workers, len(todo)) as pool:
+        return _register(
+            found, sources, catalog, asked, report, started, pool, keep_copy, progress,
+            _options(campaign, labels, pattern, side), follow_links,
+        )  # fmt: skip
+
+
+def _register(
+    found: list[_Found],
+    sources: list[str],
+    catalog: Path,
+    asked: str,
+    report: RegisterReport,
+    started: float,
+    pool: Any,
+    keep_copy: str | None,
+    progress: Progress | None,
+    opts: Options,
+    follow_links: bool,
+) -> RegisterReport:
+    """:func:`register`'s work once something is to be read or marked."""
     with _prepared(catalog, None) as (local, known):
         finish_retire(local)
         index = read_index(local)
@@ -161,7 +184,7 @@ def register(
         state = _State.load(local, opts.campaign, asked)
         generation = state.generation + 1
         writer = _Writer(local, known)
-        reads = _reads(todo, opts, follow_links, workers)
+        reads = _reads(todo, opts, follow_links, pool)
         for done, (item, read, tables) in enumerate(reads, start=1):
             if tables is not None and writer.runs >= BATCH_RUNS:  # between two tasks' rows
                 writer.flush()
@@ -370,21 +393,28 @@ def _read_s3(item: _Found, opts: Options) -> Read:
 
 
 def _reads(
-    todo: list[_Found], opts: Options, follow_links: bool, workers: int
+    todo: list[_Found], opts: Options, follow_links: bool, pool: Any
 ) -> Iterator[tuple[_Found, Read, dict[str, pa.Table] | None]]:
     """Each file's read, in order, with its task's tables on the task's first file."""
     tasks = [todo[i : i + TASK_FILES] for i in range(0, len(todo), TASK_FILES)]
     run = partial(read_task, opts=opts, follow_links=follow_links)
-    for items, (reads, tables) in zip(tasks, _map(run, tasks, workers, len(todo)), strict=True):
+    results = map(run, tasks) if pool is None or len(todo) < PARALLEL_MIN else pool.map(run, tasks)
+    for items, (reads, tables) in zip(tasks, results, strict=True):
         for n, (item, read) in enumerate(zip(items, reads, strict=True)):
             yield item, read, tables if n == 0 else None
 
 
-def _map(
-    run: Callable[[list[_Found]], Task], tasks: list[list[_Found]], workers: int, files: int
-) -> Iterator[Task]:
+def _warm() -> None:
+    """A worker's first task: nothing (its fork server has loaded the readers)."""
+
+
+@contextmanager
+def _pool(workers: int, files: int) -> Iterator[Any]:
+    """Worker processes (``forkserver``; the readers loaded once, in the fork server, and each
+    worker a fork of it), started at once: they start while this process checks the options,
+    locks the catalog and reads its manifest. None for one worker or few files."""
     if workers < 2 or files < PARALLEL_MIN:
-        yield from map(run, tasks)
+        yield None
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -392,18 +422,15 @@ def _map(
     from netfleet.store.imports import _quiet_worker
 
     ctx = multiprocessing.get_context("forkserver")
-    # the readers load once, in the fork server; each worker is a fork of it
     ctx.set_forkserver_preload(
-        [
-            "netfleet.catalog.register",
-            "netfleet.catalog.onepass",
-            "netfleet.catalog.rows",
-            "netfleet.store.imports",
-        ]
-    )
+        ["netfleet.catalog.register", "netfleet.catalog.onepass", "netfleet.catalog.rows",
+         "netfleet.store.imports"]
+    )  # fmt: skip
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
     try:
-        yield from pool.map(run, tasks)
+        for _ in range(workers):
+            pool.submit(_warm)
+        yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
