@@ -27,6 +27,9 @@ MAX_SIZE = 1e15
 def plausible_rate(value: object) -> bool:
     """A measured rate a link can carry: a finite number of bits/s from 0 to :data:`MAX_RATE`
     (NaN, infinite, negative or larger values are a broken or forged result, never averaged)."""
+    kind = type(value)
+    if kind is float or kind is int:  # the common cases first (a hot path)
+        return 0 <= value <= MAX_RATE  # type: ignore[operator]
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return 0 <= value <= MAX_RATE  # False for NaN; inf is above MAX_RATE

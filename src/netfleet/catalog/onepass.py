@@ -64,10 +64,13 @@ class Options:
 @dataclass
 class Read:
     """One file's outcome: its manifest row (``state`` ok or bad) and, when ok, its rows
-    (``runs`` row, interval sums, ``ends``) as the catalog's ``RunRows``."""
+    (``runs`` row, interval sums, ``ends``) as the catalog's ``RunRows`` — an iperf3 document's
+    interval sums as columns in ``sums`` instead (:func:`~netfleet.engines.iperf3_rows.
+    sum_columns`)."""
 
     row: dict[str, Any]
     rows: Any = None
+    sums: dict[str, list[Any]] | None = None
 
 
 def inflate(data: bytes) -> bytes:
@@ -242,8 +245,13 @@ def _read(
     imported.pop("original_encoding", None)
     imported["from"] = source
     imported["by_reference"] = True
-    rows = envelope_rows(envelope, source=source)
-    rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
+    sums = None
+    result = envelope["result"]
+    if doc is not None and env.engine.name == "iperf3" and "server_output_text" not in result:
+        rows, sums = _iperf3_rows(envelope, source)
+    else:
+        rows = envelope_rows(envelope, source=source)
+        rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
     row.update(
         state="ok",
         run_id=run_id,
@@ -254,7 +262,30 @@ def _read(
         inferred=json.dumps(imported.get("inferred") or []),
         flags=json.dumps(imported.get("flags") or []),
     )
-    return Read(row, rows)
+    return Read(row, rows, sums)
+
+
+def _iperf3_rows(envelope: dict[str, Any], source: str) -> tuple[Any, dict[str, list[Any]]]:
+    """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
+    without its intervals) and its interval sums as columns (the same rows the parser gives)."""
+    from netfleet.catalog.rows import envelope_rows
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
+    from netfleet.values import as_bool, obj
+
+    result = envelope["result"]
+    server = result.get("server_output_json")
+    bare = {k: v for k, v in result.items() if k != "intervals"}
+    if isinstance(server, dict):
+        bare["server_output_json"] = {k: v for k, v in server.items() if k != "intervals"}
+    rows = envelope_rows({**envelope, "result": bare}, source=source)
+    reverse = as_bool(obj(envelope.get("params")).get("reverse"))
+    if reverse is None:
+        reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
+    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+    sum_columns(rows.run_id, "client", result, reverse, sums)
+    if isinstance(server, dict):
+        sum_columns(rows.run_id, "server", server, reverse, sums)
+    return rows, sums
 
 
 def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, Any]) -> Read:

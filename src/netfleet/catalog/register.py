@@ -343,6 +343,7 @@ def read_task(items: list[_Found], opts: Options, follow_links: bool) -> Task:
 
     reads: list[Read] = []
     batch = _Batch()
+    sums: list[tuple[Read, dict[str, list[Any]]]] = []
     for item in items:
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
         if item.etag is not None:
@@ -353,6 +354,8 @@ def read_task(items: list[_Found], opts: Options, follow_links: bool) -> Task:
         if read.rows is not None:
             for rows, why in batch.add(read.rows):
                 _refuse(reads, rows.run_id, why)
+            if read.sums is not None:
+                sums.append((read, read.sums))
     for rows, why in batch.convert():
         _refuse(reads, rows.run_id, why)
     import pyarrow as pa
@@ -360,9 +363,36 @@ def read_task(items: list[_Found], opts: Options, follow_links: bool) -> Task:
     from netfleet.catalog.rows import SCHEMAS
 
     tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+    kept = [(read, columns) for read, columns in sums if read.row.get("state") == "ok"]
+    if kept:
+        tables["intervals"] = pa.concat_tables([tables["intervals"], _sum_table(kept, reads)])
     for read in reads:
-        read.rows = None  # the rows travel as tables
+        read.rows = read.sums = None  # the rows travel as tables
     return reads, tables
+
+
+def _sum_table(kept: list[tuple[Read, dict[str, list[Any]]]], reads: list[Read]) -> pa.Table:
+    """The interval sums of a task's files as one table; a file whose values Arrow refuses is
+    refused alone (its run's other rows are dropped by the caller with it)."""
+    import pyarrow as pa
+
+    from netfleet.catalog.rows import SCHEMAS
+
+    schema = SCHEMAS["intervals"]
+    try:
+        return pa.Table.from_pydict(
+            {name: [v for _, cols in kept for v in cols[name]] for name in schema.names},
+            schema=schema,
+        )
+    except (pa.ArrowException, OverflowError, TypeError):
+        pass
+    good = []
+    for read, cols in kept:
+        try:
+            good.append(pa.Table.from_pydict({n: cols[n] for n in schema.names}, schema=schema))
+        except (pa.ArrowException, OverflowError, TypeError) as exc:
+            _refuse(reads, str(read.row.get("run_id")), f"a value does not fit its column: {exc}")
+    return pa.concat_tables([schema.empty_table(), *good])
 
 
 def _refuse(reads: list[Read], run_id: str, why: str) -> None:

@@ -99,6 +99,65 @@ def interval_rows(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool)
                 yield _interval_row(run_id, side, "stream", idx, stream, forward_sender)
 
 
+#: the columns :func:`sum_columns` fills, in the ``intervals`` table's order
+SUM_COLUMNS = ("run_id", "side", "role", "flow", "kind", "stream_id", "idx", "start", "end",
+               "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd", "snd_wnd", "rtt",
+               "rttvar", "pmtu", "packets", "lost_packets", "lost_percent", "jitter_ms",
+               "omitted")  # fmt: skip
+
+
+def sum_columns(
+    run_id: str, side: str, doc: Mapping[str, Any], reverse: bool, into: dict[str, list[Any]]
+) -> None:
+    """The ``kind = 'sum'`` rows :func:`interval_rows` gives (the same values, the same 3.12
+    repeat dropped), appended column by column to ``into`` (:data:`SUM_COLUMNS` → values):
+    no dict per row, for import by reference, which makes only these rows eagerly."""
+    forward_sender = (side == "client") != reverse
+    previous: tuple[Any, ...] | None = None
+    for idx, raw in enumerate(_list(doc.get("intervals"))):
+        entry = obj(raw)
+        total = obj(entry.get("sum"))
+        key = (total.get("start"), total.get("end"), total.get("bytes"))
+        if total and key == previous:
+            continue
+        previous = key
+        if total:
+            _append_sum(into, run_id, side, idx, total, forward_sender)
+        back = obj(entry.get("sum_bidir_reverse"))
+        if back:
+            _append_sum(into, run_id, side, idx, back, not forward_sender)
+
+
+def _append_sum(
+    into: dict[str, list[Any]],
+    run_id: str,
+    side: str,
+    idx: int,
+    data: Mapping[str, Any],
+    sender_by_default: bool,
+) -> None:
+    """:func:`_interval_row` of a ``sum``, appended to the columns."""
+    flag = as_bool(data.get("sender"))
+    sender = sender_by_default if flag is None else flag
+    into["run_id"].append(run_id)
+    into["side"].append(side)
+    into["role"].append("sender" if sender else "receiver")
+    into["flow"].append("client_to_server" if (side == "client") == sender else "server_to_client")
+    into["kind"].append("sum")
+    into["stream_id"].append(None)
+    into["idx"].append(idx)
+    into["omitted"].append(bool(as_bool(data.get("omitted"))))
+    get = data.get
+    for name in _INTERVAL_FIELDS_INT:
+        v = get(name)
+        into[name].append(
+            v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
+        )
+    for name in _INTERVAL_FIELDS_FLOAT:
+        v = get(name)
+        into[name].append(v if v is None or type(v) is float else as_float(v))
+
+
 def _own_rtts(streams: list[Any]) -> Row:
     """RTT and cwnd summaries over the streams this host itself sent (others report 0s)."""
     own = [

@@ -171,6 +171,11 @@ def _plausible(field: str, value: Any, most: float, what: str) -> None:
 
 
 def _num(value: Any) -> float | None:
+    kind = type(value)
+    if kind is float:  # the common cases first: this runs five times per interval
+        return value
+    if kind is int:
+        return float(value)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
