@@ -114,6 +114,7 @@ def sum_columns(
     no dict per row, for import by reference, which makes only these rows eagerly."""
     forward_sender = (side == "client") != reverse
     previous: tuple[Any, ...] | None = None
+    found: list[tuple[int, Mapping[str, Any], bool]] = []
     for idx, raw in enumerate(_list(doc.get("intervals"))):
         entry = obj(raw)
         total = obj(entry.get("sum"))
@@ -122,40 +123,40 @@ def sum_columns(
             continue
         previous = key
         if total:
-            _append_sum(into, run_id, side, idx, total, forward_sender)
+            found.append((idx, total, forward_sender))
         back = obj(entry.get("sum_bidir_reverse"))
         if back:
-            _append_sum(into, run_id, side, idx, back, not forward_sender)
-
-
-def _append_sum(
-    into: dict[str, list[Any]],
-    run_id: str,
-    side: str,
-    idx: int,
-    data: Mapping[str, Any],
-    sender_by_default: bool,
-) -> None:
-    """:func:`_interval_row` of a ``sum``, appended to the columns."""
-    flag = as_bool(data.get("sender"))
-    sender = sender_by_default if flag is None else flag
-    into["run_id"].append(run_id)
-    into["side"].append(side)
-    into["role"].append("sender" if sender else "receiver")
-    into["flow"].append("client_to_server" if (side == "client") == sender else "server_to_client")
-    into["kind"].append("sum")
-    into["stream_id"].append(None)
-    into["idx"].append(idx)
-    into["omitted"].append(bool(as_bool(data.get("omitted"))))
-    get = data.get
+            found.append((idx, back, not forward_sender))
+    if not found:
+        return
+    senders = [_sender(data.get("sender"), default) for _, data, default in found]
+    count = len(found)
+    into["run_id"] += [run_id] * count
+    into["side"] += [side] * count
+    into["role"] += ["sender" if s else "receiver" for s in senders]
+    into["flow"] += [
+        "client_to_server" if (side == "client") == s else "server_to_client" for s in senders
+    ]
+    into["kind"] += ["sum"] * count
+    into["stream_id"] += [None] * count
+    into["idx"] += [idx for idx, _, _ in found]
+    into["omitted"] += [bool(as_bool(data.get("omitted"))) for _, data, _ in found]
     for name in _INTERVAL_FIELDS_INT:
-        v = get(name)
-        into[name].append(
+        into[name] += [
             v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
-        )
+            for v in (data.get(name) for _, data, _ in found)
+        ]
     for name in _INTERVAL_FIELDS_FLOAT:
-        v = get(name)
-        into[name].append(v if v is None or type(v) is float else as_float(v))
+        into[name] += [
+            v if v is None or type(v) is float else as_float(v)
+            for v in (data.get(name) for _, data, _ in found)
+        ]
+
+
+def _sender(flag: Any, default: bool) -> bool:
+    """:func:`_interval_row`'s role: the entry's ``sender`` flag, else the default."""
+    value = as_bool(flag)
+    return default if value is None else value
 
 
 def _own_rtts(streams: list[Any]) -> Row:
