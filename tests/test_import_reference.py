@@ -257,3 +257,30 @@ def test_the_cheat_sheet_cache_follows_the_manifest_generation(tmp_path: Path) -
     register([str(extra)], cat)
     second = api.cheatsheet(catalog=str(cat), by="engine", side="sender")
     assert first.rows != second.rows  # not the cached answer of generation 1
+
+
+def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import netfleet.catalog.register as registering
+
+    src = _folder(tmp_path, RUNS[:3])
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    changed = sorted(src.iterdir())[0]
+    old_run = _run_of(cat, changed)
+    changed.write_bytes(changed.read_bytes() + b" ")
+
+    def crash(catalog: Path, batch_id: str) -> None:
+        raise OSError("power cut")
+
+    monkeypatch.setattr(registering, "_delete_batch", crash)
+    with pytest.raises(OSError, match="power cut"):
+        register([str(src)], cat)  # the new batch committed, the old one still there
+    assert (cat / registering.RETIRE_JOURNAL).exists()
+    monkeypatch.undo()
+    report = register([str(src)], cat)
+    assert not (cat / registering.RETIRE_JOURNAL).exists()
+    ids = [r for (r,) in _rows(cat, "SELECT run_id FROM runs")]
+    assert len(ids) == len(set(ids)) == 3 and old_run not in ids  # no run twice, none lost
+    assert report.changed == [str(changed)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -650,7 +651,8 @@ def _retire(catalog: Path, runs: set[str]) -> list[str]:
             batch.parts[table].extend(rows.cast(SCHEMAS[table]).to_batches())
         batch.runs = len(ids - hit)
         journal = catalog / RETIRE_JOURNAL
-        atomic_write(journal, json.dumps({"old": batch_id}).encode(), prefix=TEMP_PREFIX)
+        entry = {"old": batch_id, "dropped": sorted(hit)}
+        atomic_write(journal, json.dumps(entry).encode(), prefix=TEMP_PREFIX)
         if batch.runs:
             _write_batch(catalog, batch)
         _delete_batch(catalog, batch_id)
@@ -660,20 +662,26 @@ def _retire(catalog: Path, runs: set[str]) -> list[str]:
 
 
 def finish_retire(catalog: Path) -> None:
-    """A retirement a crash interrupted: its new batch is committed or swept (parts of an
-    uncommitted batch are deleted by the ingest's sweep)... so deleting the old batch is safe
-    only when every run of it is elsewhere; otherwise the old batch stays and the runs are
-    retired again by the next import that sees their files changed."""
+    """Finish a retirement a crash interrupted (``_retire.json`` names the old batch and the
+    runs it drops). When every other run of the old batch is in another committed batch, the
+    new batch was committed: the old one is deleted. Otherwise the new batch never committed
+    (the sweep deletes its parts) and the old batch stays whole: the manifest, written only
+    after the retirement, still holds the old rows, so the next import sees those files
+    changed and retires their runs again."""
     journal = catalog / RETIRE_JOURNAL
     try:
-        old = json.loads(journal.read_text())["old"]
+        entry = json.loads(journal.read_text())
+        old, dropped = str(entry["old"]), {str(r) for r in entry["dropped"]}
+        if not re.fullmatch(r"[0-9A-Za-z-]+", old):  # a batch name, never a path
+            raise ValueError(old)
     except (OSError, ValueError, KeyError, TypeError):
+        journal.unlink(missing_ok=True)
         return
-    others = set()
+    others: set[str] = set()
     for batch_id in committed_batches(catalog):
         if batch_id != old:
             others.update(_batch_ids(catalog, batch_id))
-    if set(_batch_ids(catalog, old)) <= others:
+    if set(_batch_ids(catalog, old)) - dropped <= others:
         _delete_batch(catalog, old)
     journal.unlink(missing_ok=True)
 
