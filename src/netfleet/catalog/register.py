@@ -103,8 +103,6 @@ class _Found:
     mtime_ns: int | None = None
     inode: int | None = None
     etag: str | None = None
-    #: a link or special file: refused when read (never followed, never waited on)
-    refused: bool = False
 
 
 def register(
@@ -261,27 +259,30 @@ def _same_stat(row: dict[str, Any] | None, item: _Found) -> bool:
 
 def _listed(sources: list[str], follow_links: bool) -> Iterator[_Found]:
     """Every file of the sources, with its stat (one ``lstat`` each: no file is opened)."""
-    from netfleet.store.sources import expand_sources
+    import stat as stat_mod
 
-    local = [s for s in sources if not s.startswith("s3://")]
+    from netfleet.store.sources import source_files
+
     for src in sources:
         if src.startswith("s3://"):
             yield from _s3_listed(src)
     seen: set[str] = set()
-    for path in expand_sources(local, follow_links) if local else ():
-        source = os.path.abspath(path)
-        if source in seen:
+    for src in sources:
+        if src.startswith("s3://"):
             continue
-        seen.add(source)
-        try:
-            st = os.stat(path, follow_symlinks=follow_links)
-        except OSError:
-            yield _Found(source, str(path), None, refused=True)
-            continue
-        import stat as stat_mod
-
-        regular = stat_mod.S_ISREG(st.st_mode)
-        yield _Found(source, str(path), st.st_size, st.st_mtime_ns, st.st_ino, refused=not regular)
+        for source in source_files(os.path.abspath(src), follow_links):
+            if source in seen:
+                continue
+            seen.add(source)
+            try:
+                st = os.stat(source, follow_symlinks=follow_links)
+            except OSError:
+                yield _Found(source, source, None)
+                continue
+            if not stat_mod.S_ISREG(st.st_mode):  # never opened at listing: refused when read
+                yield _Found(source, source, st.st_size)
+                continue
+            yield _Found(source, source, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _s3_listed(url: str) -> Iterator[_Found]:
