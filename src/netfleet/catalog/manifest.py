@@ -31,10 +31,10 @@ bytes were last hashed) and ``asked`` (the import's own options — ``--label``,
 ``--side`` — JSON: a file imported again with other options is another run).
 
 Beside it, ``CATALOG/_manifest_index.json`` (written after it, atomically) holds the
-generation and the stat columns of the rows not retired, with the manifest file's own stat: a
-no-op import and the cheat sheet's cache read that instead of the Parquet file (no pyarrow to
-load: 0.7 s here), and fall back to the Parquet file whenever the index is not the one written
-with the manifest that is there.
+generation and, of the rows not retired, the columns of :data:`INDEX_COLUMNS` (stat, SHA-256,
+kept copy), with the manifest file's own stat: a no-op import, ``verify`` and the cheat
+sheet's cache read that instead of the Parquet file (no pyarrow to load: 0.7 s here), and fall
+back to the Parquet file whenever the index is not the one written with the manifest there.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ if TYPE_CHECKING:
 MANIFEST = "manifest.parquet"
 INDEX = "_manifest_index.json"
 #: the columns the index keeps per row (not retired)
-INDEX_COLUMNS = ("source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag")
+INDEX_COLUMNS = (
+    "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag", "file_id", "kept",
+)  # fmt: skip
 #: the Parquet key-value metadata holding the generation
 GENERATION_KEY = b"netfleet.manifest.generation"
 STATES = ("ok", "bad", "retired", "missing")

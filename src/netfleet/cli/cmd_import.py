@@ -80,25 +80,35 @@ def import_(
     dups += f", {len(report.already)} already imported" if report.already else ""
     url = line(api.results_url(results))
     console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
+    _per_file(report, "already imported as", "notes.imported.flags")
+    _outcome(report.bad, bool(report.imported or report.duplicates or report.already))
+
+
+def _per_file(report: api.ImportReport | api.RegisterReport, already: str, flags: str) -> None:
+    """The duplicate, flagged and refused files of an import, one line each."""
     for path, first in report.duplicates:
         console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
     for path, run_id in report.already:
-        console.print(f"  duplicate {line(path)}: already imported as {line(run_id)}")
+        console.print(f"  duplicate {line(path)}: {already} {line(run_id)}")
     for path, count in report.flagged:
         console.print(
             f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
-            "(see notes.imported.flags)"
+            f"(see {flags})"
         )
     for path, reason in report.bad:
         console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
-    if report.bad and not (report.imported or report.duplicates or report.already):
+
+
+def _outcome(bad: list[tuple[str, str]], done: bool) -> None:
+    """Exit 2 when every file was refused, 3 when some were (the others imported)."""
+    if bad and not done:
         raise InputError(
-            f"{len(report.bad)} file(s) could not be imported, none was",
+            f"{len(bad)} file(s) could not be imported, none was",
             hint="the reasons are listed above",
         )
-    if report.bad:  # exit 3: finished, some refused
+    if bad:  # exit 3: finished, some refused
         raise PartlyDone(
-            f"{len(report.bad)} file(s) could not be imported",
+            f"{len(bad)} file(s) could not be imported",
             hint="the reasons are listed above; the other files were imported",
         )
 
@@ -123,28 +133,9 @@ def _registered(report: api.RegisterReport) -> None:
         console.print(f"  [yellow]changed[/] {line(path)}: a new run; the old one retired")
     for path in report.missing:
         console.print(f"  [yellow]missing[/] {line(path)}: gone from its source (runs kept)")
-    for path, first in report.duplicates:
-        console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
-    for path, run_id in report.already:
-        console.print(f"  duplicate {line(path)}: already in the catalog as {line(run_id)}")
-    for path, count in report.flagged:
-        console.print(
-            f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
-            "(see the manifest's flags)"
-        )
-    for path, reason in report.bad:
-        console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
+    _per_file(report, "already in the catalog as", "the manifest's flags")
     done = report.registered or report.unchanged or report.touched or report.already
-    if report.bad and not (done or report.duplicates):
-        raise InputError(
-            f"{len(report.bad)} file(s) could not be imported, none was",
-            hint="the reasons are listed above",
-        )
-    if report.bad:
-        raise PartlyDone(
-            f"{len(report.bad)} file(s) could not be imported",
-            hint="the reasons are listed above; the other files were imported",
-        )
+    _outcome(report.bad, bool(done or report.duplicates))
 
 
 def verify(catalog: CatalogOpt = None) -> None:
