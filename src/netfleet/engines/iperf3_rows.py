@@ -140,17 +140,17 @@ def sum_columns(
     into["kind"] += ["sum"] * count
     into["stream_id"] += [None] * count
     into["idx"] += [idx for idx, _, _ in found]
-    into["omitted"] += [bool(as_bool(data.get("omitted"))) for _, data, _ in found]
+    datas = [data for _, data, _ in found]
+    into["omitted"] += [bool(as_bool(data.get("omitted"))) for data in datas]
     for name in _INTERVAL_FIELDS_INT:
+        values = [data.get(name) for data in datas]
         into[name] += [
             v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
-            for v in (data.get(name) for _, data, _ in found)
+            for v in values
         ]
     for name in _INTERVAL_FIELDS_FLOAT:
-        into[name] += [
-            v if v is None or type(v) is float else as_float(v)
-            for v in (data.get(name) for _, data, _ in found)
-        ]
+        values = [data.get(name) for data in datas]
+        into[name] += [v if v is None or type(v) is float else as_float(v) for v in values]
 
 
 def _sender(flag: Any, default: bool) -> bool:
