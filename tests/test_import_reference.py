@@ -30,6 +30,9 @@ from tests.motokit import moto_server
 FIX = Path(__file__).parent / "fixtures" / "import"
 RUNS = sorted(p for p in FIX.glob("*.json") if p.name != "MANIFEST.json")
 IPERF2 = sorted(p for p in (FIX / "iperf2").glob("*.txt"))
+#: public projects' outputs (SOURCES.md): iperf3 3.0.11-3.17.1, errors, -O, and intervals of
+#: 2.001 s holding 1 s of bytes (flagged)
+PUBLIC = sorted((FIX.parent / "public").glob("*.json"))
 
 
 def cli(*args: str) -> int:
@@ -70,7 +73,7 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     the runs, ends and interval-sum rows an import by reference writes are those import +
     ingest write from envelopes (same run ids: the same bytes, campaign and labels); only the
     per-stream rows are left to the streams (lazy)."""
-    files = [*RUNS, *IPERF2]
+    files = [*RUNS, *IPERF2, *PUBLIC]
     src = _folder(tmp_path, files)
     root = ResultsRoot(tmp_path / "raw")
     assert import_files([str(src)], root, labels=["cloud=lab"]).bad == []
@@ -79,6 +82,7 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     assert report.bad == [] and len(report.registered) == len(files)
     for sql in (
         f"SELECT {RUN_COLUMNS} FROM runs ORDER BY run_id",
+        "SELECT run_id, json_extract(notes, '$.imported.flags') FROM runs ORDER BY run_id",
         "SELECT * FROM ends ORDER BY run_id, side",
         "SELECT * FROM intervals_stored WHERE kind = 'sum' ORDER BY run_id, side, idx, role",
     ):
@@ -87,6 +91,23 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     assert _rows(tmp_path / "cat_ref", "SELECT count(*) FROM intervals WHERE kind = 'stream'") == [
         (0,)
     ]
+    flagged = "SELECT count(*) FROM runs WHERE json_array_length(notes, '$.imported.flags') > 0"
+    assert _rows(tmp_path / "cat_ref", flagged)[0][0] >= 2  # the 2.001 s intervals
+
+
+def test_the_typed_decode_reads_the_plain_outputs_and_hands_back_the_odd_ones() -> None:
+    """The fast path (typed sums) is the one taken for iperf3's own -J files; a file it cannot
+    read exactly (a rate as text, NaN, an int written as a float) goes back to the dict path."""
+    from netfleet.catalog.onepass import typed_selective
+
+    plain = [p for p in RUNS if "stream" not in p.name]
+    assert all(typed_selective(p.read_bytes()) is not None for p in plain)
+    doc = json.loads(RUNS[0].read_bytes())
+    doc["intervals"][0]["sum"]["bytes"] = 1.5
+    assert typed_selective(json.dumps(doc).encode()) is None
+    doc["intervals"][0]["sum"]["bytes"] = 1
+    doc["intervals"][0]["sum"]["bits_per_second"] = 1e300
+    assert typed_selective(json.dumps(doc).encode()) is None
 
 
 def test_every_number_traces_to_bytes_that_verify(tmp_path: Path) -> None:
@@ -284,3 +305,33 @@ def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     ids = [r for (r,) in _rows(cat, "SELECT run_id FROM runs")]
     assert len(ids) == len(set(ids)) == 3 and old_run not in ids  # no run twice, none lost
     assert report.changed == [str(changed)]
+
+
+def test_the_typed_checks_find_what_the_dict_checks_find() -> None:
+    """The fast check never says "clean" where the import's checks find something: over every
+    captured and public output, and over copies made to break each check in turn."""
+    from netfleet.catalog.onepass import typed_selective
+    from netfleet.catalog.typedsums import _surely_clean, flags
+    from netfleet.store.import_iperf3 import check_intervals
+
+    docs = [json.loads(p.read_bytes()) for p in [*RUNS, *PUBLIC] if "stream" not in p.name]
+    broken = []
+    for change in ("seconds", "start", "bits_per_second", "long"):
+        doc = json.loads(RUNS[0].read_bytes())
+        total = doc["intervals"][1]["sum"]
+        if change == "long":
+            total["seconds"] *= 3
+            total["end"] = total["start"] + total["seconds"]
+        else:
+            total[change] *= 1.1
+        broken.append(doc)
+    for doc in [*docs, *broken]:
+        typed = typed_selective(json.dumps(doc).encode())
+        assert typed is not None
+        want = check_intervals({"intervals": doc.get("intervals") or []}, "client")
+        assert flags(typed[1], "client") == want
+        if _surely_clean(typed[1]):
+            assert want == []
+    assert all(
+        check_intervals({"intervals": d["intervals"]}, "client") for d in broken
+    )  # each copy is flagged

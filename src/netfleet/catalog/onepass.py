@@ -29,6 +29,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -208,7 +209,8 @@ def _read(
 
     path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
     plain = inflate(data)
-    doc = selective(plain)
+    typed = typed_selective(plain)
+    doc = typed[0] if typed is not None else selective(plain)
     keys: dict[str, Any] = {}
     if doc is not None:
         keys = file_keys(doc)
@@ -223,6 +225,7 @@ def _read(
             epoch_label=epoch,
             side=opts.side,
             mtime=mtime,
+            flags_of=None if typed is None else partial(_typed_flags, typed),
         )
     else:
         env = build_envelope(
@@ -248,7 +251,7 @@ def _read(
     sums = None
     result = envelope["result"]
     if doc is not None and env.engine.name == "iperf3" and "server_output_text" not in result:
-        rows, sums = _iperf3_rows(envelope, source)
+        rows, sums = _iperf3_rows(envelope, source, typed)
     else:
         rows = envelope_rows(envelope, source=source)
         rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
@@ -265,12 +268,64 @@ def _read(
     return Read(row, rows, sums)
 
 
-def _iperf3_rows(envelope: dict[str, Any], source: str) -> tuple[Any, dict[str, list[Any]]]:
+#: a typed decode: the document without its intervals, the top-level intervals' sums, and
+#: those of ``server_output_json`` (None when it has none)
+Typed = tuple[dict[str, Any], list[Any], list[Any] | None]
+
+
+def typed_selective(plain: bytes) -> Typed | None:
+    """:func:`selective`, with the sums typed (:mod:`netfleet.catalog.typedsums`); None when
+    the document is not one it reads exactly (then :func:`selective` and the dict path)."""
+    from netfleet.catalog.typedsums import INTERVALS, plausible
+
+    if plain.lstrip()[:1] != b"{":
+        return None
+    try:
+        top = _TOP.decode(plain)
+        if "start" not in top:
+            return None
+        doc = {k: _ANY.decode(raw) for k, raw in top.items() if k not in _TYPED_KEYS}
+        ivs = INTERVALS.decode(top["intervals"]) if "intervals" in top else []
+        if "intervals" in top:
+            doc["intervals"] = []
+        server_ivs = None
+        if "server_output_json" in top:
+            inner = _TOP.decode(top["server_output_json"])
+            server = {k: _ANY.decode(raw) for k, raw in inner.items() if k != "intervals"}
+            server_ivs = INTERVALS.decode(inner["intervals"]) if "intervals" in inner else []
+            if "intervals" in inner:
+                server["intervals"] = []
+            doc["server_output_json"] = server
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if not plausible(ivs) or (server_ivs is not None and not plausible(server_ivs)):
+        return None  # the dict path's checks name the field at fault
+    return doc, ivs, server_ivs
+
+
+_TYPED_KEYS = frozenset({"intervals", "server_output_json"})
+
+
+def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:
+    """:func:`~netfleet.store.import_iperf3.check_intervals` over the typed sums."""
+    from netfleet.catalog.typedsums import flags
+
+    _, ivs, server_ivs = typed
+    found = flags(ivs, side)
+    return found + (flags(server_ivs, "server") if server_ivs is not None else [])
+
+
+def _iperf3_rows(
+    envelope: dict[str, Any], source: str, typed: Typed | None = None
+) -> tuple[Any, dict[str, list[Any]]]:
     """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
     without its intervals) and its interval sums as columns (the same rows the parser gives)."""
     from netfleet.catalog.rows import envelope_rows
     from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
     from netfleet.values import as_bool, obj
+
+    if typed is not None:
+        return _typed_rows(envelope, source, typed)
 
     result = envelope["result"]
     server = result.get("server_output_json")
@@ -317,3 +372,30 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
         read.row.update(state="bad", reason="changed while it was read: import it again")
         read.rows = None
     return read
+
+
+def _typed_rows(
+    envelope: dict[str, Any], source: str, typed: Typed
+) -> tuple[Any, dict[str, list[Any]]]:
+    """:func:`_iperf3_rows` from typed sums: the document's intervals are empty lists, so the
+    parser makes the ``runs`` and ``ends`` rows only; the sums come from the structs, filed
+    under the side the dict path files them (a server's own file: ``server``)."""
+    from netfleet.catalog.rows import envelope_rows
+    from netfleet.catalog.typedsums import columns
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+    from netfleet.values import as_bool, obj
+
+    _, ivs, server_ivs = typed
+    result = envelope["result"]
+    rows = envelope_rows(envelope, source=source)
+    reverse = as_bool(obj(envelope.get("params")).get("reverse"))
+    if reverse is None:
+        reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
+    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+    if envelope.get("subject") == "server":  # result = {start, server_output_json: the file}
+        columns(rows.run_id, "server", ivs, reverse, sums)
+    else:
+        columns(rows.run_id, "client", ivs, reverse, sums)
+        if server_ivs is not None:
+            columns(rows.run_id, "server", server_ivs, reverse, sums)
+    return rows, sums

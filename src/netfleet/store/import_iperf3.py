@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -257,9 +258,12 @@ def iperf3_envelope(
     epoch_label: str | None,
     side: str,
     mtime: float | None,
+    flags_of: Callable[[str], list[dict[str, Any]]] | None = None,
 ) -> Envelope:
     """An iperf3 document (decoded and shape-checked: :func:`decode`, or import by reference's
-    selective decoder followed by :func:`checked_shape`) → its imported envelope."""
+    selective decoder followed by :func:`checked_shape`) → its imported envelope.
+    ``flags_of(side)``: the interval checks' findings, when the caller has the intervals in
+    another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``."""
     labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
     inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
@@ -290,7 +294,8 @@ def iperf3_envelope(
     version = str(start.get("version", "iperf3 (unknown version)"))
     error = doc.get("error")
     side_name = "server" if server_side else "client"
-    run_id, notes = provenance(path, data, inferred, found, check_intervals(doc, side_name))
+    found_flags = check_intervals(doc, side_name) if flags_of is None else flags_of(side_name)
+    run_id, notes = provenance(path, data, inferred, found, found_flags)
     if own_labels:
         notes["imported"]["file_labels"] = own_labels
     result: dict[str, Any] = doc
