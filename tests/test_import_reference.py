@@ -335,3 +335,20 @@ def test_the_typed_checks_find_what_the_dict_checks_find() -> None:
     assert all(
         check_intervals({"intervals": d["intervals"]}, "client") for d in broken
     )  # each copy is flagged
+
+
+def test_one_file_under_two_names_is_one_run(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:2])
+    shutil.copy(RUNS[0], src / "again.json")  # the same bytes in the same task
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(RUNS[1], other / "copy.json")
+    cat = tmp_path / "cat"
+    report = register([str(src), str(other)], cat)
+    assert len(report.registered) == 2 and len(report.duplicates) == 2
+    assert _rows(cat, "SELECT count(*), count(DISTINCT run_id) FROM runs") == [(2, 2)]
+    sums = "SELECT count(*) FROM (SELECT DISTINCT * FROM intervals_stored)"
+    assert _rows(cat, sums) == _rows(cat, "SELECT count(*) FROM intervals_stored")
+    later = register([str(tmp_path / "src" / "again.json")], tmp_path / "cat2")
+    assert len(later.registered) == 1
+    assert register([str(RUNS[0])], cat).already  # its run is in the catalog already

@@ -346,6 +346,7 @@ def read_task(items: list[_Found], opts: Options, follow_links: bool) -> Task:
     reads: list[Read] = []
     batch = _Batch()
     sums: list[tuple[Read, dict[str, list[Any]]]] = []
+    seen: set[str] = set()  # each run's rows once per task
     for item in items:
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
         if item.etag is not None:
@@ -353,7 +354,10 @@ def read_task(items: list[_Found], opts: Options, follow_links: bool) -> Task:
         else:
             read = read_local(item.path, follow_links, opts, known)
         reads.append(read)
+        if read.rows is not None and read.rows.run_id in seen:
+            read.rows = read.sums = None  # the same run as a file before it: its rows are there
         if read.rows is not None:
+            seen.add(read.rows.run_id)
             for rows, why in batch.add(read.rows):
                 _refuse(reads, rows.run_id, why)
             if read.sums is not None:
@@ -583,41 +587,45 @@ def _settle(
 
 
 class _Writer:
-    """The rows read, committed to the catalog a batch at a time (only the runs it keeps)."""
+    """The rows read, committed to the catalog a batch at a time: of each task's tables, the
+    runs kept from that task (a run is in a task's tables once; a file repeating a run of an
+    earlier task or of the catalog is not kept)."""
 
     def __init__(self, catalog: Path, known: set[str]) -> None:
         self.catalog = catalog
         self.known = known
         self.first: dict[str, str] = {}
-        self.kept: set[str] = set()
-        self.waiting: list[dict[str, pa.Table]] = []
+        #: per task taken: its tables and the runs kept from them
+        self.waiting: list[tuple[dict[str, pa.Table], set[str]]] = []
         self.runs = 0
 
     def take(self, tables: dict[str, pa.Table]) -> None:
-        self.waiting.append(tables)
+        """A task's tables: the files :meth:`keep` names next are that task's."""
+        self.waiting.append((tables, set()))
 
     def keep(self, run_id: str) -> None:
-        self.kept.add(run_id)
+        self.waiting[-1][1].add(run_id)
         self.runs += 1
 
     def flush(self) -> None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if not self.kept:
-            self.waiting = []
+        kept = [(tables, runs) for tables, runs in self.waiting if runs]
+        self.waiting, self.runs = [], 0
+        if not kept:
             return
         batch = _Batch()
-        wanted = pa.array(sorted(self.kept), pa.string())
-        for tables in self.waiting:
+        for tables, runs in kept:
+            whole = len(runs) == tables["runs"].num_rows  # every run of the task: no filter
+            wanted = None if whole else pa.array(sorted(runs), pa.string())
             for table, rows in tables.items():
-                if rows.num_rows:
+                if wanted is not None and rows.num_rows:
                     rows = rows.filter(pc.is_in(rows.column("run_id"), value_set=wanted))
                 batch.parts[table].extend(rows.to_batches())
-        batch.runs = len(self.kept)
+            batch.runs += len(runs)
+            self.known.update(runs)
         _write_batch(self.catalog, batch)
-        self.known.update(self.kept)
-        self.kept, self.waiting, self.runs = set(), [], 0
 
 
 # --- retiring runs -------------------------------------------------------------------------
