@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ def cli(*args: str) -> int:
 
 
 def _folder(tmp_path: Path, files: list[Path], gz: bool = False) -> Path:
+    """The files in a folder, modified a minute ago (not "racy": see the test of those)."""
     src = tmp_path / "src"
     src.mkdir()
     for f in files:
@@ -47,7 +49,15 @@ def _folder(tmp_path: Path, files: list[Path], gz: bool = False) -> Path:
             (src / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
         else:
             shutil.copy(f, src / f.name)
+    _age(src)
     return src
+
+
+def _age(folder: Path, seconds: int = 60) -> None:
+    then = time.time_ns() - seconds * 10**9
+    for p in folder.iterdir():
+        if p.is_file() and not p.is_symlink():
+            os.utime(p, ns=(then, then))
 
 
 def _rows(catalog: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -352,3 +362,24 @@ def test_one_file_under_two_names_is_one_run(tmp_path: Path) -> None:
     later = register([str(tmp_path / "src" / "again.json")], tmp_path / "cat2")
     assert len(later.registered) == 1
     assert register([str(RUNS[0])], cat).already  # its run is in the catalog already
+
+
+def test_a_file_rewritten_in_its_timestamp_tick_is_hashed_again(tmp_path: Path) -> None:
+    """A file modified just before it was read ("racy", git's word) is hashed again by the
+    next import even when its stat is the same: a write right after the read, within the
+    file system's timestamp tick, would not show in the stat."""
+    src = tmp_path / "src"
+    src.mkdir()
+    body = RUNS[0].read_bytes()
+    path = src / "fresh.json"
+    path.write_bytes(body)  # modified now: racy when read now
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    st = os.stat(path)
+    path.write_bytes(body.replace(b'"version"', b'"versioN"', 1))  # same size ...
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # ... same mtime, same inode
+    report = register([str(src)], cat)
+    assert report.changed == [str(path)] and report.unchanged == 0
+    _age(src)  # long since read, not modified: the stat decides again
+    register([str(src)], cat)
+    assert register([str(src)], cat).unchanged == 1

@@ -56,6 +56,7 @@ INDEX = "_manifest_index.json"
 #: the columns the index keeps per row (not retired)
 INDEX_COLUMNS = (
     "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag", "file_id", "kept",
+    "checked_ns",
 )  # fmt: skip
 #: the Parquet key-value metadata holding the generation
 GENERATION_KEY = b"netfleet.manifest.generation"

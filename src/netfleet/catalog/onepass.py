@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -350,6 +351,7 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
     from netfleet.store.imports import read_checked
 
     source = os.path.abspath(path)
+    known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
         data, st = read_checked(Path(path), follow_links)
     except ImportProblem as exc:
@@ -357,7 +359,7 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
     except OSError as exc:
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
-    meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
+    meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
     read = read_file(source, data, meta, opts, st.st_mtime)
     try:
         after = os.stat(path, follow_symlinks=follow_links)

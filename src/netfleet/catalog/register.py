@@ -242,16 +242,27 @@ def _work(
     return todo, gone
 
 
+#: a file modified this close before it was read ("racy", as git's index says it) is read
+#: again by the next import even when its stat is the same: a write in the same timestamp
+#: tick after the read would not show in the stat (2 s: the coarsest file-system clock)
+RACY_NS = 2_000_000_000
+
+
 def _same_stat(row: dict[str, Any] | None, item: _Found) -> bool:
+    """The file is as its row says (size, mtime_ns, inode; S3: size and ETag), and was not
+    modified within :data:`RACY_NS` before it was read."""
     if row is None:
         return False
     if item.etag is not None:
         return row.get("etag") == item.etag and row.get("size") == item.size
-    return (row.get("size"), row.get("mtime_ns"), row.get("inode")) == (
+    if (row.get("size"), row.get("mtime_ns"), row.get("inode")) != (
         item.size,
         item.mtime_ns,
         item.inode,
-    )
+    ):
+        return False
+    mtime, checked = row.get("mtime_ns"), row.get("checked_ns")
+    return mtime is None or checked is None or checked - mtime >= RACY_NS
 
 
 # --- listing -------------------------------------------------------------------------------
@@ -547,17 +558,19 @@ def _settle(
     """One file's read into the manifest, the report and the writer."""
     if tables is not None:
         writer.take(tables)
-    row = {**read.row, "checked_ns": time.time_ns()}
+    row = {"checked_ns": time.time_ns(), **read.row}
     old = state.active.get(item.source)
+    fields = ("size", "mtime_ns", "inode", "etag")
     if (
         old is not None
+        and old.get("file_id") is not None
         and old.get("file_id") == row.get("file_id")
-        and old["state"] in ("ok", "missing")
-        and row["state"] == "ok"
-    ):  # touched, or back where it was: the same bytes, the same run
-        stat = {k: row.get(k) for k in ("size", "mtime_ns", "inode", "etag", "checked_ns")}
-        state.mark(old, **stat, state="ok", reason=None)
-        report.touched.append(item.source)
+        and (old["state"], row["state"]) in (("ok", "ok"), ("missing", "ok"), ("bad", "bad"))
+        and old.get("reason") == row.get("reason")
+    ):  # touched, back where it was, or hashed again (racy): the same bytes, the same run
+        if any(old.get(k) != row.get(k) for k in fields) or old["state"] == "missing":
+            report.touched.append(item.source)
+        state.mark(old, **{k: row.get(k) for k in (*fields, "checked_ns")}, state=row["state"])
         return
     if old is not None:
         state.mark(old, state="retired", reason="the file changed: a newer row holds it")
