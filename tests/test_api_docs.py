@@ -99,6 +99,8 @@ def test_seed_002_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert sorted(rows) == ["m5.large", "t2.nano"], out
     assert rows["t2.nano"][2].strip() == "2" and rows["m5.large"][2].strip() == "1", out
     assert "{'type': 't2.nano', 'runs': 2}" in out and "{'type': 'm5.large', 'runs': 1}" in out
+    assert "3 registered, 0 unchanged, manifest generation 1" in out  # by reference
+    assert "0 file(s) not as imported" in out
 
 
 def test_the_reference_page_is_current() -> None:
