@@ -240,9 +240,7 @@ def _read(
             plain=plain,
         )
     run_id = run_identity(digest, env.campaign, env.labels)
-    # the result is JSON's values already (decoded from the file): not walked again
-    envelope = env.model_dump(mode="json", exclude={"result"})
-    envelope["result"] = env.result
+    envelope = _plain_envelope(env)
     envelope["run_id"] = envelope["run_key"] = run_id
     imported = envelope["notes"]["imported"]
     imported.pop("original", None)
@@ -314,6 +312,22 @@ def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:
     _, ivs, server_ivs = typed
     found = flags(ivs, side)
     return found + (flags(server_ivs, "server") if server_ivs is not None else [])
+
+
+#: the envelope fields that are models: dumped; every other field is JSON's values already
+_MODELS = ("client", "server", "engine", "state")
+
+
+def _plain_envelope(env: Any) -> dict[str, Any]:
+    """The envelope as the catalog's row makers read it (its JSON form), without walking the
+    result and the notes again: they are JSON's values already (decoded from the file, made
+    by the import's builder); only the small records are dumped."""
+    out = {name: getattr(env, name) for name in type(env).model_fields}
+    for name in _MODELS:
+        value = out.get(name)
+        if value is not None:
+            out[name] = value.model_dump(mode="json")
+    return out
 
 
 def _iperf3_rows(
