@@ -9,7 +9,9 @@ one pass over the file's bytes, with no side effect (it runs in worker processes
   whole, but of ``intervals`` (the client's, and the server's in ``server_output_json``) only
   each entry's ``sum`` and ``sum_bidir_reverse``: the per-stream entries — nine tenths of a
   ``-P 10`` file — are skipped unparsed (they stay in the source file; the per-stream rows are
-  built from it on demand).
+  built from it on demand). The sums are decoded into typed structs
+  (:mod:`netfleet.catalog.typedsums`: faster, their columns read off them) when they are as
+  iperf3 writes them, else as dicts (:func:`selective`), read by the engine's own row code.
 * Everything else — ``--json-stream`` lines, iperf 2 text and CSV, an engine's own format, and
   any iperf3 document msgspec refuses (truncated, NaN, a lone surrogate, nesting too deep, a
   wrongly typed ``intervals``) — goes through the import's own reader
