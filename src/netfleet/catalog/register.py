@@ -570,6 +570,8 @@ def _settle(
     ):  # touched, back where it was, or hashed again (racy): the same bytes, the same run
         if any(old.get(k) != row.get(k) for k in fields) or old["state"] == "missing":
             report.touched.append(item.source)
+        else:  # hashed again (racy), found as it was
+            report.unchanged += 1
         state.mark(old, **{k: row.get(k) for k in (*fields, "checked_ns")}, state=row["state"])
         return
     if old is not None:
