@@ -118,6 +118,25 @@ def test_the_typed_decode_reads_the_plain_outputs_and_hands_back_the_odd_ones() 
     doc["intervals"][0]["sum"]["bytes"] = 1
     doc["intervals"][0]["sum"]["bits_per_second"] = 1e300
     assert typed_selective(json.dumps(doc).encode()) is None
+    doc = json.loads(RUNS[0].read_bytes())  # a script's keys beside iperf3's: every one kept
+    for extra in ({"instanceType": "t2.nano"}, {"instanceType": "t2.nano", "host": "a"}):
+        typed = typed_selective(json.dumps({**doc, **extra}).encode())
+        assert typed is not None and all(typed[0][k] == v for k, v in extra.items())
+        assert len(typed[1]) == len(doc["intervals"]) and typed[0]["intervals"] == []
+
+
+def test_a_script_s_keys_become_labels_and_the_manifest_keeps_them(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    doc = json.loads(RUNS[0].read_bytes())
+    (src / "a.json").write_text(json.dumps({**doc, "instanceType": "t2.nano", "region": "x"}))
+    (src / "b.json").write_text(json.dumps({**doc, "instanceType": "m5.large", "host": "h1"}))
+    register([str(src)], tmp_path / "cat")
+    rows = {Path(r["source"]).name: r for r in read_manifest(tmp_path / "cat").to_pylist()}
+    assert json.loads(rows["a.json"]["labels"]) == {"instance_type": "t2.nano", "region": "x"}
+    assert json.loads(rows["b.json"]["file_keys"]) == {"instanceType": "m5.large", "host": "h1"}
+    labels = _rows(tmp_path / "cat", "SELECT labels FROM runs ORDER BY labels")
+    assert [json.loads(x)["instance_type"] for (x,) in labels] == ["m5.large", "t2.nano"]
 
 
 def test_every_number_traces_to_bytes_that_verify(tmp_path: Path) -> None:

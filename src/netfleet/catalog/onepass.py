@@ -281,6 +281,9 @@ def typed_selective(plain: bytes) -> Typed | None:
 
     if plain.lstrip()[:1] != b"{":
         return None
+    found = _one_pass(plain)
+    if found is not None:
+        return found
     try:
         top = _TOP.decode(plain)
         if "start" not in top:
@@ -291,12 +294,10 @@ def typed_selective(plain: bytes) -> Typed | None:
             doc["intervals"] = []
         server_ivs = None
         if "server_output_json" in top:
-            inner = _TOP.decode(top["server_output_json"])
-            server = {k: _ANY.decode(raw) for k, raw in inner.items() if k != "intervals"}
-            server_ivs = INTERVALS.decode(inner["intervals"]) if "intervals" in inner else []
-            if "intervals" in inner:
-                server["intervals"] = []
-            doc["server_output_json"] = server
+            inner = _typed_inner(top["server_output_json"])
+            if inner is None:
+                return None
+            doc["server_output_json"], server_ivs = inner
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if not plausible(ivs) or (server_ivs is not None and not plausible(server_ivs)):
@@ -305,6 +306,51 @@ def typed_selective(plain: bytes) -> Typed | None:
 
 
 _TYPED_KEYS = frozenset({"intervals", "server_output_json"})
+
+
+def _one_pass(plain: bytes) -> Typed | None:
+    """:func:`typed_selective` of a document with only iperf3's and the label keys at the top
+    (:class:`~netfleet.catalog.typedsums.Document`), in one pass; None for any other."""
+    from netfleet.catalog.typedsums import DOCUMENT, plausible
+
+    try:
+        parsed = DOCUMENT.decode(plain)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    doc = {
+        k: v
+        for k in parsed.__struct_fields__
+        if (v := getattr(parsed, k)) is not msgspec.UNSET and k not in _TYPED_KEYS
+    }
+    if "start" not in doc:
+        return None
+    ivs: list[Any] = []
+    if parsed.intervals is not msgspec.UNSET:
+        ivs, doc["intervals"] = parsed.intervals, []
+    server_ivs = None
+    if parsed.server_output_json is not msgspec.UNSET:
+        inner = _typed_inner(parsed.server_output_json)
+        if inner is None:
+            return None
+        doc["server_output_json"], server_ivs = inner
+    if not plausible(ivs) or (server_ivs is not None and not plausible(server_ivs)):
+        return None
+    return doc, ivs, server_ivs
+
+
+def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
+    """The server's JSON a client carries: its keys, its sums typed."""
+    from netfleet.catalog.typedsums import INTERVALS
+
+    try:
+        inner = _TOP.decode(raw)
+        server = {k: _ANY.decode(v) for k, v in inner.items() if k != "intervals"}
+        ivs = INTERVALS.decode(inner["intervals"]) if "intervals" in inner else []
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    if "intervals" in inner:
+        server["intervals"] = []
+    return server, ivs
 
 
 def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:

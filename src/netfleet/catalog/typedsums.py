@@ -56,6 +56,30 @@ class Interval(msgspec.Struct):
 
 
 INTERVALS = msgspec.json.Decoder(list[Interval])
+
+
+class Document(msgspec.Struct, forbid_unknown_fields=True):
+    """An iperf3 ``-J`` document with no top-level key but iperf3's own and the label keys a
+    script may add (:data:`netfleet.store.import_labels.KNOWN_KEYS`), decoded in one pass; a
+    document with any other key fails it (and is read with every key kept, in two passes)."""
+
+    start: Any = msgspec.UNSET
+    intervals: list[Interval] | msgspec.UnsetType = msgspec.UNSET
+    end: Any = msgspec.UNSET
+    error: Any = msgspec.UNSET
+    server_output_json: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    server_output_text: Any = msgspec.UNSET
+    instanceType: Any = msgspec.UNSET
+    instance_type: Any = msgspec.UNSET
+    region: Any = msgspec.UNSET
+    availabilityZone: Any = msgspec.UNSET
+    availability_zone: Any = msgspec.UNSET
+    zone: Any = msgspec.UNSET
+    cloud: Any = msgspec.UNSET
+    provider: Any = msgspec.UNSET
+
+
+DOCUMENT = msgspec.json.Decoder(Document)
 _INTS = ("bytes", "retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar", "pmtu", "packets",
          "lost_packets")  # fmt: skip
 _FLOATS = ("start", "end", "seconds", "bits_per_second", "lost_percent", "jitter_ms")
