@@ -24,6 +24,7 @@ from statistics import median
 from typing import Any
 
 import msgspec
+from msgspec.structs import astuple
 
 from netfleet.units import MAX_RATE
 
@@ -192,9 +193,11 @@ def columns(
     into["kind"] += ["sum"] * count
     into["stream_id"] += [None] * count
     into["idx"] += [idx for idx, _, _ in found]
-    into["omitted"] += [bool(s.omitted) for s in sums]
+    fields = dict(zip(Sum.__struct_fields__, zip(*map(astuple, sums)), strict=True))  # noqa: B905
+    into["omitted"] += [bool(v) for v in fields["omitted"]]
     for name in _INTS:
-        values = [getattr(s, name) for s in sums]
-        into[name] += [v if v is None or _INT64_MIN <= v <= _INT64_MAX else None for v in values]
+        into[name] += [
+            v if v is None or _INT64_MIN <= v <= _INT64_MAX else None for v in fields[name]
+        ]
     for name in _FLOATS:
-        into[name] += [getattr(s, name) for s in sums]
+        into[name] += fields[name]
