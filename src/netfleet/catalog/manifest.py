@@ -21,7 +21,8 @@ Columns (others may be added; these are never renamed — ``docs/import.md``):
   since: a newer row holds it, this one's catalog rows are gone) | ``missing`` (gone from its
   source; its runs stay in the catalog, the bytes can no longer be verified);
 * ``reason`` — why not ok (null when ok);
-* ``labels`` — the run's labels (JSON object: ``--label``, the pattern's, the file's own).
+* ``labels`` — the run's labels (JSON object: ``--label``, the pattern's, the file's own;
+  null when the file was refused before they were known).
 
 And, for provenance: ``campaign``, ``format`` (the engine that read it), ``file_keys`` (the
 file's own top-level keys with text or number values, JSON), ``pattern_labels`` and
