@@ -242,9 +242,9 @@ def test_a_bad_file_never_stops_the_others_and_links_are_refused(tmp_path: Path)
 def test_many_files_are_read_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import netfleet.catalog.register as registering
+    from netfleet.catalog import readtasks
 
-    monkeypatch.setattr(registering, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(readtasks, "PARALLEL_MIN", 64)
     src = tmp_path / "src"
     src.mkdir()
     body = RUNS[0].read_bytes()
@@ -312,7 +312,7 @@ def test_the_cheat_sheet_cache_follows_the_manifest_generation(tmp_path: Path) -
 def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import netfleet.catalog.register as registering
+    from netfleet.catalog import retire
 
     src = _folder(tmp_path, RUNS[:3])
     cat = tmp_path / "cat"
@@ -324,13 +324,13 @@ def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     def crash(catalog: Path, batch_id: str) -> None:
         raise OSError("power cut")
 
-    monkeypatch.setattr(registering, "_delete_batch", crash)
+    monkeypatch.setattr(retire, "delete_batch", crash)
     with pytest.raises(OSError, match="power cut"):
         register([str(src)], cat)  # the new batch committed, the old one still there
-    assert (cat / registering.RETIRE_JOURNAL).exists()
+    assert (cat / retire.RETIRE_JOURNAL).exists()
     monkeypatch.undo()
     report = register([str(src)], cat)
-    assert not (cat / registering.RETIRE_JOURNAL).exists()
+    assert not (cat / retire.RETIRE_JOURNAL).exists()
     ids = [r for (r,) in _rows(cat, "SELECT run_id FROM runs")]
     assert len(ids) == len(set(ids)) == 3 and old_run not in ids  # no run twice, none lost
     assert report.changed == [str(changed)]

@@ -1,0 +1,164 @@
+"""Reading an import by reference's files (issue 26): in tasks of :data:`TASK_FILES` files,
+in this process or in worker processes (``forkserver``, the readers loaded once in the fork
+server), each task's ok files' rows returned as Arrow tables (converted in the worker)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from netfleet.catalog.ingestion import _Batch
+from netfleet.catalog.layout import TABLES
+from netfleet.catalog.sourcelist import Found, s3_client, s3_split
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from netfleet.catalog.onepass import Options, Read
+
+#: files to read at which reading spreads over worker processes: below, reading them here
+#: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
+#: readers, partly hidden behind this process's own start)
+PARALLEL_MIN = 512
+#: files per task handed to a worker (their rows come back as Arrow tables)
+TASK_FILES = 64
+
+
+#: one task's outcome: per file its Read, and the rows of the task's ok files as Arrow tables
+Task = tuple[list["Read"], dict[str, "pa.Table"]]
+
+
+def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
+    """Read a task's files (a worker's unit): each one's :class:`Read`, and the ok ones' rows
+    as Arrow tables (converted here, in the worker; a run whose values Arrow refuses is
+    refused alone, with its reason)."""
+    from netfleet.catalog.onepass import read_local
+
+    reads: list[Read] = []
+    batch = _Batch()
+    sums: list[tuple[Read, dict[str, list[Any]]]] = []
+    seen: set[str] = set()  # each run's rows once per task
+    for item in items:
+        known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
+        if item.etag is not None:
+            read = _read_s3(item, opts)
+        else:
+            read = read_local(item.path, follow_links, opts, known)
+        reads.append(read)
+        if read.rows is not None and read.rows.run_id in seen:
+            read.rows = read.sums = None  # the same run as a file before it: its rows are there
+        if read.rows is not None:
+            seen.add(read.rows.run_id)
+            for rows, why in batch.add(read.rows):
+                _refuse(reads, rows.run_id, why)
+            if read.sums is not None:
+                sums.append((read, read.sums))
+    for rows, why in batch.convert():
+        _refuse(reads, rows.run_id, why)
+    import pyarrow as pa
+
+    from netfleet.catalog.rows import SCHEMAS
+
+    tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+    kept = [(read, columns) for read, columns in sums if read.row.get("state") == "ok"]
+    if kept:
+        tables["intervals"] = pa.concat_tables([tables["intervals"], _sum_table(kept, reads)])
+    for read in reads:
+        read.rows = read.sums = None  # the rows travel as tables
+    return reads, tables
+
+
+def _sum_table(kept: list[tuple[Read, dict[str, list[Any]]]], reads: list[Read]) -> pa.Table:
+    """The interval sums of a task's files as one table; a file whose values Arrow refuses is
+    refused alone (its run's other rows are dropped by the caller with it)."""
+    import pyarrow as pa
+
+    from netfleet.catalog.rows import SCHEMAS
+
+    schema = SCHEMAS["intervals"]
+    try:
+        return pa.Table.from_pydict(
+            {name: [v for _, cols in kept for v in cols[name]] for name in schema.names},
+            schema=schema,
+        )
+    except (pa.ArrowException, OverflowError, TypeError):
+        pass
+    good = []
+    for read, cols in kept:
+        try:
+            good.append(pa.Table.from_pydict({n: cols[n] for n in schema.names}, schema=schema))
+        except (pa.ArrowException, OverflowError, TypeError) as exc:
+            _refuse(reads, str(read.row.get("run_id")), f"a value does not fit its column: {exc}")
+    return pa.concat_tables([schema.empty_table(), *good])
+
+
+def _refuse(reads: list[Read], run_id: str, why: str) -> None:
+    for read in reads:
+        if read.row.get("run_id") == run_id and read.row.get("state") == "ok":
+            read.row.update(state="bad", reason=why)
+
+
+def _read_s3(item: Found, opts: Options) -> Read:
+    """An S3 object read once (GET, at most the byte limit) and :func:`read_file` d."""
+    from netfleet.catalog.onepass import Read, read_file
+    from netfleet.store.limits import max_raw_bytes
+
+    meta: dict[str, Any] = {"etag": item.etag, "size": item.size}
+    limit = max_raw_bytes()
+    if item.size is not None and item.size > limit:
+        reason = f"{item.size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
+        return Read({"source": item.source, "state": "bad", "reason": reason, **meta})
+    bucket, key = s3_split(item.source)
+    try:
+        got = s3_client().get_object(Bucket=bucket, Key=key, IfMatch=item.etag)
+        data = got["Body"].read(limit + 1)
+        meta["version_id"] = got.get("VersionId")
+    except Exception as exc:
+        reason = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+        return Read({"source": item.source, "state": "bad", "reason": reason, **meta})
+    return read_file(item.source, data, meta, opts)
+
+
+def reads(
+    todo: list[Found], opts: Options, follow_links: bool, pool: Any
+) -> Iterator[tuple[Found, Read, dict[str, pa.Table] | None]]:
+    """Each file's read, in order, with its task's tables on the task's first file."""
+    tasks = [todo[i : i + TASK_FILES] for i in range(0, len(todo), TASK_FILES)]
+    run = partial(read_task, opts=opts, follow_links=follow_links)
+    results = map(run, tasks) if pool is None or len(todo) < PARALLEL_MIN else pool.map(run, tasks)
+    for items, (reads, tables) in zip(tasks, results, strict=True):
+        for n, (item, read) in enumerate(zip(items, reads, strict=True)):
+            yield item, read, tables if n == 0 else None
+
+
+def _warm() -> None:
+    """A worker's first task: nothing (its fork server has loaded the readers)."""
+
+
+@contextmanager
+def pool(workers: int, files: int) -> Iterator[Any]:
+    """Worker processes (``forkserver``; the readers loaded once, in the fork server, and each
+    worker a fork of it), started at once: they start while this process checks the options,
+    locks the catalog and reads its manifest. None for one worker or few files."""
+    if workers < 2 or files < PARALLEL_MIN:
+        yield None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from netfleet.store.imports import _quiet_worker
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(
+        ["netfleet.catalog.readtasks", "netfleet.catalog.onepass", "netfleet.catalog.rows",
+         "netfleet.store.imports"]
+    )  # fmt: skip
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
+    try:
+        for _ in range(workers):
+            pool.submit(_warm)
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,96 @@
+"""The files an import by reference names (issue 26): local files with their stat (one
+``stat`` each, none opened), ``s3://`` objects with their size and ETag (one listing)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from netfleet.errors import InputError, StoreError
+
+
+@dataclass(frozen=True)
+class Found:
+    """A source file found by listing: where, its stat (local) or listing (S3)."""
+
+    source: str
+    path: str
+    size: int | None
+    mtime_ns: int | None = None
+    inode: int | None = None
+    etag: str | None = None
+
+
+def listed(sources: list[str], follow_links: bool) -> Iterator[Found]:
+    """Every file of the sources, with its stat (one ``lstat`` each: no file is opened)."""
+    import stat as stat_mod
+
+    from netfleet.store.sources import source_files
+
+    for src in sources:
+        if src.startswith("s3://"):
+            yield from _s3_listed(src)
+    seen: set[str] = set()
+    for src in sources:
+        if src.startswith("s3://"):
+            continue
+        for source in source_files(os.path.abspath(src), follow_links):
+            if source in seen:
+                continue
+            seen.add(source)
+            try:
+                st = os.stat(source, follow_symlinks=follow_links)
+            except OSError:
+                yield Found(source, source, None)
+                continue
+            if not stat_mod.S_ISREG(st.st_mode):  # never opened at listing: refused when read
+                yield Found(source, source, st.st_size)
+                continue
+            yield Found(source, source, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _s3_listed(url: str) -> Iterator[Found]:
+    """The objects under an ``s3://bucket/prefix`` (size and ETag from the listing)."""
+    from netfleet.store.sources import SUFFIXES
+
+    bucket, key = s3_split(url)
+    client = s3_client()
+    count = 0
+    try:
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key)
+        for page in pages:
+            for obj in page.get("Contents", []):
+                name = obj["Key"]
+                if name != key and not name.endswith(SUFFIXES):
+                    continue
+                count += 1
+                yield Found(
+                    f"s3://{bucket}/{name}",
+                    f"s3://{bucket}/{name}",
+                    int(obj["Size"]),
+                    etag=str(obj.get("ETag", "")).strip('"'),
+                )
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreError(
+            f"{url}: listing failed ({type(exc).__name__}: {exc})",
+            hint="check AWS_ENDPOINT_URL, the credentials (boto3's standard chain) and the bucket",
+        ) from exc
+    if not count:
+        raise InputError(f"{url}: no such object or prefix", hint="give s3://BUCKET/PREFIX")
+
+
+def s3_split(url: str) -> tuple[str, str]:
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    if not bucket:
+        raise InputError(f"{url!r}: no bucket", hint="use s3://BUCKET/PREFIX")
+    return bucket, key
+
+
+def s3_client() -> Any:
+    from netfleet import aws
+
+    return aws.client("s3")
