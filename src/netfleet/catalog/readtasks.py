@@ -152,8 +152,8 @@ def pool(workers: int, files: int) -> Iterator[Any]:
 
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
-        ["netfleet.catalog.readtasks", "netfleet.catalog.onepass", "netfleet.catalog.rows",
-         "netfleet.store.imports"]
+        ["netfleet.catalog.readtasks", "netfleet.catalog.onepass", "netfleet.catalog.typedsums",
+         "netfleet.catalog.rows", "netfleet.store.imports", "isal.isal_zlib"]
     )  # fmt: skip
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
     try:
