@@ -175,6 +175,7 @@ def test_import_again_opens_only_what_changed_and_reports_changed_corrupt_delete
     doc["start"]["test_start"]["duration"] = 9  # other bytes: another run
     changed.write_bytes(gzip.compress(json.dumps(doc).encode()))
     corrupt.write_bytes(corrupt.read_bytes()[:300])  # a truncated gzip
+    shutil.copy(deleted, tmp_path / "kept-deleted")
     deleted.unlink()
     os.utime(touched, ns=(1, 2))  # the same bytes, another mtime
 
@@ -193,6 +194,14 @@ def test_import_again_opens_only_what_changed_and_reports_changed_corrupt_delete
     assert old_run in report.retired and old_run not in runs
     assert _run_of(cat, changed) in runs and len(runs) == 4  # the corrupt file's old run retired
     assert not _rows(cat, f"SELECT 1 FROM intervals_stored WHERE run_id = '{old_run}'")
+
+    # the deleted file back as it was (a file system mounted again): read again, ok again
+    deleted.write_bytes(b"placeholder")
+    deleted.unlink()
+    shutil.copy(tmp_path / "kept-deleted", deleted)
+    os.utime(deleted, ns=(1, 2))
+    back = register([str(src)], cat, pattern="{name}.json.gz")
+    assert back.touched == [str(deleted)] and _states(cat)[deleted.name] == ["ok"]
 
     # the CLI says so, exit 3 (a file refused, the others imported)
     corrupt.write_bytes(b"\x1f\x8b damaged again")

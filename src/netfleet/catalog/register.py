@@ -230,7 +230,7 @@ RACY_NS = 2_000_000_000
 def _same_stat(row: dict[str, Any] | None, item: Found) -> bool:
     """The file is as its row says (size, mtime_ns, inode; S3: size and ETag), and was not
     modified within :data:`RACY_NS` before it was read."""
-    if row is None:
+    if row is None or row["state"] == "missing":  # back at its source: read to be sure
         return False
     if item.etag is not None:
         return row.get("etag") == item.etag and row.get("size") == item.size
@@ -328,13 +328,15 @@ def _settle(
         and old.get("file_id") is not None
         and old.get("file_id") == row.get("file_id")
         and (old["state"], row["state"]) in (("ok", "ok"), ("missing", "ok"), ("bad", "bad"))
-        and old.get("reason") == row.get("reason")
+        and (row["state"] == "ok" or old.get("reason") == row.get("reason"))
     ):  # touched, back where it was, or hashed again (racy): the same bytes, the same run
         if any(old.get(k) != row.get(k) for k in fields) or old["state"] == "missing":
             report.touched.append(item.source)
         else:  # hashed again (racy), found as it was
             report.unchanged += 1
-        state.mark(old, **{k: row.get(k) for k in (*fields, "checked_ns")}, state=row["state"])
+        reason = row.get("reason")
+        stat = {k: row.get(k) for k in (*fields, "checked_ns")}
+        state.mark(old, **stat, state=row["state"], reason=reason)
         return
     if old is not None:
         state.mark(old, state="retired", reason="the file changed: a newer row holds it")
