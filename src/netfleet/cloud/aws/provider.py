@@ -220,11 +220,14 @@ class AwsCloud:
         return found
 
     def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
-        """The EC2 instances for ``hours`` at the dated table's on-demand prices (offline; the
-        plan commands' fuller estimate — spot, the Price List API, the bill's other lines — is
-        :mod:`netfleet.cloud.aws.plan.costs`)."""
-        cs = self._cloud_spec(list(requests))
+        """These requests' EC2 instances for ``hours`` at the dated table's on-demand prices
+        (offline; the plan commands' fuller estimate — spot, the Price List API, Fargate, the
+        bill's other lines — is :mod:`netfleet.cloud.aws.plan.costs`)."""
         table = prices.load(self.root())
+        ec2 = [r for r in requests if r.spec.fargate is None]
+        if not ec2:  # Fargate tasks only: priced by the plan commands
+            return Price(0.0, table.source)
+        cs = CloudSpec.of_hosts(ec2[0].spec.cloud, [r.spec for r in ec2])
         usd, unknown = 0.0, []
         for fleet in cs.fleets:
             hourly = table.ec2_hourly(cs.region_of(fleet), fleet.instance_type)
