@@ -96,6 +96,12 @@ def test_public_path_crosses_a_1500_gateway_between_jumbo_links(tmp_path: Path) 
 
         left = teardown.remaining(aws.client("ec2", "us-east-1"), spec.campaign)
     assert seen["labels"] == {"srv": "public", "cli": "public"}
+    # the lifecycle planned through the seam first: the catalogue and the hourly price
+    from netfleet.cloud.aws.plan import prices
+
+    hourly = prices.load(tmp_path / "cloud").ec2_hourly("us-east-1", "c5n.large")
+    assert hourly is not None and provider.hourly[-1].usd == pytest.approx(2 * hourly)
+    assert set(provider.offered) == {"c5n.large"}
     assert all(a.startswith("198.18.100.") for a in seen["addresses"]), seen["addresses"]
     assert seen["mtu"] == 9001 and seen["pmtu"] == {1500}, seen
     assert not any(left.values()), left
