@@ -330,6 +330,32 @@ def test_the_neutral_cloud_check_sees_a_function_level_import(tmp_path: Path) ->
     ]
 
 
+#: the modules that may reach a cloud's own teardown (destroy, reap, teardown_region) instead
+#: of going through the one release path, ``netfleet.cloud.release.give_back``, with reasons
+TEARDOWN_CALLERS: dict[str, str] = {
+    "netfleet.cloud.aws.provider": "AwsCloud.release: the seam's release, which give_back calls",
+    "netfleet.cloud.aws.acquire.provision": "Provisioner.release: tests and bench/ only",
+    "netfleet.api._cloud": "cloud_reap without --delete: a look (reap(delete=False)), no release",
+}
+
+
+def test_one_release_path() -> None:
+    """Every release goes through ``give_back`` (issue 24): outside the AWS release package,
+    only the listed modules import its teardown (at any level)."""
+    known = modules()
+    bad = []
+    for module, path in known.items():
+        if module.startswith("netfleet.cloud.aws.release") or module in TEARDOWN_CALLERS:
+            continue
+        for dst in module_imports(path, module, known):
+            if dst == "netfleet.cloud.aws.release.teardown":
+                bad.append(f"{module} imports {dst}")
+    assert not bad, "releases that bypass give_back:\n" + "\n".join(sorted(bad))
+    for module in TEARDOWN_CALLERS:  # an entry goes when its import does
+        imported = module_imports(known[module], module, known)
+        assert "netfleet.cloud.aws.release.teardown" in imported, f"{module}: drop its entry"
+
+
 #: what the CLI may import from netfleet: the facade, its own modules, the renderers and the
 #: error types. Anything else is listed here with its reason — keep this short.
 CLI_MAY_IMPORT = ("netfleet.api", "netfleet.cli", "netfleet.report", "netfleet.errors")
