@@ -1,0 +1,175 @@
+"""Per-stream rows served from the registered files (netfleet.catalog.lazystreams): the same rows
+an eager ingest of the same files gives, on demand or built into parts keyed by the files'
+SHA-256; a changed file is an error naming it; a built part is never stale; queries that name
+streams get them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from netfleet.catalog import lazystreams as ls
+from netfleet.catalog.query import needs_streams, query
+from netfleet.catalog.views import connect
+from netfleet.errors import CatalogError
+from tests.lazykit import (
+    copy_sources,
+    eager_catalog,
+    lazy_copy,
+    manifest_rows,
+    sorted_rows,
+    write_manifest,
+)
+
+STREAMS = "SELECT * FROM intervals WHERE kind = 'stream'"
+
+
+@pytest.fixture
+def catalogs(tmp_path: Path) -> tuple[Path, Path]:
+    eager = eager_catalog(tmp_path, copy_sources(tmp_path))
+    return eager, lazy_copy(eager, tmp_path / "lazy")
+
+
+def rows_of(catalog: Path, sql: str = STREAMS, **kw: object) -> list[tuple[object, ...]]:
+    con = connect(catalog, **kw)  # type: ignore[arg-type]
+    try:
+        return sorted_rows(con.execute(sql).to_arrow_table())
+    finally:
+        con.close()
+
+
+def test_built_streams_are_the_rows_eager_ingest_gives(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    expected = rows_of(eager)
+    assert len(expected) > 200  # iperf3 client+server, iperf 2 threads, public outputs
+    assert rows_of(lazy, "SELECT count(*) FROM intervals WHERE kind = 'stream'") == [(0,)]
+    ticks: list[tuple[int, int]] = []
+    assert rows_of(lazy, streams=True, progress=lambda d, t: ticks.append((d, t))) == expected
+    assert rows_of(lazy, "SELECT * FROM streams", streams=True) == expected
+    total = len(manifest_rows(eager))
+    assert ticks[0] == (0, total) and ticks[-1] == (total, total)
+    parts = list((lazy / "streams").glob("part-*.parquet"))
+    assert len(parts) == 1 and set(ls.part_files(parts[0])) == {
+        r["file_id"] for r in manifest_rows(eager)
+    }
+    # the second time reads the part: the files are not opened again
+    sources = lazy.parent / "src"
+    sources.rename(lazy.parent / "away")
+    try:
+        assert rows_of(lazy, streams=True) == expected
+    finally:
+        (lazy.parent / "away").rename(sources)
+    # sums are untouched by it
+    sums = "SELECT * FROM intervals WHERE kind <> 'stream'"
+    assert rows_of(lazy, sums, streams=True) == rows_of(eager, sums)
+
+
+def test_one_runs_streams_on_demand(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    runs = {r["run_id"]: r for r in manifest_rows(eager)}
+    run_id = next(r for r in runs if "v3_18_tcp.client" in str(runs[r]["source"]))
+    sql = f"SELECT * FROM streams WHERE run_id = '{run_id}'"
+    expected = rows_of(eager, sql)
+    assert expected and rows_of(lazy, sql, streams=[run_id]) == expected
+    assert not (lazy / "streams").exists()  # served from the file, nothing built
+    # only the runs asked for
+    assert rows_of(lazy, "SELECT DISTINCT run_id FROM streams", streams=[run_id]) == [(run_id,)]
+
+
+def test_a_changed_file_is_an_error_naming_it(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    row = next(r for r in manifest_rows(eager) if "v3_12_tcp.client" in str(r["source"]))
+    source = Path(str(row["source"]))
+    source.write_bytes(source.read_bytes().replace(b'"bytes":', b'"bytes": ', 1))
+    for streams in (True, [row["run_id"]]):
+        with pytest.raises(CatalogError, match="changed since it was imported") as caught:
+            connect(lazy, streams=streams)  # type: ignore[arg-type]
+        assert str(source) in caught.value.message and "import again" in str(caught.value.hint)
+    assert not list((lazy / "streams").glob("part-*"))  # nothing partial on disk
+    source.unlink()
+    with pytest.raises(CatalogError, match="cannot read the registered file"):
+        connect(lazy, streams=[row["run_id"]])  # type: ignore[list-item]
+
+
+def test_parts_are_never_stale(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    rows = manifest_rows(eager)
+    ls.ensure_streams(lazy, ls.read_manifest(lazy))  # type: ignore[arg-type]
+    # one file retires, another one's run is relabelled (a new run id for the same bytes)
+    with_streams = {r[0] for r in rows_of(eager, "SELECT DISTINCT run_id FROM streams")}
+    retired, moved = [r for r in rows if r["run_id"] in with_streams][:2]
+    old = rows_of(
+        eager, f"SELECT * EXCLUDE (run_id) FROM streams WHERE run_id = '{moved['run_id']}'"
+    )
+    retired["state"] = "retired"
+    moved["run_id"] = "import-relabelled"
+    write_manifest(lazy, rows)
+    got = rows_of(lazy, "SELECT DISTINCT run_id FROM streams", streams=True)
+    assert (retired["run_id"],) not in got and ("import-relabelled",) in got
+    new = rows_of(
+        lazy,
+        "SELECT * EXCLUDE (run_id) FROM streams WHERE run_id = 'import-relabelled'",
+        streams=True,
+    )
+    assert new == old and old
+    # the folder holds the current files only, each once
+    covered: dict[str, str] = {}
+    for part in (lazy / "streams").glob("part-*.parquet"):
+        files = ls.part_files(part)
+        assert not set(files) & set(covered)
+        covered.update(files)
+        table = pq.read_table(part)
+        assert set(table.column("file_id").to_pylist()) <= set(files)
+    live = {str(r["file_id"]): str(r["run_id"]) for r in rows if r["state"] == "ok"}
+    assert covered == live
+    # a damaged part is not read: it is rebuilt
+    before = rows_of(lazy, streams=True)
+    part = next((lazy / "streams").glob("part-*.parquet"))
+    part.write_bytes(b"not parquet")
+    assert rows_of(lazy, streams=True) == before
+    assert not part.exists() or ls.part_files(part)
+
+
+def test_queries_that_name_streams_get_them(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    for sql in (
+        "SELECT count(*) FROM streams",
+        "SELECT count(*) FROM intervals WHERE kind = 'stream'",
+        "SELECT count(DISTINCT stream_id) FROM intervals",
+    ):
+        assert needs_streams(sql)
+        assert query(lazy, sql).rows == query(eager, sql).rows
+        assert query(lazy, sql).rows[0][0] > 0
+    assert not needs_streams("WITH streams AS (SELECT 1) SELECT * FROM runs")
+    assert not needs_streams("SELECT parallel FROM runs")
+    # not asked: no streams view, and intervals holds the sums only
+    with pytest.raises(CatalogError, match="streams"):
+        query(lazy, "SELECT count(*) FROM streams", streams=False)
+    assert query(
+        lazy, "SELECT count(*) FROM intervals WHERE kind = 'stream'", streams=False
+    ).rows == [[0]]
+    # the manifest is a view, for provenance
+    assert query(lazy, "SELECT count(*) FROM manifest").rows == [[len(manifest_rows(eager))]]
+
+
+def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    proc = ls.start_background(lazy)
+    assert proc is not None
+    try:
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    parts = list((lazy / "streams").glob("part-*.parquet"))
+    covered = {f for p in parts for f in ls.part_files(p)}
+    assert covered == {str(r["file_id"]) for r in manifest_rows(eager)}
+    assert not [p for p in (lazy / "streams").iterdir() if p.name.startswith(".tmp-")]
+    start = time.monotonic()
+    assert rows_of(lazy, streams=True) == rows_of(eager)
+    assert time.monotonic() - start < 60
+    assert ls.start_background(eager) is None  # no manifest: nothing to build
