@@ -50,15 +50,18 @@ def sql(
     *,
     catalog: str | os.PathLike[str] | None = None,
     streams: bool | None = None,
+    streams_of: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Tabular:
     """Run DuckDB SQL over the catalog's views (``runs``, ``intervals``, ``ends``,
     ``streams``). ``streams``: load the per-stream rows a catalog of registered files keeps
-    lazy (True), or not (False); None: when the statement names ``streams``, ``stream_id`` or
-    ``'stream'``. ``progress(done, total)`` counts the files read to build them."""
+    lazy (True: built where missing, ``progress(done, total)`` counting the files read), or
+    not (False); None: when the statement names ``streams``, ``stream_id`` or ``'stream'``.
+    ``streams_of``: load only these runs' (read from their files now, nothing built)."""
     from netfleet.catalog.query import query
 
-    return query(catalog_dir(catalog), statement, streams=streams, progress=progress)
+    wanted: bool | Sequence[str] | None = list(streams_of) if streams_of else streams
+    return query(catalog_dir(catalog), statement, streams=wanted, progress=progress)
 
 
 def export(

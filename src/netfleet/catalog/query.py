@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from netfleet.errors import CatalogError
@@ -34,13 +34,14 @@ def query(
     sql: str,
     params: Sequence[Any] | None = None,
     *,
-    streams: bool | None = None,
+    streams: bool | Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Tabular:
     """Run ``sql`` against the ``runs``, ``intervals``, ``ends`` and ``streams`` views.
 
-    ``streams``: load the per-stream rows a manifest catalog keeps lazy (True), or not
-    (False); None decides by the statement (:func:`needs_streams`). ``progress(done, total)``
+    ``streams``: load the per-stream rows a manifest catalog keeps lazy (True), those of some
+    run ids only (a collection), or none (False); None decides by the statement
+    (:func:`needs_streams`). ``progress(done, total)``
     counts the files read while they are built (:mod:`netfleet.catalog.lazystreams`)."""
     import duckdb  # here, not at import: the package must stay light (see __init__)
 

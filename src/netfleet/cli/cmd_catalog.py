@@ -53,9 +53,19 @@ def sql(
             "streams, stream_id or 'stream')",
         ),
     ] = None,
+    streams_of: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--streams-of",
+            metavar="RUN_ID",
+            help="load only these runs' per-stream rows, read from their files now (repeatable)",
+        ),
+    ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run DuckDB SQL over the catalog's views."""
     with bar_when_needed("streams") as tick:
-        table = api.sql(statement, catalog=catalog, streams=streams, progress=tick)
+        table = api.sql(
+            statement, catalog=catalog, streams=streams, streams_of=streams_of or (), progress=tick
+        )
     emit(table, fmt)
