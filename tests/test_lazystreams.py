@@ -5,6 +5,7 @@ streams get them."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from netfleet.catalog.query import needs_streams, query
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
 from tests.lazykit import (
+    SOURCES,
     copy_sources,
     eager_catalog,
     lazy_copy,
@@ -181,3 +183,17 @@ def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> No
     assert rows_of(lazy, streams=True) == rows_of(eager)
     assert time.monotonic() - start < 60
     assert ls.start_background(eager) is None  # no manifest: nothing to build
+
+
+def test_netfleet_envelopes_registered_by_reference(tmp_path: Path) -> None:
+    """A manifest may name netfleet's own envelopes: their rows are read as ingest reads them."""
+    eager = eager_catalog(tmp_path, copy_sources(tmp_path, SOURCES[:6]))
+    lazy = lazy_copy(eager, tmp_path / "lazy")
+    rows = manifest_rows(eager)
+    for row in rows:
+        envelope = next((tmp_path / "raw").rglob(f"{row['run_id']}.json.gz"))
+        row["source"] = str(envelope)
+        row["file_id"] = hashlib.sha256(envelope.read_bytes()).hexdigest()
+    write_manifest(lazy, rows)
+    expected = rows_of(eager)
+    assert expected and rows_of(lazy, streams=True) == expected
