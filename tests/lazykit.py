@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from netfleet.catalog import manifest
 from netfleet.catalog.ingestion import ingest
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files
@@ -27,21 +28,6 @@ SOURCES = [
     *sorted((FIX / "iperf2").glob("*.txt")),
     *sorted((TESTS / "fixtures" / "public").glob("*.json")),
 ]
-MANIFEST_SCHEMA = pa.schema(
-    [
-        ("file_id", pa.string()),
-        ("source", pa.string()),
-        ("size", pa.int64()),
-        ("mtime_ns", pa.int64()),
-        ("inode", pa.int64()),
-        ("etag", pa.string()),
-        ("run_id", pa.string()),
-        ("generation", pa.int64()),
-        ("state", pa.string()),
-        ("reason", pa.string()),
-        ("labels", pa.string()),
-    ]
-)
 
 
 def copy_sources(tmp_path: Path, sources: list[Path] = SOURCES) -> list[Path]:
@@ -75,27 +61,32 @@ def manifest_rows(catalog: Path) -> list[dict[str, object]]:
     for run_id, labels, notes in got:
         imported = json.loads(notes)["imported"]
         path = Path(imported["from"])
-        info = path.stat()
+        info = path.stat() if path.exists() else None  # a file deleted since: no stat
         rows.append(
             {
                 "file_id": imported["sha256"],
                 "source": str(path),
-                "size": info.st_size,
-                "mtime_ns": info.st_mtime_ns,
-                "inode": info.st_ino,
+                "size": info and info.st_size,
+                "mtime_ns": info and info.st_mtime_ns,
+                "inode": info and info.st_ino,
                 "etag": None,
                 "run_id": run_id,
                 "generation": 1,
                 "state": "ok",
                 "reason": None,
                 "labels": labels,
+                "campaign": "imported",
+                "format": json.loads(notes)["imported"].get("format", "iperf3"),
             }
         )
     return rows
 
 
 def write_manifest(catalog: Path, rows: list[dict[str, object]]) -> None:
-    pq.write_table(pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA), catalog / "manifest.parquet")
+    """By the contract's own writer (``netfleet.catalog.manifest``), one generation more."""
+    manifest.write_manifest(
+        catalog, manifest.rows_table(rows), manifest.current_generation(catalog) + 1
+    )
 
 
 def lazy_copy(eager: Path, out: Path) -> Path:

@@ -80,6 +80,14 @@ def test_one_runs_streams_on_demand(catalogs: tuple[Path, Path]) -> None:
     assert not (lazy / "streams").exists()  # served from the file, nothing built
     # only the runs asked for
     assert rows_of(lazy, "SELECT DISTINCT run_id FROM streams", streams=[run_id]) == [(run_id,)]
+    # once built, a run asked for is read from the parts, not from its file
+    ls.ensure_streams(lazy, ls.manifest_runs(lazy))
+    sources = lazy.parent / "src"
+    sources.rename(lazy.parent / "away")
+    try:
+        assert rows_of(lazy, sql, streams=[run_id]) == expected
+    finally:
+        (lazy.parent / "away").rename(sources)
 
 
 def test_a_changed_file_is_an_error_naming_it(catalogs: tuple[Path, Path]) -> None:
@@ -95,12 +103,22 @@ def test_a_changed_file_is_an_error_naming_it(catalogs: tuple[Path, Path]) -> No
     source.unlink()
     with pytest.raises(CatalogError, match="cannot read the registered file"):
         connect(lazy, streams=[row["run_id"]])  # type: ignore[list-item]
+    # the copy --keep-copy made stands in for a source gone or changed
+    kept = lazy.parent / "kept.json"
+    original = next(p for p in SOURCES if p.name == source.name.split("-", 1)[1])
+    kept.write_bytes(original.read_bytes())
+    rows = manifest_rows(eager)
+    for r in rows:
+        r["kept"] = str(kept) if r["run_id"] == row["run_id"] else None
+    write_manifest(lazy, rows)
+    sql = f"SELECT * FROM streams WHERE run_id = '{row['run_id']}'"
+    assert rows_of(lazy, sql, streams=[row["run_id"]]) == rows_of(eager, sql) != []
 
 
 def test_parts_are_never_stale(catalogs: tuple[Path, Path]) -> None:
     eager, lazy = catalogs
     rows = manifest_rows(eager)
-    ls.ensure_streams(lazy, ls.read_manifest(lazy))  # type: ignore[arg-type]
+    ls.ensure_streams(lazy, ls.manifest_runs(lazy))
     # one file retires, another one's run is relabelled (a new run id for the same bytes)
     with_streams = {r[0] for r in rows_of(eager, "SELECT DISTINCT run_id FROM streams")}
     retired, moved = [r for r in rows if r["run_id"] in with_streams][:2]

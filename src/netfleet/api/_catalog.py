@@ -87,9 +87,8 @@ def export(
     if not catalog.startswith("s3://"):
         from pathlib import Path
 
-        from netfleet.catalog.lazystreams import ensure_streams, read_manifest
+        from netfleet.catalog.lazystreams import ensure_streams, has_manifest, manifest_runs
 
-        manifest = read_manifest(Path(catalog))
-        if manifest is not None:
-            ensure_streams(Path(catalog), manifest, progress=progress)
+        if has_manifest(Path(catalog)):
+            ensure_streams(Path(catalog), manifest_runs(Path(catalog)), progress=progress)
     return export_sql(d, location, catalog, side=side)

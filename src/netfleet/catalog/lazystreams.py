@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import importlib
 import json
 import os
 import stat
@@ -42,13 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netfleet.catalog.manifest import MANIFEST
 from netfleet.errors import CatalogError, NetfleetError
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
-#: the manifest's file name in a catalog (the import's contract)
-MANIFEST = "manifest.parquet"
 #: the folder of built per-stream parts
 STREAMS_DIR = "streams"
 #: files per built part (a partition): bounds the builder's memory (≈ 600 rows a seed-002 file)
@@ -64,45 +63,54 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class SourceRun:
-    """One registered file: its run, where its bytes are, and their SHA-256."""
+    """One registered file: its run, where its bytes are, their SHA-256, and where
+    ``--keep-copy`` put a copy (read when the source is gone or changed)."""
 
     run_id: str
     source: str
     file_id: str
+    kept: str | None = None
 
 
-def read_manifest(catalog_dir: Path) -> pa.Table | None:
-    """The catalog's manifest, or None when it has none (a catalog of netfleet's own runs)."""
-    if not os.path.lexists(catalog_dir / MANIFEST):
-        return None
-    try:  # the import's reader once it is there (netfleet.catalog.manifest)
-        read = importlib.import_module("netfleet.catalog.manifest").read_manifest
-    except ImportError:
-        import pyarrow.parquet as pq
-
-        try:
-            with _opened(catalog_dir / MANIFEST) as fh:
-                return pq.read_table(fh)
-        except (OSError, ValueError) as exc:
-            raise CatalogError(
-                f"{catalog_dir / MANIFEST}: unreadable manifest ({exc})",
-                hint="run netfleet import again to register the files",
-            ) from exc
-    table: pa.Table = read(catalog_dir)
-    return table
+def has_manifest(catalog_dir: Path) -> bool:
+    return os.path.lexists(catalog_dir / MANIFEST)
 
 
-def source_runs(manifest: pa.Table, run_ids: Collection[str] | None = None) -> list[SourceRun]:
-    """The manifest's ``ok`` rows (those of ``run_ids`` only, when given), in manifest order."""
-    columns = manifest.select(["run_id", "source", "file_id", "state"]).to_pydict()
+def manifest_runs(
+    catalog_dir: Path,
+    run_ids: Collection[str] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> list[SourceRun]:
+    """The manifest's ``ok`` rows (of ``run_ids`` only, when given), in manifest order — read
+    by DuckDB (``con``'s view ``manifest`` when given): no pyarrow for a query whose streams
+    are built already."""
+    import duckdb
+
+    path = catalog_dir / MANIFEST
+    if con is None:
+        if not has_manifest(catalog_dir):
+            return []
+        if path.is_symlink():
+            from netfleet.durable import refused
+
+            raise refused(path, catalog_dir)
+        con = duckdb.connect(":memory:")
+        quoted = "'" + str(path).replace("'", "''") + "'"
+        con.execute(f"CREATE VIEW manifest AS SELECT * FROM read_parquet({quoted})")  # noqa: S608
+    try:
+        names = {d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description}
+        kept = "kept" if "kept" in names else "NULL"
+        rows = con.execute(
+            f"SELECT run_id, source, file_id, {kept} FROM manifest "  # noqa: S608 (a constant)
+            "WHERE state = 'ok' AND run_id IS NOT NULL AND file_id IS NOT NULL"
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise CatalogError(
+            f"{path}: unreadable manifest ({str(exc).splitlines()[0]})",
+            hint="run netfleet import again to register the files",
+        ) from exc
     wanted = None if run_ids is None else set(run_ids)
-    return [
-        SourceRun(run, source, file_id)
-        for run, source, file_id, state in zip(
-            columns["run_id"], columns["source"], columns["file_id"], columns["state"], strict=True
-        )
-        if state == "ok" and (wanted is None or run in wanted)
-    ]
+    return [SourceRun(*row) for row in rows if wanted is None or row[0] in wanted]
 
 
 def _opened(path: Path) -> Any:
@@ -214,9 +222,24 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
     return table.append_column("file_id", pa.array([run.file_id] * table.num_rows, pa.string()))
 
 
+def read_verified(run: SourceRun) -> bytes:
+    """The registered bytes of a run: its source's, else (gone or changed) its kept copy's."""
+    try:
+        return verified(run, read_source(run.source))
+    except CatalogError:
+        if not run.kept:
+            raise
+        copy = SourceRun(run.run_id, run.kept, run.file_id)
+        try:
+            return verified(copy, read_source(run.kept))
+        except CatalogError:
+            pass
+        raise
+
+
 def one_run(run: SourceRun) -> pa.Table:
     """Read, verify and decode one file (a worker's task)."""
-    return stream_rows(run, verified(run, read_source(run.source)))
+    return stream_rows(run, read_verified(run))
 
 
 def part_schema() -> pa.Schema:
@@ -247,14 +270,18 @@ def _streams_dir(catalog_dir: Path, create: bool = False) -> Path | None:
 
 
 def part_files(part: Path) -> dict[str, str]:
-    """A built part's {file_id: run_id}; {} when it is unreadable (then it is rebuilt)."""
-    import pyarrow.parquet as pq
+    """A built part's {file_id: run_id}; {} when it is not a regular file or unreadable
+    (then it is rebuilt). Read by DuckDB from the Parquet footer (no pyarrow)."""
+    import duckdb
 
     try:
-        with _opened(part) as fh:
-            meta = pq.read_schema(fh).metadata or {}
-        files = json.loads(meta.get(FILES_KEY, b"{}"))
-    except (OSError, ValueError):
+        if not stat.S_ISREG(os.lstat(part).st_mode):
+            return {}
+        found = duckdb.execute(
+            "SELECT value FROM parquet_kv_metadata(?) WHERE key = ?", [str(part), FILES_KEY]
+        ).fetchone()
+        files = json.loads(found[0]) if found else {}
+    except (OSError, ValueError, duckdb.Error):
         return {}
     return files if isinstance(files, dict) else {}
 
@@ -400,17 +427,16 @@ def default_workers() -> int:
 
 def ensure_streams(
     catalog_dir: Path,
-    manifest: pa.Table,
+    runs: list[SourceRun],
     *,
     progress: Progress | None = None,
     workers: int | None = None,
     wait: bool = True,
 ) -> list[Path]:
-    """Build the parts every ``ok`` file of ``manifest`` still needs, one partition
-    (:data:`PART_FILES` files) per turn of the lock, and tidy the stale ones; return the usable
-    parts. ``progress(done, total)`` counts files. With ``wait`` off, return at once when
-    another builder holds the lock."""
-    runs = source_runs(manifest)
+    """Build the parts every one of ``runs`` (the manifest's ``ok`` rows: :func:`manifest_runs`)
+    still needs, one partition (:data:`PART_FILES` files) per turn of the lock, and tidy the
+    stale ones; return the usable parts. ``progress(done, total)`` counts files. With ``wait``
+    off, return at once when another builder holds the lock."""
     live = _live(runs)
     folder = _streams_dir(catalog_dir, create=bool(runs))
     if folder is None:
@@ -442,7 +468,7 @@ def start_background(catalog_dir: Path) -> subprocess.Popen[bytes] | None:
     """Build the catalog's per-stream parts in a detached, low-priority process (none when the
     catalog has no manifest). It gives way when another builder runs; what it built stays
     if it is stopped."""
-    if not os.path.lexists(catalog_dir / MANIFEST):
+    if not has_manifest(catalog_dir):
         return None
     return subprocess.Popen(  # our interpreter, our module, a path argument
         [sys.executable, "-m", "netfleet.catalog.lazystreams", str(catalog_dir)],
@@ -458,11 +484,8 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         os.nice(10)
     catalog_dir = Path(argv[0])
-    manifest = read_manifest(catalog_dir)
-    if manifest is None:
-        return 0
     try:
-        ensure_streams(catalog_dir, manifest, wait=False, workers=1)
+        ensure_streams(catalog_dir, manifest_runs(catalog_dir), wait=False, workers=1)
     except NetfleetError as exc:
         print(exc.message, file=sys.stderr)
         return 2

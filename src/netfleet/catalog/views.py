@@ -27,7 +27,6 @@ import duckdb
 from netfleet.catalog.httpfs import enable_s3
 from netfleet.catalog.layout import committed_parts
 from netfleet.catalog.remote import S3Catalog, is_s3
-from netfleet.errors import CatalogError
 from netfleet.units import MAX_RATE, fmt_rate
 
 #: an interval row a statistic may use: no rate, or one :func:`netfleet.units.plausible_rate`
@@ -84,7 +83,7 @@ def connect(
             )
     loaded = False
     if lazy is not None:
-        loaded = _lazy_streams(con, Path(catalog_dir), lazy, streams, progress)
+        loaded = _lazy_streams(con, Path(catalog_dir), streams, progress)
         other = f" UNION ALL BY NAME SELECT * FROM {LAZY}" if loaded else ""  # noqa: S608
         con.execute(f"CREATE VIEW {STORED} AS SELECT * FROM {EAGER}{other}")  # noqa: S608
     con.execute(f"CREATE VIEW intervals AS SELECT * FROM {STORED} WHERE {PLAUSIBLE}")  # noqa: S608
@@ -101,7 +100,7 @@ LAZY = "streams_lazy"
 
 def _manifest_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path) -> Path | None:
     """The view ``manifest`` over a local catalog's manifest; its path, or None."""
-    from netfleet.catalog.lazystreams import MANIFEST
+    from netfleet.catalog.manifest import MANIFEST
 
     path = catalog_dir / MANIFEST
     if not os.path.lexists(path):
@@ -117,46 +116,41 @@ def _manifest_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path) -> Path | 
 def _lazy_streams(
     con: duckdb.DuckDBPyConnection,
     catalog_dir: Path,
-    manifest_path: Path,
     streams: Streams,
     progress: Callable[[int, int], None] | None,
 ) -> bool:
     """Load the lazy per-stream rows asked for into the view :data:`LAZY`; False when none
-    were asked."""
+    were asked. Rows already built are read from their parts (DuckDB only: no pyarrow, no
+    parser); the others, for a few runs, are read from their files now, else built first."""
     if streams is False:
         return False
-    import pyarrow as pa
-
     from netfleet.catalog import lazystreams as ls
-    from netfleet.catalog.rows import INTERVALS_SCHEMA
 
-    manifest = ls.read_manifest(catalog_dir)
-    if manifest is None:  # removed since the view was made
-        raise CatalogError(f"{manifest_path}: the manifest disappeared while reading it")
+    runs = ls.manifest_runs(catalog_dir, con=con)
     wanted = None if streams is True else set(streams)
-    runs = ls.source_runs(manifest, wanted)
-    columns = ", ".join(f'"{name}"' for name in INTERVALS_SCHEMA.names)
-    if wanted is not None and len(runs) <= ls.ON_DEMAND_MAX:
-        con.register("_streams_rows", ls.run_streams(runs))
-        con.execute(f"CREATE VIEW {LAZY} AS SELECT {columns} FROM _streams_rows")  # noqa: S608
-        return True
-    built = ls.ensure_streams(catalog_dir, manifest, progress=progress)
-    live = pa.table(
-        {
-            "file_id": pa.array([r.file_id for r in runs], pa.string()),
-            "run_id": pa.array([r.run_id for r in runs], pa.string()),
-        }
-    )
-    con.register("_streams_live", live)
-    if not built:
-        con.register("_streams_rows", ls.part_schema().empty_table())
-        source = "_streams_rows"
+    asked = runs if wanted is None else [r for r in runs if r.run_id in wanted]
+    if wanted is None or len(asked) > ls.ON_DEMAND_MAX:
+        built = ls.ensure_streams(catalog_dir, runs, progress=progress)
+        rest: list[ls.SourceRun] = []
     else:
-        source = f"read_parquet({_sql_list(built)})"
-    con.execute(
-        f"CREATE VIEW {LAZY} AS SELECT {columns} FROM {source} s "  # noqa: S608
-        "SEMI JOIN _streams_live l ON s.file_id = l.file_id AND s.run_id = l.run_id"
-    )
+        found = ls.plan(catalog_dir, {r.file_id: r.run_id for r in runs})
+        files = {r.file_id for r in asked}
+        built = [p for p in found.usable if files & set(ls.part_files(p))]
+        rest = [r for r in asked if r.file_id not in found.covered]
+    pairs = "SELECT file_id, run_id FROM manifest WHERE state = 'ok'"
+    if wanted is not None:  # the ids quoted as _sql_list quotes paths
+        pairs += f" AND list_contains({_sql_list(sorted(wanted))}, run_id)"
+    branches = [f"SELECT * FROM {EAGER} WHERE false"]  # noqa: S608 (the columns, when none)
+    if built:
+        branches.append(
+            f"SELECT s.* EXCLUDE (file_id) FROM read_parquet({_sql_list(built)}) s "  # noqa: S608
+            f"SEMI JOIN ({pairs}) l ON s.file_id = l.file_id AND s.run_id = l.run_id"
+        )
+    if rest:
+        con.register("_streams_read", ls.run_streams(rest))
+        branches.append("SELECT * EXCLUDE (file_id) FROM _streams_read")
+    body = " UNION ALL BY NAME ".join(branches)
+    con.execute(f"CREATE VIEW {LAZY} AS {body}")
     return True
 
 
