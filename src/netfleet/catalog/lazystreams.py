@@ -186,7 +186,9 @@ def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
     envelope = build_envelope(
         Path(run.source), data, campaign="imported", labels={}, pattern=None, mtime=0.0
     )
-    return envelope.model_dump(mode="json")
+    doc = envelope.model_dump(mode="json", exclude={"result"})
+    doc["result"] = envelope.result  # the file's parsed JSON as it is: not copied again
+    return doc
 
 
 def _head(data: bytes) -> bytes:
