@@ -111,7 +111,7 @@ def build(lazy: Path, eager_totals: tuple[int, int]) -> None:
     shutil.rmtree(lazy / ls.STREAMS_DIR, ignore_errors=True)
     runs = ls.manifest_runs(lazy)
     t = time.perf_counter()
-    ls.ensure_streams(lazy, runs)
+    ls.ensure_streams(lazy, runs, workers=ls.cpu_workers())
     built = time.perf_counter() - t
     t = time.perf_counter()
     ls.ensure_streams(lazy, runs)
@@ -124,7 +124,7 @@ def build(lazy: Path, eager_totals: tuple[int, int]) -> None:
     size = sum(p.stat().st_size for p in (lazy / ls.STREAMS_DIR).glob("part-*.parquet"))
     print(
         f"whole catalog: built {files} files / {got[0]} rows in {built:.2f} s "
-        f"({files / built:.0f} files/s, {ls.default_workers()} workers, "
+        f"({files / built:.0f} files/s, {ls.cpu_workers()} workers, "
         f"{size / 1e6:.1f} MB of parts); built already: {again * 1e3:.1f} ms; "
         f"connect(streams=True) + count(*): {read * 1e3:.1f} ms"
     )
@@ -163,7 +163,7 @@ def main() -> int:
         sources = sorted(p.resolve() for p in files.rglob("*.json.gz"))
         root = ResultsRoot(work / "raw")
         t = time.perf_counter()
-        report = import_files([str(p) for p in sources], root, workers=ls.default_workers())
+        report = import_files([str(p) for p in sources], root, workers=ls.cpu_workers())
         assert not report.bad, report.bad
         imported = time.perf_counter() - t
         t = time.perf_counter()

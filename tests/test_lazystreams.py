@@ -118,7 +118,7 @@ def test_a_changed_file_is_an_error_naming_it(catalogs: tuple[Path, Path]) -> No
 def test_parts_are_never_stale(catalogs: tuple[Path, Path]) -> None:
     eager, lazy = catalogs
     rows = manifest_rows(eager)
-    ls.ensure_streams(lazy, ls.manifest_runs(lazy))
+    ls.ensure_streams(lazy, ls.manifest_runs(lazy), workers=2)  # worker processes
     # one file retires, another one's run is relabelled (a new run id for the same bytes)
     with_streams = {r[0] for r in rows_of(eager, "SELECT DISTINCT run_id FROM streams")}
     retired, moved = [r for r in rows if r["run_id"] in with_streams][:2]

@@ -423,8 +423,22 @@ def _counter(progress: Progress | None, done: int, total: int) -> Callable[[], N
     return tick
 
 
-def default_workers() -> int:
+def cpu_workers() -> int:
+    """A worker process per CPU, at most 4."""
     return max(1, min(os.cpu_count() or 1, 4))
+
+
+def default_workers() -> int:
+    """:func:`cpu_workers` when this process is netfleet's own command (or a notebook); 1 in a
+    script of its own. Worker processes start by ``forkserver``, which runs the main script
+    again in each: a script that does not guard its entry point with ``if __name__ ==
+    "__main__"`` would run itself in every worker (pass ``workers=`` to choose)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    ours = (spec is not None and spec.name.startswith("netfleet")) or (
+        Path(sys.argv[0]).name == "netfleet"
+    )
+    return cpu_workers() if ours or not hasattr(main, "__file__") else 1
 
 
 def ensure_streams(

@@ -138,13 +138,14 @@ def _lazy_streams(
         built = [p for p in found.usable if files & set(ls.part_files(p))]
         rest = [r for r in asked if r.file_id not in found.covered]
     pairs = "SELECT file_id, run_id FROM manifest WHERE state = 'ok'"
-    if wanted is not None:  # the ids quoted as _sql_list quotes paths
-        pairs += f" AND list_contains({_sql_list(sorted(wanted))}, run_id)"
+    only = ""
+    if wanted is not None:  # the ids quoted as _sql_list quotes paths; IN prunes row groups
+        only = f"WHERE s.run_id IN ({_sql_list(sorted(wanted))[1:-1]})"
     branches = [f"SELECT * FROM {EAGER} WHERE false"]  # noqa: S608 (the columns, when none)
     if built:
         branches.append(
             f"SELECT s.* EXCLUDE (file_id) FROM read_parquet({_sql_list(built)}) s "  # noqa: S608
-            f"SEMI JOIN ({pairs}) l ON s.file_id = l.file_id AND s.run_id = l.run_id"
+            f"SEMI JOIN ({pairs}) l ON s.file_id = l.file_id AND s.run_id = l.run_id {only}"
         )
     if rest:
         con.register("_streams_read", ls.run_streams(rest))
