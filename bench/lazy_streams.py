@@ -65,10 +65,13 @@ def totals(catalog: Path, **kw: object) -> tuple[int, int]:
     return int(row[0]), int(row[1] or 0)
 
 
-def one_run(lazy: Path, runs: list[ls.SourceRun], rounds: int, rng: random.Random) -> None:
+def one_run(
+    lazy: Path, runs: list[ls.SourceRun], rounds: int, rng: random.Random, where: str
+) -> None:
+    """One run's streams, ``where`` they come from (its file, or the built parts)."""
     inproc: list[float] = []
     query: list[float] = []
-    cli: dict[str, list[float]] = {"--streams-of RUN": [], "streams built already": []}
+    cli: dict[str, list[float]] = {"--streams-of RUN": [], "all streams": []}
     for _ in range(rounds):
         for run in rng.sample(runs, min(10, len(runs))):
             t = time.perf_counter()
@@ -82,29 +85,30 @@ def one_run(lazy: Path, runs: list[ls.SourceRun], rounds: int, rng: random.Rando
         run = rng.choice(runs)
         sql = f"SELECT count(*) FROM streams WHERE run_id = '{run.run_id}'"
         argv = [sys.executable, "-m", "netfleet", "sql", "--catalog", str(lazy), sql]
-        for name, extra in (
-            ("--streams-of RUN", ["--streams-of", run.run_id]),
-            ("streams built already", []),
-        ):
+        asks = (("--streams-of RUN", ["--streams-of", run.run_id]), ("all streams", []))
+        for name, extra in asks:
+            if name == "all streams" and where == "file":
+                continue  # that would build every part: measured below
             t = time.perf_counter()
             subprocess.run([*argv, *extra], check=True, capture_output=True, env=ENV)
             cli[name].append(time.perf_counter() - t)
-    floor = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "netfleet", "--version"],
-            check=True,
-            capture_output=True,
-            env=ENV,
-        )
-        floor.append(time.perf_counter() - t)
-    print("one run's streams (600 rows):")
-    print(f"  run_streams (read + sha256 + decode + Arrow)   {spread(inproc)}")
+    print(f"one run's streams (600 rows), from {where}:")
+    if where == "file":
+        print(f"  run_streams (read + sha256 + decode + Arrow)   {spread(inproc)}")
     print(f"  connect(streams=[run]) + count(*)               {spread(query)}")
     for name, values in cli.items():
-        print(f"  netfleet sql, {name:22s}            {spread(values)}")
-    print(f"  netfleet --version (start-up floor)             {spread(floor)}")
+        if values:
+            print(f"  netfleet sql {name:18s} (own process)   {spread(values)}")
+
+
+def floor(rounds: int) -> None:
+    values = []
+    for _ in range(rounds):
+        version = [sys.executable, "-m", "netfleet", "--version"]
+        t = time.perf_counter()
+        subprocess.run(version, check=True, capture_output=True, env=ENV)
+        values.append(time.perf_counter() - t)
+    print(f"netfleet --version (start-up floor)               {spread(values)}")
 
 
 def build(lazy: Path, eager_totals: tuple[int, int]) -> None:
@@ -172,8 +176,11 @@ def main() -> int:
         print(f"{args.files} seed-002 files: import {imported:.2f} s, ingest {took:.2f} s (eager)")
         lazy = lazy_copy(work / "eager", work / "lazy")
         eager_totals = totals(work / "eager")
+        runs = ls.manifest_runs(lazy)
+        one_run(lazy, runs, args.rounds, random.Random(args.seed), "file")
         build(lazy, eager_totals)
-        one_run(lazy, ls.manifest_runs(lazy), args.rounds, random.Random(args.seed))
+        one_run(lazy, runs, args.rounds, random.Random(args.seed + 1), "the built parts")
+        floor(args.rounds)
         if args.main:
             ingest_against_main(work / "raw", work, args.main, args.rounds)
     finally:

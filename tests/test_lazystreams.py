@@ -6,6 +6,8 @@ streams get them."""
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -181,6 +183,18 @@ def test_queries_that_name_streams_get_them(catalogs: tuple[Path, Path]) -> None
                             streams_of=[str(run_id)]).rows[0][0] <= 1  # fmt: skip
     # the manifest is a view, for provenance
     assert query(lazy, "SELECT count(*) FROM manifest").rows == [[len(manifest_rows(eager))]]
+
+
+def test_netfleet_sql_loads_them_and_prints_only_the_answer(catalogs: tuple[Path, Path]) -> None:
+    eager, lazy = catalogs
+    sql = "SELECT count(*) AS n FROM streams"
+    argv = [sys.executable, "-m", "netfleet", "sql", "--format", "csv", "--catalog"]
+    got = subprocess.run([*argv, str(lazy), sql], capture_output=True, text=True, check=True)
+    assert got.stdout == f"n\n{query(eager, sql).rows[0][0]}\n"  # no progress bar in it
+    refused = subprocess.run(
+        [*argv, str(lazy), "--no-streams", sql], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "streams" in refused.stderr
 
 
 def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> None:
