@@ -83,10 +83,17 @@ def manifest_rows(catalog: Path) -> list[dict[str, object]]:
 
 
 def write_manifest(catalog: Path, rows: list[dict[str, object]]) -> None:
-    """By the contract's own writer (``netfleet.catalog.manifest``), one generation more."""
-    manifest.write_manifest(
-        catalog, manifest.rows_table(rows), manifest.current_generation(catalog) + 1
-    )
+    """By the contract's own writer (``netfleet.catalog.manifest``), one generation more; a
+    column the contract does not have yet (``asked``) is appended by pyarrow."""
+    table = manifest.rows_table(rows)
+    extra = sorted({k for r in rows for k in r} - set(table.column_names))
+    if not extra:
+        generation = manifest.current_generation(catalog) + 1
+        manifest.write_manifest(catalog, table, generation)
+        return
+    for name in extra:
+        table = table.append_column(name, pa.array([r.get(name) for r in rows], pa.string()))
+    pq.write_table(table, catalog / manifest.MANIFEST)
 
 
 def lazy_copy(eager: Path, out: Path) -> Path:

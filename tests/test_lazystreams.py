@@ -6,6 +6,8 @@ streams get them."""
 from __future__ import annotations
 
 import hashlib
+import json
+import shutil
 import subprocess
 import sys
 import time
@@ -16,10 +18,14 @@ import pytest
 
 import netfleet.api
 from netfleet.catalog import lazystreams as ls
+from netfleet.catalog.ingestion import ingest
 from netfleet.catalog.query import needs_streams, query
 from netfleet.catalog.views import connect
 from netfleet.errors import CatalogError
+from netfleet.store import ResultsRoot
+from netfleet.store.imports import import_files
 from tests.lazykit import (
+    FIX,
     SOURCES,
     copy_sources,
     eager_catalog,
@@ -229,3 +235,24 @@ def test_netfleet_envelopes_registered_by_reference(tmp_path: Path) -> None:
     write_manifest(lazy, rows)
     expected = rows_of(eager)
     assert expected and rows_of(lazy, streams=True) == expected
+
+
+def test_the_side_the_import_was_told(tmp_path: Path) -> None:
+    """An iperf 2 CSV says neither side: imported with --side server, its streams are the
+    server's, lazily too (the manifest's ``asked``)."""
+    plain = tmp_path / "src" / "tcp.txt"  # no side in the name
+    plain.parent.mkdir()
+    plain.write_bytes((FIX / "iperf2" / "tcp_csv.server.txt").read_bytes())
+    root = ResultsRoot(tmp_path / "raw")
+    assert import_files([str(plain.resolve())], root, side="server").bad == []
+    assert ingest(root, tmp_path / "eager").bad == []
+    lazy = lazy_copy(tmp_path / "eager", tmp_path / "lazy")
+    rows = manifest_rows(tmp_path / "eager")
+    sides = "SELECT DISTINCT side FROM streams"
+    assert rows_of(tmp_path / "eager", sides) == [("server",)]
+    assert rows_of(lazy, sides, streams=True) == [("client",)]  # not told: auto
+    for row in rows:
+        row["asked"] = json.dumps({"labels": {}, "pattern": None, "side": "server"})
+    write_manifest(lazy, rows)
+    shutil.rmtree(lazy / "streams")
+    assert rows_of(lazy, streams=True) == rows_of(tmp_path / "eager")

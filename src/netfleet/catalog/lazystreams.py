@@ -70,6 +70,8 @@ class SourceRun:
     source: str
     file_id: str
     kept: str | None = None
+    #: the import's ``--side`` (the manifest's ``asked``): a CSV says neither side
+    side: str | None = None
 
 
 def has_manifest(catalog_dir: Path) -> bool:
@@ -100,8 +102,9 @@ def manifest_runs(
     try:
         names = {d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description}
         kept = "kept" if "kept" in names else "NULL"
+        side = "json_extract_string(asked, '$.side')" if "asked" in names else "NULL"
         rows = con.execute(
-            f"SELECT run_id, source, file_id, {kept} FROM manifest "  # noqa: S608 (a constant)
+            f"SELECT run_id, source, file_id, {kept}, {side} FROM manifest "  # noqa: S608
             "WHERE state = 'ok' AND run_id IS NOT NULL AND file_id IS NOT NULL"
         ).fetchall()
     except duckdb.Error as exc:
@@ -184,7 +187,13 @@ def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
     # no labels, no pattern: per-stream rows depend on neither; a start time from the path or
     # the clock (mtime) changes no row either
     envelope = build_envelope(
-        Path(run.source), data, campaign="imported", labels={}, pattern=None, mtime=0.0
+        Path(run.source),
+        data,
+        campaign="imported",
+        labels={},
+        pattern=None,
+        side=run.side if run.side in ("client", "server") else "auto",
+        mtime=0.0,
     )
     doc = envelope.model_dump(mode="json", exclude={"result"})
     doc["result"] = envelope.result  # the file's parsed JSON as it is: not copied again
@@ -231,7 +240,7 @@ def read_verified(run: SourceRun) -> bytes:
     except CatalogError:
         if not run.kept:
             raise
-        copy = SourceRun(run.run_id, run.kept, run.file_id)
+        copy = SourceRun(run.run_id, run.kept, run.file_id, side=run.side)
         try:
             return verified(copy, read_source(run.kept))
         except CatalogError:
