@@ -124,10 +124,14 @@ def test_a_changed_file_is_an_error_naming_it(catalogs: tuple[Path, Path]) -> No
     assert rows_of(lazy, sql, streams=[row["run_id"]]) == rows_of(eager, sql) != []
 
 
-def test_parts_are_never_stale(catalogs: tuple[Path, Path]) -> None:
+def test_parts_are_never_stale(
+    catalogs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     eager, lazy = catalogs
     rows = manifest_rows(eager)
-    ls.ensure_streams(lazy, ls.manifest_runs(lazy), workers=2)  # worker processes
+    monkeypatch.setattr(ls, "PART_FILES", 16)  # several partitions, one pool of workers
+    ls.ensure_streams(lazy, ls.manifest_runs(lazy), workers=2)
+    assert len(list((lazy / "streams").glob("part-*.parquet"))) == -(-len(rows) // 16)
     # one file retires, another one's run is relabelled (a new run id for the same bytes)
     with_streams = {r[0] for r in rows_of(eager, "SELECT DISTINCT run_id FROM streams")}
     retired, moved = [r for r in rows if r["run_id"] in with_streams][:2]

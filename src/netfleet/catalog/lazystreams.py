@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Collection, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -376,23 +376,34 @@ def _write_part(folder: Path, table: pa.Table, files: dict[str, str]) -> Path:
     return folder / name
 
 
-def _decoded(runs: list[SourceRun], workers: int, progress: Callable[[], None]) -> pa.Table:
+def _decoded(
+    runs: list[SourceRun], pool: Callable[[], Executor] | None, progress: Callable[[], None]
+) -> pa.Table:
+    """The rows of ``runs``, here or in the worker processes ``pool()`` gives."""
     import pyarrow as pa
 
     tables: list[pa.Table] = []
-    if workers <= 1 or len(runs) < 2 * workers:
-        for run in runs:
-            tables.append(one_run(run))
-            progress()
-    else:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            for table in pool.map(one_run, runs, chunksize=8):
-                tables.append(table)
-                progress()
+    results = map(one_run, runs) if pool is None else pool().map(one_run, runs, chunksize=8)
+    for table in results:
+        tables.append(table)
+        progress()
     return pa.concat_tables(tables) if tables else part_schema().empty_table()
+
+
+def _pool(stack: contextlib.ExitStack, workers: int) -> Callable[[], Executor]:
+    """The worker processes, started on first use and kept for every partition (each worker
+    loads the readers once)."""
+    started: list[Executor] = []
+
+    def get() -> Executor:
+        if not started:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("forkserver")
+            started.append(stack.enter_context(ProcessPoolExecutor(workers, mp_context=ctx)))
+        return started[0]
+
+    return get
 
 
 def _collect(folder: Path, stale: list[Path], live: dict[str, str], covered: set[str]) -> None:
@@ -462,11 +473,24 @@ def ensure_streams(
     still needs, one partition (:data:`PART_FILES` files) per turn of the lock, and tidy the
     stale ones; return the usable parts. ``progress(done, total)`` counts files. With ``wait``
     off, return at once when another builder holds the lock."""
-    live = _live(runs)
     folder = _streams_dir(catalog_dir, create=bool(runs))
     if folder is None:
         return []
     workers = workers or default_workers()
+    with contextlib.ExitStack() as stack:
+        pool = _pool(stack, workers) if workers > 1 and len(runs) >= 2 * workers else None
+        return _build(catalog_dir, folder, runs, pool, progress, wait)
+
+
+def _build(
+    catalog_dir: Path,
+    folder: Path,
+    runs: list[SourceRun],
+    pool: Callable[[], Executor] | None,
+    progress: Progress | None,
+    wait: bool,
+) -> list[Path]:
+    live = _live(runs)
     total = len(runs)
     while True:
         with _locked(folder, wait) as held:
@@ -483,7 +507,7 @@ def ensure_streams(
             if not missing:
                 return current.usable
             batch = missing[:PART_FILES]
-            table = _decoded(batch, workers, _counter(progress, done, total))
+            table = _decoded(batch, pool, _counter(progress, done, total))
             _write_part(folder, table, _live(batch))
         if not wait:  # a background builder: let a waiting query take the next turn
             time.sleep(0.05)
