@@ -280,3 +280,30 @@ def test_files_imported_by_reference_give_the_eager_streams(tmp_path: Path) -> N
 
     lazy = rows_of(tmp_path / "ref", streams=True)
     assert len(lazy) > 200 and without_run_id(lazy) == without_run_id(rows_of(eager))
+
+
+def test_sources_on_s3(catalogs: tuple[Path, Path]) -> None:
+    """``s3://bucket/key`` sources (moto's server on loopback): read once each, checked, the
+    same rows; an object changed since is named."""
+    from netfleet import aws
+    from tests.motokit import moto_server
+
+    eager, lazy = catalogs
+    rows = manifest_rows(eager)
+    with moto_server():
+        s3 = aws.client("s3", region="us-east-1")
+        s3.create_bucket(Bucket="raw")
+        for n, row in enumerate(rows):
+            key = f"files/{n}-{Path(str(row['source'])).name}"
+            s3.put_object(Bucket="raw", Key=key, Body=Path(str(row["source"])).read_bytes())
+            row.update(source=f"s3://raw/{key}", mtime_ns=None, inode=None, etag="x")
+        write_manifest(lazy, rows)
+        assert rows_of(lazy, streams=True) == rows_of(eager)
+        shutil.rmtree(lazy / "streams")  # built parts would serve the registered bytes' rows
+        changed = str(rows[0]["source"]).removeprefix("s3://raw/")
+        s3.put_object(Bucket="raw", Key=changed, Body=b"{}")
+        with pytest.raises(CatalogError, match="changed since it was imported"):
+            connect(lazy, streams=[str(rows[0]["run_id"])])
+        s3.delete_object(Bucket="raw", Key=changed)
+        with pytest.raises(CatalogError, match="cannot read the registered object"):
+            connect(lazy, streams=[str(rows[0]["run_id"])])
