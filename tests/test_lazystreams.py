@@ -307,3 +307,26 @@ def test_sources_on_s3(catalogs: tuple[Path, Path]) -> None:
         s3.delete_object(Bucket="raw", Key=changed)
         with pytest.raises(CatalogError, match="cannot read the registered object"):
             connect(lazy, streams=[str(rows[0]["run_id"])])
+
+
+def test_a_stream_rate_no_link_can_carry(tmp_path: Path) -> None:
+    """Import by reference does not decode per-stream entries, so it registers a file whose
+    stream claims 1e308 bit/s: its rows are made all the same, and the ``intervals`` and
+    ``streams`` views leave the impossible one out (``intervals_stored`` has it)."""
+    doc = json.loads((FIX / "v3_12_tcp.client.json").read_text())
+    doc["intervals"][1]["streams"][0]["bits_per_second"] = 1e308
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(doc))
+    report = netfleet.api.import_([str(forged)], catalog=tmp_path / "c")
+    assert not report.bad
+    con = connect(tmp_path / "c", streams=True)
+    try:
+        stored = con.execute(
+            "SELECT count(*) FROM intervals_stored WHERE kind = 'stream'"
+        ).fetchone()
+        shown = con.execute("SELECT count(*) FROM streams").fetchone()
+        worst = con.execute("SELECT max(bits_per_second) FROM streams").fetchone()
+    finally:
+        con.close()
+    assert stored and shown and worst
+    assert stored[0] == shown[0] + 1 and worst[0] < 1e12

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from netfleet.store.envelope import Envelope
+
 #: the folder of built per-stream parts
 STREAMS_DIR = "streams"
 #: files per built part (a partition): bounds the builder's memory (≈ 600 rows a seed-002 file)
@@ -172,6 +174,7 @@ def verified(run: SourceRun, data: bytes) -> bytes:
 def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
     """The envelope of one file: netfleet's own as it is, an imported file as ``netfleet
     import`` builds it (the reader of whichever engine claims it)."""
+    from netfleet.store.import_base import ImportProblem
     from netfleet.store.imports import build_envelope
 
     if data[:2] == b"\x1f\x8b" or data[:1] == b"{":
@@ -186,18 +189,56 @@ def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
             return upgrade(decode_raw(io.BytesIO(data), run.source), run.source)
     # no labels, no pattern: per-stream rows depend on neither; a start time from the path or
     # the clock (mtime) changes no row either
-    envelope = build_envelope(
-        Path(run.source),
-        data,
-        campaign="imported",
-        labels={},
-        pattern=None,
-        side=run.side if run.side in ("client", "server") else "auto",
-        mtime=0.0,
-    )
+    common: dict[str, Any] = {
+        "campaign": "imported",
+        "side": run.side if run.side in ("client", "server") else "auto",
+        "mtime": 0.0,
+    }
+    try:
+        envelope = build_envelope(Path(run.source), data, labels={}, pattern=None, **common)
+    except ImportProblem as exc:
+        if ".streams[" not in str(exc):
+            raise
+        envelope = _unchecked_streams(run, data, common)
     doc = envelope.model_dump(mode="json", exclude={"result"})
     doc["result"] = envelope.result  # the file's parsed JSON as it is: not copied again
     return doc
+
+
+def _unchecked_streams(run: SourceRun, data: bytes, common: dict[str, Any]) -> Envelope:
+    """An iperf3 ``-J`` file refused only for a per-stream rate no link can carry: import by
+    reference registers it (its per-stream entries are not decoded then), so its rows are
+    made as the reader makes them, every other check kept — the ``intervals`` view leaves
+    the impossible rates out of every statistic."""
+    from netfleet.jsonparse import loads_storable
+    from netfleet.store.import_base import ImportProblem
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
+    from netfleet.store.imports import _plain  # the import's own inflating, with its limits
+
+    doc = loads_storable(_plain(data))
+    if not isinstance(doc, dict):
+        raise ImportProblem("not iperf3 JSON output")
+    checked_shape(_without_streams(doc))
+    return iperf3_envelope(
+        Path(run.source), data, doc, labels={}, found=[], epoch_label=None, **common
+    )
+
+
+def _without_streams(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document with its per-stream entries left out (the server's JSON too)."""
+
+    def bare(part: Any) -> Any:
+        if not isinstance(part, dict) or not isinstance(part.get("intervals"), list):
+            return part
+        entries = part["intervals"]
+        kept = [{k: v for k, v in e.items() if k != "streams"} if isinstance(e, dict) else e
+                for e in entries]  # fmt: skip
+        return {**part, "intervals": kept}
+
+    out = bare(doc)
+    if isinstance(out.get("server_output_json"), dict):
+        out = {**out, "server_output_json": bare(out["server_output_json"])}
+    return dict(out)
 
 
 def _head(data: bytes) -> bytes:
