@@ -5,8 +5,8 @@ slower than on main.
     .venv/bin/python bench/lazy_streams.py [--files 200] [--rounds 3] [--main /work/main/src]
 
 1. Seeded seed-002-shaped files (iperf3 -P 10, 60 intervals: 600 per-stream rows a file) are
-   imported as today (envelopes) and ingested: the *eager* catalog. A copy keeps the sums only
-   and registers the files in ``manifest.parquet`` (the import's contract): the *lazy* catalog.
+   imported as envelopes and ingested: the *eager* catalog; and imported by reference
+   (``netfleet import --catalog``: runs, ends and sums, the manifest): the *lazy* catalog.
 2. **One run's streams**, over ``--rounds`` × 10 runs picked at random: in-process
    ``lazystreams.run_streams`` (read, SHA-256, decode, Arrow) and ``connect(streams=[run])`` +
    ``SELECT count(*) FROM streams`` (the query layer's whole path); and ``netfleet sql`` of the
@@ -36,8 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 import ingest_scale  # noqa: E402 (seeded seed-002 files)
-from tests.lazykit import lazy_copy  # noqa: E402 (the lazy catalog, as the tests make it)
 
+import netfleet.api  # noqa: E402
 from netfleet.catalog import lazystreams as ls  # noqa: E402
 from netfleet.catalog.ingestion import ingest  # noqa: E402
 from netfleet.catalog.views import connect  # noqa: E402
@@ -174,7 +174,11 @@ def main() -> int:
         assert not ingest(root, work / "eager").bad
         took = time.perf_counter() - t
         print(f"{args.files} seed-002 files: import {imported:.2f} s, ingest {took:.2f} s (eager)")
-        lazy = lazy_copy(work / "eager", work / "lazy")
+        lazy = work / "lazy"
+        t = time.perf_counter()
+        registered = netfleet.api.import_([str(p) for p in sources], catalog=lazy)
+        assert not registered.bad, registered.bad
+        print(f"imported by reference (runs, ends, sums): {time.perf_counter() - t:.2f} s")
         eager_totals = totals(work / "eager")
         runs = ls.manifest_runs(lazy)
         one_run(lazy, runs, args.rounds, random.Random(args.seed), "file")
