@@ -39,6 +39,7 @@ import ingest_scale  # noqa: E402 (seeded seed-002 files)
 
 import netfleet.api  # noqa: E402
 from netfleet.catalog import lazystreams as ls  # noqa: E402
+from netfleet.catalog import lazystreams_build as lb  # noqa: E402
 from netfleet.catalog.ingestion import ingest  # noqa: E402
 from netfleet.catalog.views import connect  # noqa: E402
 from netfleet.store import ResultsRoot  # noqa: E402
@@ -112,23 +113,23 @@ def floor(rounds: int) -> None:
 
 
 def build(lazy: Path, eager_totals: tuple[int, int]) -> None:
-    shutil.rmtree(lazy / ls.STREAMS_DIR, ignore_errors=True)
+    shutil.rmtree(lazy / lb.STREAMS_DIR, ignore_errors=True)
     runs = ls.manifest_runs(lazy)
     t = time.perf_counter()
-    ls.ensure_streams(lazy, runs, workers=ls.cpu_workers())
+    lb.ensure_streams(lazy, runs, workers=lb.cpu_workers())
     built = time.perf_counter() - t
     t = time.perf_counter()
-    ls.ensure_streams(lazy, runs)
+    lb.ensure_streams(lazy, runs)
     again = time.perf_counter() - t
     t = time.perf_counter()
     got = totals(lazy, streams=True)
     read = time.perf_counter() - t
     assert got == eager_totals, (got, eager_totals)
     files = len(runs)
-    size = sum(p.stat().st_size for p in (lazy / ls.STREAMS_DIR).glob("part-*.parquet"))
+    size = sum(p.stat().st_size for p in (lazy / lb.STREAMS_DIR).glob("part-*.parquet"))
     print(
         f"whole catalog: built {files} files / {got[0]} rows in {built:.2f} s "
-        f"({files / built:.0f} files/s, {ls.cpu_workers()} workers, "
+        f"({files / built:.0f} files/s, {lb.cpu_workers()} workers, "
         f"{size / 1e6:.1f} MB of parts); built already: {again * 1e3:.1f} ms; "
         f"connect(streams=True) + count(*): {read * 1e3:.1f} ms"
     )
@@ -167,7 +168,7 @@ def main() -> int:
         sources = sorted(p.resolve() for p in files.rglob("*.json.gz"))
         root = ResultsRoot(work / "raw")
         t = time.perf_counter()
-        report = import_files([str(p) for p in sources], root, workers=ls.cpu_workers())
+        report = import_files([str(p) for p in sources], root, workers=lb.cpu_workers())
         assert not report.bad, report.bad
         imported = time.perf_counter() - t
         t = time.perf_counter()

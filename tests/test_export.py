@@ -21,7 +21,7 @@ from netfleet.catalog.export import (
     raw_table_ddl,
 )
 from netfleet.catalog.ingestion import ingest
-from netfleet.catalog.lazystreams import part_files
+from netfleet.catalog.lazystreams_build import part_files
 from netfleet.catalog.rows import RUNS_SCHEMA
 from netfleet.catalog.views import connect
 from netfleet.store import ResultsRoot

@@ -19,6 +19,7 @@ import pytest
 
 import netfleet.api
 from netfleet.catalog import lazystreams as ls
+from netfleet.catalog import lazystreams_build as lb
 from netfleet.catalog.ingestion import ingest
 from netfleet.catalog.query import needs_streams, query
 from netfleet.catalog.views import connect
@@ -64,7 +65,7 @@ def test_built_streams_are_the_rows_eager_ingest_gives(catalogs: tuple[Path, Pat
     total = len(manifest_rows(eager))
     assert ticks[0] == (0, total) and ticks[-1] == (total, total)
     parts = list((lazy / "streams").glob("part-*.parquet"))
-    assert len(parts) == 1 and set(ls.part_files(parts[0])) == {
+    assert len(parts) == 1 and set(lb.part_files(parts[0])) == {
         r["file_id"] for r in manifest_rows(eager)
     }
     # the second time reads the part: the files are not opened again
@@ -90,7 +91,7 @@ def test_one_runs_streams_on_demand(catalogs: tuple[Path, Path]) -> None:
     # only the runs asked for
     assert rows_of(lazy, "SELECT DISTINCT run_id FROM streams", streams=[run_id]) == [(run_id,)]
     # once built, a run asked for is read from the parts, not from its file
-    ls.ensure_streams(lazy, ls.manifest_runs(lazy))
+    lb.ensure_streams(lazy, ls.manifest_runs(lazy))
     sources = lazy.parent / "src"
     sources.rename(lazy.parent / "away")
     try:
@@ -129,8 +130,8 @@ def test_parts_are_never_stale(
 ) -> None:
     eager, lazy = catalogs
     rows = manifest_rows(eager)
-    monkeypatch.setattr(ls, "PART_FILES", 16)  # several partitions, one pool of workers
-    ls.ensure_streams(lazy, ls.manifest_runs(lazy), workers=2)
+    monkeypatch.setattr(lb, "PART_FILES", 16)  # several partitions, one pool of workers
+    lb.ensure_streams(lazy, ls.manifest_runs(lazy), workers=2)
     assert len(list((lazy / "streams").glob("part-*.parquet"))) == -(-len(rows) // 16)
     # one file retires, another one's run is relabelled (a new run id for the same bytes)
     with_streams = {r[0] for r in rows_of(eager, "SELECT DISTINCT run_id FROM streams")}
@@ -152,7 +153,7 @@ def test_parts_are_never_stale(
     # the folder holds the current files only, each once
     covered: dict[str, str] = {}
     for part in (lazy / "streams").glob("part-*.parquet"):
-        files = ls.part_files(part)
+        files = lb.part_files(part)
         assert not set(files) & set(covered)
         covered.update(files)
         table = pq.read_table(part)
@@ -164,7 +165,7 @@ def test_parts_are_never_stale(
     part = next((lazy / "streams").glob("part-*.parquet"))
     part.write_bytes(b"not parquet")
     assert rows_of(lazy, streams=True) == before
-    assert not part.exists() or ls.part_files(part)
+    assert not part.exists() or lb.part_files(part)
 
 
 def test_queries_that_name_streams_get_them(catalogs: tuple[Path, Path]) -> None:
@@ -210,7 +211,7 @@ def test_netfleet_sql_loads_them_and_prints_only_the_answer(catalogs: tuple[Path
 
 def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> None:
     eager, lazy = catalogs
-    proc = ls.start_background(lazy)
+    proc = lb.start_background(lazy)
     assert proc is not None
     try:
         assert proc.wait(timeout=120) == 0
@@ -219,13 +220,13 @@ def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> No
             proc.kill()
             proc.wait()
     parts = list((lazy / "streams").glob("part-*.parquet"))
-    covered = {f for p in parts for f in ls.part_files(p)}
+    covered = {f for p in parts for f in lb.part_files(p)}
     assert covered == {str(r["file_id"]) for r in manifest_rows(eager)}
     assert not [p for p in (lazy / "streams").iterdir() if p.name.startswith(".tmp-")]
     start = time.monotonic()
     assert rows_of(lazy, streams=True) == rows_of(eager)
     assert time.monotonic() - start < 60
-    assert ls.start_background(eager) is None  # no manifest: nothing to build
+    assert lb.start_background(eager) is None  # no manifest: nothing to build
 
 
 def test_netfleet_envelopes_registered_by_reference(tmp_path: Path) -> None:

@@ -87,7 +87,8 @@ def export(
     if not catalog.startswith("s3://"):
         from pathlib import Path
 
-        from netfleet.catalog.lazystreams import ensure_streams, has_manifest, manifest_runs
+        from netfleet.catalog.lazystreams import has_manifest, manifest_runs
+        from netfleet.catalog.lazystreams_build import ensure_streams
 
         if has_manifest(Path(catalog)):
             ensure_streams(Path(catalog), manifest_runs(Path(catalog)), progress=progress)

@@ -19,7 +19,7 @@ intervals, the trailing stub (< half the report interval) and rates no link can 
 goodput in Gbit/s.
 
 Per-stream rows: a catalog of registered files (a manifest) keeps them lazy and builds them into
-``CATALOG/streams/`` (:mod:`netfleet.catalog.lazystreams`; ``netfleet export`` builds what is
+``CATALOG/streams/`` (:mod:`netfleet.catalog.lazystreams_build`; ``netfleet export`` builds what is
 missing of a local catalog first). That folder is the table ``netfleet_lazy_streams`` (the
 ``intervals`` columns plus ``file_id``), and the view ``netfleet_streams`` is every per-stream
 row: those of ``netfleet_intervals`` (netfleet's own runs, kept eagerly) and the built ones.
@@ -207,7 +207,8 @@ def has_lazy_streams(catalog: str | Path) -> bool:
     an empty table)."""
     if str(catalog).startswith("s3://"):
         return True
-    from netfleet.catalog.lazystreams import MANIFEST, STREAMS_DIR
+    from netfleet.catalog.lazystreams_build import STREAMS_DIR
+    from netfleet.catalog.manifest import MANIFEST
 
     return (Path(catalog) / MANIFEST).exists() or (Path(catalog) / STREAMS_DIR).is_dir()
 

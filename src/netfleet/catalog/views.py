@@ -125,17 +125,18 @@ def _lazy_streams(
     if streams is False:
         return False
     from netfleet.catalog import lazystreams as ls
+    from netfleet.catalog import lazystreams_build as lb
 
     runs = ls.manifest_runs(catalog_dir, con=con)
     wanted = None if streams is True else set(streams)
     asked = runs if wanted is None else [r for r in runs if r.run_id in wanted]
     if wanted is None or len(asked) > ls.ON_DEMAND_MAX:
-        built = ls.ensure_streams(catalog_dir, runs, progress=progress)
+        built = lb.ensure_streams(catalog_dir, runs, progress=progress)
         rest: list[ls.SourceRun] = []
     else:
-        found = ls.plan(catalog_dir, {r.file_id: r.run_id for r in runs})
+        found = lb.plan(catalog_dir, {r.file_id: r.run_id for r in runs})
         files = {r.file_id for r in asked}
-        built = [p for p in found.usable if files & set(ls.part_files(p))]
+        built = [p for p in found.usable if files & set(lb.part_files(p))]
         rest = [r for r in asked if r.file_id not in found.covered]
     pairs = "SELECT file_id, run_id FROM manifest WHERE state = 'ok'"
     only = ""
