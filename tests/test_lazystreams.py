@@ -283,13 +283,14 @@ def test_files_imported_by_reference_give_the_eager_streams(tmp_path: Path) -> N
     assert len(lazy) > 200 and without_run_id(lazy) == without_run_id(rows_of(eager))
 
 
-def test_sources_on_s3(catalogs: tuple[Path, Path]) -> None:
+def test_sources_on_s3(tmp_path: Path) -> None:
     """``s3://bucket/key`` sources (moto's server on loopback): read once each, checked, the
     same rows; an object changed since is named."""
     from netfleet import aws
     from tests.motokit import moto_server
 
-    eager, lazy = catalogs
+    eager = eager_catalog(tmp_path, copy_sources(tmp_path, SOURCES[:8]))
+    lazy = lazy_copy(eager, tmp_path / "lazy")
     rows = manifest_rows(eager)
     with moto_server():
         s3 = aws.client("s3", region="us-east-1")
