@@ -225,7 +225,7 @@ def test_sql_errors_carry_duckdb_message(
         names = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     finally:
         con.close()
-    assert names == {*TABLES, "intervals_stored"}  # every interval row as ingested
+    assert names == {*TABLES, "intervals_stored", "streams"}  # every row as ingested; streams
     assert sql(catalog, "SELECT count(*) FROM runs WHERE status = ?", ["ok"]) == [
         [sum(1 for n in NAMES if MANIFEST[n]["status"] == "ok")]
     ]

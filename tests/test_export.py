@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import netfleet.api
 from netfleet.catalog.cheatsheet import cheatsheet_data
 from netfleet.catalog.export import (
     catalog_partitions,
@@ -20,9 +21,12 @@ from netfleet.catalog.export import (
     raw_table_ddl,
 )
 from netfleet.catalog.ingestion import ingest
+from netfleet.catalog.lazystreams_build import part_files
 from netfleet.catalog.rows import RUNS_SCHEMA
+from netfleet.catalog.views import connect
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files
+from tests.lazykit import lazy_copy, manifest_rows
 
 TESTS = Path(__file__).parent
 FIX = TESTS / "fixtures" / "import"
@@ -73,6 +77,48 @@ def test_every_dialect_prints_ddl_and_query() -> None:
     assert "'it''s/'" in raw_table_ddl("spark", "it's")
     assert '"end" double' in catalog_table_ddl("trino", "s3://b/c", "intervals")
     assert "i.role = 'sender'" in export_sql("athena", "s3://b/p", "s3://b/c", side="sender")
+    # per-stream rows: the built parts of registered files, and a view of every stream row
+    for dialect in ("athena", "trino", "spark"):
+        text = export_sql(dialect, "s3://b/p", "s3://b/c")  # type: ignore[arg-type]
+        assert "netfleet_lazy_streams (" in text and "s3://b/c/streams/" in text
+        assert "CREATE VIEW netfleet_streams AS" in text and "UNION ALL" in text
+    local = export_sql("spark", "s3://b/p", "/nowhere")
+    assert "netfleet_lazy_streams" not in local and "CREATE VIEW netfleet_streams AS" in local
+
+
+STREAM_TOTALS = (
+    "SELECT run_id, side, role, count(*) AS n, sum(bytes) AS b, sum(bits_per_second) AS bps"
+    " FROM {} GROUP BY run_id, side, role ORDER BY run_id, side, role"
+)
+
+
+def stream_totals(catalog: Path) -> list[tuple[object, ...]]:
+    """Per run, side and role: per-stream rows, bytes and rates, by DuckDB over the catalog."""
+    con = connect(catalog, streams=True)
+    try:
+        return [tuple(r) for r in con.execute(STREAM_TOTALS.format("streams")).fetchall()]
+    finally:
+        con.close()
+
+
+def lazy_catalog(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Raw envelopes, their eager catalog, and the same catalog with lazy per-stream rows."""
+    raw = raw_results(tmp_path)
+    assert ingest(ResultsRoot(raw), tmp_path / "catalog").bad == []
+    return raw, tmp_path / "catalog", lazy_copy(tmp_path / "catalog", tmp_path / "lazy")
+
+
+def test_export_builds_the_streams_of_a_lazy_catalog(tmp_path: Path) -> None:
+    _, eager, lazy = lazy_catalog(tmp_path)
+    ticks: list[tuple[int, int]] = []
+    text = netfleet.api.export("trino", location="s3://b/p", catalog=str(lazy),
+                               progress=lambda d, t: ticks.append((d, t)))  # fmt: skip
+    assert f"{lazy}/streams/" in text and "netfleet_lazy_streams" in text
+    covered = {f for p in (lazy / "streams").glob("part-*.parquet") for f in part_files(p)}
+    assert covered == {r["file_id"] for r in manifest_rows(eager)}
+    assert ticks and ticks[-1][0] == ticks[-1][1] == len(covered)
+    # the built parts and the sums the catalog keeps are every row an eager catalog has
+    assert stream_totals(lazy) == stream_totals(eager) and stream_totals(eager)
 
 
 def test_hive_partitions_of_a_local_catalog_are_declared(tmp_path: Path) -> None:
@@ -100,7 +146,7 @@ def hive_copy(catalog: Path, out: Path) -> Path:
         f"COPY (SELECT * FROM read_parquet('{catalog}/runs/part-*.parquet')) TO '{out}/runs' "
         "(FORMAT parquet, PARTITION_BY (d))"
     )
-    for table in ("intervals", "ends"):
+    for table in ("intervals", "ends", "streams"):
         (out / table).mkdir()
         for part in (catalog / table).glob("part-*.parquet"):
             (out / table / part.name).write_bytes(part.read_bytes())
@@ -110,12 +156,15 @@ def hive_copy(catalog: Path, out: Path) -> Path:
 
 @pytest.mark.slow
 def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
+    """Over a catalog whose per-stream rows are lazy (built by the export), and its copy with
+    ``runs`` Hive-partitioned."""
     pyspark_sql = pytest.importorskip("pyspark.sql")
-    raw = raw_results(tmp_path)
-    assert ingest(ResultsRoot(raw), tmp_path / "catalog").bad == []
+    raw, eager, lazy = lazy_catalog(tmp_path)
+    expected_streams = stream_totals(eager)
+    assert len(expected_streams) >= 10
     expected_raw = duckdb_sheet(raw)
     assert expected_raw and all(r[3] > 0 for r in expected_raw)
-    sheet = cheatsheet_data(tmp_path / "catalog", group_by=("instance_type", "direction"))
+    sheet = cheatsheet_data(lazy, group_by=("instance_type", "direction"))
     assert sheet.unit_label == "Gbit/s"
     expected_catalog = [tuple(r[:10]) for r in sheet.rows]  # groups, runs, intervals, 6 stats
     assert len(expected_catalog) >= 3
@@ -127,15 +176,19 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
     )
-    hive = hive_copy(tmp_path / "catalog", tmp_path / "hive")
+    script = netfleet.api.export("spark", location=str(raw), catalog=str(lazy))
+    hive = hive_copy(lazy, tmp_path / "hive")
     results = []
+    streams = STREAM_TOTALS.format("netfleet_streams") + ";\n"
     try:
-        script = export_sql("spark", str(raw), str(tmp_path / "catalog"))
         # then the same catalog with runs Hive-partitioned by d: PARTITIONED BY + MSCK REPAIR
         again = export_sql("spark", str(raw), str(hive)).split("-- the Parquet catalog")[1]
-        drops = "".join(f"DROP TABLE netfleet_{t};\n" for t in ("runs", "intervals", "ends"))
+        tables = ("runs", "intervals", "ends", "lazy_streams")
+        drops = "DROP VIEW netfleet_streams;\n" + "".join(
+            f"DROP TABLE netfleet_{t};\n" for t in tables
+        )
         assert "MSCK REPAIR TABLE netfleet_runs" in again
-        for stmt in (script + drops + "--" + again).split(";\n"):
+        for stmt in (script + streams + drops + "--" + again + streams).split(";\n"):
             body = "\n".join(ln for ln in stmt.splitlines() if not ln.startswith("--")).strip()
             if body:
                 rows = spark.sql(body).collect()
@@ -143,7 +196,11 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
                     results.append([tuple(r) for r in rows])
     finally:
         spark.stop()
-    assert len(results) == 3
+    assert len(results) == 5
+    for got_streams in (results[2], results[4]):  # counts and bytes exact, rates to 1e-9
+        assert [r[:5] for r in got_streams] == [r[:5] for r in expected_streams]
+        assert [r[5] for r in got_streams] == pytest.approx([r[5] for r in expected_streams])
+    del results[4], results[2]
     expected_all = (expected_raw, expected_catalog, expected_catalog)
     for got, expected in zip(results, expected_all, strict=True):
         assert len(got) == len(expected)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from netfleet.api._paths import catalog_dir, results_url
@@ -45,11 +45,23 @@ def cheatsheet(
     )
 
 
-def sql(statement: str, *, catalog: str | os.PathLike[str] | None = None) -> Tabular:
-    """Run DuckDB SQL over the catalog's views (``runs``, ``intervals``, ``ends``)."""
+def sql(
+    statement: str,
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    streams: bool | None = None,
+    streams_of: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+) -> Tabular:
+    """Run DuckDB SQL over the catalog's views (``runs``, ``intervals``, ``ends``,
+    ``streams``). ``streams``: load the per-stream rows a catalog of registered files keeps
+    lazy (True: built where missing, ``progress(done, total)`` counting the files read), or
+    not (False); None: when the statement names ``streams``, ``stream_id`` or ``'stream'``.
+    ``streams_of``: load only these runs' (read from their files now, nothing built)."""
     from netfleet.catalog.query import query
 
-    return query(catalog_dir(catalog), statement)
+    wanted: bool | Sequence[str] | None = list(streams_of) if streams_of else streams
+    return query(catalog_dir(catalog), statement, streams=wanted, progress=progress)
 
 
 def export(
@@ -58,9 +70,12 @@ def export(
     location: str = "s3://BUCKET/PREFIX",
     catalog: str = "s3://BUCKET/CATALOG",
     side: str = "receiver",
+    progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """The DDL over the raw results layout and the Parquet catalog (runs, intervals, ends),
-    each with its cheat-sheet query, in ``dialect`` (athena, trino or spark)."""
+    """The DDL over the raw results layout and the Parquet catalog (runs, intervals, ends, the
+    per-stream rows), each with its cheat-sheet query, in ``dialect`` (athena, trino or
+    spark). A local catalog of registered files gets its per-stream rows built first (what is
+    missing: ``progress(done, total)`` counts the files read)."""
     from netfleet.catalog.export import Dialect, export_sql
     from netfleet.errors import InputError
 
@@ -69,4 +84,12 @@ def export(
     if side not in ("receiver", "sender"):
         raise InputError(f"--side {side!r}: unknown side", hint="use receiver or sender")
     d: Dialect = dialect  # type: ignore[assignment]
+    if not catalog.startswith("s3://"):
+        from pathlib import Path
+
+        from netfleet.catalog.lazystreams import has_manifest, manifest_runs
+        from netfleet.catalog.lazystreams_build import ensure_streams
+
+        if has_manifest(Path(catalog)):
+            ensure_streams(Path(catalog), manifest_runs(Path(catalog)), progress=progress)
     return export_sql(d, location, catalog, side=side)

@@ -18,6 +18,12 @@ interval sums of ok runs (a run with no receiver side counts with its sender's),
 intervals, the trailing stub (< half the report interval) and rates no link can carry left out,
 goodput in Gbit/s.
 
+Per-stream rows: a catalog of registered files (a manifest) keeps them lazy and builds them into
+``CATALOG/streams/`` (:mod:`netfleet.catalog.lazystreams_build`; ``netfleet export`` builds what is
+missing of a local catalog first). That folder is the table ``netfleet_lazy_streams`` (the
+``intervals`` columns plus ``file_id``), and the view ``netfleet_streams`` is every per-stream
+row: those of ``netfleet_intervals`` (netfleet's own runs, kept eagerly) and the built ones.
+
 Quantiles: Spark's ``percentile`` is exact with linear interpolation — the same definition as
 DuckDB's ``quantile_cont`` (what ``netfleet cheatsheet`` uses); Athena/Trino only offer
 ``approx_percentile`` (a t-digest estimate), so their p5/p50/p95 are approximations.
@@ -34,6 +40,9 @@ Dialect = Literal["athena", "trino", "spark"]
 #: the catalog tables exported, with the SQL table name prefix
 CATALOG_TABLES = ("runs", "intervals", "ends")
 PREFIX = "netfleet_"
+#: the built per-stream parts (``CATALOG/streams/``) as a table, and the view of every stream row
+LAZY_STREAMS = "lazy_streams"
+STREAMS_VIEW = "netfleet_streams"
 #: pyarrow type → (spark, athena DDL, trino)
 _TYPES = {
     "string": ("STRING", "string", "varchar"),
@@ -143,11 +152,13 @@ def catalog_partitions(catalog_dir: str | Path) -> dict[str, list[str]]:
 def catalog_table_ddl(
     dialect: Dialect, location: str, table: str, partitions: list[str] | tuple[str, ...] = ()
 ) -> str:
-    """``CREATE TABLE`` for one catalog table over ``LOCATION/<table>/`` (Parquet)."""
+    """``CREATE TABLE`` for one catalog table over ``LOCATION/<table>/`` (Parquet);
+    :data:`LAZY_STREAMS` is the folder ``streams/``."""
     from netfleet.catalog.rows import SCHEMAS
 
-    loc = (location.rstrip("/") + f"/{table}/").replace("'", "''")
-    schema = SCHEMAS[table]
+    folder = "streams" if table == LAZY_STREAMS else table
+    loc = (location.rstrip("/") + f"/{folder}/").replace("'", "''")
+    schema = SCHEMAS[table] if table != LAZY_STREAMS else _lazy_schema()
     fields = {f.name: f.type for f in schema}
     plain = [n for n in fields if n not in partitions]
     # partition columns come last (Trino requires it; Spark and Hive list them apart)
@@ -170,6 +181,36 @@ def catalog_table_ddl(
     return (
         f"CREATE EXTERNAL TABLE {name} ({', '.join(cols)}){tail} STORED AS PARQUET LOCATION '{loc}'"
     )
+
+
+def _lazy_schema() -> Any:
+    from netfleet.catalog.lazystreams import part_schema
+
+    return part_schema()
+
+
+def streams_view(dialect: Dialect, lazy: bool) -> str:
+    """The view of every per-stream row: ``netfleet_intervals``' own (netfleet's runs) and,
+    with ``lazy``, the built parts of registered files (the ``intervals`` columns only)."""
+    from netfleet.catalog.rows import INTERVALS_SCHEMA
+
+    cols = ", ".join(_ident(n, dialect, ddl=False) for n in INTERVALS_SCHEMA.names)
+    body = f"SELECT {cols} FROM {PREFIX}intervals WHERE kind = 'stream'"  # noqa: S608
+    if lazy:
+        body += f" UNION ALL SELECT {cols} FROM {PREFIX}{LAZY_STREAMS}"  # noqa: S608
+    return f"CREATE VIEW {STREAMS_VIEW} AS {body}"
+
+
+def has_lazy_streams(catalog: str | Path) -> bool:
+    """A catalog whose per-stream rows are (partly) lazy: a local one with a manifest or built
+    parts; one elsewhere (``s3://``, a placeholder) is declared with them (an empty folder is
+    an empty table)."""
+    if str(catalog).startswith("s3://"):
+        return True
+    from netfleet.catalog.lazystreams_build import STREAMS_DIR
+    from netfleet.catalog.manifest import MANIFEST
+
+    return (Path(catalog) / MANIFEST).exists() or (Path(catalog) / STREAMS_DIR).is_dir()
 
 
 def catalog_cheatsheet_query(dialect: Dialect, side: str = "receiver") -> str:
@@ -231,11 +272,16 @@ def export_sql(
     catalog: str = "s3://BUCKET/CATALOG",
     partitions: dict[str, list[str]] | None = None,
     side: str = "receiver",
+    lazy_streams: bool | None = None,
 ) -> str:
-    """The whole script: raw table + its cheat sheet, catalog tables + netfleet's cheat sheet.
-    ``partitions``: table → Hive partition keys (default: read from a local ``catalog``)."""
+    """The whole script: raw table + its cheat sheet, catalog tables + netfleet's cheat sheet,
+    and the per-stream view. ``partitions``: table → Hive partition keys (default: read from a
+    local ``catalog``); ``lazy_streams``: declare the built per-stream parts (default:
+    :func:`has_lazy_streams`)."""
     if partitions is None:
         partitions = catalog_partitions(catalog)
+    if lazy_streams is None:
+        lazy_streams = has_lazy_streams(catalog)
     parts = [f"-- raw results at {location} (netfleet layout d=/campaign=)"]
     parts.append(raw_table_ddl(dialect, location) + ";")
     if dialect != "athena":  # Athena: partition projection, nothing to repair
@@ -250,6 +296,11 @@ def export_sql(
         parts.append(catalog_table_ddl(dialect, catalog, table, keys) + ";")
         if keys:
             parts.append(_repair(dialect, PREFIX + table))
+    if lazy_streams:
+        parts.append("-- per-stream rows of registered files, built by netfleet (streams/)")
+        parts.append(catalog_table_ddl(dialect, catalog, LAZY_STREAMS) + ";")
+    parts.append("-- every per-stream row")
+    parts.append(streams_view(dialect, lazy_streams) + ";")
     parts.append(f"-- netfleet's cheat sheet over the catalog ({side} side, goodput)")
     parts.append(catalog_cheatsheet_query(dialect, side) + ";")
     return "\n".join(parts) + "\n"

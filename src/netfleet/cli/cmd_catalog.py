@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import typer
 
 from netfleet import api
-from netfleet.cli.console import console, file_bar
+from netfleet.cli.console import bar_when_needed, console, file_bar
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat
 from netfleet.text import line
@@ -45,7 +45,27 @@ def sql(
         str, typer.Argument(metavar="SQL", help="DuckDB SQL over views runs, intervals, ends")
     ],
     catalog: CatalogOpt = None,
+    streams: Annotated[
+        bool | None,
+        typer.Option(
+            "--streams/--no-streams",
+            help="load the per-stream rows of registered files (default: when the SQL names "
+            "streams, stream_id or 'stream')",
+        ),
+    ] = None,
+    streams_of: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--streams-of",
+            metavar="RUN_ID",
+            help="load only these runs' per-stream rows, read from their files now (repeatable)",
+        ),
+    ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run DuckDB SQL over the catalog's views."""
-    emit(api.sql(statement, catalog=catalog), fmt)
+    with bar_when_needed("streams") as tick:
+        table = api.sql(
+            statement, catalog=catalog, streams=streams, streams_of=streams_of or (), progress=tick
+        )
+    emit(table, fmt)

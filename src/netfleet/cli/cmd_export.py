@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from netfleet import api
+from netfleet.cli.console import bar_when_needed
 
 
 def export(
@@ -32,4 +33,6 @@ def export(
     """Print the DDL over the raw results layout and the Parquet catalog (runs, intervals, ends),
     each with its cheat-sheet query, in the given engine's dialect (docs/scale.md: when to use
     which, and the quantile definitions)."""
-    print(api.export(dialect, location=location, catalog=catalog, side=side), end="")
+    with bar_when_needed("streams") as tick:
+        text = api.export(dialect, location=location, catalog=catalog, side=side, progress=tick)
+    print(text, end="")

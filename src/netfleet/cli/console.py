@@ -26,6 +26,36 @@ def file_bar(label: str) -> Iterator[Callable[[int, int], None]]:
         yield tick
 
 
+@contextmanager
+def bar_when_needed(label: str) -> Iterator[Callable[[int, int], None]]:
+    """:func:`file_bar`, shown only once there is work left (``done < total``) and on stderr:
+    a command that usually has nothing to build (``sql``, ``export``) prints nothing extra."""
+    from contextlib import ExitStack
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+    with ExitStack() as stack:
+        shown: list[tuple[Progress, TaskID]] = []
+
+        def tick(done: int, total: int) -> None:
+            if not shown and done < total:
+                bar = stack.enter_context(
+                    Progress(
+                        TextColumn(label),
+                        BarColumn(),
+                        MofNCompleteColumn(),
+                        console=Console(stderr=True, highlight=False),
+                        transient=True,
+                    )
+                )
+                shown.append((bar, bar.add_task(label, total=total)))
+            if shown:
+                bar, task = shown[0]
+                bar.update(task, completed=done, total=total)
+
+        yield tick
+
+
 def ask_at_terminal() -> Callable[[str], bool] | None:
     """A yes/no question for a person at the terminal (default no), or None when stdin is not
     a terminal — then only ``--yes`` confirms (a cloud launch on a real AWS endpoint)."""
