@@ -59,3 +59,16 @@ def test_the_generation_comes_from_the_parquet_file_when_the_index_is_not_its_ow
     write_manifest(tmp_path, rows_table([row]), 3)
     (tmp_path / INDEX).write_text('{"generation": 99, "manifest": [1, 2, 3], "rows": []}')
     assert current_generation(tmp_path) == 3
+
+
+def test_option_shortcuts_are_what_the_checks_say() -> None:
+    """The import's option checks skip loading the spec's rules for the default campaign, no
+    labels and a preset pattern: each of those passes the rules it skips."""
+    import re
+
+    from netfleet.spec.common import NAME, check_labels
+    from netfleet.store.sources import DEFAULT_CAMPAIGN, PRESETS, pattern_regex
+
+    assert re.match(NAME, DEFAULT_CAMPAIGN)
+    for preset in PRESETS.values():
+        check_labels(dict.fromkeys(pattern_regex(preset).groupindex, ""))

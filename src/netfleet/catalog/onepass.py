@@ -29,15 +29,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 import msgspec
 
+from netfleet.catalog.sourcelist import Options, Read
 from netfleet.errors import StoreError
 from netfleet.store.import_base import ImportProblem, run_identity
 from netfleet.store.limits import max_raw_bytes, too_large
@@ -53,28 +52,6 @@ class _Interval(msgspec.Struct):
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _INTERVALS = msgspec.json.Decoder(list[_Interval])
 _ANY = msgspec.json.Decoder()
-
-
-@dataclass(frozen=True)
-class Options:
-    """What every file of one import shares."""
-
-    campaign: str
-    labels: dict[str, str]
-    pattern: re.Pattern[str] | None
-    side: str = "auto"
-
-
-@dataclass
-class Read:
-    """One file's outcome: its manifest row (``state`` ok or bad) and, when ok, its rows
-    (``runs`` row, interval sums, ``ends``) as the catalog's ``RunRows`` — an iperf3 document's
-    interval sums as columns in ``sums`` instead (:func:`~netfleet.engines.iperf3_rows.
-    sum_columns`)."""
-
-    row: dict[str, Any]
-    rows: Any = None
-    sums: dict[str, list[Any]] | None = None
 
 
 def inflate(data: bytes) -> bytes:

@@ -16,7 +16,7 @@ from netfleet.catalog.sourcelist import Found, s3_client, s3_split
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from netfleet.catalog.onepass import Options, Read
+    from netfleet.catalog.sourcelist import Options, Read
 
 #: files to read at which reading spreads over worker processes: below, reading them here
 #: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
@@ -133,6 +133,15 @@ def reads(
             yield item, read, tables if n == 0 else None
 
 
+def _quiet_worker() -> None:
+    """Ctrl-C is the importing process's to handle: it stops handing out files and keeps what
+    is written (as :mod:`netfleet.store.imports`' workers; not imported from there: it loads
+    pydantic and the engines, which this process does not need)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _warm() -> None:
     """A worker's first task: nothing (its fork server has loaded the readers)."""
 
@@ -147,8 +156,6 @@ def pool(workers: int, files: int) -> Iterator[Any]:
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-
-    from netfleet.store.imports import _quiet_worker
 
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(

@@ -37,13 +37,12 @@ from netfleet.catalog.ingestion import _Batch, _prepared, _write_batch
 from netfleet.catalog.manifest import current_generation, read_index, read_manifest, rows_table
 from netfleet.catalog.manifest import write_manifest as _write_manifest
 from netfleet.catalog.retire import finish_retire, retire
-from netfleet.catalog.sourcelist import Found
+from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from netfleet.catalog.onepass import Options, Read
 
 # the readers (msgspec, isal, the import's builders, pyarrow) are imported where files are
 # read: a no-op import lists, stats and compares with the manifest's index only
@@ -185,7 +184,6 @@ def _register(
 
 def _options(campaign: str, labels: Iterable[str], pattern: str | None, side: str) -> Options:
     """The import's options, checked as a spec's are (labels, campaign, the pattern's names)."""
-    from netfleet.catalog.onepass import Options
     from netfleet.store.sources import check_campaign, parse_labels, pattern_regex
 
     return Options(

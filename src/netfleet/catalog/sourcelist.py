@@ -1,14 +1,42 @@
 """The files an import by reference names (issue 26): local files with their stat (one
-``stat`` each, none opened), ``s3://`` objects with their size and ETag (one listing)."""
+``stat`` each, none opened), ``s3://`` objects with their size and ETag (one listing); and the
+options every file of one import shares (here, not beside the readers: the importing process
+checks them without loading pydantic or the engines, which only its workers need)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfleet.errors import InputError, StoreError
+
+if TYPE_CHECKING:
+    import re
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every file of one import shares."""
+
+    campaign: str
+    labels: dict[str, str]
+    pattern: re.Pattern[str] | None
+    side: str = "auto"
+
+
+@dataclass
+class Read:
+    """One file's outcome (:mod:`netfleet.catalog.onepass`): its manifest row (``state`` ok or
+    bad) and, when ok, its rows (``runs`` row, interval sums, ``ends``) as the catalog's
+    ``RunRows`` — an iperf3 document's interval sums as columns in ``sums`` instead
+    (:func:`~netfleet.engines.iperf3_rows.sum_columns`). Here, not in the reader's module: the
+    importing process unpickles its workers' reads without loading the readers."""
+
+    row: dict[str, Any]
+    rows: Any = None
+    sums: dict[str, list[Any]] | None = None
 
 
 @dataclass(frozen=True)
