@@ -4,6 +4,7 @@ server), each task's ok files' rows returned as Arrow tables (converted in the w
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -79,8 +80,9 @@ def _sum_table(kept: list[tuple[Read, dict[str, list[Any]]]], reads: list[Read])
 
     schema = SCHEMAS["intervals"]
     try:
+        chain = itertools.chain.from_iterable
         return pa.Table.from_pydict(
-            {name: [v for _, cols in kept for v in cols[name]] for name in schema.names},
+            {name: list(chain(cols[name] for _, cols in kept)) for name in schema.names},
             schema=schema,
         )
     except (pa.ArrowException, OverflowError, TypeError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from netfleet.errors import InputError, StoreError
 
@@ -39,9 +39,9 @@ class Read:
     sums: dict[str, list[Any]] | None = None
 
 
-@dataclass(frozen=True)
-class Found:
-    """A source file found by listing: where, its stat (local) or listing (S3)."""
+class Found(NamedTuple):
+    """A source file found by listing: where, its stat (local) or listing (S3). (A tuple: a
+    no-op import makes one per file, three times faster than a frozen dataclass's.)"""
 
     source: str
     path: str

