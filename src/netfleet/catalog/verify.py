@@ -60,7 +60,8 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
     index = read_index(catalog)  # the manifest's own index: no pyarrow to load
     every = index["rows"] if index is not None else read_manifest(catalog).to_pylist()
     rows = [r for r in every if r["state"] in ("ok", "missing")]
-    report = VerifyReport(catalog, generation=current_generation(catalog))
+    generation = index["generation"] if index is not None else current_generation(catalog)
+    report = VerifyReport(catalog, generation=generation)
     with ThreadPoolExecutor(max(1, workers)) as pool:
         outcomes = list(pool.map(_check, rows))
     for row, (what, why) in zip(rows, outcomes, strict=True):
