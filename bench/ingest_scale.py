@@ -129,14 +129,56 @@ def generate(raw: Path, n: int, seed: int, first: int = 0) -> int:
 
 def timed(argv: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one process."""
+    wall, peak, _ = timed_cpu(argv)
+    return wall, peak
+
+
+def timed_cpu(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one process and every process it starts
+    (an import's fork server and workers: the fork server is not waited for, so its CPU and its
+    workers' is sampled from /proc every 20 ms — the last ≤ 20 ms of a worker may be missed).
+    CPU time is what other work on the machine barely moves; wall time is what it does."""
+    import threading
+
     t = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    seen: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            _tree_cpu(proc.pid, seen)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
+    done.set()
+    sampler.join()
     if os.waitstatus_to_exitcode(status) not in (0,):
         err = proc.stderr.read().decode() if proc.stderr else ""
         raise SystemExit(f"{argv}: exit {os.waitstatus_to_exitcode(status)}\n{err}")
-    return wall, usage.ru_maxrss / 1024
+    seen.pop(proc.pid, None)  # its own (and what it waited for) from wait4, exactly
+    cpu = usage.ru_utime + usage.ru_stime + sum(seen.values())
+    return wall, usage.ru_maxrss / 1024, cpu
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """User + system CPU seconds of ``root`` and its descendants, as /proc says now."""
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                todo += [int(c) for c in fh.read().split()]
+        except (OSError, IndexError, ValueError):
+            continue
+        seen[pid] = max(seen.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / _TICK)
 
 
 #: every DuckDB step's start: a connection with both cores, no progress bar; and ``num``, the
@@ -318,6 +360,29 @@ print(time.perf_counter() - t)
 """
 
 
+#: one process: the import's reading (``readtasks.read_task``: read, hash, inflate, decode,
+#: rows, Arrow tables) over up to 1,024 of the files, CPU milliseconds per file (the best of
+#: three passes after a warm-up task) — what each worker spends per file
+READ_CPU = """
+import sys, time
+from netfleet.catalog import readtasks, sourcelist
+from netfleet.catalog.sourcelist import Options
+from netfleet.store.sources import pattern_regex
+opts = Options("imported", {}, pattern_regex("seed002"))
+found = list(sourcelist.listed([sys.argv[1]], False))[:1088]
+tasks = [found[i : i + 64] for i in range(0, len(found), 64)]
+readtasks.read_task(tasks[0], opts, False)
+best = float("inf")
+for _ in range(3):
+    t = time.process_time()
+    for task in tasks[1:]:
+        readtasks.read_task(task, opts, False)
+    best = min(best, time.process_time() - t)
+n = sum(len(t) for t in tasks[1:])
+print(f"{best / n * 1000:.3f}", n)
+"""
+
+
 def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, float]]:
     """Issue 26's steps over one corpus of ``files``: the table per round, min and median, the
     targets, and the agreement with DuckDB; returns the medians."""
@@ -330,7 +395,8 @@ def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, flo
         timed([*EXE, "--version"])  # warm the bytecode cache
         print(f"\n{files} files, {size / 1e6:.1f} MB gzip, 10 streams × 60 intervals each")
         print(f"{os.cpu_count()} CPUs; load average at the start: {os.getloadavg()}")
-        print(f"{'round':>5} {'step':<40} {'seconds':>8} {'peak RSS MB':>12}")
+        print(f"{'round':>5} {'step':<40} {'seconds':>8} {'peak RSS MB':>12} {'CPU s':>8}")
+        cpus: dict[str, list[float]] = {}
         got: dict[str, list[float]] = {}
         rss: dict[str, float] = {}
         store = 0.0
@@ -345,10 +411,11 @@ def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, flo
             def step(
                 name: str, argv: list[str], into: dict[str, float] = here, rnd: int = rnd
             ) -> float:
-                wall, peak = timed(argv)
+                wall, peak, cpu = timed_cpu(argv)
                 into[name] = into.get(name, 0.0) + wall
                 rss[name] = max(rss.get(name, 0.0), peak)
-                print(f"{rnd:>5} {name:<40} {wall:>8.2f} {peak:>12.0f}")
+                cpus.setdefault(name, []).append(cpu)
+                print(f"{rnd:>5} {name:<40} {wall:>8.2f} {peak:>12.0f} {cpu:>8.2f}")
                 return wall
 
             step("baseline: duckdb read_json", [sys.executable, "-c", SHEET, str(raw)])
@@ -380,9 +447,17 @@ def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, flo
                 got.setdefault(name, []).append(value)
             if rnd < rounds:
                 shutil.rmtree(cat)
-        print(f"\n{files} files over {rounds} round(s): min / median seconds")
+        print(f"\n{files} files over {rounds} round(s): min / median seconds; CPU min / median")
         for name, values in got.items():
-            print(f"  {name:<40} {min(values):>8.2f} {statistics.median(values):>8.2f}")
+            cpu = cpus.get(name)
+            cells = f" {min(cpu):>8.2f} {statistics.median(cpu):>8.2f}" if cpu else ""
+            print(f"  {name:<40} {min(values):>8.2f} {statistics.median(values):>8.2f}{cells}")
+        per_file = [c / files * 1000 for c in cpus["first sheet: import"]]
+        one = subprocess.run([sys.executable, "-c", READ_CPU, str(raw)], env=ENV,
+                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+        print(f"  CPU per file, first import (every process): {min(per_file):.2f}-"
+              f"{max(per_file):.2f} ms; reading alone in one process (read_task, "
+              f"{one[1]} files): {one[0]} ms")  # fmt: skip
         ratio = {
             n: [v / b for v, b in zip(got[n], got["baseline: duckdb read_json"], strict=True)]
             for n in ("first sheet", "+100 files", "verify")
