@@ -184,7 +184,10 @@ class _Batch:
         tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
         groups = {t: [rows] for t, rows in tables.items()}
         python_sums, python_streams = _sums_and_streams(tables["intervals"])
-        fast_sums, fast_streams = _columnar_groups(self.columnar.values())
+        # (no fast-path rows, e.g. an import by reference's: DuckDB is not loaded for them)
+        fast_sums, fast_streams = (
+            _columnar_groups(self.columnar.values()) if self.columnar else ([], [])
+        )
         joined = [
             pa.concat_tables([python_sums, *fast_sums]),
             pa.concat_tables([python_streams, *fast_streams]),
