@@ -126,10 +126,18 @@ def _read_s3(item: Found, opts: Options) -> Read:
 def reads(
     todo: list[Found], opts: Options, follow_links: bool, pool: Any
 ) -> Iterator[tuple[Found, Read, dict[str, pa.Table] | None]]:
-    """Each file's read, in order, with its task's tables on the task's first file."""
+    """Each file's read, in order, with its task's tables on the task's first file. With a
+    pool, every task is handed out at once (the workers start reading while this process
+    does the rest of its work)."""
     tasks = [todo[i : i + TASK_FILES] for i in range(0, len(todo), TASK_FILES)]
     run = partial(read_task, opts=opts, follow_links=follow_links)
     results = map(run, tasks) if pool is None or len(todo) < PARALLEL_MIN else pool.map(run, tasks)
+    return _each(tasks, results)
+
+
+def _each(
+    tasks: list[list[Found]], results: Iterator[Task]
+) -> Iterator[tuple[Found, Read, dict[str, pa.Table] | None]]:
     for items, (reads, tables) in zip(tasks, results, strict=True):
         for n, (item, read) in enumerate(zip(items, reads, strict=True)):
             yield item, read, tables if n == 0 else None
