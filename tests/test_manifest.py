@@ -72,3 +72,21 @@ def test_option_shortcuts_are_what_the_checks_say() -> None:
     assert re.match(NAME, DEFAULT_CAMPAIGN)
     for preset in PRESETS.values():
         check_labels(dict.fromkeys(pattern_regex(preset).groupindex, ""))
+
+
+def test_the_generation_is_read_from_the_index_head_only_when_it_is_the_manifest_s(
+    tmp_path: Path,
+) -> None:
+    """The cheat sheet's cache key reads the generation from the index's first bytes; they
+    count only when they carry the stat of the manifest that is there."""
+    from netfleet.catalog.manifest import _head_generation, read_index
+
+    write_manifest(tmp_path, rows_table([{"source": "/x/a.json", "state": "ok"}]), 4)
+    assert _head_generation(tmp_path) == 4 == read_index(tmp_path)["generation"]  # type: ignore[index]
+    text = (tmp_path / INDEX).read_text()
+    (tmp_path / INDEX).write_text(text.replace('"generation": 4', '"generation": 5'))
+    assert _head_generation(tmp_path) == 5  # the head is what is read ...
+    write_manifest(tmp_path, rows_table([{"source": "/x/b.json", "state": "ok"}]), 6)
+    (tmp_path / INDEX).write_text(text)  # ... and an index of another manifest is not
+    assert _head_generation(tmp_path) is None
+    assert current_generation(tmp_path) == 6

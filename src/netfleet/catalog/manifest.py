@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -147,8 +148,34 @@ def read_index(catalog_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
+#: the index's head as :func:`write_manifest` writes it (generation, then the manifest's stat)
+_HEAD = re.compile(rb'\{"generation": (\d+), "manifest": \[(\d+), (\d+), (\d+)\], "rows": ')
+
+
+def _head_generation(catalog_dir: str | os.PathLike[str]) -> int | None:
+    """The generation from the index's first bytes, when it belongs to the manifest that is
+    there (the cheat sheet's cache key asks it on every run: the whole index is 0.3 MB per
+    1,000 files); None when that cannot be told from them."""
+    stamp = _stamp(manifest_path(catalog_dir))
+    try:
+        fd = os.open(Path(catalog_dir) / INDEX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        head = os.read(fd, 200) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    found = _HEAD.match(head)
+    if stamp is None or found is None or [int(n) for n in found.groups()[1:]] != stamp:
+        return None
+    return int(found.group(1))
+
+
 def current_generation(catalog_dir: str | os.PathLike[str]) -> int:
     """The generation of the manifest as last written (0: none yet)."""
+    head = _head_generation(catalog_dir)
+    if head is not None:
+        return head
     index = read_index(catalog_dir)
     if index is not None:
         return int(index["generation"])
