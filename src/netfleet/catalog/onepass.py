@@ -206,6 +206,8 @@ def _read(
             side=opts.side,
             mtime=mtime,
             flags_of=None if typed is None else partial(_typed_flags, typed),
+            digest=digest,
+            keep_bytes=False,  # by reference: the bytes stay at their source
         )
     else:
         env = build_envelope(

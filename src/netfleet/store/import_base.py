@@ -78,28 +78,32 @@ def provenance(
     inferred: list[str],
     found: list[str],
     flags: list[dict[str, Any]],
+    *,
+    digest: str | None = None,
+    keep_bytes: bool = True,
     **extra: Any,
 ) -> tuple[str, dict[str, Any]]:
-    """The run id (from the content hash) and ``notes`` keeping the file's bytes untouched."""
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        original: str = data.decode("utf-8")
-        encoding = "utf-8"
-    except UnicodeDecodeError:
-        original, encoding = base64.b64encode(data).decode(), "base64"
-    return f"import-{digest[:16]}", {
-        "imported": {
-            "from": str(path),
-            "sha256": digest,
-            "size": len(data),
-            "inferred": inferred,
-            "pattern_labels": found,
-            "flags": flags,
-            **extra,
-            "original_encoding": encoding,
-            "original": original,
-        }
+    """The run id (from the content hash) and ``notes`` keeping the file's bytes untouched
+    (``keep_bytes=False``: not kept — an import by reference leaves them at their source;
+    ``digest``: the bytes' SHA-256 when the caller has it)."""
+    digest = digest or hashlib.sha256(data).hexdigest()
+    imported: dict[str, Any] = {
+        "from": str(path),
+        "sha256": digest,
+        "size": len(data),
+        "inferred": inferred,
+        "pattern_labels": found,
+        "flags": flags,
+        **extra,
     }
+    if keep_bytes:
+        try:
+            original, encoding = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            original, encoding = base64.b64encode(data).decode(), "base64"
+        imported["original_encoding"] = encoding
+        imported["original"] = original
+    return f"import-{digest[:16]}", {"imported": imported}
 
 
 def run_identity(digest: str, campaign: str, labels: dict[str, Any]) -> str:

@@ -259,11 +259,14 @@ def iperf3_envelope(
     side: str,
     mtime: float | None,
     flags_of: Callable[[str], list[dict[str, Any]]] | None = None,
+    digest: str | None = None,
+    keep_bytes: bool = True,
 ) -> Envelope:
     """An iperf3 document (decoded and shape-checked: :func:`decode`, or import by reference's
     selective decoder followed by :func:`checked_shape`) → its imported envelope.
     ``flags_of(side)``: the interval checks' findings, when the caller has the intervals in
-    another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``."""
+    another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``.
+    ``digest``, ``keep_bytes``: as :func:`~netfleet.store.import_base.provenance`'s."""
     labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
     inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
@@ -295,7 +298,9 @@ def iperf3_envelope(
     error = doc.get("error")
     side_name = "server" if server_side else "client"
     found_flags = check_intervals(doc, side_name) if flags_of is None else flags_of(side_name)
-    run_id, notes = provenance(path, data, inferred, found, found_flags)
+    run_id, notes = provenance(
+        path, data, inferred, found, found_flags, digest=digest, keep_bytes=keep_bytes
+    )
     if own_labels:
         notes["imported"]["file_labels"] = own_labels
     result: dict[str, Any] = doc
