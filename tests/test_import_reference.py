@@ -250,6 +250,22 @@ def test_a_bad_file_never_stops_the_others_and_links_are_refused(tmp_path: Path)
     assert _states(tmp_path / "cat")["link.json"] == ["bad"]
 
 
+def test_a_folder_is_listed_in_path_order_and_a_link_loop_walked_once(tmp_path: Path) -> None:
+    """The listing walks each folder's entries sorted (no sort after): the order of the paths
+    compared component by component; with --follow-links, a link back up is not walked again."""
+    from netfleet.store.sources import source_files
+
+    for rel in ("b.json", "a/z.json", "a b/c.json", "a.json", "a/y/x.csv", "skip.bin"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    (tmp_path / "a" / "up").symlink_to(tmp_path)
+    got = [Path(p).relative_to(tmp_path).as_posix() for p in source_files(str(tmp_path))]
+    assert got == ["a/up", "a/y/x.csv", "a/z.json", "a b/c.json", "a.json", "b.json"]
+    assert got == sorted(got, key=lambda p: p.split("/"))
+    followed = [Path(p).relative_to(tmp_path).as_posix() for p in source_files(str(tmp_path), True)]
+    assert followed == [p for p in got if p != "a/up"]
+
+
 def test_many_files_are_read_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
