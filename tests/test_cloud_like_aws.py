@@ -239,3 +239,53 @@ def test_backing_ssh_needs_the_fargate_image_pinned_by_digest(tmp_path: Path) ->
     doc["cloud"]["fargate"]["image"] = "networkstatic/iperf3@sha256:" + "a" * 64
     path.write_text(yaml.safe_dump(doc))
     load_spec(path)
+
+
+@pytest.mark.parametrize(("tool", "command"), [("sockperf", "sockperf"), ("iperf2", "iperf")])
+def test_netfleet_run_refuses_an_engine_al2023_lacks_before_launch(
+    fresh: MotoServer, tmp_path: Path, tool: str, command: str
+) -> None:
+    """``netfleet run`` with latency runs that need sockperf (or iperf 2) on ``image: al2023``
+    (its repositories carry neither; the user-data's install skipped them silently): exit 2
+    naming host, image, tool and engine — and not one resource exists, not even the VPC."""
+    import yaml
+
+    from tests.test_cloud_run import netfleet
+
+    doc = {
+        "campaign": "nf-al2023",
+        "cloud": {
+            "region": "us-east-1",
+            "backing": "ssh",
+            "controller_cidr": "16.0.0.7/32",  # a public /32, as backing ssh requires
+            "image": "al2023",
+            "fleets": [
+                {"name": "srv", "instance_type": "c5.large", "role": "server"},
+                {"name": "cli", "instance_type": "c5.large", "role": "client"},
+            ],
+        },
+        "tests": [
+            {
+                "name": "rr",
+                "engine": "latency",
+                "server": "srv",
+                "subject": "client",
+                "params": {"tool": tool, "duration": 2},
+                "matrix": {"client": ["cli"]},
+            }
+        ],
+    }
+    spec = tmp_path / "al2023.yaml"
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+    ec2 = aws.client("ec2", "us-east-1")
+    vpcs_before = {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]}
+    done = netfleet(tmp_path, "run", str(spec), "--yes")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert "Traceback" not in out
+    for host in ("srv", "cli"):
+        assert f"host {host}: image al2023 has no package for {command} (engine" in out, out
+    assert "latency" in out and "debian-12" in out  # the engine, and the fix
+    assert not any(teardown.remaining(ec2, "nf-al2023").values())
+    assert {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]} == vpcs_before
+    assert not ec2.describe_instances()["Reservations"]
