@@ -21,9 +21,15 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``;
 * ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
   ``marked-for-termination`` (the two-minute notice); ``grace_s`` later the instance is
-  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``;
+  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``. The spot
+  request is the one AWS keeps for a spot RunInstances (moto keeps none): it carries the tags
+  RunInstances gave it, honours ``tag:``/``state`` filters, reads ``closed`` once its instance
+  is gone, and CancelSpotInstanceRequests on it is answered here (moto would fail on its id);
 * ``task-stops``: a Fargate task described ``after_describes`` times reads STOPPED with
   ``stopCode`` EssentialContainerExited and a ``stoppedReason``.
+
+``NETFLEET_AWS_FAULTS_LOG`` names a file where the counts of injected errors are kept (code →
+times), so a test can check a subprocess met the fault it was given.
 
 The state (what was created when) lives in this process: a subprocess under test starts fresh,
 as a new controller would against AWS.
@@ -141,9 +147,8 @@ class State:
         self.injected[code] = self.injected.get(code, 0) + 1
         log = os.environ.get(LOG_ENV)
         if log:  # what this process was answered, for a test to check the fault was met
-            with contextlib.suppress(OSError):
-                with open(log, "w") as f:
-                    json.dump(self.injected, f)
+            with contextlib.suppress(OSError), open(log, "w") as f:
+                json.dump(self.injected, f)
 
 
 _state: State | None = None
