@@ -352,7 +352,7 @@ def test_a_task_missing_for_good_times_out_naming_it(
 ) -> None:
     """TasksRunning calls MISSING a failure; for a task just started it is retried (above), and
     one that never appears ends with the tier named and MISSING said, after the budget."""
-    from netfleet.cloud import fargate
+    from netfleet.cloud.aws.acquire import fargate
 
     def missing(params: dict[str, Any]) -> Any:
         arns = params.get("tasks", [])
