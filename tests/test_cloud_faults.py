@@ -238,7 +238,7 @@ def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
         campaign = f"nf-fk-{n}"
         env = {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
         spec = tmp_path / f"{campaign}.yaml"
-        spec.write_text(f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n")
+        spec.write_text(f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 1}}]\n")
         state = tmp_path / f"s{n}"
         killed = subprocess.run(
             [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(state), "--release"],
