@@ -396,7 +396,7 @@ def test_kill_9_at_every_step_then_destroy_leaves_zero(fresh: MotoServer, tmp_pa
         campaign = f"nf-fault-{n}"
         spec = tmp_path / f"c{n}.yaml"
         spec.write_text(
-            f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n"
+            f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 1}}]\n"
             "duration_minutes: 1\n"
         )
         ec2 = aws.client("ec2", "us-east-1")

@@ -239,3 +239,132 @@ def test_backing_ssh_needs_the_fargate_image_pinned_by_digest(tmp_path: Path) ->
     doc["cloud"]["fargate"]["image"] = "networkstatic/iperf3@sha256:" + "a" * 64
     path.write_text(yaml.safe_dump(doc))
     load_spec(path)
+
+
+@pytest.mark.parametrize(("tool", "command"), [("sockperf", "sockperf"), ("iperf2", "iperf")])
+def test_netfleet_run_refuses_an_engine_al2023_lacks_before_launch(
+    fresh: MotoServer, tmp_path: Path, tool: str, command: str
+) -> None:
+    """``netfleet run`` with latency runs that need sockperf (or iperf 2) on ``image: al2023``
+    (its repositories carry neither; the user-data's install skipped them silently): exit 2
+    naming host, image, tool and engine — and not one resource exists, not even the VPC."""
+    import yaml
+
+    from tests.test_cloud_run import netfleet
+
+    doc = {
+        "campaign": "nf-al2023",
+        "cloud": {
+            "region": "us-east-1",
+            "backing": "ssh",
+            "controller_cidr": "16.0.0.7/32",  # a public /32, as backing ssh requires
+            "image": "al2023",
+            "fleets": [
+                {"name": "srv", "instance_type": "c5.large", "role": "server"},
+                {"name": "cli", "instance_type": "c5.large", "role": "client"},
+            ],
+        },
+        "tests": [
+            {
+                "name": "rr",
+                "engine": "latency",
+                "server": "srv",
+                "subject": "client",
+                "params": {"tool": tool, "duration": 2},
+                "matrix": {"client": ["cli"]},
+            }
+        ],
+    }
+    spec = tmp_path / "al2023.yaml"
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+    ec2 = aws.client("ec2", "us-east-1")
+    vpcs_before = {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]}
+    done = netfleet(tmp_path, "run", str(spec), "--yes")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out[-3000:]
+    assert "Traceback" not in out
+    for host in ("srv", "cli"):
+        assert f"host {host}: image al2023 has no package for {command} (engine" in out, out
+    assert "latency" in out and "debian-12" in out  # the engine, and the fix
+    assert not any(teardown.remaining(ec2, "nf-al2023").values())
+    assert {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]} == vpcs_before
+    assert not ec2.describe_instances()["Reservations"]
+
+
+# -- boto3's waiters, in rounds within our budgets (netfleet.cloud.retry.wait) -----------------
+def _instance(state: str, iid: str = "i-0abc") -> Any:
+    return answer(
+        {"Reservations": [{"Instances": [{"InstanceId": iid, "State": {"Name": state}}]}]}
+    )
+
+
+def test_waiters_end_on_aws_acceptors_and_our_retries(
+    fresh: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """InstanceRunning: pending → running succeeds; a throttle that outlived botocore's retries
+    (one attempt here) starts the next round instead of failing; ``terminated`` is AWS's
+    terminal failure, raised at once (``last_response`` tells the state); a budget spent is
+    :class:`retry.WaitTimedOut`. InstanceTerminated: an id AWS no longer knows is gone."""
+    from botocore.config import Config
+    from botocore.exceptions import WaiterError
+
+    seq = iter([error("RequestLimitExceeded", status=503), _instance("pending"),
+                _instance("running")])  # fmt: skip
+    with (
+        monkeypatch.context() as mp,
+        awshooks.hooked(mp, {"ec2.DescribeInstances": lambda p: next(seq)}) as calls,
+    ):
+        one = Config(retries={"total_max_attempts": 1})
+        ec2 = aws.client("ec2", "us-east-1", config=one)
+        retry.wait(ec2.get_waiter("instance_running"), InstanceIds=["i-0abc"], budget_s=5,
+                   delay_s=0.01)  # fmt: skip
+    assert len(calls.ops("DescribeInstances")) == 3
+    with (
+        monkeypatch.context() as mp,
+        awshooks.hooked(mp, {"ec2.DescribeInstances": lambda p: _instance("terminated")}),
+    ):
+        ec2 = aws.client("ec2", "us-east-1")
+        with pytest.raises(WaiterError) as failed:
+            retry.wait(ec2.get_waiter("instance_running"), InstanceIds=["i-0abc"], budget_s=5,
+                       delay_s=0.01)  # fmt: skip
+    assert not isinstance(failed.value, retry.WaitTimedOut)
+    state = failed.value.last_response["Reservations"][0]["Instances"][0]["State"]["Name"]
+    assert state == "terminated"
+    with (
+        monkeypatch.context() as mp,
+        awshooks.hooked(mp, {"ec2.DescribeInstances": lambda p: _instance("pending")}),
+    ):
+        ec2 = aws.client("ec2", "us-east-1")
+        with pytest.raises(retry.WaitTimedOut):
+            retry.wait(ec2.get_waiter("instance_running"), InstanceIds=["i-0abc"], budget_s=0.3,
+                       delay_s=0.02)  # fmt: skip
+    gone = error("InvalidInstanceID.NotFound", "The instance ID 'i-0abc' does not exist")
+    with (
+        monkeypatch.context() as mp,
+        awshooks.hooked(mp, {"ec2.DescribeInstances": lambda p: gone}),
+    ):
+        teardown.wait_terminated(aws.client("ec2", "us-east-1"), ["i-0abc"], "x", poll_s=0.01,
+                                 wait_s=1, region="us-east-1")  # fmt: skip
+
+
+def test_a_task_missing_for_good_times_out_naming_it(
+    fresh: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TasksRunning calls MISSING a failure; for a task just started it is retried (above), and
+    one that never appears ends with the tier named and MISSING said, after the budget."""
+    from netfleet.cloud.aws.acquire import fargate
+
+    def missing(params: dict[str, Any]) -> Any:
+        arns = params.get("tasks", [])
+        return answer({"tasks": [], "failures": [{"arn": a, "reason": "MISSING"} for a in arns]})
+
+    class Prov:
+        poll_s = 0.01
+
+    tiers = fargate.FargateTiers.__new__(fargate.FargateTiers)
+    tier = fargate.tier(256, 512)
+    with monkeypatch.context() as mp, awshooks.hooked(mp, {"ecs.DescribeTasks": missing}) as calls:
+        tiers.ecs, tiers.prov, tiers.wait_s = aws.client("ecs", "us-east-1"), Prov(), 0.3
+        with pytest.raises(EnvironmentProblem, match=r"task f256-512m still MISSING after 0 s"):
+            tiers._wait_running("netfleet-x", tier, "arn:aws:ecs:us-east-1:1:task/x/0a")
+    assert len(calls.ops("DescribeTasks")) >= 3

@@ -21,9 +21,15 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``;
 * ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
   ``marked-for-termination`` (the two-minute notice); ``grace_s`` later the instance is
-  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``;
+  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``. The spot
+  request is the one AWS keeps for a spot RunInstances (moto keeps none): it carries the tags
+  RunInstances gave it, honours ``tag:``/``state`` filters, reads ``closed`` once its instance
+  is gone, and CancelSpotInstanceRequests on it is answered here (moto would fail on its id);
 * ``task-stops``: a Fargate task described ``after_describes`` times reads STOPPED with
   ``stopCode`` EssentialContainerExited and a ``stoppedReason``.
+
+``NETFLEET_AWS_FAULTS_LOG`` names a file where the counts of injected errors are kept (code →
+times), so a test can check a subprocess met the fault it was given.
 
 The state (what was created when) lives in this process: a subprocess under test starts fresh,
 as a new controller would against AWS.
@@ -45,6 +51,8 @@ from urllib.parse import parse_qs
 from netfleet.plugins import Registry
 
 PROFILE_ENV = "NETFLEET_AWS_FAULTS"
+#: a file the emulation keeps its counts in (error code → how many times injected)
+LOG_ENV = "NETFLEET_AWS_FAULTS_LOG"
 PROFILES: dict[str, dict[str, Any]] = {
     "none": {},
     "eventual": {"describes": 2},
@@ -130,11 +138,17 @@ class State:
     last_terminate: float = 0.0
     spot_launched: dict[str, float] = field(default_factory=dict)  #: instance → monotonic
     spot_gone: set[str] = field(default_factory=set)
+    spot_tags: dict[str, dict[str, str]] = field(default_factory=dict)  #: instance → its request's
+    spot_ended: dict[str, tuple[str, str]] = field(default_factory=dict)  #: instance → state, code
     rng: random.Random = field(default_factory=random.Random)
     injected: dict[str, int] = field(default_factory=dict)  #: code → how many times
 
     def count(self, code: str) -> None:
         self.injected[code] = self.injected.get(code, 0) + 1
+        log = os.environ.get(LOG_ENV)
+        if log:  # what this process was answered, for a test to check the fault was met
+            with contextlib.suppress(OSError), open(log, "w") as f:
+                json.dump(self.injected, f)
 
 
 _state: State | None = None
@@ -177,6 +191,15 @@ def ec2_error(request: Any, status: int, code: str, message: str) -> Any:
     ).encode()
     headers = {"Content-Type": "text/xml;charset=UTF-8", "Content-Length": str(len(body))}
     return AWSResponse(request.url, status, headers, _Raw(body))
+
+
+def ec2_answer(request: Any, xml: str) -> Any:
+    """A successful EC2 query-protocol answer (HTTP 200) with this XML body."""
+    from botocore.awsrequest import AWSResponse
+
+    body = ('<?xml version="1.0" encoding="UTF-8"?>\n' + xml).encode()
+    headers = {"Content-Type": "text/xml;charset=UTF-8", "Content-Length": str(len(body))}
+    return AWSResponse(request.url, 200, headers, _Raw(body))
 
 
 def json_response(request: Any, status: int, doc: dict[str, Any]) -> Any:
@@ -248,6 +271,10 @@ def _ec2_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
                 f"capacity. You can currently get {itype} capacity by not specifying an "
                 "Availability Zone in your request or choosing another zone.",
             )
+    if "spot-notice" in p and op == "CancelSpotInstanceRequests" and not dry:
+        answered = _cancel_spot(st, request, params)
+        if answered is not None:
+            return answered
     settle_s = p.get("dependency", {}).get("seconds", 0.0)
     if op in DEPENDENT_DELETES and not dry and time.monotonic() - st.last_terminate < settle_s:
         rid = params.get(ID_PARAM[op], "?")
@@ -311,37 +338,112 @@ def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw
                 st.fresh[iid] = ["InvalidInstanceID.NotFound", p["eventual"]["describes"]]
             if inst.get("InstanceLifecycle") == "spot" or inst.get("SpotInstanceRequestId"):
                 st.spot_launched[iid] = time.monotonic()
+                st.spot_tags[iid] = _request_tags(kw.get("context", {}).get(_PARAMS, {}))
     elif op == "TerminateInstances":
         st.last_terminate = time.monotonic()
+        for item in parsed.get("TerminatingInstances", []):
+            iid = item.get("InstanceId")
+            if iid in st.spot_launched and iid not in st.spot_gone:
+                st.spot_ended.setdefault(iid, ("closed", "instance-terminated-by-user"))
     elif op == "DescribeSpotInstanceRequests" and "spot-notice" in p:
-        _spot_requests(st, p["spot-notice"], parsed)
+        _spot_requests(st, p["spot-notice"], parsed, kw.get("context", {}).get(_PARAMS, {}))
     elif op == "DescribeInstances" and "spot-notice" in p:
         _spot_reclaim(st, p["spot-notice"], parsed)
 
 
-def _spot_requests(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:
-    """The spot request AWS keeps for a spot RunInstances (moto keeps none): ``active``, then
-    ``marked-for-termination`` from ``after_s`` on — the two-minute notice."""
+def _request_tags(params: dict[str, Any]) -> dict[str, str]:
+    """The tags RunInstances gave the spot request (``TagSpecification.N`` of ResourceType
+    ``spot-instances-request``), from the call's flattened query parameters."""
+    tags: dict[str, str] = {}
+    for key, value in params.items():
+        if key.endswith(".ResourceType") and value == "spot-instances-request":
+            spec = key.removesuffix("ResourceType")
+            for n in range(1, 51):
+                if f"{spec}Tag.{n}.Key" not in params:
+                    break
+                value = params.get(f"{spec}Tag.{n}.Value", "")
+                tags[str(params[f"{spec}Tag.{n}.Key"])] = str(value)
+    return tags
+
+
+def _matches(tags: dict[str, str], state: str, params: dict[str, Any]) -> bool:
+    """DescribeSpotInstanceRequests' ``tag:K`` and ``state`` filters, as AWS applies them."""
+    for n in range(1, 51):
+        name = params.get(f"Filter.{n}.Name")
+        if name is None:
+            break
+        values = [v for k, v in params.items() if k.startswith(f"Filter.{n}.Value.")]
+        if name.startswith("tag:") and tags.get(name[4:]) not in values:
+            return False
+        if name == "state" and state not in values:
+            return False
+    return True
+
+
+def _spot_requests(
+    st: State, knobs: dict[str, Any], parsed: dict[str, Any], params: dict[str, Any]
+) -> None:
+    """The spot request AWS keeps for a spot RunInstances (moto keeps none), with the tags
+    RunInstances gave it and honouring the call's filters: ``active``, then
+    ``marked-for-termination`` from ``after_s`` on — the two-minute notice; ``closed`` once its
+    instance is gone (reclaimed or terminated), ``cancelled`` once cancelled."""
     reqs = parsed.setdefault("SpotInstanceRequests", [])
     known = {r.get("InstanceId") for r in reqs}
-    for iid in st.spot_launched:
-        if iid not in known:
-            reqs.append(
-                {
-                    "SpotInstanceRequestId": "sir-" + iid.removeprefix("i-")[:8],
-                    "InstanceId": iid,
-                    "State": "active",
-                    "Type": "one-time",
-                    "Status": {"Code": "fulfilled", "Message": "Your spot request is fulfilled."},
-                }
-            )
-    for req in reqs:
-        t0 = st.spot_launched.get(req.get("InstanceId", ""))
-        if t0 is not None and time.monotonic() - t0 >= knobs["after_s"]:
-            req["Status"] = {
-                "Code": "marked-for-termination",
-                "Message": "Spot Instance marked for termination",
+    for iid, t0 in st.spot_launched.items():
+        if iid in known:
+            continue
+        state, code = st.spot_ended.get(iid, ("active", "fulfilled"))
+        if state == "active" and time.monotonic() - t0 >= knobs["after_s"]:
+            code = "marked-for-termination"
+        if not _matches(st.spot_tags.get(iid, {}), state, params):
+            continue
+        reqs.append(
+            {
+                "SpotInstanceRequestId": spot_request_id(iid),
+                "InstanceId": iid,
+                "State": state,
+                "Type": "one-time",
+                "Status": {"Code": code, "Message": SPOT_STATUS.get(code, code)},
+                "Tags": [{"Key": k, "Value": v} for k, v in st.spot_tags.get(iid, {}).items()],
             }
+        )
+
+
+#: what AWS's spot request status codes say
+SPOT_STATUS = {
+    "fulfilled": "Your spot request is fulfilled.",
+    "marked-for-termination": "Spot Instance marked for termination",
+    "instance-terminated-no-capacity": "Your Spot Instance was terminated because there is "
+    "no Spot capacity available that matches your request.",
+    "instance-terminated-by-user": "Spot Instance terminated due to user-initiated termination.",
+    "request-canceled-and-instance-running": "Your Spot request is canceled, but your instance "
+    "is still running.",
+    "canceled-before-fulfillment": "Your Spot request was canceled before it was fulfilled.",
+}
+
+
+def spot_request_id(instance_id: str) -> str:
+    return "sir-" + instance_id.removeprefix("i-")[:8]
+
+
+def _cancel_spot(st: State, request: Any, params: dict[str, str]) -> Any:
+    """CancelSpotInstanceRequests for the requests this emulation keeps (moto keeps none and
+    fails on their ids): AWS's answer, and the requests read ``cancelled`` from then on."""
+    ids = [v for k, v in params.items() if k.startswith("SpotInstanceRequestId.")]
+    ours = {spot_request_id(i): i for i in st.spot_launched}
+    if not ids or not all(i in ours for i in ids):
+        return None
+    items = ""
+    for rid in ids:
+        st.spot_ended[ours[rid]] = ("cancelled", "request-canceled-and-instance-running")
+        items += f"<item><spotInstanceRequestId>{rid}</spotInstanceRequestId>"
+        items += "<state>cancelled</state></item>"
+    return ec2_answer(
+        request,
+        f"<CancelSpotInstanceRequestsResponse><requestId>{uuid.uuid4()}</requestId>"
+        f"<spotInstanceRequestSet>{items}</spotInstanceRequestSet>"
+        "</CancelSpotInstanceRequestsResponse>",
+    )
 
 
 def _spot_reclaim(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:
@@ -354,6 +456,7 @@ def _spot_reclaim(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> N
                 continue
             if iid not in st.spot_gone:
                 st.spot_gone.add(iid)
+                st.spot_ended[iid] = ("closed", "instance-terminated-no-capacity")
                 threading.Thread(target=_terminate, args=(iid,), daemon=True).start()
             inst["State"] = {"Code": 48, "Name": "terminated"}
             inst["StateReason"] = {
@@ -387,6 +490,16 @@ def _ecs_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any]) ->
                     c["lastStatus"], c["exitCode"] = "STOPPED", 137
 
 
+_PARAMS = "netfleet_faults_params"
+
+
+def _keep_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    """The call's flattened query parameters, for the ``after-call`` handlers (``context``)."""
+    body = params.get("body")
+    if isinstance(body, dict):
+        context[_PARAMS] = {str(k): str(v) for k, v in body.items()}
+
+
 def _dry_vpc_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
     """moto creates a VPC for ``CreateVpc DryRun=true`` (AWS never does): the dry run is sent
     with a CIDR moto refuses *after* its IAM check (``/8``), and :func:`_dry_vpc_answer` turns
@@ -412,6 +525,8 @@ def register(session: Any) -> None:
     session.register("before-send.ec2", before_send)
     session.register("before-send.ecs", before_send)
     session.register("after-call.ec2", after_call)
+    session.register("before-call.ec2.RunInstances", _keep_params)
+    session.register("before-call.ec2.DescribeSpotInstanceRequests", _keep_params)
     session.register("after-call.ecs", after_call)
     session.register("before-parameter-build.ec2.CreateVpc", _dry_vpc_params)
     session.register("after-call.ec2.CreateVpc", _dry_vpc_answer)

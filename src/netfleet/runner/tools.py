@@ -21,10 +21,22 @@ from netfleet.plan.matrix import PlannedRun
 BASE_TOOLS = ("ip", "ss", "tc", "ethtool")
 
 
-def engine_tools(engine: str) -> tuple[str, ...]:
-    """The commands an engine declares (``tools`` in its module)."""
+#: an engine's ``tool:`` value → the command it runs, where the two differ
+_COMMANDS = {"iperf2": "iperf", "iperf3-multi": "iperf3"}
+
+
+def engine_tools(engine: str, params: object = None) -> tuple[str, ...]:
+    """The commands an engine declares (``tools`` in its module); for an engine that chooses
+    its tool per run (latency, throughput), the one ``params.tool`` asks for (``auto``: none,
+    the engine's probe decides on the host)."""
     declared = ENGINES.get(engine)
-    return tuple(declared.tools) if declared is not None else ()
+    if declared is None:
+        return ()
+    asked = str(getattr(params, "tool", "auto") or "auto")
+    command = _COMMANDS.get(asked, asked)
+    if not declared.tools and asked != "auto" and command in declared.packages:
+        return (command,)
+    return tuple(declared.tools)
 
 
 def required_tools(runs: list[PlannedRun]) -> dict[str, list[str]]:
@@ -35,7 +47,7 @@ def required_tools(runs: list[PlannedRun]) -> dict[str, list[str]]:
         serves = engine.needs_server if engine is not None else True
         for host in (run.client, *([run.server] if serves else [])):
             tools = need.setdefault(host, list(BASE_TOOLS))
-            tools += [t for t in engine_tools(run.engine) if t not in tools]
+            tools += [t for t in engine_tools(run.engine, run.params) if t not in tools]
         need.setdefault(run.server, list(BASE_TOOLS))
     return need
 

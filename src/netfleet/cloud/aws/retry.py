@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, WaiterError
 
 T = TypeVar("T")
 
@@ -101,3 +101,71 @@ def not_yet(fn: Callable[[], T], budget_s: float = CREATE_BUDGET_S) -> T:
 def in_use(fn: Callable[[], T], budget_s: float = DELETE_BUDGET_S) -> T:
     """:func:`call` for a delete refused while dependents go away."""
     return call(fn, retry_on=IN_USE | THROTTLED, budget_s=budget_s)
+
+
+# -- boto3's waiters, within our budgets ------------------------------------------------------
+#: ECS's answer for a task it does not know (yet): a ``failures[]`` reason, not an error
+MISSING = "MISSING"
+
+
+class WaitTimedOut(WaiterError):
+    """:func:`wait` spent its budget; ``last_response`` is the last answer AWS gave."""
+
+
+def answered(resp: dict[str, Any]) -> str:
+    """What a waiter's last response said besides its data: the error code, ``MISSING`` when
+    DescribeTasks knew none of the tasks it was asked about, else ""."""
+    err = str(resp.get("Error", {}).get("Code", ""))
+    if err:
+        return err
+    reasons = {str(f.get("reason")) for f in resp.get("failures", []) or []}
+    return MISSING if MISSING in reasons and not resp.get("tasks") else ""
+
+
+def wait(
+    waiter: Any,
+    *,
+    budget_s: float,
+    delay_s: float,
+    max_delay_s: float = 15.0,
+    polls_per_round: int = 3,
+    retry_on: Collection[str] = NOT_YET | THROTTLED | {MISSING},
+    gone_on: Collection[str] = (),
+    clock: Callable[[], float] | None = None,
+    **params: Any,
+) -> None:
+    """Wait with boto3's ``waiter`` (``client.get_waiter(name)``): AWS's own acceptors decide
+    success, retry and terminal failure. It runs in rounds of ``polls_per_round`` polls
+    ``delay_s`` apart (a waiter's delay is fixed), the delay doubling each round up to
+    ``max_delay_s``, until ``budget_s`` has passed. A round that ended on one of ``retry_on`` —
+    an answer the waiter does not retry: a ``*.NotFound`` right after a create (InstanceRunning
+    retries only the instance's), throttling that outlived botocore's retries, ECS's ``MISSING``
+    for a task just started (TasksRunning calls it a failure) — starts the next round; one of
+    ``gone_on`` is success (InstanceTerminated: the instance no longer exists).
+
+    Raises :class:`WaitTimedOut` when the budget is spent, botocore's ``WaiterError`` on a
+    terminal failure; ``last_response`` of either tells the state."""
+    clock = clock or time.monotonic
+    deadline = clock() + budget_s
+    delay = max(delay_s, 0.01)
+    while True:
+        left = deadline - clock()
+        polls = max(1, min(polls_per_round, int(left / delay) + 1))
+        try:
+            waiter.wait(**params, WaiterConfig={"Delay": delay, "MaxAttempts": polls})
+            return
+        except WaiterError as exc:
+            resp = exc.last_response if isinstance(exc.last_response, dict) else {}
+            said = answered(resp)
+            if said and said in gone_on:
+                return
+            if not (said in retry_on or "Max attempts exceeded" in str(exc)):
+                raise
+            if clock() + delay > deadline:
+                raise WaitTimedOut(
+                    name=exc.kwargs.get("name", "waiter"),
+                    reason=f"still waiting after {budget_s:.0f} s",
+                    last_response=resp,
+                ) from exc
+        time.sleep(delay)
+        delay = min(delay * 2, max_delay_s)

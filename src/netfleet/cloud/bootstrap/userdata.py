@@ -94,7 +94,8 @@ def check_images(requests: Iterable[Any]) -> None:
         family = cloud.image_family
         lacking = [t for t in getattr(req, "tools", ()) if not _provides(family, t)]
         for tool in lacking:
-            engines = sorted(n for n, e in ENGINES.items() if tool in e.tools)
+            # the engines that run it: declared, or chosen per run (latency: tool sockperf)
+            engines = sorted(n for n, e in ENGINES.items() if tool in (*e.tools, *e.packages))
             image = f"{cloud.ami} (taken as {family})" if cloud.ami else family
             problems.append(
                 f"host {req.name}: image {image} has no package for {tool} "

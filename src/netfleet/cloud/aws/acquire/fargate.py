@@ -17,13 +17,15 @@ The legal CPU/memory pairs are checked here, before anything is created: AWS's t
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import WaiterError
+
 from netfleet import aws
 from netfleet.cloud import faults
+from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import fargate_exec
 from netfleet.cloud.aws.campaign import CloudSpec
 from netfleet.cloud.aws.plan import costs, prices
@@ -306,25 +308,28 @@ class FargateTiers:
         return str(resp["tasks"][0]["taskArn"])
 
     def _wait_running(self, cluster: str, t: TierSpec, arn: str) -> TierHost:
-        deadline = time.monotonic() + self.wait_s
-        delay = self.prov.poll_s
-        while True:
-            resp = self.ecs.describe_tasks(cluster=cluster, tasks=[arn])
-            found = resp.get("tasks") or []
-            # a task just started may be MISSING for a moment (eventual consistency)
-            task = found[0] if found else {"lastStatus": _missing(resp)}
-            status = task.get("lastStatus", "")
-            if status == "RUNNING":
-                break
-            if status in ("DEACTIVATING", "STOPPING", "DEPROVISIONING", "STOPPED"):
-                raise EnvironmentProblem(
-                    f"Fargate task {t.name} is {status}, not RUNNING: "
-                    f"{task.get('stoppedReason') or 'no reason given'}"
-                )
-            if time.monotonic() > deadline:
-                raise EnvironmentProblem(f"Fargate task {t.name} still {status} after waiting")
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+        try:  # boto3's TasksRunning; a task just started may be MISSING for a moment: retried
+            retry.wait(
+                self.ecs.get_waiter("tasks_running"),
+                cluster=cluster,
+                tasks=[arn],
+                budget_s=self.wait_s,
+                delay_s=self.prov.poll_s,
+                max_delay_s=5.0,
+            )
+        except retry.WaitTimedOut as exc:
+            status = _status(exc.last_response)
+            raise EnvironmentProblem(
+                f"Fargate task {t.name} still {status} after {self.wait_s:.0f} s of waiting"
+            ) from None
+        except WaiterError as exc:
+            found = (exc.last_response or {}).get("tasks") or [{}]
+            raise EnvironmentProblem(
+                f"Fargate task {t.name} is {_status(exc.last_response)}, not RUNNING: "
+                f"{found[0].get('stoppedReason') or 'no reason given'}"
+            ) from None
+        resp = retry.call(lambda: self.ecs.describe_tasks(cluster=cluster, tasks=[arn]))
+        task = (resp.get("tasks") or [{}])[0]
         return TierHost(
             name=t.name,
             tier=t,
@@ -344,10 +349,15 @@ class FargateTiers:
         )
 
 
-def _missing(resp: dict[str, Any]) -> str:
-    """How DescribeTasks answers for a task it does not know (yet): its failure reason."""
+def _status(resp: dict[str, Any] | None) -> str:
+    """The task's ``lastStatus`` in a waiter's last DescribeTasks answer, or how DescribeTasks
+    answered for a task it does not know (yet): its failure reason (MISSING)."""
+    resp = resp or {}
+    found = resp.get("tasks") or []
+    if found:
+        return str(found[0].get("lastStatus", "unknown"))
     reasons = sorted({str(f.get("reason", "?")) for f in resp.get("failures", [])})
-    return "/".join(reasons) or "MISSING"
+    return "/".join(reasons) or retry.answered(resp) or "MISSING"
 
 
 def eni_address(task: dict[str, Any]) -> str:

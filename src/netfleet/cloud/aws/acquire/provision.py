@@ -16,11 +16,12 @@ each has its own host key in its user-data), in its fleet's region and zone
 from __future__ import annotations
 
 import datetime as dt
-import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+from botocore.exceptions import WaiterError
 
 from netfleet import aws, durable
 from netfleet.cloud import faults, owner
@@ -111,6 +112,19 @@ class Network:
 def subnet_cidr(vpc_cidr: str, index: int) -> str:
     """The ``index``-th /24 of a 10.x.0.0/16."""
     return vpc_cidr.replace(".0.0/16", f".{index}.0/24")
+
+
+#: how long a launched instance may take to reach ``running``
+RUNNING_BUDGET_S = 600.0
+
+
+def _state_of(resp: dict[str, Any] | None) -> str:
+    """The instance state in a waiter's last DescribeInstances answer (or the error it got)."""
+    resp = resp or {}
+    for res in resp.get("Reservations", []):
+        for inst in res.get("Instances", []):
+            return str(inst.get("State", {}).get("Name", "unknown"))
+    return retry.answered(resp) or "unknown"
 
 
 @dataclass
@@ -704,24 +718,26 @@ class Provisioner:
         self, iid: str, name: str, role: str, info: InstanceInfo, region: str, az: str
     ) -> CloudHost:
         ec2 = self.client(region)
-        deadline = time.monotonic() + 600
-        delay = self.poll_s
-        while True:
-            found = retry.not_yet(lambda: ec2.describe_instances(InstanceIds=[iid]))
-            inst = found["Reservations"][0]["Instances"][0]
-            state = inst["State"]["Name"]
-            if state == "running":
-                break
-            if state in ("shutting-down", "terminated", "stopped"):
-                raise EnvironmentProblem(f"instance {iid} ({name}) is {state}, not running")
-            if time.monotonic() > deadline:
-                raise EnvironmentProblem(
-                    f"instance {iid} ({name}) is still {state} after 600 s: waited for it to "
-                    "be running",
-                    hint=f"look at it: aws ec2 describe-instances --instance-ids {iid}",
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+        try:  # boto3's InstanceRunning (it retries InvalidInstanceID.NotFound after the launch)
+            retry.wait(
+                ec2.get_waiter("instance_running"),
+                InstanceIds=[iid],
+                budget_s=RUNNING_BUDGET_S,
+                delay_s=self.poll_s,
+                max_delay_s=5.0,
+            )
+        except retry.WaitTimedOut as exc:
+            raise EnvironmentProblem(
+                f"instance {iid} ({name}) is still {_state_of(exc.last_response)} after "
+                f"{RUNNING_BUDGET_S:.0f} s: waited for it to be running",
+                hint=f"look at it: aws ec2 describe-instances --instance-ids {iid}",
+            ) from None
+        except WaiterError as exc:
+            raise EnvironmentProblem(
+                f"instance {iid} ({name}) is {_state_of(exc.last_response)}, not running"
+            ) from None
+        found = retry.not_yet(lambda: ec2.describe_instances(InstanceIds=[iid]))
+        inst = found["Reservations"][0]["Instances"][0]
         labels = {
             **info.labels(),
             "role": role,

@@ -10,9 +10,12 @@ visible, as AWS does for a while: only non-``INACTIVE`` ones count as remaining.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
+
+from botocore.exceptions import WaiterError
 
 from netfleet import aws
 from netfleet.cloud import faults, owner
@@ -72,6 +75,24 @@ def tasks(ecs: Any, campaign: str, installation: str | None) -> list[dict[str, A
             if t.get("lastStatus") != "STOPPED" and _ours(t.get("tags"), campaign, installation):
                 out.append(dict(t))
     return out
+
+
+def wait_stopped(ecs: Any, campaign: str, arns: list[str], *, poll_s: float, wait_s: float) -> None:
+    """boto3's TasksStopped waiter over the tasks just asked to stop (a task AWS no longer
+    knows, MISSING, is gone). Errors are left to the caller's check of what is still running
+    (:func:`tasks`), which also sees tasks this process did not stop."""
+    for chunk in _chunks(arns):
+        with contextlib.suppress(WaiterError):
+            retry.wait(
+                ecs.get_waiter("tasks_stopped"),
+                cluster=cluster_name(campaign),
+                tasks=chunk,
+                budget_s=wait_s,
+                delay_s=poll_s,
+                max_delay_s=10.0,
+                retry_on=retry.THROTTLED,
+                gone_on={retry.MISSING},
+            )
 
 
 def stop_tasks(ecs: Any, campaign: str, installation: str | None) -> list[str]:

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 from botocore.parsers import ResponseParserError
 
 from netfleet import aws
@@ -79,6 +79,36 @@ def wait_until_gone(
             raise EnvironmentProblem(f"{what} in {region} after {wait_s:.0f} s")
         time.sleep(delay)
         delay = min(delay * 2, 10.0)
+
+
+def wait_terminated(
+    ec2: Any, ids: list[str], what: str, *, poll_s: float, wait_s: float, region: str
+) -> None:
+    """boto3's InstanceTerminated waiter over ``ids`` (an id no longer known is gone);
+    EnvironmentProblem(``what``) after ``wait_s`` or when one is not shutting down."""
+    for chunk in [ids[i : i + 200] for i in range(0, len(ids), 200)]:
+        try:
+            retry_.wait(
+                ec2.get_waiter("instance_terminated"),
+                InstanceIds=chunk,
+                budget_s=wait_s,
+                delay_s=poll_s,
+                max_delay_s=10.0,
+                retry_on=retry_.THROTTLED,
+                gone_on={"InvalidInstanceID.NotFound"},
+            )
+        except retry_.WaitTimedOut:
+            raise EnvironmentProblem(f"{what} in {region} after {wait_s:.0f} s") from None
+        except WaiterError as exc:
+            states = sorted(
+                {
+                    str(i.get("State", {}).get("Name"))
+                    for r in (exc.last_response or {}).get("Reservations", [])
+                    for i in r.get("Instances", [])
+                }
+            )
+            said = "/".join(states) or retry_.answered(exc.last_response or {})
+            raise EnvironmentProblem(f"{what} in {region}: {said}") from None
 
 
 def live_instances(ec2: Any, campaign: str, installation: str | None = None) -> list[str]:
@@ -181,6 +211,7 @@ def teardown_region(
     ecs = aws.client("ecs", region)
     tasks = fargate_teardown.stop_tasks(ecs, campaign, installation)
     faults.point("teardown:after-stop-tasks")
+    fargate_teardown.wait_stopped(ecs, campaign, tasks, poll_s=poll_s, wait_s=wait_s)
     gone(
         partial(fargate_teardown.tasks, ecs, campaign, installation),
         f"Fargate tasks of {campaign} still running",
@@ -193,7 +224,10 @@ def teardown_region(
     if ids:
         ec2.terminate_instances(InstanceIds=ids)
     faults.point("teardown:after-terminate")
-    gone(
+    if ids:
+        wait_terminated(ec2, ids, f"instances of {campaign} still not terminated", poll_s=poll_s,
+                        wait_s=wait_s, region=region)  # fmt: skip
+    gone(  # and none launched meanwhile (the tags, not the ids, say what is the campaign's)
         partial(live_instances, ec2, campaign, installation),
         f"instances of {campaign} still not terminated",
     )
