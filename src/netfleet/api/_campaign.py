@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from netfleet.api._paths import results_url
 
@@ -94,14 +94,21 @@ def run(
             from netfleet.cloud.aws import runs
             from netfleet.cloud.aws.plan import costs
 
-            priced = runs.plan_cost(campaign, outcome.plan.estimated_seconds)
+            priced = runs.plan_cost(
+                campaign,
+                outcome.plan.estimated_seconds,
+                runs=outcome.plan.runs,
+                max_instances=max_instances,
+                max_cost=max_cost,
+                concurrency=concurrency,
+            )  # fmt: skip — the waves and stop bounds the run follows (issue 25)
             assert priced is not None
             outcome.cost = priced.table
             if not dry_run:
                 if show is not None:
                     show(priced.table)
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
-                _quota_guard(campaign, say or (lambda _line: None))
+                priced.waves.guard()  # each wave fits the quotas as read, not the whole fleet
                 runs.confirm_campaign(
                     campaign, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None)
                 )
@@ -116,6 +123,7 @@ def run(
             resume=resume,
             install=install,
             concurrency=concurrency,
+            waves=priced.waves.acquire if priced is not None else None,
         )
     )
     outcome.result = result
@@ -135,17 +143,6 @@ def run(
 
             outcome.cloud_checks = session_checks(result.envelopes, cloud_settings.region)
     return outcome
-
-
-def _quota_guard(spec: Any, say: Callable[[str], None]) -> None:
-    """Refuse before launch when the account's vCPU quota cannot hold the fleet."""
-    from netfleet.cloud.aws import runs
-    from netfleet.cloud.aws.plan import quotas
-
-    cs = runs.cloud_spec(spec)
-    if cs is None:
-        return
-    quotas.enforce(cs, say)
 
 
 def run_summary(envelope: Envelope) -> str:

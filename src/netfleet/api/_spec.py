@@ -50,7 +50,7 @@ def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
     if cost and is_cloud(spec):  # what launching would cost
         from netfleet.cloud.aws.runs import plan_cost
 
-        priced = plan_cost(spec, est)
+        priced = plan_cost(spec, est, runs=the_plan.runs)  # the waves and stop bounds
         if priced is not None:
             the_plan = replace(the_plan, cost=priced.table)
     return the_plan

@@ -12,10 +12,14 @@ gives back what it took (``release``). Two shapes:
   ``release_lease`` can release it from that journal record alone — a later
   ``netfleet run --resume`` uses it after the controller was killed with ``kill -9``.
 
-:class:`HostPool` drives the life of a fleet: it acquires every host (grouped by provider, in
+:class:`HostPool` drives the life of a fleet: it acquires the hosts (grouped by provider, in
 batches of ``Provider.batch_size``, concurrently) and releases each acquired host exactly once
 on every ending path — normal end, an exception, Ctrl-C / SIGTERM (task cancellation), and a
-failure half-way through acquiring. See docs/hosts.md, "Providers and the host lifecycle".
+failure half-way through acquiring. Hosts named ``later`` are not acquired on entry but when
+the runner calls :meth:`HostPool.acquire` with their names (waves: the hosts a round needs,
+when it is due — :mod:`netfleet.runner.waves`); a provider learns every host it will be asked
+for, and the plan's expected wall time, once before its first acquire
+(:meth:`Provider.prepare`). See docs/hosts.md, "Providers and the host lifecycle".
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -96,6 +100,16 @@ class Provider(ABC):
     owns_resources: ClassVar[bool] = False
     #: hosts acquired per call of ``acquire`` (0: all of this provider's hosts in one call)
     batch_size: ClassVar[int] = 0
+    #: True when the runner may acquire this provider's hosts in waves (several ``acquire``
+    #: calls in one campaign, each host released after its last run): what they share is made
+    #: on first need and released at the end
+    waves: ClassVar[bool] = False
+
+    def prepare(self, requests: list[HostRequest], expected_s: float | None) -> None:
+        """Told once, before the first ``acquire``: every host of this provider the campaign
+        will ask for (possibly over several calls) and the plan's expected wall time (None: not
+        known). Default: nothing to prepare."""
+        del requests, expected_s
 
     @abstractmethod
     async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Acquired]:
@@ -179,7 +193,8 @@ ProviderLookup = Callable[[str], Provider]
 
 class HostPool:
     """Acquire a fleet, use it, release it — exactly once per acquired host. Use as
-    ``async with HostPool(requests, log, lookup) as hosts:`` (``hosts``: name → Host)."""
+    ``async with HostPool(requests, log, lookup) as hosts:`` (``hosts``: name → Host, the
+    hosts acquired so far: it grows as ``later`` hosts are acquired)."""
 
     def __init__(
         self,
@@ -187,23 +202,28 @@ class HostPool:
         log: LeaseLog,
         lookup: ProviderLookup,
         note: Callable[[str], None] | None = None,
+        *,
+        later: Collection[str] = (),
+        expected_s: float | None = None,
     ) -> None:
+        """``later``: hosts acquired only when :meth:`acquire` names them (waves);
+        ``expected_s``: the plan's expected wall time, told to each provider."""
         self.requests = requests
         self.log = _Tracking(log)
         self.lookup = lookup
         self.note = note or (lambda _msg: None)
+        self.later = frozenset(later)
+        self.expected_s = expected_s
         self.acquired: dict[str, Acquired] = {}
+        #: name → Host of every host acquired so far (the dict ``async with`` gives)
+        self.hosts: dict[str, Host] = {}
         self._released: set[str] = set()
         self._leases_released: set[str] = set()
         self._providers: dict[str, Provider] = {}
 
-    @property
-    def hosts(self) -> dict[str, Host]:
-        return {r.name: self.acquired[r.name].host for r in self.requests}
-
     async def __aenter__(self) -> dict[str, Host]:
         try:
-            await self.acquire()
+            await self.acquire([r.name for r in self.requests if r.name not in self.later])
         except BaseException:
             await asyncio.shield(self.release())
             raise
@@ -212,14 +232,27 @@ class HostPool:
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.shield(self.release())
 
-    async def acquire(self) -> None:
+    def _provider(self, kind: str) -> Provider:
+        """The provider of ``kind``, prepared with all its hosts on first use."""
+        if kind not in self._providers:
+            provider = self._providers[kind] = self.lookup(kind)
+            mine = [r for r in self.requests if str(getattr(r.spec, "kind", "")) == kind]
+            provider.prepare(mine, self.expected_s)
+        return self._providers[kind]
+
+    async def acquire(self, names: Iterable[str] | None = None) -> None:
+        """Acquire the hosts ``names`` (default: every host) not acquired yet, each
+        provider's in batches, all concurrently; raises the first failure."""
+        wanted = None if names is None else set(names)
         groups: dict[str, list[HostRequest]] = {}
         for req in self.requests:
+            if req.name in self.acquired or (wanted is not None and req.name not in wanted):
+                continue
             kind = str(getattr(req.spec, "kind", ""))
             groups.setdefault(kind, []).append(req)
         batches: list[tuple[Provider, list[HostRequest]]] = []
         for kind, reqs in groups.items():
-            provider = self._providers.setdefault(kind, self.lookup(kind))
+            provider = self._provider(kind)
             size = provider.batch_size or len(reqs)
             batches += [(provider, reqs[i : i + size]) for i in range(0, len(reqs), size)]
         outcomes = await asyncio.gather(
@@ -236,6 +269,7 @@ class HostPool:
             if acq.host.name not in names:
                 raise HostError(f"provider {provider.name!r} returned unrequested {acq.host.name}")
             self.acquired[acq.host.name] = acq
+            self.hosts[acq.host.name] = acq.host
         missing = [n for n in names if n not in self.acquired]
         if missing:
             raise HostError(f"provider {provider.name!r} did not acquire {', '.join(missing)}")

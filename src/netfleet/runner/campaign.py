@@ -15,6 +15,7 @@ from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.hosts.base import Host
 from netfleet.hosts.provider import HostPool, HostRequest, release_leftovers
 from netfleet.hosts.registry import get_provider
+from netfleet.plan.bounds import bound_runs
 from netfleet.plan.matrix import PlannedRun, expand
 from netfleet.runner.dispatch import dispatch
 from netfleet.runner.events import Reporter, SilentReporter
@@ -27,6 +28,7 @@ from netfleet.runner.scheduler import Limits, Scheduler, estimate_wall_seconds
 from netfleet.runner.session import Started
 from netfleet.runner.strays import LOCAL_KINDS, identity, local_identity, sweep
 from netfleet.runner.tools import required_tools
+from netfleet.runner.waves import AcquirePlan, WaveDriver
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
 from netfleet.store.root import RawStore
@@ -69,6 +71,7 @@ async def run_campaign(
     resume: bool = False,
     install: bool = False,
     concurrency: int | None = None,
+    waves: AcquirePlan | None = None,
 ) -> CampaignResult:
     """Execute the runs of ``spec`` as its scheduling limits allow (``concurrency`` overrides
     the spec's); a failed run is stored with its reason and the campaign goes on. Ctrl-C (task
@@ -78,9 +81,15 @@ async def run_campaign(
     Every step is journaled (``RESULTS/.netfleet/journal/CAMPAIGN.jsonl``): with ``resume``,
     runs an earlier session completed are skipped and failed ones retried by ``spec.retry``.
     Processes an earlier session left running are stopped by PID before anything starts, and
-    this session's before it returns. ``install`` installs missing tools (package manager)."""
+    this session's before it returns. ``install`` installs missing tools (package manager).
+
+    ``waves`` (cloud campaigns, :mod:`netfleet.runner.waves`): its groups' hosts are acquired
+    when their round is due, under its budget, and each released after its last run; adaptive
+    runs are bounded by its ``max_run_s``; its ``expected_s`` is told to the providers."""
     rep = reporter or SilentReporter()
     runs = expand(spec)
+    if waves is not None:
+        runs = waves.order(bound_runs(runs, waves.max_run_s))
     limits = Limits.of(spec, concurrency)
     need = required_tools(runs)  # the engines' tools per host, for a provider's checks
     requests = [
@@ -93,12 +102,15 @@ async def run_campaign(
         log = JournalLeases(journal)
         # hosts an earlier session acquired and could not release (kill -9), before ours
         await asyncio.shield(release_leftovers(log.open_leases(), get_provider, log, rep.note))
-        pool = HostPool(requests, log, get_provider, rep.note)
+        pool = HostPool(
+            requests, log, get_provider, rep.note,
+            later=waves.later if waves else (), expected_s=waves.expected_s if waves else None,
+        )  # fmt: skip
         try:
             async with pool as hosts:
                 return await _run(
                     spec, root, rep, runs, limits, hosts, journal, resume, install,
-                    pool.release_early,
+                    pool.release_early, (pool, waves) if waves else None,
                 )  # fmt: skip
         except asyncio.CancelledError:  # Ctrl-C / SIGTERM while acquiring hosts or in preflight
             raise _interrupted(CampaignResult(total=len(runs)), root) from None
@@ -115,6 +127,7 @@ async def _run(
     resume: bool,
     install: bool,
     release_early: Callable[[str], Awaitable[bool]] | None = None,
+    by_wave: tuple[HostPool, AcquirePlan] | None = None,
 ) -> CampaignResult:
     if resume:
         recover(journal, root, spec.campaign)
@@ -129,7 +142,8 @@ async def _run(
             rep.note("an earlier session did not finish; `netfleet run --resume` would continue it")
         chosen = Selection(list(runs))
     todo = chosen.todo
-    scheduler = Scheduler(todo, limits)
+    later = {h for h in by_wave[1].later if h not in hosts} if by_wave else set()
+    scheduler = Scheduler(todo, limits, absent=later)
     result = CampaignResult(
         total=len(todo), done_before=len(chosen.done), kept_failed=chosen.kept_failed
     )
@@ -146,10 +160,22 @@ async def _run(
     for r in todo:
         left_on.update({r.client, r.server})
     releases: list[asyncio.Future[bool]] = []
+    driver: WaveDriver | None = None
     try:
-        used = {r.client for r in todo} | {r.server for r in todo}
+        now = [r for r in todo if r.client not in later and r.server not in later]
+        used = {r.client for r in now} | {r.server for r in now}
         rep.preflight(f"checking {len(used)} hosts")
-        ready = await preflight(spec, hosts, todo, install=install, say=rep.note)
+        ready = await preflight(spec, hosts, now, install=install, say=rep.note)
+        if by_wave is not None:
+            pool, plan = by_wave
+
+            async def bring(names: list[str], runs: list[PlannedRun]) -> None:
+                await pool.acquire(names)  # the provider launches them together
+                more = await preflight(spec, hosts, runs, install=install, say=rep.note)
+                ready.engines.update(more.engines)
+                ready.facts.update(more.facts)
+
+            driver = WaveDriver(plan, todo, bring, scheduler.arrive, pool.release_early, rep.note)
         journal.session("resume" if resume else "fresh", planned=len(runs), todo=len(todo))
         rep.campaign_started(todo, estimate_wall_seconds(todo, limits))
         tests = {t.name: t for t in spec.tests}
@@ -179,22 +205,37 @@ async def _run(
             rep.run_finished(run, envelope, path)
             for name in {run.client, run.server}:
                 left_on[name] -= 1
-                if left_on[name] == 0 and release_early is not None:
+                if left_on[name] or (driver is not None and driver.host_done(name)):
+                    continue
+                if release_early is not None:
                     releases.append(asyncio.ensure_future(release_early(name)))
 
         def on_started(run: PlannedRun) -> None:
             journal.run_started(run.run_key, run.sequence)
 
         try:
-            await dispatch(scheduler, context, on_started, on_process, on_finished, rep)
+            await dispatch(scheduler, context, on_started, on_process, on_finished, rep, driver)
         except asyncio.CancelledError:
             raise _interrupted(result, root) from None
     finally:
+        if driver is not None:
+            await asyncio.shield(driver.stop())
+            if driver.waves:
+                rep.note(_waves_text(driver))
         await asyncio.shield(asyncio.gather(*identities, *releases, return_exceptions=True))
         left = {k for k in journal.history.open_processes if k in mine}
         if left:  # this session's processes that could not be confirmed stopped
             await asyncio.shield(sweep(journal, hosts, rep.note, only=left))
     return result
+
+
+def _waves_text(driver: WaveDriver) -> str:
+    peak = ", ".join(f"{k} {v:g}" for k, v in sorted(driver.peak.items()))
+    return (
+        f"acquired in {len(driver.waves)} waves: "
+        + "; ".join(", ".join(w) for w in driver.waves)
+        + (f" (peak held: {peak})" if peak else "")
+    )
 
 
 async def _record_identity(journal: Journal, host: Host, pid: int) -> None:

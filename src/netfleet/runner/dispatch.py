@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.events import Reporter
 from netfleet.runner.execute import RunContext, execute
 from netfleet.runner.scheduler import Scheduler
 from netfleet.runner.session import Started
+from netfleet.runner.waves import WaveDriver
 from netfleet.store.envelope import Envelope
 
 #: builds a run's context; the callback records each process the run starts
@@ -41,10 +43,12 @@ async def dispatch(
     on_process: Callable[[PlannedRun, Started], None],
     on_finished: OnFinished,
     reporter: Reporter,
+    waves: WaveDriver | None = None,
 ) -> None:
     """Start runs as ``scheduler`` allows until all have ended. Re-raises CancelledError (after
     every run in flight was stopped and handed to ``on_finished``) or the first unexpected
-    error."""
+    error. ``waves``: hosts acquired and released in waves — its tasks are waited on with the
+    runs (an acquire that fails is raised here)."""
     loop = asyncio.get_running_loop()
     running: dict[asyncio.Future[tuple[Envelope, bool]], tuple[PlannedRun, list[Started]]] = {}
 
@@ -61,12 +65,17 @@ async def dispatch(
         running[asyncio.ensure_future(_execute(ctx, run))] = (run, started)
 
     try:
+        if waves is not None:
+            waves.due()
         while not scheduler.done:
             for run in scheduler.take(loop.time()):
                 launch(run)
             now = loop.time()
             wake = scheduler.wakeup(now)
-            if not running:
+            waiting: set[asyncio.Future[Any]] = set(running)
+            if waves is not None:  # hosts coming or going
+                waiting |= waves.pending
+            if not waiting:
                 if wake is None:
                     raise RuntimeError("the scheduler stalled: runs pending, nothing to wait for")
                 reporter.cooldown(wake - now)
@@ -74,9 +83,13 @@ async def dispatch(
                 continue
             timeout = None if wake is None else max(0.0, wake - now)
             done, _ = await asyncio.wait(
-                running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
+            if waves is not None:
+                waves.settle(t for t in done if t not in running)
             for task in done:
+                if task not in running:
+                    continue
                 run, started = running.pop(task)
                 envelope, _ = task.result()
                 on_finished(run, envelope, started)

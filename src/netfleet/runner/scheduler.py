@@ -16,6 +16,10 @@ its hosts are free. With runs of equal length that is exactly n − 1 rounds. On
 ``window`` pending runs are examined each time, so a decision costs O(window), whatever the size
 of the plan (a 1,000-host mesh is about a million runs).
 
+Hosts may be *absent* (waves: a cloud host acquired only when its round is due,
+:mod:`netfleet.runner.waves`): no run of an absent host starts until :meth:`Scheduler.arrive`
+says it is there.
+
 Pure logic with an injected clock: ``simulate`` drives it without running anything (estimates,
 tests, benchmarks).
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from netfleet.errors import InputError
@@ -83,10 +87,13 @@ class Scheduler:
         limits: Limits,
         window: int | None = None,
         index: bool | None = None,
+        absent: Iterable[str] = (),
     ) -> None:
         """``window``: how many pending runs a scan looks at; ``index``: group pending runs by
-        their hosts (default: when the plan is larger than the window)."""
+        their hosts (default: when the plan is larger than the window); ``absent``: hosts not
+        there yet (see :meth:`arrive`)."""
         self.limits = limits
+        self._absent = set(absent)
         self._runs = list(runs)
         self._taken = [False] * len(self._runs)
         self._head = 0
@@ -95,7 +102,9 @@ class Scheduler:
         self._busy: dict[str, int] = {}
         hosts = {h for r in self._runs for h in (r.client, r.server)}
         #: exclusive hosts neither busy nor resting (hosts that may overlap are never tracked)
-        self._free: set[str] = set() if limits.overlap is None else hosts - limits.overlap
+        self._free: set[str] = (
+            set() if limits.overlap is None else hosts - limits.overlap - self._absent
+        )
         #: hosts freed since the last decision; and whether that decision stopped at a limit
         self._fresh: set[str] = set(self._free)
         self._limited = True
@@ -143,6 +152,22 @@ class Scheduler:
         """Planned bitrate of the runs in flight."""
         return self._used_bps
 
+    def arrive(self, hosts: Iterable[str]) -> None:
+        """Hosts that were absent are there now: their runs may start."""
+        for host in hosts:
+            if host not in self._absent:
+                continue
+            self._absent.discard(host)
+            if not self.limits.may_overlap(host) and not self._busy.get(host):
+                self._free.add(host)
+                self._fresh.add(host)
+        self._limited = True  # a shared host's runs are found by a full look only
+
+    def _present(self, run: PlannedRun) -> bool:
+        return not self._absent or (
+            run.client not in self._absent and run.server not in self._absent
+        )
+
     def take(self, now: float) -> list[PlannedRun]:
         """Every run that may start at ``now``, in plan order (marked as started)."""
         for host in [h for h, t in self._free_at.items() if t <= now]:
@@ -177,7 +202,7 @@ class Scheduler:
             if not self._taken[i]:
                 seen += 1
                 run = self._runs[i]
-                if all(h in self._free for h in self._exclusive(run)):
+                if all(h in self._free for h in self._exclusive(run)) and self._present(run):
                     if self._budget_fits(run):
                         self._start(i)
                         out.append(run)
@@ -198,6 +223,8 @@ class Scheduler:
                 while positions and self._taken[positions[-1]]:
                     positions.pop()
                 if positions and (best is None or positions[-1] < best):
+                    if not self._present(self._runs[positions[-1]]):
+                        continue
                     if self._budget_fits(self._runs[positions[-1]]):
                         best = positions[-1]
                     else:

@@ -18,6 +18,7 @@ from netfleet.cloud.aws.plan import billing, costs, prices, safety
 from netfleet.cloud.aws.plan.prices import Estimate
 from netfleet.cloud.journal import default_root
 from netfleet.errors import InputError
+from netfleet.plan.matrix import PlannedRun
 from netfleet.spec.cloud import AwsHostSpec, TierSpec
 from netfleet.spec.models import CampaignSpec
 from netfleet.store.envelope import Envelope
@@ -66,16 +67,34 @@ def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:
 
 
 def plan_cost(
-    spec: CampaignSpec, estimated_seconds: float, state_root: Path | None = None
+    spec: CampaignSpec,
+    estimated_seconds: float,
+    state_root: Path | None = None,
+    *,
+    runs: Sequence[PlannedRun] | None = None,
+    max_instances: int | None = None,
+    max_cost: float | None = None,
+    concurrency: int | None = None,
 ) -> costs.Priced | None:
     """The cost table for the campaign's instances, run time = the cloud block's
-    ``duration_minutes`` or else the plan's estimate. None for a campaign without aws hosts."""
+    ``duration_minutes`` or else the plan's estimate. With ``runs``: the waves and stop bounds
+    the run follows, priced as run (:mod:`netfleet.cloud.runwaves`; ``Priced.waves``). None
+    for a campaign without aws hosts."""
     cs = cloud_spec(spec)
     if cs is None:
         return None
     minutes = cs.duration_minutes or estimated_seconds / 60
     root = state_root or default_root()
-    priced = costs.priced_plan(cs, root, minutes)
+    if runs is not None:
+        from netfleet.cloud import runwaves
+
+        priced = runwaves.priced_run(
+            spec, cs, runs, root,
+            max_instances=max_instances, max_cost=max_cost, concurrency=concurrency,
+        )  # fmt: skip
+        minutes = priced.waves.plan.wall_s / 60  # the tasks are held throughout
+    else:
+        priced = costs.priced_plan(cs, root, minutes)
     table = prices.load(root)
     tiers = fargate_tiers(spec)
     if tiers:
@@ -119,7 +138,7 @@ def _with_fargate(
         notes=[*ec2_notes, *notes],
         decimals=priced.table.decimals,
     )
-    return costs.Priced(tab, both, priced.spot)
+    return costs.Priced(tab, both, priced.spot, priced.lines, priced.waves)
 
 
 def summary(

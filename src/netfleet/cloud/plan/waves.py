@@ -43,6 +43,7 @@ class Budget:
     instances: int | None = None
     gbps: float | None = None  #: what the shared receivers can take at once
     max_cost: float | None = None
+    jobs: int | None = None  #: jobs at once (a campaign's ``concurrency``: one run each)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def _fits(
     held_n: int,
     load: float,
     budget: Budget,
+    running: int = 0,
 ) -> list[str]:
     """The limits a start would break (empty: it fits)."""
     over = [
@@ -116,6 +118,8 @@ def _fits(
         over.append(f"--max-instances ({held_n + n} > {budget.instances})")
     if budget.gbps is not None and gbps and load + gbps > budget.gbps + 1e-9:
         over.append(f"the receivers' {budget.gbps:g} Gbit/s ({load + gbps:g} needed)")
+    if budget.jobs is not None and running + 1 > budget.jobs:
+        over.append(f"concurrency ({running + 1} > {budget.jobs})")
     return over
 
 
@@ -147,7 +151,7 @@ def plan(
         started = False
         for job in list(todo):
             need = _vcpus(job.machines)
-            if _fits(need, len(job.machines), job.gbps, held, held_n, load, budget):
+            if _fits(need, len(job.machines), job.gbps, held, held_n, load, budget, len(running)):
                 continue
             slot = Slot(job, t, t + timing.held_s(job.run_s), wave)
             slots.append(slot)

@@ -7,9 +7,10 @@ long fixed switch leaves a lost controller's instances billing for hours. So:
 
 * :func:`switch_minutes` — the switch a plan needs: its expected end plus a margin;
 * :class:`Heartbeat` — while the controller lives it pushes the stamp forward by one switch
-  period every ``every_s`` seconds (and, given ``rearm``, re-arms each instance's timer: the
-  argv of :func:`rearm_argv`); when the controller dies the beats stop, the stamp passes, and
-  the instances power themselves off and ``reap`` finds the campaign.
+  period every ``every_s`` seconds — never before ``until``, the plan's end plus its margin —
+  (and, given ``rearm``, re-arms each instance's timer: the argv of :func:`rearm_argv`); when
+  the controller dies the beats stop, the stamp passes, and the instances power themselves off
+  and ``reap`` finds the campaign. :mod:`netfleet.cloud.expiry` runs it for ``netfleet run``.
 
 The switch period between beats must be several beat intervals long (:data:`MIN_BEATS`), so
 one late beat cannot let the switch fire inside a running plan.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -66,6 +68,7 @@ class Heartbeat:
         every_s: float,
         rearm: Callable[[int], None] | None = None,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        until: dt.datetime | None = None,
     ) -> None:
         if switch_s < MIN_BEATS * every_s:
             raise ValueError(
@@ -78,15 +81,23 @@ class Heartbeat:
         self.every_s = every_s
         self.rearm = rearm
         self.now = now
+        self.until = until
         self.beats = 0
         self.failures: list[str] = []
         self.task: asyncio.Task[None] | None = None
 
+    def deadline(self) -> dt.datetime:
+        """When the switch fires if no beat follows: one period from now, never before
+        ``until``."""
+        at = self.now() + dt.timedelta(seconds=self.switch_s)
+        return at if self.until is None else max(at, self.until)
+
     def stamp(self) -> str:
-        return (self.now() + dt.timedelta(seconds=self.switch_s)).strftime(STAMP)
+        return self.deadline().strftime(STAMP)
 
     def beat(self) -> None:
-        value = self.stamp()
+        at = self.deadline()
+        value = at.strftime(STAMP)
         for ec2 in self.clients.values():
             ids = campaign_resources(ec2, self.campaign)
             for i in range(0, len(ids), 500):
@@ -94,7 +105,7 @@ class Heartbeat:
                     Resources=ids[i : i + 500], Tags=[{"Key": TAG_EXPIRES, "Value": value}]
                 )
         if self.rearm is not None:
-            self.rearm(max(1, round(self.switch_s / 60)))
+            self.rearm(max(1, math.ceil((at - self.now()).total_seconds() / 60)))
         self.beats += 1
 
     async def _loop(self) -> None:

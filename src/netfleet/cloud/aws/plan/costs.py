@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from netfleet.cloud.aws.campaign import CloudSpec
 from netfleet.cloud.aws.plan import billing, prices
@@ -32,6 +33,8 @@ class Priced:
     estimate: prices.Estimate
     spot: Spot | None  #: current spot $/h per region and type (None: on-demand or unknown)
     lines: list[billing.Line] = field(default_factory=list)  #: IPv4, EBS, transfer …
+    #: ``netfleet run``: the waves and stop bounds the run follows (a runwaves.RunWaves)
+    waves: Any = None
 
 
 def hourly(
