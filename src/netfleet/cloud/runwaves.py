@@ -51,6 +51,7 @@ class RunWaves:
     bounds: dict[str, stopbound.Bound] = field(default_factory=dict)  #: host → its bound
     types: dict[str, str] = field(default_factory=dict)  #: host → instance type
     notes: list[str] = field(default_factory=list)
+    scale: float = 1.0  #: the sim's time scale (its switch is scaled like its credits)
 
     def lines(self) -> list[str]:
         """The plan's notes: waves, peak vCPUs, instance-hours, long types, the switch."""
@@ -77,6 +78,10 @@ class RunWaves:
                 long.setdefault(self.types[host], b)
             else:
                 short.add(self.types[host])
+        if not self.bounds:
+            out.append(
+                "stop bounds: none — no adaptive run (until_steady): each lasts its duration"
+            )
         if short:
             out.append(
                 f"stop bounds: {', '.join(sorted(short))} stop within "
@@ -85,8 +90,9 @@ class RunWaves:
         for t, b in sorted(long.items(), key=lambda x: -x[1].seconds):
             out.append(f"long: {t} up to {b.seconds / 60:.1f} min — {b.why}")
         if self.acquire.expected_s is not None:
+            switch = expiry.switch_s(self.acquire.expected_s, self.scale)
             out.append(
-                f"dead-man switch: {expiry.switch_s(self.acquire.expected_s) / 60:.0f} min "
+                f"dead-man switch: {switch / 60:.1f} min "
                 "after launch (the plan's end plus a margin), pushed on by the controller's "
                 "heartbeat while it lives"
             )
@@ -210,7 +216,7 @@ def plan_run(
     )
     idle = [n for n in ec2 if n not in shared and not any(n in j for j in jobs_hosts)]
     shared_machines = [machine(n) for n in sorted(shared) + idle]
-    settings = next(h.cloud for h in ec2.values())
+    settings = next(h.cloud for h in ec2.values() if h.cloud is not None)
     wp = waves.plan(jobs, budget, timing(settings), shared_machines)
     names = {j.name: hosts for j, hosts in zip(jobs, jobs_hosts, strict=True)}
     order = sorted(wp.slots, key=lambda s: (s.start_s, s.wave))
@@ -237,7 +243,8 @@ def plan_run(
         expected_s=wp.wall_s,
         max_run_s={h: b.seconds for h, b in bounds.items()},
     )
-    return RunWaves(wp, acquire, bounds, {n: h.machine for n, h in ec2.items()})
+    scale = float(settings.time_scale) if settings.backing == "sim" else 1.0
+    return RunWaves(wp, acquire, bounds, {n: h.machine for n, h in ec2.items()}, scale=scale)
 
 
 def timing(settings: Any) -> waves.Timing:
@@ -284,11 +291,8 @@ def priced(
     for line in lines:
         cost = None if line.usd is None else round(line.usd, 4)
         out_rows.append([line.item, *([line.region] if several else []), None, None, cost])
-    switch = None if rw.acquire.expected_s is None else expiry.switch_s(rw.acquire.expected_s)
-    est = prices.Estimate(
-        p.peak_instances, total, unknown, p.instance_hours / n,
-        None if switch is None else switch / 60,
-    )  # fmt: skip
+    # the switch follows the plan (expiry): no fixed switch for the guard to hold it to
+    est = prices.Estimate(p.peak_instances, total, unknown, p.instance_hours / n, None)
     notes = [
         "estimated cost (waves as run): "
         + ("unknown (no price for " + ", ".join(unknown) + ")" if total is None

@@ -164,7 +164,10 @@ async def _run(
     try:
         now = [r for r in todo if r.client not in later and r.server not in later]
         used = {r.client for r in now} | {r.server for r in now}
-        rep.preflight(f"checking {len(used)} hosts")
+        rep.preflight(
+            f"checking {len(used)} hosts"
+            + (f" ({len(later)} more as their wave comes)" if later else "")
+        )
         ready = await preflight(spec, hosts, now, install=install, say=rep.note)
         if by_wave is not None:
             pool, plan = by_wave
