@@ -14,6 +14,9 @@ table (issue 25.7). Offline, a few seconds, no AWS call.
   for the r4 type of the same baseline (its calculator: 0.75 → 2,700 Gbit, 1.25 → 5,145,
   2.5 → 8,925, 5 → 11,950); a type without catalogue figures gets the longest documented burst
   (60 min).
+* **As run**: the same study written as a campaign spec (77 client hosts, one receiver, adaptive
+  runs) and planned by what ``netfleet run`` executes (``netfleet.cloud.runwaves.plan_run``):
+  bounds from the catalogue alone (no bucket is known before a run), every job allowed at once.
 * **Seed 000** (10 Fargate tiers × in/out, 10 s omit + 60 s): tasks one after another beside a
   c5.18xlarge client (the seed) vs all tasks at once (netfleet; their summed rates stay far
   below the client's), each task with its 3 min start/stop.
@@ -176,6 +179,69 @@ def seed002(args: argparse.Namespace, table: prices.PriceTable) -> tuple[float, 
     return seed.usd, nf.usd
 
 
+def as_run(args: argparse.Namespace, table: prices.PriceTable, seed_usd: float) -> None:
+    """Seed 002's study as a campaign spec, planned by what ``netfleet run`` executes
+    (:func:`netfleet.cloud.runwaves.plan_run`): one client host per type and the receiver,
+    adaptive runs (``until_steady``) bounded by the catalogue alone — no bucket is known before
+    the run, so a burstable type gets the longest documented burst — all jobs allowed at once
+    (``concurrency: 77``), the vCPU quotas as given."""
+    import tempfile
+
+    import yaml
+
+    from netfleet.cloud import runwaves
+    from netfleet.cloud.runs import cloud_spec
+    from netfleet.plan import expand
+    from netfleet.spec import load_spec
+
+    names = {t: t.replace(".", "-") for t in TYPES}
+    doc = {
+        "campaign": "seed002",
+        "results": "/tmp/unused",
+        "concurrency": len(TYPES),
+        "allow_host_overlap": ["rx"],
+        "cloud": {
+            "region": "us-east-1",
+            "placement": "none",
+            "backing": "sim",  # planned only, never launched: AWS's timing (time_scale 1)
+            "time_scale": 1,
+            "fleets": [{"name": "rx", "instance_type": RECEIVER, "role": "server"}]
+            + [{"name": n, "instance_type": t, "role": "client"} for t, n in names.items()],
+        },
+        "tests": [
+            {
+                "name": "p10",
+                "engine": "iperf3",
+                "server": "rx",
+                "subject": "client",
+                "params": {"duration": 3600, "parallel": 10, "until_steady": 10},
+                "matrix": {"client": list(names.values())},
+            }
+        ],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "seed002.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        spec = load_spec(path)
+    cs = cloud_spec(spec)
+    assert cs is not None
+    q = {cls: quotas.QUOTAS[(cls, "on-demand")][0] for cls in ("standard", "g", "p")}
+    quota = {
+        runwaves.quota_key(q["standard"], "us-east-1"): args.quota_standard,
+        runwaves.quota_key(q["g"], "us-east-1"): args.quota_g,
+        runwaves.quota_key(q["p"], "us-east-1"): args.quota_p,
+    }
+    rw = runwaves.plan_run(spec, cs, expand(spec), table, load_catalogue(), vcpu_budget=quota)
+    line("as run", rw.plan)
+    long = sum(b.long for b in rw.bounds.values())
+    print(
+        f"    ({long} long types: no bucket known before the run, so the longest documented "
+        "burst; the line above assumes seed 004's buckets; no receiver Gbit/s limit)"
+    )
+    assert rw.plan.usd is not None
+    print(f"  ratio as-run/seed: {rw.plan.usd / seed_usd:.3f}")
+
+
 def seed000(table: prices.PriceTable) -> None:
     from netfleet.cloud.aws.acquire import fargate
     from netfleet.spec.cloud import TierSpec
@@ -227,7 +293,8 @@ def main() -> None:
     args = ap.parse_args()
     table = prices.load(None)
     print(f"prices: {table.path.name} (each type's source and date: netfleet cloud prices)")
-    seed002(args, table)
+    seed_usd, _ = seed002(args, table)
+    as_run(args, table, seed_usd)
     seed000(table)
     seed004(table)
 

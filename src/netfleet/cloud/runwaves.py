@@ -63,10 +63,8 @@ class RunWaves:
             f"together when it is due, released after their last run); held throughout: "
             f"{shared}",
             f"peak: {p.peak_instances} instances, {sum(p.peak_vcpus.values())} vCPUs at once"
-            + (f" ({peak})" if peak else ""),
-            f"{p.instance_hours:.2f} instance-hours billed (per second, "
-            f"{waves.MIN_BILLED_S:g} s minimum; boot, install and release included), "
-            f"wall ≈ {p.wall_s / 60:.1f} min",
+            + (f" ({peak})" if peak else "")
+            + f"; wall ≈ {p.wall_s / 60:.1f} min",
         ]
         out += [f"does not fit: {u}" for u in p.unfit]
         if p.over_cost:
@@ -264,6 +262,7 @@ def priced(
     """The cost table of the waves as run: a row per type (its instances' billed hours), the
     bill's other lines on the instance-hours, the waves' notes."""
     p = rw.plan
+    spot_now = None if spot is None else {k: dict(v) for k, v in spot.items()}
     rows: dict[tuple[str, str, str], list[float]] = {}  # key → [count, usd]
     held = [(s.job.machines, s.held_s) for s in p.slots] + [((m,), p.wall_s) for m in p.shared]
     for machines, secs in held:
@@ -293,13 +292,21 @@ def priced(
         out_rows.append([line.item, *([line.region] if several else []), None, None, cost])
     # the switch follows the plan (expiry): no fixed switch for the guard to hold it to
     est = prices.Estimate(p.peak_instances, total, unknown, p.instance_hours / n, None)
+    per_region: dict[str, int] = {}
+    for f in cs.fleets:
+        per_region[cs.region_of(f)] = per_region.get(cs.region_of(f), 0) + f.count
+    where = ", ".join(f"{r} ({per_region.get(r, 0)})" for r in cs.regions) if several else cs.region
     notes = [
-        "estimated cost (waves as run): "
+        f"{cs.instance_count} instances in {where}, {p.instance_hours:.2f} instance-hours "
+        f"billed in all (per second, {waves.MIN_BILLED_S:g} s minimum; boot, install and "
+        "release included)",
+        "estimated cost: "
         + ("unknown (no price for " + ", ".join(unknown) + ")" if total is None
            else costs.usd(total) + " USD"),
         *rw.lines(),
         *(line.text() for line in lines),
         *costs.price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),
+        *costs.market_notes(cs, table, spot_now),
         "limits: --max-cost bounds this estimate, --max-instances the instances held at once; "
         "--yes only skips the confirmation, never a limit",
     ]  # fmt: skip
@@ -310,8 +317,7 @@ def priced(
         notes=notes,
         decimals=4,
     )
-    return costs.Priced(tab, est, None if spot is None else {k: dict(v) for k, v in spot.items()},
-                        lines, waves=rw)  # fmt: skip
+    return costs.Priced(tab, est, spot_now, lines, waves=rw)
 
 
 def priced_run(

@@ -196,17 +196,7 @@ def plan(
         *(line.text() for line in lines),
         *price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),
     ]
-    if cs.market == "spot":
-        priced = sorted({t for found in (spot or {}).values() for t in found})
-        notes.append(
-            f"spot: current spot price for {', '.join(priced)} (DescribeSpotPriceHistory); "
-            if priced
-            else "spot: "
-        )
-        notes[-1] += "on-demand price (an upper bound) for the rest"
-    warn = prices.stale_warning(table)
-    if warn:
-        notes.append("warning: " + warn)
+    notes += market_notes(cs, table, spot)
     notes.append(
         f"dead-man switch: the instances power off after {cs.expires_after_minutes:g} min "
         f"(expires_after_minutes); this plan holds them {hours_each * 60:.0f} min"
@@ -228,6 +218,23 @@ def plan(
         decimals=4,
     )
     return Priced(tab, est, spot, lines)
+
+
+def market_notes(cs: CloudSpec, table: prices.PriceTable, spot: Spot | None) -> list[str]:
+    """Which prices are current spot prices (a spot campaign), and a stale table's warning."""
+    notes = []
+    if cs.market == "spot":
+        priced = sorted({t for found in (spot or {}).values() for t in found})
+        notes.append(
+            f"spot: current spot price for {', '.join(priced)} (DescribeSpotPriceHistory); "
+            if priced
+            else "spot: "
+        )
+        notes[-1] += "on-demand price (an upper bound) for the rest"
+    warn = prices.stale_warning(table)
+    if warn:
+        notes.append("warning: " + warn)
+    return notes
 
 
 def bill_lines(
