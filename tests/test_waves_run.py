@@ -26,6 +26,9 @@ from netfleet import aws
 from netfleet.cloud import catalogue, deadman, expiry, prices, runwaves, teardown
 from netfleet.cloud.provision import TAG_CAMPAIGN
 from netfleet.cloud.runs import cloud_spec
+from netfleet.errors import HostError
+from netfleet.hosts.base import CommandResult
+from netfleet.hosts.local import LocalHost
 from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 from netfleet.plan import expand
 from netfleet.plan.bounds import bound_runs
@@ -312,3 +315,47 @@ def test_kill_9_mid_wave_leaves_nothing_after_destroy_and_the_switch_follows_the
     assert left and not any(left.values()), left
     sim = tmp_path / "cloud" / "aws-credits" / "sim"
     assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
+
+
+# -- the re-arm reaches backing ssh instances over their connection --------------------------------
+class Recorded(LocalHost):
+    """Records the commands it is given and runs none (the re-arm powers a machine off when its
+    timer fires: it must never run here)."""
+
+    def __init__(self, name: str, fail: bool = False, gone: bool = False) -> None:
+        super().__init__(name=name, address="127.0.0.1")
+        self.seen: list[list[str]] = []
+        self.fail, self.gone = fail, gone
+
+    def lost(self) -> str | None:
+        return "reclaimed" if self.gone else None
+
+    async def run(self, argv: list[str], timeout: float = 30) -> CommandResult:
+        self.seen.append(argv)
+        if self.fail:
+            raise HostError(f"host {self.name}: unreachable")
+        return CommandResult(argv, 0, "", "")
+
+
+def test_the_heartbeat_rearms_each_live_instance_over_its_connection() -> None:
+    hosts = [Recorded("a"), Recorded("b", fail=True), Recorded("c"), Recorded("d", gone=True)]
+
+    async def go() -> deadman.Heartbeat:
+        rearm = expiry.rearm_over_ssh(lambda: hosts, asyncio.get_running_loop())
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=90)
+        beat = deadman.Heartbeat({}, "nf-x", switch_s=3, every_s=1, rearm=rearm, until=until)
+        beat.start()  # beats in a thread; the commands run on this loop
+        while beat.beats + len(beat.failures) < 1:
+            await asyncio.sleep(0.05)
+        await beat.stop()
+        return beat
+
+    beat = asyncio.run(go())
+    (argv,) = hosts[0].seen[:1]
+    assert argv[:4] == ["sudo", "-n", "sh", "-c"]
+    script = argv[4]
+    # until the plan's end + margin (90 min), not one 3-s period: the timer is re-armed to it
+    assert "systemctl stop netfleet-deadline.timer" in script and "--on-active=90min" in script
+    assert "shutdown -P +90" in script
+    assert hosts[2].seen and not hosts[3].seen  # a failing host does not stop the others
+    assert beat.failures and "re-arm failed on b" in beat.failures[0]
