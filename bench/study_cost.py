@@ -15,8 +15,9 @@ table (issue 25.7). Offline, a few seconds, no AWS call.
   2.5 → 8,925, 5 → 11,950); a type without catalogue figures gets the longest documented burst
   (60 min).
 * **As run**: the same study written as a campaign spec (77 client hosts, one receiver, adaptive
-  runs) and planned by what ``netfleet run`` executes (``netfleet.cloud.runwaves.plan_run``):
-  bounds from the catalogue alone (no bucket is known before a run), every job allowed at once.
+  runs) and planned by what ``netfleet run`` executes
+  (``netfleet.cloud.aws.plan.runwaves.plan_run``): bounds from the catalogue alone (no bucket
+  is known before a run), every job allowed at once.
 * **Seed 000** (10 Fargate tiers × in/out, 10 s omit + 60 s): tasks one after another beside a
   c5.18xlarge client (the seed) vs all tasks at once (netfleet; their summed rates stay far
   below the client's), each task with its 3 min start/stop.
@@ -181,7 +182,7 @@ def seed002(args: argparse.Namespace, table: prices.PriceTable) -> tuple[float, 
 
 def as_run(args: argparse.Namespace, table: prices.PriceTable, seed_usd: float) -> None:
     """Seed 002's study as a campaign spec, planned by what ``netfleet run`` executes
-    (:func:`netfleet.cloud.runwaves.plan_run`): one client host per type and the receiver,
+    (:func:`netfleet.cloud.aws.plan.runwaves.plan_run`): one client host per type and the receiver,
     adaptive runs (``until_steady``) bounded by the catalogue alone — no bucket is known before
     the run, so a burstable type gets the longest documented burst — all jobs allowed at once
     (``concurrency: 77``), the vCPU quotas as given."""
@@ -189,8 +190,8 @@ def as_run(args: argparse.Namespace, table: prices.PriceTable, seed_usd: float) 
 
     import yaml
 
-    from netfleet.cloud import runwaves
-    from netfleet.cloud.runs import cloud_spec
+    from netfleet.cloud.aws.plan import runwaves
+    from netfleet.cloud.aws.runs import cloud_spec
     from netfleet.plan import expand
     from netfleet.spec import load_spec
 

@@ -23,9 +23,11 @@ import pytest
 import yaml
 
 from netfleet import aws
-from netfleet.cloud import catalogue, deadman, expiry, prices, runwaves, teardown
-from netfleet.cloud.provision import TAG_CAMPAIGN
-from netfleet.cloud.runs import cloud_spec
+from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN
+from netfleet.cloud.aws.measure import deadman, expiry
+from netfleet.cloud.aws.plan import catalogue, prices, runwaves
+from netfleet.cloud.aws.release import teardown
+from netfleet.cloud.aws.runs import cloud_spec
 from netfleet.errors import HostError
 from netfleet.hosts.base import CommandResult
 from netfleet.hosts.local import LocalHost

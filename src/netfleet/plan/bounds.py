@@ -2,7 +2,7 @@
 
 An adaptive run (``until_steady``) stops once its level is steady with evidence, and at the
 latest after ``duration``. Where more is known about a host before the run — for a cloud
-instance its catalogue figures (:mod:`netfleet.cloud.stopbound`) — the run's maximum is
+instance its catalogue figures (:mod:`netfleet.cloud.plan.stopbound`) — the run's maximum is
 lowered to what that evidence needs: a steady type does not run its whole ``duration``. The
 run keeps its ``run_key`` (the spec's identity of the run); only the controller's maximum
 changes, so ``--resume`` finds it again.

@@ -1,7 +1,7 @@
 """Acquire in waves at run time (issue 25.1): the hosts a round needs, when it is due.
 
-The plan (made by the provider's side — for cloud campaigns :mod:`netfleet.cloud.runwaves`,
-from :func:`netfleet.cloud.waves.plan`) is an :class:`AcquirePlan`: groups of hosts in the
+The plan (made by the provider's side — for cloud campaigns :mod:`netfleet.cloud.aws.plan.runwaves`,
+from :func:`netfleet.cloud.plan.waves.plan`) is an :class:`AcquirePlan`: groups of hosts in the
 order the plan launches them, what each holds while it is up (vCPUs per quota, instances) and
 the budget. Hosts of no group are acquired up front and held to the end (a shared receiver).
 

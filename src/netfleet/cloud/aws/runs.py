@@ -78,7 +78,7 @@ def plan_cost(
 ) -> costs.Priced | None:
     """The cost table for the campaign's instances, run time = the cloud block's
     ``duration_minutes`` or else the plan's estimate. With ``runs``: the waves and stop bounds
-    the run follows, priced as run (:mod:`netfleet.cloud.runwaves`; ``Priced.waves``). None
+    the run follows, priced as run (:mod:`netfleet.cloud.aws.plan.runwaves`; ``Priced.waves``). None
     for a campaign without aws hosts."""
     cs = cloud_spec(spec)
     if cs is None:
@@ -86,7 +86,7 @@ def plan_cost(
     minutes = cs.duration_minutes or estimated_seconds / 60
     root = state_root or default_root()
     if runs is not None:
-        from netfleet.cloud import runwaves
+        from netfleet.cloud.aws.plan import runwaves
 
         priced = runwaves.priced_run(
             spec, cs, runs, root,

@@ -10,7 +10,8 @@ long fixed switch leaves a lost controller's instances billing for hours. So:
   period every ``every_s`` seconds — never before ``until``, the plan's end plus its margin —
   (and, given ``rearm``, re-arms each instance's timer: the argv of :func:`rearm_argv`); when
   the controller dies the beats stop, the stamp passes, and the instances power themselves off
-  and ``reap`` finds the campaign. :mod:`netfleet.cloud.expiry` runs it for ``netfleet run``.
+  and ``reap`` finds the campaign. :mod:`netfleet.cloud.aws.measure.expiry` runs it for
+  ``netfleet run``.
 
 The switch period between beats must be several beat intervals long (:data:`MIN_BEATS`), so
 one late beat cannot let the switch fire inside a running plan.

@@ -1,25 +1,26 @@
 """The dead-man switch of a ``netfleet run`` campaign follows its plan (issue 25.3).
 
-The AWS provider (:class:`netfleet.cloud.provider.AwsProvider`) is told the plan's expected
+The AWS provider (:class:`netfleet.cloud.aws.provider.AwsProvider`) is told the plan's expected
 wall time before its first acquire. From it:
 
 * :func:`switch_s` — the switch every resource is stamped with and every instance arms at boot
   (``netfleet:expires-at``, the user-data's power-off timer): the plan's end (boot and install
-  included) plus :func:`netfleet.cloud.costs.switch_minutes`' margin — not the fixed
+  included) plus :func:`netfleet.cloud.aws.plan.costs.switch_minutes`' margin — not the fixed
   ``expires_after_minutes``, which only applies when no plan is known (``cloud up``).
-* :func:`start` — the provider starts a :class:`~netfleet.cloud.deadman.Heartbeat` with its
-  network: every beat pushes the campaign's stamp to ``max(plan end + margin, now + grace)``
-  and re-arms each instance's own timer to the same moment. While the controller lives the
+* :func:`start` — the provider starts a
+  :class:`~netfleet.cloud.aws.measure.deadman.Heartbeat` with its network: every beat pushes
+  the campaign's stamp to ``max(plan end + margin, now + grace)`` and re-arms each instance's
+  own timer to the same moment. While the controller lives the
   switch never fires, even when the plan runs late; after a lost controller (``kill -9``) the
   beats stop and the switch fires at the plan's end plus its margin, or ``grace`` after the
   last beat when the plan was already late.
 
 How the re-arm reaches an instance: the on-instance switch is a systemd timer armed by
-cloud-init (:func:`netfleet.cloud.userdata.deadline_commands`); nothing on the instance reads
-the tag, so backing ``ssh`` re-arms over SSH (``sudo -n sh -c`` with the argv of
-:func:`netfleet.cloud.deadman.rearm_argv`, integers only), the tag being what ``cloud reap``
-reads. Backing ``sim`` has no timer to re-arm (moto's instances run nothing): the tag is the
-switch, and its times are scaled by the sim's ``time_scale`` like the credits.
+cloud-init (:func:`netfleet.cloud.bootstrap.userdata.deadline_commands`); nothing on the
+instance reads the tag, so backing ``ssh`` re-arms over SSH (``sudo -n sh -c`` with the argv of
+:func:`netfleet.cloud.aws.measure.deadman.rearm_argv`, integers only), the tag being what
+``cloud reap`` reads. Backing ``sim`` has no timer to re-arm (moto's instances run nothing):
+the tag is the switch, and its times are scaled by the sim's ``time_scale`` like the credits.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from netfleet.cloud import deadman
-from netfleet.cloud.costs import SWITCH_MARGIN, SWITCH_MIN
+from netfleet.cloud.aws.measure import deadman
+from netfleet.cloud.aws.plan.costs import SWITCH_MARGIN, SWITCH_MIN
 from netfleet.hosts.base import Host
 
 #: beat interval and grace after the last beat, real AWS (backing ssh)

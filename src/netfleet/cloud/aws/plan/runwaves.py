@@ -4,13 +4,13 @@ executes, priced — the plan ``netfleet plan`` and ``run`` print.
 From the campaign's runs:
 
 * **stop bounds** — each EC2 host whose runs are adaptive (``until_steady``) gets the bound of
-  its type's catalogue figures (:func:`netfleet.cloud.stopbound.bound`): a fixed-rate type
+  its type's catalogue figures (:func:`netfleet.cloud.plan.stopbound.bound`): a fixed-rate type
   stops within a steady window, a burstable one after its burst τ (+ margin) and 30 s at
   baseline, or the longest documented burst when its bucket is unknown. The runner lowers each
   adaptive run's maximum to it (:mod:`netfleet.plan.bounds`); the plan names the long types.
 * **waves** — servers (``role: server``) and Fargate tasks are *shared*: acquired up front,
   held to the end. The other instances form *jobs*: hosts that measure each other (linked by
-  runs) are one job. :func:`netfleet.cloud.waves.plan` schedules the jobs longest first under
+  runs) are one job. :func:`netfleet.cloud.plan.waves.plan` schedules the jobs longest first under
   the budget — the account's vCPU quotas as read (Service Quotas, minus what already runs),
   ``--max-instances``, the campaign's ``concurrency`` (jobs at once) — and prices every machine
   per second with the one-minute minimum, boot, install and release included; ``--max-cost``
@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet.cloud import billing, costs, expiry, prices, quotas, stopbound, waves
-from netfleet.cloud.campaign import CloudSpec
-from netfleet.cloud.catalogue import InstanceInfo
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.measure import expiry
+from netfleet.cloud.aws.plan import billing, costs, prices, quotas
+from netfleet.cloud.aws.plan.catalogue import InstanceInfo
+from netfleet.cloud.plan import stopbound, waves
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.plan.bounds import bound_runs
 from netfleet.plan.matrix import PlannedRun
@@ -331,8 +333,9 @@ def priced_run(
     concurrency: int | None = None,
 ) -> costs.Priced:
     """:func:`priced` of :func:`plan_run` with what can be looked up before launch (as
-    :func:`netfleet.cloud.costs.priced_plan`): spot prices, the Price List API for types the
-    table lacks, the catalogue, and the account's vCPU quotas; a note for each that failed."""
+    :func:`netfleet.cloud.aws.plan.costs.priced_plan`): spot prices, the Price List API for
+    types the table lacks, the catalogue, and the account's vCPU quotas; a note for each that
+    failed."""
     spot, why = costs.spot_prices(cs)
     table, unpriced = costs.price_unknown(cs, prices.load(state_root), state_root)
     infos, no_infos = costs.catalogue_of(cs)
