@@ -64,11 +64,16 @@ def run(
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends.
 
-    A campaign with cloud hosts is priced first and refused (:class:`~netfleet.errors.InputError`,
-    nothing launched) above ``max_cost`` USD or ``max_instances`` instances, with an unknown
-    price, a plan longer than the dead-man switch, or when the account's vCPU quota cannot hold
-    the fleet; ``yes`` confirms, it never lifts a limit. ``show`` gets the cost table
-    before that check, ``say`` the quota notes, ``reporter`` the progress of each run.
+    A campaign with cloud hosts is planned in waves and priced first
+    (:mod:`netfleet.cloud.aws.plan.runwaves`: servers held throughout, the other instances
+    acquired when their job is due and released after their last run, adaptive runs bounded by
+    the catalogue, the dead-man switch from the plan's end), and refused
+    (:class:`~netfleet.errors.InputError`, nothing launched) above ``max_cost`` USD, above
+    ``max_instances`` instances held at once, with an unknown price, or
+    (:class:`~netfleet.errors.EnvironmentProblem`) when a job does not fit the account's vCPU
+    quota even alone; ``yes`` confirms, it never lifts a limit. ``show`` gets the cost table
+    (its notes: the waves, peak vCPUs, instance-hours, the quota notes) before that check,
+    ``reporter`` the progress of each run.
     ``backing: sim`` is refused on any endpoint that is not loopback; on a real AWS endpoint the
     account, regions, resources and estimate go to ``say`` and the launch needs ``yes`` or
     ``ask(question)`` answering True (:mod:`netfleet.cloud.aws.plan.safety`).
