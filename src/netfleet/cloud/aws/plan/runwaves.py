@@ -100,6 +100,12 @@ class RunWaves:
 
     def guard(self) -> None:
         """Refuse before launch: a job that fits no budget, or a plan above --max-cost."""
+        if self.plan.unfit and all("quota" not in u for u in self.plan.unfit):
+            raise InputError(  # a limit of this command: exit 2
+                f"a job's instances next to the shared ones exceed --max-instances "
+                f"{self.acquire.budget.get(INSTANCES, 0):g}: " + "; ".join(self.plan.unfit),
+                hint="raise --max-instances (the instances held at once; --yes does not lift it)",
+            )
         if self.plan.unfit:
             raise EnvironmentProblem(
                 "the plan does not fit its limits even one job at a time: "
