@@ -43,7 +43,8 @@ def run(
         float, typer.Option("--max-cost", help="cloud: refuse above this estimate (USD)")
     ] = 5.0,
     max_instances: Annotated[
-        int, typer.Option("--max-instances", help="cloud: refuse above this many instances")
+        int,
+        typer.Option("--max-instances", help="cloud: the most instances held at once (waves)"),
     ] = 10,
     yes: Annotated[
         bool,
