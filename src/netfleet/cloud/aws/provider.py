@@ -11,7 +11,12 @@ checks and the permission probes first, then look the types up; ``acquire``, for
    :class:`~netfleet.cloud.aws.acquire.provision.Provisioner`, whose own intent journal
    (``<state>/<campaign>/journal.jsonl``) records every create before it happens;
 3. per host: journals an ``instance`` lease, launches the instance tagged with the lease id
-   (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts;
+   (``netfleet:lease``), its generated host key pinned in the campaign's known_hosts.
+
+Steps 1-2 (and the sim lab, and the heartbeat of the dead-man switch:
+:mod:`netfleet.cloud.aws.measure.expiry`) happen on the campaign's first acquire, for every
+host :meth:`AwsProvider.prepare` named; the runner may then acquire the hosts in waves
+(:mod:`netfleet.runner.waves`), each acquire launching its instances in parallel;
 
 then ``bootstrap``:
 
@@ -46,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,7 +71,7 @@ from netfleet.cloud.aws.acquire.fargate import (
 )
 from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
-from netfleet.cloud.aws.measure import spot
+from netfleet.cloud.aws.measure import expiry, spot
 from netfleet.cloud.aws.plan import catalogue, permissions, prices, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import userdata
@@ -143,6 +149,27 @@ class _Session:
     tiers: list[tuple[HostRequest, TierHost, Lease]]
 
 
+@dataclass
+class _Network:
+    """What every acquire of one campaign shares (waves: several acquires): made by the first,
+    given back with the network lease — the provisioner, the bills, each host's fleet, the sim
+    lab (a namespace for every instance the campaign will launch), the heartbeat."""
+
+    settings: Any
+    prov: Provisioner
+    base: dict[str, str]
+    bills: dict[str, Bill]
+    index: dict[str, int]  #: host name → its fleet in ``prov.spec``
+    extra: dict[str, str]
+    public: bool
+    lab: Any = None  #: backing sim: the lab's state
+    shorts: dict[str, str] = field(default_factory=dict)  #: host name → lab host (sim)
+    #: hosts meeting at public addresses each add theirs to the shared prefix lists, one
+    #: version at a time: those launch one after another (the others in parallel)
+    serial: threading.Lock = field(default_factory=threading.Lock)
+    heartbeat: Any = None
+
+
 class AwsCloud:
     """AWS behind the provider seam (:class:`netfleet.cloud.seam.Cloud`)."""
 
@@ -162,12 +189,34 @@ class AwsCloud:
         self._live_tasks: set[str] = set()
         self._tasks_settled = asyncio.Event()
         self._session: _Session | None = None
+        #: every aws host the campaign will ask for, the plan's expected wall time (prepare)
+        self._planned: list[HostRequest] = []
+        self._expected_s: float | None = None
+        self._net: _Network | None = None
+        self._ssh_hosts: list[CloudSshHost] = []
         #: the requests (names and specs) whose checks and permission probes passed, and
         #: their CloudSpec: plan's probes are not sent again by the acquire that follows
         self._checked: tuple[list[tuple[str, Any]], CloudSpec] | None = None
 
     def root(self) -> Path:
         return self.state_root or default_root()
+
+    def prepare(self, requests: list[HostRequest], expected_s: float | None) -> None:
+        """A new campaign: every aws host it will ask for (its acquires may come in waves)
+        and the plan's expected wall time (the dead-man switch follows it)."""
+        self._planned = list(requests)
+        self._expected_s = expected_s
+        beat = None if self._net is None else self._net.heartbeat
+        if beat is not None and beat.task is not None:  # an earlier campaign's network stayed open
+            beat.task.cancel()
+        self._net = None
+        self._ssh_hosts = []
+
+    def _whole(self, requests: list[HostRequest]) -> list[HostRequest]:
+        """The campaign's hosts when ``requests`` are some of them (a wave: the spec's checks
+        hold for the campaign — a cross-az wave of one fleet is no error), else ``requests``."""
+        names = {r.name for r in self._planned}
+        return self._planned if requests and all(r.name in names for r in requests) else requests
 
     # -- plan ------------------------------------------------------------------------------
     def _cloud_spec(self, requests: list[HostRequest]) -> CloudSpec:
@@ -194,6 +243,7 @@ class AwsCloud:
     def _checked_spec(self, requests: list[HostRequest]) -> CloudSpec:
         """:meth:`_cloud_spec`, then the permission probes (denied actions: before anything
         is created) — once per set of requests."""
+        requests = self._whole(requests)
         key = [(r.name, r.spec) for r in requests]
         if self._checked is not None and self._checked[0] == key:
             return self._checked[1]
@@ -227,46 +277,51 @@ class AwsCloud:
         ec2 = [r for r in requests if r.spec.fargate is None]
         if not ec2:  # Fargate tasks only: priced by the plan commands
             return Price(0.0, table.source)
-        cs = CloudSpec.of_hosts(ec2[0].spec.cloud, [r.spec for r in ec2])
+        region = ec2[0].spec.cloud.region  # (a wave of one cross-az fleet is no CloudSpec)
         usd, unknown = 0.0, []
-        for fleet in cs.fleets:
-            hourly = table.ec2_hourly(cs.region_of(fleet), fleet.instance_type)
+        for req in ec2:  # this acquire's (a wave's) instances
+            hourly = table.ec2_hourly(req.spec.region or region, req.spec.machine)
             if hourly is None:
-                unknown.append(fleet.instance_type)
+                unknown.append(req.spec.machine)
             else:
-                usd += hourly * fleet.count * hours
+                usd += hourly * hours
         return Price(None if unknown else usd, table.source, tuple(sorted(set(unknown))))
 
     # -- acquire ---------------------------------------------------------------------------
     async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Machine]:
+        """One wave: the first acquire of a campaign makes what its hosts share (the network,
+        for every host ``prepare`` named); each launches its own instances in parallel."""
         cs = self._checked_spec(requests)
         self._checked = None  # a later acquire (another campaign) checks again
         settings = requests[0].spec.cloud
+        whole = [r for r in self._whole(requests) if r.spec.fargate is None]  # = cs.fleets
         task_reqs = [r for r in requests if r.spec.fargate is not None]
         requests = [r for r in requests if r.spec.fargate is None]
-        root = self.root()
-        now = dt.datetime.now(dt.UTC)
-        await give_back(self, Scope.expired_before(now, cs.regions))
-        base = {"campaign": cs.campaign, "region": cs.region, "state_root": str(root)}
-        where = {"kind": "network", **base, "regions": cs.regions}
-        net = log.intent(self.name, "network", where)
-        prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
-        prov.prepare()
-        log.acquired(net)  # a reference: state_root + campaign locate the cloud journal
-        bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
-        self.bills.extend(bills.values())
-        for itype, info in prov.catalogue.items():
-            self.advertised[itype] = (info.baseline_gbps, info.peak_gbps)
-        self.rate_scale = settings.rate_scale if settings.backing == "sim" else 1.0
+        if self._net is None:
+            self._net = await self._network(cs, settings, whole, log)
+        elif task_reqs:
+            raise HostError("aws: Fargate tasks are acquired with the campaign's first hosts")
+        net = self._net
+        prov, bills, base = net.prov, net.bills, net.base
+        leases = [
+            log.intent(self.name, r.name, {"kind": "instance", **base,
+                                            "region": prov.sites[net.index[r.name]].region})
+            for r in requests
+        ]  # fmt: skip
+
+        def launch(req: HostRequest, lease: Lease) -> CloudHost:
+            with net.serial if prov.public else contextlib.nullcontext():
+                return prov.launch(
+                    req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
+                    fleet=net.index[req.name],
+                )  # fmt: skip
+
+        made = await _all_launched(
+            [asyncio.to_thread(launch, r, lease) for r, lease in zip(requests, leases, strict=True)]
+        )
         launched: list[tuple[HostRequest, CloudHost, Lease]] = []
-        for index, req in enumerate(requests):  # of_hosts: fleet ``index`` is this host
-            await asyncio.sleep(0)  # let Ctrl-C / SIGTERM in between launches
-            region = prov.sites[index].region
-            lease = log.intent(self.name, req.name, {"kind": "instance", **base, "region": region})
-            host = prov.launch(
-                req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id}, fleet=index
-            )
-            bills[region].started[host.instance_id] = (host.instance_type, time.monotonic())
+        for req, lease, host in zip(requests, leases, made, strict=True):
+            bills[host.region].started[host.instance_id] = (host.instance_type, time.monotonic())
             lease = Lease(
                 lease.id, lease.provider, lease.host, {**lease.resource, "id": host.instance_id}
             )
@@ -281,6 +336,56 @@ class AwsCloud:
             Machine(req, lease, th) for req, th, lease in tiers
         ]
 
+    async def _network(
+        self, cs: CloudSpec, settings: Any, hosts: list[HostRequest], log: LeaseLog
+    ) -> _Network:
+        """The campaign's first acquire: reap expired leftovers, journal the network lease and
+        create the networks of every region its hosts use; the dead-man switch from the plan."""
+        if self._expected_s is not None:  # the switch follows the plan (25.3), not the fixed one
+            minutes = expiry.switch_s(self._expected_s, _scale(settings)) / 60
+            cs = cs.model_copy(update={"expires_after_minutes": minutes})
+        root = self.root()
+        now = dt.datetime.now(dt.UTC)
+        await give_back(self, Scope.expired_before(now, cs.regions))
+        base = {"campaign": cs.campaign, "region": cs.region, "state_root": str(root)}
+        where = {"kind": "network", **base, "regions": cs.regions}
+        net = log.intent(self.name, "network", where)
+        prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
+        await asyncio.to_thread(prov.prepare)
+        log.acquired(net)  # a reference: state_root + campaign locate the cloud journal
+        bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
+        self.bills.extend(bills.values())
+        for itype, info in prov.catalogue.items():
+            self.advertised[itype] = (info.baseline_gbps, info.peak_gbps)
+        self.rate_scale = settings.rate_scale if settings.backing == "sim" else 1.0
+        # path public (seed 003), or auto across regions (no peering): public addresses
+        public = public_path(settings, len(cs.regions))
+        extra = {
+            "market": cs.market,
+            "placement": cs.placement,
+            "backing": settings.backing,
+            "path": "public" if public else "private",
+        }
+        index = {r.name: i for i, r in enumerate(hosts)}  # of_hosts: fleet i is host i
+        return _Network(settings, prov, base, bills, index, extra, public)
+
+    def _start_heartbeat(self, net: _Network) -> None:
+        """The plan's dead-man switch, pushed on while this controller lives (issue 25.3)."""
+        if self._expected_s is None:
+            return
+        prov = net.prov
+        sim = net.settings.backing == "sim"
+        loop = asyncio.get_running_loop()
+        net.heartbeat = expiry.start(
+            {r: prov.client(r) for r in prov.spec.regions},
+            prov.spec.campaign,
+            prov.now,
+            self._expected_s,
+            sim=sim,
+            scale=_scale(net.settings),
+            rearm=None if sim else expiry.rearm_over_ssh(lambda: list(self._ssh_hosts), loop),
+        )
+
     # -- bootstrap -------------------------------------------------------------------------
     async def bootstrap(self, machines: list[Machine]) -> list[Host]:
         """The instances as hosts (a lab namespace each with backing ``sim``, SSH once ready
@@ -291,27 +396,31 @@ class AwsCloud:
             raise HostError("aws: bootstrap of machines this acquire did not return")
         settings, prov, cs, log = session.settings, session.prov, session.cs, session.log
         launched, tiers = session.launched, session.tiers
-        # path public (seed 003), or auto across regions (no peering): public addresses
-        public = public_path(settings, len(cs.regions))
-        extra = {
-            "market": cs.market,
-            "placement": cs.placement,
-            "backing": settings.backing,
-            "path": "public" if public else "private",
-        }
+        net = self._net
+        assert net is not None
+        extra, public = net.extra, net.public
+        first = net.heartbeat is None
         if settings.backing == "sim":
-            hosts = self._sim_hosts(settings, prov, launched, tiers, log, extra, public)
+            if net.lab is None:
+                self._sim_lab(net, tiers, log)
+            hosts = self._sim_hosts(net, launched, tiers)
         else:
             ssh_hosts = [self._ssh_host(req, h, extra, public) for req, h, _ in launched]
             await _all_ready(ssh_hosts)
+            self._ssh_hosts += ssh_hosts
             port = settings.fargate.port if settings.fargate else IPERF3_PORT
             private = {**extra, "path": "private"}  # a task is met at its ENI's private address
             tasks = [task_host(req, th, port, private) for req, th, _ in tiers]
             hosts = [*ssh_hosts, *tasks]
+        if first:
+            self._start_heartbeat(net)
         for region in cs.regions:  # one watcher per region: DescribeInstances is regional
+            ids = [h.instance_id for _, h, _ in launched if h.region == region]
+            if not ids:  # this wave launched nothing there
+                continue
             watcher = spot.Watcher(
                 prov.client(region),
-                [h.instance_id for _, h, _ in launched if h.region == region],
+                ids,
                 self._reclaimed,
                 sim=settings.backing == "sim",
                 every_s=1.0 if settings.backing == "sim" else 15.0,
@@ -373,18 +482,14 @@ class AwsCloud:
         for host in self._sim_by_id.get(instance_id, []):
             netns.stop_processes(host.namespace, grace=0.5)
 
-    def _sim_hosts(
-        self,
-        settings: Any,
-        prov: Provisioner,
-        launched: list[tuple[HostRequest, CloudHost, Lease]],
-        tiers: list[tuple[HostRequest, TierHost, Lease]],
-        log: LeaseLog,
-        extra: dict[str, str],
-        public: bool = False,
-    ) -> list[Host]:
+    def _sim_lab(
+        self, net: _Network, tiers: list[tuple[HostRequest, TierHost, Lease]], log: LeaseLog
+    ) -> None:
+        """Backing sim: one lab for the campaign, a namespace for every instance it will
+        launch (waves included: a namespace costs nothing) and for the first wave's tiers."""
         from netfleet import lab
 
+        settings, prov, extra = net.settings, net.prov, net.extra
         simlab, fargate_sim = backing.sim("labs"), backing.sim("fargate")
         lab_spec = backing.sim("instances").lab_spec
 
@@ -398,10 +503,14 @@ class AwsCloud:
             expires_at=prov.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         log.acquired(lease)
-        members = [
-            (f"h{i}", prov.catalogue[h.instance_type], {**h.labels, **extra, "host": req.name})
-            for i, (req, h, _) in enumerate(launched, start=1)
-        ]
+        members = []
+        for name, i in net.index.items():
+            fleet, site = prov.spec.fleets[i], prov.sites[i]
+            info = prov.catalogue[fleet.instance_type]
+            labels = {**info.labels(), "role": fleet.role, "region": site.region,
+                      "availability_zone": site.az}  # fmt: skip
+            net.shorts[name] = f"h{i + 1}"
+            members.append((net.shorts[name], info, {**labels, **extra, "host": name}))
         private = {**extra, "path": "private"}  # a task is met at its ENI's private address
         tasks = {  # lab host = the tier's name (≤ 10 characters), shaped like seed 000's tier
             th.name: fargate_sim.lab_host(th, settings.rate_scale, {**private, "host": req.name})
@@ -414,41 +523,54 @@ class AwsCloud:
                 rate_scale=settings.rate_scale,
                 time_scale=settings.time_scale,
                 extra_hosts=tasks,
-                public_path=public,
+                public_path=net.public,
             )
         except ValueError as exc:  # pydantic's ValidationError is one
             raise LabError(
                 f"cannot shape the simulated instances: {exc}",
                 hint="change cloud.rate_scale / cloud.time_scale, or use backing: ssh",
             ) from None
-        state = lab.up(spec, lab_dir)
+        net.lab = lab.up(spec, lab_dir)
+
+    def _sim_hosts(
+        self,
+        net: _Network,
+        launched: list[tuple[HostRequest, CloudHost, Lease]],
+        tiers: list[tuple[HostRequest, TierHost, Lease]],
+    ) -> list[Host]:
+        """This wave's instances and tiers as their lab namespaces, labelled from the launch
+        (instances first, as their machines)."""
+        state, scale = net.lab, f"{net.settings.rate_scale:g}"
         hosts: list[Host] = []
-        self._sim_by_id = {}
-        shorts = [(r, short) for (r, _, _), (short, _, _) in zip(launched, members, strict=True)]
-        ids = {req.name: h.instance_id for req, h, _ in launched}
-        for req, short in shorts + [(req, th.name) for req, th, _ in tiers]:
-            lh = state.hosts[short]
+        for req, h, _ in launched:
+            lh = state.hosts[net.shorts[req.name]]
             labels = {
                 **{k: v for k, v in lh.labels.items() if k != "host"},
-                "sim_rate_scale": f"{settings.rate_scale:g}",
+                **h.labels,
+                **net.extra,
+                "sim_rate_scale": scale,
                 **req.spec.labels,
             }
-            if req.name not in ids:  # a Fargate task: nothing reclaims it
-                task = NetnsHost(
-                    name=req.name, address=lh.address, labels=labels, namespace=lh.namespace
-                )
-                hosts.append(task)
-                continue
             host = SimInstanceHost(
                 name=req.name,
-                address=(lh.public_address or lh.address) if public else lh.address,
+                address=(lh.public_address or lh.address) if net.public else lh.address,
                 labels=labels,
                 namespace=lh.namespace,
-                instance_id=ids[req.name],
+                instance_id=h.instance_id,
                 gone=self.gone,
             )
             self._sim_by_id.setdefault(host.instance_id, []).append(host)
             hosts.append(host)
+        for req, th, _ in tiers:  # a Fargate task: nothing reclaims it
+            lh = state.hosts[th.name]
+            labels = {
+                **{k: v for k, v in lh.labels.items() if k != "host"},
+                "sim_rate_scale": scale,
+                **req.spec.labels,
+            }
+            hosts.append(
+                NetnsHost(name=req.name, address=lh.address, labels=labels, namespace=lh.namespace)
+            )
         return hosts
 
     def _ssh_host(
@@ -502,6 +624,9 @@ class AwsCloud:
         # spot watcher keeps watching the others until the campaign's network goes
         if kind == "network":
             await self._stop_watchers()
+            if self._net is not None and self._net.heartbeat is not None:
+                await self._net.heartbeat.stop()
+            self._net = None
         if kind == "task":
             try:
                 return await asyncio.to_thread(self._release_task, lease)
@@ -509,7 +634,9 @@ class AwsCloud:
                 self._live_tasks.discard(lease.id)
                 if not self._live_tasks:
                     self._tasks_settled.set()
-        if kind == "instance":
+        if kind == "instance":  # no more re-arms for it
+            gone = lease.resource.get("id")
+            self._ssh_hosts = [h for h in self._ssh_hosts if h.instance_id != gone]
             if self._live_tasks:  # tasks first: the client goes after the servers it measured
                 # not released by this pool in time: the network lease stops them anyway
                 with contextlib.suppress(TimeoutError):
@@ -612,14 +739,20 @@ class AwsCloud:
 
 class AwsProvider(CloudProvider):
     """``kind: aws`` hosts: the provider-neutral lifecycle (:class:`CloudProvider`) on
-    :class:`AwsCloud` — one campaign network for all of its hosts (``batch_size`` 0)."""
+    :class:`AwsCloud` — one campaign network for all of its hosts, made by the first acquire;
+    the runner may acquire them in waves (several acquires, ``waves``), each wave's instances
+    in one call (``batch_size`` 0), launched in parallel."""
 
     name = "aws"
     batch_size = 0
+    waves = True
     cloud: AwsCloud
 
     def __init__(self, state_root: Path | None = None, poll_s: float = 0.2) -> None:
         super().__init__(AwsCloud(state_root, poll_s))
+
+    def prepare(self, requests: list[HostRequest], expected_s: float | None) -> None:
+        self.cloud.prepare(requests, expected_s)
 
 
 def task_host(
@@ -638,6 +771,23 @@ def task_host(
         server_port=port,
         what=f"Fargate task {th.task_arn}",
     )
+
+
+async def _all_launched(jobs: list[Any]) -> list[CloudHost]:
+    """Launch together (one thread each); the first failure is raised after every launch has
+    come back — each recorded its lease before it began, so the pool releases what exists."""
+    got = await asyncio.gather(*jobs, return_exceptions=True)
+    hosts = []
+    for outcome in got:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        hosts.append(outcome)
+    return hosts
+
+
+def _scale(settings: Any) -> float:
+    """The sim's time scale (its switch and beats are scaled like its credits); 1 on AWS."""
+    return float(settings.time_scale) if settings.backing == "sim" else 1.0
 
 
 async def _all_ready(hosts: list[CloudSshHost]) -> None:

@@ -102,9 +102,7 @@ class Heartbeat:
         for ec2 in self.clients.values():
             ids = campaign_resources(ec2, self.campaign)
             for i in range(0, len(ids), 500):
-                ec2.create_tags(
-                    Resources=ids[i : i + 500], Tags=[{"Key": TAG_EXPIRES, "Value": value}]
-                )
+                _stamp(ec2, ids[i : i + 500], value)
         if self.rearm is not None:
             self.rearm(max(1, math.ceil((at - self.now()).total_seconds() / 60)))
         self.beats += 1
@@ -126,6 +124,28 @@ class Heartbeat:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
             self.task = None
+
+
+def _stamp(ec2: Any, ids: list[str], value: str) -> None:
+    """Tag ``ids`` with the stamp; CreateTags refuses the whole call for one id that is gone
+    (a deleted gateway whose tags a listing still shows, an instance already released), so
+    then each is stamped alone and the gone ones are passed over."""
+    from botocore.exceptions import ClientError
+
+    tags = [{"Key": TAG_EXPIRES, "Value": value}]
+    try:
+        ec2.create_tags(Resources=ids, Tags=tags)
+        return
+    except ClientError:
+        if len(ids) == 1:
+            raise
+    for rid in ids:
+        try:
+            ec2.create_tags(Resources=[rid], Tags=tags)
+        except ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if not code.endswith("NotFound") and "Malformed" not in code:
+                raise
 
 
 def fired(tags: Sequence[dict[str, str]], now: dt.datetime) -> bool:

@@ -38,8 +38,10 @@ from netfleet.hosts.base import Host
 #: beat interval and grace after the last beat, real AWS (backing ssh)
 EVERY_S = 60.0
 GRACE_S = 15 * 60.0
-#: the sim's beat interval (its grace is GRACE_S × time_scale, at least MIN_BEATS beats)
+#: the sim's beat interval; its grace is GRACE_S × time_scale, at least SIM_GRACE_S (a beat
+#: against a loaded emulator takes seconds: the grace must outlast a few slow ones)
 SIM_EVERY_S = 1.0
+SIM_GRACE_S = 10.0
 #: boot + install before the first run (waves.Timing's defaults)
 BOOT_S = 180.0
 
@@ -86,7 +88,7 @@ def start(
 ) -> deadman.Heartbeat:
     """The campaign's heartbeat, started on the running loop (see the module doc)."""
     every = SIM_EVERY_S if sim else EVERY_S
-    grace = max(GRACE_S * scale, deadman.MIN_BEATS * every)
+    grace = max(GRACE_S * scale, deadman.MIN_BEATS * every, SIM_GRACE_S if sim else 0.0)
     until = launched_at + dt.timedelta(seconds=switch_s(expected_s, scale))
     beat = deadman.Heartbeat(
         clients, campaign, switch_s=grace, every_s=every, rearm=rearm, until=until
