@@ -139,7 +139,7 @@ class Bill:
 
 @dataclass
 class _Session:
-    """What ``acquire`` leaves for ``bootstrap`` (one campaign per provider call)."""
+    """What ``acquire`` leaves for ``bootstrap`` (one wave: this acquire's machines)."""
 
     settings: Any
     prov: Provisioner
