@@ -417,6 +417,14 @@ def test_catalog_import_does_not_load_ssh() -> None:
     assert "asyncssh" not in loaded_after("import netfleet.catalog")
 
 
+def test_catalog_schemas_load_no_engine() -> None:
+    """The tables' schemas without the row code: a process that only reads or writes catalog
+    tables (an import by reference's own process) loads neither the engines nor pydantic."""
+    loaded = loaded_modules("import netfleet.catalog.schemas")
+    assert "pyarrow" in {name.split(".")[0] for name in loaded}
+    assert not {n for n in loaded if n.startswith(("netfleet.engines", "pydantic"))}
+
+
 def test_version_loads_no_heavy_library() -> None:
     code = (
         "import sys\nsys.argv = ['netfleet', '--version']\nfrom netfleet.cli.main import main\n"

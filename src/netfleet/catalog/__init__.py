@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
     from netfleet.catalog.ingestion import BadFile, IngestReport, ingest
     from netfleet.catalog.layout import CATALOG_FORMAT, TABLES
-    from netfleet.catalog.rows import SCHEMAS, RunRows, envelope_rows
+    from netfleet.catalog.rows import RunRows, envelope_rows
+    from netfleet.catalog.schemas import SCHEMAS
     from netfleet.catalog.views import connect
 
 #: name → module; imported on first use, so ``netfleet ingest`` with nothing new to add loads
@@ -32,7 +33,7 @@ _LAZY = {
     "ingest": "ingestion",
     "CATALOG_FORMAT": "layout",
     "TABLES": "layout",
-    "SCHEMAS": "rows",
+    "SCHEMAS": "schemas",
     "RunRows": "rows",
     "envelope_rows": "rows",
     "connect": "views",

@@ -179,7 +179,7 @@ class _Batch:
         their min/max statistics instead of reading ten times the rows (``-P 10``)."""
         import pyarrow as pa
 
-        from netfleet.catalog.rows import SCHEMAS
+        from netfleet.catalog.schemas import SCHEMAS
 
         tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
         groups = {t: [rows] for t, rows in tables.items()}
@@ -236,7 +236,7 @@ def _conversion_errors() -> tuple[type[Exception], ...]:
 def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     import pyarrow as pa
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     schema = SCHEMAS[table]
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
@@ -301,7 +301,7 @@ def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     schema = SCHEMAS[table]
     text = [f.name for f in schema if pa.types.is_string(f.type)]

@@ -273,7 +273,7 @@ def one_run(run: SourceRun) -> pa.Table:
 def part_schema() -> pa.Schema:
     import pyarrow as pa
 
-    from netfleet.catalog.rows import INTERVALS_SCHEMA
+    from netfleet.catalog.schemas import INTERVALS_SCHEMA
 
     return INTERVALS_SCHEMA.append(pa.field("file_id", pa.string()))
 

@@ -60,7 +60,7 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
         _refuse(reads, rows.run_id, why)
     import pyarrow as pa
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
     kept = [(read, columns) for read, columns in sums if read.row.get("state") == "ok"]
@@ -76,7 +76,7 @@ def _sum_table(kept: list[tuple[Read, dict[str, list[Any]]]], reads: list[Read])
     refused alone (its run's other rows are dropped by the caller with it)."""
     import pyarrow as pa
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     schema = SCHEMAS["intervals"]
     try:

@@ -185,11 +185,12 @@ def _register(
 
 def _load_writer() -> None:
     """Load what writing the catalog's parts and the manifest needs (pyarrow, the catalog's
-    schemas — which load the engines and pydantic —, Parquet) while the workers read: loaded
-    on first use it was 0.3-0.5 s of one core alone at the end of the import."""
+    schemas — not the row code, which loads the engines and pydantic —, Parquet) while the
+    workers read: loaded on first use it was 0.3-0.5 s of one core alone at the end of the
+    import."""
     import importlib
 
-    for name in ("pyarrow.compute", "pyarrow.parquet", "netfleet.catalog.rows"):
+    for name in ("pyarrow.compute", "pyarrow.parquet", "netfleet.catalog.schemas"):
         importlib.import_module(name)
 
 

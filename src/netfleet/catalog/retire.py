@@ -26,7 +26,7 @@ def retire(catalog: Path, runs: set[str]) -> list[str]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     gone: list[str] = []
     for batch_id in committed_batches(catalog):

@@ -185,7 +185,7 @@ def _empty_view(con: duckdb.DuckDBPyConnection, table: str, name: str) -> None:
     """A view ``name`` with the table's columns and no rows."""
     import pyarrow as pa
 
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     con.register(f"_empty_{table}", pa.Table.from_pylist([], schema=SCHEMAS[table]))
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM _empty_{table}")  # noqa: S608
