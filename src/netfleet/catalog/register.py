@@ -32,11 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netfleet.catalog import keepcopy, readtasks, sourcelist
-from netfleet.catalog.ingestion import _Batch, _prepared, _write_batch
+from netfleet.catalog import sourcelist
 from netfleet.catalog.manifest import current_generation, read_index, read_manifest, rows_table
 from netfleet.catalog.manifest import write_manifest as _write_manifest
-from netfleet.catalog.retire import finish_retire, retire
 from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
@@ -44,8 +42,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-# the readers (msgspec, isal, the import's builders, pyarrow) are imported where files are
-# read: a no-op import lists, stats and compares with the manifest's index only
+# the readers (msgspec, isal, the import's builders, pyarrow) and the catalog's writing
+# (readtasks, ingestion, retire, keepcopy) are imported where files are read: a no-op import
+# lists, stats and compares with the manifest's index only
 
 Progress = Callable[[int, int], None]
 
@@ -127,6 +126,8 @@ def register(
             report.generation = int(index["generation"])
             report.seconds = time.monotonic() - started
             return report
+    from netfleet.catalog import readtasks
+
     with readtasks.pool(workers, len(todo)) as pool:
         return _register(
             found, sources, catalog, asked, report, started, pool, keep_copy, progress,
@@ -148,6 +149,10 @@ def _register(
     follow_links: bool,
 ) -> RegisterReport:
     """:func:`register`'s work once something is to be read or marked."""
+    from netfleet.catalog import readtasks
+    from netfleet.catalog.ingestion import _prepared
+    from netfleet.catalog.retire import finish_retire, retire
+
     with _prepared(catalog, None) as (local, known):
         finish_retire(local)
         index = read_index(local)
@@ -371,6 +376,8 @@ def _settle(
         writer.keep(run_id)
         report.registered.append(item.source)
     if keep_copy:
+        from netfleet.catalog import keepcopy
+
         row["kept"] = keepcopy.keep(item, row["file_id"], keep_copy)
     state.add(row)
 
@@ -404,6 +411,8 @@ class _Writer:
         self.waiting, self.runs = [], 0
         if not kept:
             return
+        from netfleet.catalog.ingestion import _Batch, _write_batch
+
         batch = _Batch()
         for tables, runs in kept:
             whole = len(runs) == tables["runs"].num_rows  # every run of the task: no filter

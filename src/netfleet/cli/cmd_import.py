@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.console import console, file_bar
+from netfleet.cli.console import bar_when_needed, console
 from netfleet.cli.options import CatalogOpt, ResultsOpt
 from netfleet.errors import InputError, PartlyDone
 from netfleet.text import line
@@ -60,7 +60,7 @@ def import_(
     Links and special files are refused unless --follow-links. With --catalog, files are
     registered by reference (docs/import.md). Exit 3 if some files could not be imported (the
     others are), 2 if none could."""
-    with file_bar("import") as tick:
+    with bar_when_needed("import") as tick:
         report = api.import_(
             sources,
             results=results,

@@ -3,6 +3,7 @@
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 
@@ -32,13 +33,13 @@ def bar_when_needed(label: str) -> Iterator[Callable[[int, int], None]]:
     a command that usually has nothing to build (``sql``, ``export``) prints nothing extra."""
     from contextlib import ExitStack
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-
     with ExitStack() as stack:
-        shown: list[tuple[Progress, TaskID]] = []
+        shown: list[tuple[Any, Any]] = []  # (Progress, TaskID): rich.progress loaded if shown
 
         def tick(done: int, total: int) -> None:
             if not shown and done < total:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
                 bar = stack.enter_context(
                     Progress(
                         TextColumn(label),
