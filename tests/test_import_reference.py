@@ -336,6 +336,34 @@ def test_the_cheat_sheet_cache_follows_the_manifest_generation(tmp_path: Path) -
     assert first.rows != second.rows  # not the cached answer of generation 1
 
 
+def test_an_unchanged_catalog_answers_without_the_heavy_libraries(tmp_path: Path) -> None:
+    """The no-op import, the cached cheat sheet and verify, each in a fresh interpreter (the
+    CLI's own commands): none loads DuckDB, pyarrow, pydantic, the engines or the readers."""
+    import subprocess
+    import sys
+
+    src = _folder(tmp_path, RUNS[:3])
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    api.cheatsheet(catalog=str(cat), by="engine", side="sender")  # asked once: cached
+    heavy = ("duckdb", "pyarrow", "pydantic", "netfleet.engines", "msgspec", "isal")
+    for argv in (
+        ["import", str(src), "--catalog", str(cat)],
+        ["cheatsheet", "--catalog", str(cat), "--by", "engine", "--side", "sender"],
+        ["verify", "--catalog", str(cat)],
+    ):
+        code = (
+            "import sys\nfrom netfleet.cli.main import main\n"
+            f"sys.argv = ['netfleet', *{argv!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('\\n'.join(sys.modules), file=sys.stderr)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = set(done.stderr.splitlines())
+        assert not {m for m in loaded if m.startswith(heavy)}, argv
+
+
 def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
