@@ -82,8 +82,9 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
 
 def _check_all(rows: list[dict[str, Any]], workers: int) -> list[tuple[str, str]]:
     """:func:`_check` of every row, in order: one slice of the rows per thread (a future per
-    file cost more than hashing a 16 kB file)."""
-    threads = max(1, min(workers, len(rows) // 64))
+    file cost more than hashing a 16 kB file), no more threads than CPUs (1,024 files in the
+    page cache, 2 CPUs: 2 threads 0.019-0.022 s, 4 threads 0.027-0.033 s and twice the CPU)."""
+    threads = max(1, min(workers, os.cpu_count() or 1, len(rows) // 64))
     if threads == 1:
         return [_check(row) for row in rows]
     slices = [rows[n::threads] for n in range(threads)]
