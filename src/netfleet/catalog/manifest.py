@@ -199,7 +199,9 @@ def write_manifest(catalog_dir: str | os.PathLike[str], rows: pa.Table, generati
     from netfleet.durable import fsync_dir
 
     want = schema()
-    table = rows.select(want.names).cast(want)
+    table = rows.select(want.names)
+    if not table.schema.equals(want):  # (rows_table's are: a cast loads pyarrow.compute)
+        table = table.cast(want)
     table = table.replace_schema_metadata({GENERATION_KEY: str(generation).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
