@@ -364,6 +364,30 @@ def test_an_unchanged_catalog_answers_without_the_heavy_libraries(tmp_path: Path
         assert not {m for m in loaded if m.startswith(heavy)}, argv
 
 
+def test_a_batch_of_sums_is_one_row_group_and_any_other_kind_is_split() -> None:
+    """An import by reference's batch skips the sum/stream split (and pyarrow.compute) only
+    when every interval row is a sum; a stream row among them gets the split's two groups."""
+    import pyarrow as pa
+
+    from netfleet.catalog.register import _sums_batch
+    from netfleet.catalog.schemas import SCHEMAS
+
+    def batch(kinds: list[str | None]) -> Any:
+        made = _sums_batch()
+        rows = {name: [None] * len(kinds) for name in SCHEMAS["intervals"].names}
+        rows.update(run_id=["r"] * len(kinds), kind=kinds, idx=list(range(len(kinds))))
+        made.parts["intervals"].append(
+            pa.RecordBatch.from_pydict(rows, schema=SCHEMAS["intervals"])
+        )
+        return made.tables()["intervals"]
+
+    (only,) = batch(["sum", "sum", "sum"])
+    assert only.column("idx").to_pylist() == [0, 1, 2]
+    sums, streams = batch(["sum", "stream", "sum"])
+    assert sums.column("idx").to_pylist() == [0, 2] and streams.column("idx").to_pylist() == [1]
+    assert [g.num_rows for g in batch(["sum", None])] == [1, 1]
+
+
 def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

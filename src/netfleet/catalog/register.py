@@ -446,7 +446,7 @@ def _sums_batch() -> _Batch:
             tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
             kinds = tables["intervals"].column("kind")
             every_sum = pa.chunked_array([pa.repeat("sum", len(kinds))], pa.string())
-            if self.columnar or kinds.null_count or not kinds.equals(every_sum):
+            if self.columnar or not kinds.equals(every_sum):
                 return super().tables()
             return {t: [rows] for t, rows in tables.items()}
 
