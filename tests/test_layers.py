@@ -24,6 +24,7 @@ RANKS: dict[str, int] = {
     "jsonparse": 0,  # JSON text → values, fast (pydantic_core) with json.loads's results
     "journalfile": 0,  # reading a JSON-lines journal someone else may have written (bounded)
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts
+    "workers": 0,  # forkserver pools whose workers get the current environment
     "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it
     "aws": 0,  # base: the one boto3 client factory
     "tabular": 0,  # base: the neutral table value type every layer may return

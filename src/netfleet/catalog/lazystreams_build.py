@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -179,10 +179,9 @@ def _pool(stack: contextlib.ExitStack, workers: int) -> Callable[[], Executor]:
 
     def get() -> Executor:
         if not started:
-            import multiprocessing
+            from netfleet.workers import process_pool
 
-            ctx = multiprocessing.get_context("forkserver")
-            started.append(stack.enter_context(ProcessPoolExecutor(workers, mp_context=ctx)))
+            started.append(stack.enter_context(process_pool(workers, quiet=False)))
         return started[0]
 
     return get

@@ -164,15 +164,14 @@ def pool(workers: int, files: int) -> Iterator[Any]:
     if workers < 2 or files < PARALLEL_MIN:
         yield None
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from netfleet.workers import process_pool
 
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(
-        ["netfleet.catalog.readtasks", "netfleet.catalog.onepass", "netfleet.catalog.typedsums",
-         "netfleet.catalog.rows", "netfleet.store.imports", "isal.isal_zlib"]
+    pool = process_pool(
+        workers,
+        preload=["netfleet.catalog.readtasks", "netfleet.catalog.onepass",
+                 "netfleet.catalog.typedsums", "netfleet.catalog.rows", "netfleet.store.imports",
+                 "isal.isal_zlib"],
     )  # fmt: skip
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
     try:
         for _ in range(workers):
             pool.submit(_warm)

@@ -29,7 +29,6 @@ import gzip
 import io
 import os
 import re
-import signal
 import stat
 import time
 import zlib
@@ -334,21 +333,14 @@ _KINDS = {
 }
 
 
-def _quiet_worker() -> None:
-    """Ctrl-C is the parent's to handle: it stops handing out files and keeps what is written."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepared]:
     """Each file prepared, in order: in ``workers`` processes when there are enough files."""
     if workers < 2 or len(paths) < PARALLEL_MIN:
         yield from (prepare(p, opts) for p in paths)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from netfleet.workers import process_pool
 
-    ctx = multiprocessing.get_context("forkserver")
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_worker)
+    pool = process_pool(workers)
     try:
         yield from pool.map(partial(prepare, opts=opts), paths, chunksize=8)
     finally:
