@@ -124,3 +124,10 @@ def moto() -> Iterator[MotoServer]:
     """One moto server per test module (import this fixture into the module)."""
     with moto_server() as srv:
         yield srv
+
+
+@pytest.fixture
+def fresh(moto: MotoServer) -> MotoServer:
+    """The module's moto server with its state reset for this test."""
+    moto.reset()
+    return moto

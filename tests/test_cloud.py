@@ -83,10 +83,7 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 def test_catalogue_reads_advertised_network_figures(fresh: MotoServer) -> None:

@@ -32,10 +32,7 @@ from tests.test_cloud import CLI
 moto = motokit.moto  # one moto server for the module
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 @pytest.fixture

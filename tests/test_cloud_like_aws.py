@@ -31,10 +31,7 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 def test_clients_use_adaptive_retries_with_more_attempts() -> None:

@@ -29,10 +29,7 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 def counts(root: Path) -> dict[str, int | None]:

@@ -25,10 +25,7 @@ from tests.motokit import MotoServer
 moto = motokit.moto
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 def spec(**over: Any) -> CloudSpec:

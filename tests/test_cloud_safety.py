@@ -37,10 +37,7 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    return moto
+fresh = motokit.fresh  # the module's moto server, reset for each test
 
 
 def example(tmp_path: Path, name: str, change: Any) -> Path:
