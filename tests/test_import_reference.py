@@ -23,7 +23,7 @@ from netfleet.catalog.register import register
 from netfleet.catalog.verify import verify
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
-from netfleet.errors import ExitStatus
+from netfleet.errors import ExitStatus, InputError
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files
 from tests.motokit import moto_server
@@ -294,6 +294,17 @@ def test_keep_copy_keeps_the_bytes_as_they_are(tmp_path: Path) -> None:
     Path(row["source"]).unlink()
     report = verify(tmp_path / "cat")
     assert report.missing == [row["source"]] == report.kept_ok
+
+
+def test_a_keep_copy_that_cannot_be_written_is_refused_before_anything(tmp_path: Path) -> None:
+    """A --keep-copy destination that is a file is one clear error (exit 2) before any file is
+    read: no catalog, no manifest (it was an internal error half-way through)."""
+    src = _folder(tmp_path, RUNS[:2], gz=True)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(InputError, match=r"--keep-copy .*a-file: cannot keep files there"):
+        register([str(src)], tmp_path / "cat", keep_copy=str(blocker))
+    assert not (tmp_path / "cat").exists()
 
 
 def test_s3_sources_listed_for_changes_read_once_and_copied_server_side(

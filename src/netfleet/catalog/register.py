@@ -101,7 +101,7 @@ def register(
     (see the module's text). ``keep_copy``: a folder (or ``s3://`` prefix) where each newly
     read file is kept as it is (hardlink or reflink when possible, else a copy; S3 to S3 a
     server-side copy), named by its SHA-256."""
-    from netfleet.store.sources import SIDES, split_labels
+    from netfleet.store.sources import SIDES, check_keep_copy, split_labels
 
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
@@ -110,6 +110,8 @@ def register(
             "import by reference keeps its manifest in a local catalog",
             hint="give --catalog a local folder (the sources may be s3:// URLs)",
         )
+    if keep_copy:
+        check_keep_copy(keep_copy)
     asked_labels = split_labels(labels)
     asked = json.dumps({"labels": asked_labels, "pattern": pattern, "side": side}, sort_keys=True)
     started = time.monotonic()

@@ -164,3 +164,22 @@ def split_labels(items: Iterable[str]) -> dict[str, str]:
 def default_workers() -> int:
     """Worker processes for ``netfleet import``: one per CPU, at most 4."""
     return min(os.cpu_count() or 1, 4)
+
+
+def check_keep_copy(dest: str) -> None:
+    """``--keep-copy DEST``: a local folder must exist (it is made) and be writable before any
+    file is read, so that a bad destination is one clear error, not a failure half-way through
+    (an ``s3://`` prefix is checked by its first write)."""
+    if dest.startswith("s3://"):
+        return
+    folder = Path(dest)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise NotADirectoryError(0, "not a writable folder")
+    except OSError as exc:
+        raise InputError(
+            f"--keep-copy {dest}: cannot keep files there ({exc.strerror or exc})",
+            hint="name a writable folder, ideally on the sources' file system (each kept file "
+            "is then a hardlink), or an s3:// prefix",
+        ) from None
