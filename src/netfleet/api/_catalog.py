@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from netfleet.api._paths import catalog_dir, results_url
 
 if TYPE_CHECKING:
+    from netfleet.catalog.register import RegisterReport
     from netfleet.tabular import Tabular
 
 
@@ -30,14 +31,43 @@ def cheatsheet(
     by: str | Sequence[str] = ("instance_type", "direction"),
     side: Literal["receiver", "sender"] = "receiver",
     campaign: str | None = None,
+    import_from: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = (),
+    pattern: str | None = None,
+    label: Iterable[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+    imported: Callable[[RegisterReport], None] | None = None,
 ) -> Tabular:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB. ``by``: label
-    keys or run columns. Raw results under ``results`` not yet in the catalog are noted."""
+    keys or run columns. Raw results under ``results`` not yet in the catalog are noted.
+
+    ``import_from``: files, folders, globs or ``s3://`` prefixes imported by reference into the
+    catalog first, in the same call — as ``import_(import_from, catalog=catalog,
+    pattern=pattern, label=label)`` does (campaign ``imported``, side ``auto``; only what
+    changed is read, ``progress(done, total)`` counting the files) — then the sheet of the
+    whole catalog. ``imported(report)`` receives that import's ``RegisterReport`` (the files
+    refused, changed, missing) before the sheet is made; a refused file never stops the
+    others nor the sheet."""
+    from netfleet.api._results import import_
+
+    sources = [import_from] if isinstance(import_from, (str, os.PathLike)) else list(import_from)
+    labels = list(label)
+    where = catalog_dir(catalog)
+    if sources:
+        report = import_(sources, catalog=where, pattern=pattern, label=labels, progress=progress)
+        if imported is not None:
+            imported(report)  # type: ignore[arg-type]  # with a catalog: a RegisterReport
+    elif pattern is not None or labels:
+        from netfleet.errors import InputError
+
+        raise InputError(
+            "--pattern and --label name the labels of files imported by --import-from",
+            hint="add --import-from FOLDER, or drop them",
+        )
     from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 
     return build_cheatsheet(
-        catalog_dir(catalog),
+        where,
         group_by=keys(by, required=False),
         side=side,
         campaign=campaign,

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from netfleet import api
+from netfleet.cli import registered
 from netfleet.cli.console import bar_when_needed, console
 from netfleet.cli.options import CatalogOpt, ResultsOpt
-from netfleet.errors import InputError, PartlyDone
+from netfleet.errors import PartlyDone
 from netfleet.text import line
 
 
@@ -80,62 +81,15 @@ def import_(
     dups += f", {len(report.already)} already imported" if report.already else ""
     url = line(api.results_url(results))
     console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
-    _per_file(report, "already imported as", "notes.imported.flags")
-    _outcome(report.bad, bool(report.imported or report.duplicates or report.already))
-
-
-def _per_file(report: api.ImportReport | api.RegisterReport, already: str, flags: str) -> None:
-    """The duplicate, flagged and refused files of an import, one line each."""
-    for path, first in report.duplicates:
-        console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
-    for path, run_id in report.already:
-        console.print(f"  duplicate {line(path)}: {already} {line(run_id)}")
-    for path, count in report.flagged:
-        console.print(
-            f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
-            f"(see {flags})"
-        )
-    for path, reason in report.bad:
-        console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
-
-
-def _outcome(bad: list[tuple[str, str]], done: bool) -> None:
-    """Exit 2 when every file was refused, 3 when some were (the others imported)."""
-    if bad and not done:
-        raise InputError(
-            f"{len(bad)} file(s) could not be imported, none was",
-            hint="the reasons are listed above",
-        )
-    if bad:  # exit 3: finished, some refused
-        raise PartlyDone(
-            f"{len(bad)} file(s) could not be imported",
-            hint="the reasons are listed above; the other files were imported",
-        )
+    registered.per_file(report, "already imported as", "notes.imported.flags", console)
+    registered.outcome(report.bad, bool(report.imported or report.duplicates or report.already))
 
 
 def _registered(report: api.RegisterReport) -> None:
     """An import by reference, said file by file where something happened."""
-    parts = [f"registered {len(report.registered)} file(s)"]
-    for count, what in (
-        (report.unchanged, "unchanged"),
-        (len(report.changed), "changed"),
-        (len(report.touched), "touched (same bytes)"),
-        (len(report.missing), "missing"),
-        (len(report.bad), "not imported"),
-        (len(report.duplicates), "duplicate(s)"),
-        (len(report.already), "already in the catalog"),
-    ):
-        if count:
-            parts.append(f"{count} {what}")
-    where = line(str(report.catalog_dir))
-    console.print(f"{', '.join(parts)} in {where} (manifest generation {report.generation})")
-    for path in report.changed:
-        console.print(f"  [yellow]changed[/] {line(path)}: a new run; the old one retired")
-    for path in report.missing:
-        console.print(f"  [yellow]missing[/] {line(path)}: gone from its source (runs kept)")
-    _per_file(report, "already in the catalog as", "the manifest's flags")
-    done = report.registered or report.unchanged or report.touched or report.already
-    _outcome(report.bad, bool(done or report.duplicates))
+    console.print(line(registered.summary(report)))
+    registered.details(report, console)
+    registered.registered_outcome(report)
 
 
 def verify(catalog: CatalogOpt = None) -> None:

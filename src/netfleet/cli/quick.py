@@ -1,0 +1,98 @@
+"""Command lines answered before the Typer app loads (issue 26): loading Typer, Click and Rich
+costs more than an import that finds nothing changed and a cached cheat sheet together.
+
+Only command lines whose reading is certain are taken: ``--version`` alone, and ``cheatsheet``
+followed by its options each written as ``--name VALUE``, ``--name=VALUE`` or ``-c VALUE``
+(a short flag apart from its value), none given twice unless it repeats, no value beginning
+with ``-``, every choice one of its choices. Anything else — ``--help``, a root option, an
+unknown option, a positional argument, ``--``, shell completion — returns None and goes to the
+Typer app, which reads every command line as always. Both end in the same function
+(:func:`netfleet.cli.sheet.show_cheatsheet`), so the options mean one thing;
+tests/test_quick.py keeps :data:`CHEATSHEET_OPTIONS` equal to the Typer command's options
+(flags, keyword, repeatable, choices) and the function's defaults equal to the command's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+
+class Option(NamedTuple):
+    """How one flag of a command is read: the keyword it sets, whether it repeats (a list of
+    values), and its choices (None: any text)."""
+
+    keyword: str
+    repeats: bool = False
+    choices: tuple[str, ...] | None = None
+
+
+#: the output formats (``netfleet.report.OutputFormat``'s values)
+FORMATS = ("table", "json", "csv", "markdown")
+
+#: ``netfleet cheatsheet``'s options (:func:`netfleet.cli.cmd_catalog.cheatsheet`), by flag
+CHEATSHEET_OPTIONS: dict[str, Option] = {
+    "--catalog": Option("catalog"),
+    "-c": Option("catalog"),
+    "--results": Option("results"),
+    "-r": Option("results"),
+    "--by": Option("by"),
+    "--side": Option("side", choices=("receiver", "sender")),
+    "--campaign": Option("campaign"),
+    "--format": Option("fmt", choices=FORMATS),
+    "-f": Option("fmt", choices=FORMATS),
+    "--import-from": Option("import_from", repeats=True),
+    "--pattern": Option("pattern"),
+    "--label": Option("label", repeats=True),
+}
+
+
+def parse(args: Sequence[str], options: dict[str, Option]) -> dict[str, Any] | None:
+    """``args`` as keyword values when each is an option of ``options`` written plainly (see
+    the module's text); None when the Typer app must read them."""
+    values: dict[str, Any] = {}
+    rest = list(args)
+    while rest:
+        token = rest.pop(0)
+        if token.startswith("--") and "=" in token:
+            flag, value = token.split("=", 1)
+        elif token in options and rest:
+            flag, value = token, rest.pop(0)
+            if value.startswith("-"):  # Click would take it as the value; say so there
+                return None
+        else:
+            return None
+        option = options.get(flag)
+        if option is None or (option.choices is not None and value not in option.choices):
+            return None
+        if option.repeats:
+            values.setdefault(option.keyword, []).append(value)
+        elif option.keyword in values:
+            return None
+        else:
+            values[option.keyword] = value
+    return values
+
+
+def quick_command(argv: Sequence[str]) -> Callable[[], object] | None:
+    """The command ``argv`` (after the program's name) asks, to run without the Typer app, or
+    None when the Typer app must read it."""
+    if any(name.startswith("_NETFLEET_COMPLETE") for name in os.environ):
+        return None  # shell completion: Typer's
+    if list(argv) == ["--version"]:
+        from netfleet import __version__
+
+        return lambda: print(f"netfleet {__version__}")
+    if list(argv[:1]) == ["cheatsheet"]:
+        values = parse(argv[1:], CHEATSHEET_OPTIONS)
+        if values is None:
+            return None
+
+        def cheatsheet() -> None:
+            from netfleet.cli.sheet import show_cheatsheet
+
+            show_cheatsheet(**values)
+
+        return cheatsheet
+    return None

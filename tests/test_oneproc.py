@@ -1,0 +1,178 @@
+"""From a folder to a printed cheat sheet in one process (issue 26): ``netfleet cheatsheet
+--import-from`` prints exactly what ``netfleet import`` + ``netfleet cheatsheet`` print, reports
+a bad file and exits as documented; the command line read before the Typer app loads
+(:mod:`netfleet.cli.quick`) takes exactly the cheatsheet command's options, and an unchanged
+folder's sheet loads no Typer, Click, Rich, pydantic, DuckDB or pyarrow."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netfleet.cli.quick import CHEATSHEET_OPTIONS, FORMATS, parse, quick_command
+from netfleet.cli.sheet import show_cheatsheet
+from netfleet.errors import ExitStatus
+from netfleet.report import OutputFormat
+from tests.test_import_reference import RUNS, _folder
+
+#: the fixtures' runs carry no instance type: group by their engine and side
+SHEET = ["--by", "engine", "--side", "sender"]
+
+
+def netfleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The netfleet command as a user runs it (its own process: the quick path included)."""
+    return subprocess.run(
+        [sys.executable, "-m", "netfleet", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_one_command_prints_what_the_two_commands_print(tmp_path: Path, fmt: str) -> None:
+    src = _folder(tmp_path, RUNS[:4])
+    one, two = tmp_path / "one", tmp_path / "two"
+    sheet = [*SHEET, "--format", fmt]
+    imported = netfleet("import", str(src), "--catalog", str(two), cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    alone = netfleet("cheatsheet", "--catalog", str(two), *sheet, cwd=tmp_path)
+    both = netfleet(
+        "cheatsheet", "--import-from", str(src), "--catalog", str(one), *sheet, cwd=tmp_path
+    )
+    assert both.returncode == 0, both.stderr
+    assert both.stdout == alone.stdout and "4" in both.stdout
+    # the import's report on stderr: the import command's line, its catalog named
+    assert both.stderr == imported.stdout.replace(str(two), str(one))
+    again = netfleet(
+        "cheatsheet", "--import-from", str(src), "--catalog", str(one), *sheet, cwd=tmp_path
+    )
+    assert again.stdout == alone.stdout
+    assert again.stderr.startswith("registered 0 file(s), 4 unchanged")
+
+
+def test_a_bad_file_is_reported_and_the_sheet_still_printed(tmp_path: Path) -> None:
+    src = _folder(tmp_path, RUNS[:2])
+    (src / "cut.json").write_text('{"start": {}, "intervals": [{"sum": {"bits_per_second": 1')
+    cat = tmp_path / "cat"
+    args = ["cheatsheet", "--import-from", str(src), "--catalog", str(cat), *SHEET, "-f", "json"]
+    done = netfleet(*args, cwd=tmp_path)
+    assert done.returncode == ExitStatus.RUNS_FAILED, done.stderr
+    assert "1 not imported" in done.stderr and "cut.json" in done.stderr
+    assert "truncated" in done.stderr
+    sheet = json.loads(done.stdout)
+    assert sheet["rows"] and "registered 2 file(s)" in done.stderr
+    alone = netfleet("cheatsheet", "--catalog", str(cat), *SHEET, "-f", "json", cwd=tmp_path)
+    assert alone.stdout == done.stdout
+
+
+def test_no_file_imported_exits_2_and_a_stray_pattern_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "empty.json").write_bytes(b"")
+    cat = str(tmp_path / "cat")
+    done = netfleet("cheatsheet", "--import-from", str(src), "--catalog", cat, cwd=tmp_path)
+    assert done.returncode == ExitStatus.INVALID_INPUT
+    assert "empty.json" in done.stderr and "none was" in done.stderr
+    stray = netfleet("cheatsheet", "--catalog", cat, "--pattern", "seed002", cwd=tmp_path)
+    assert stray.returncode == ExitStatus.INVALID_INPUT and "--import-from" in stray.stderr
+
+
+def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> None:
+    """The second run (nothing changed, the answer cached) in a fresh interpreter: JSON loads
+    none of Typer, Click, Rich, pydantic, DuckDB, pyarrow or the readers; a table loads Rich's
+    console and table only."""
+    src = _folder(tmp_path, RUNS[:3])
+    cat = str(tmp_path / "cat")
+    argv = ["cheatsheet", "--import-from", str(src), "--catalog", cat, *SHEET]
+    assert netfleet(*argv, cwd=tmp_path).returncode == 0
+    heavy = ("typer", "click", "pydantic", "duckdb", "pyarrow", "netfleet.engines", "msgspec")
+    for fmt, more in (("json", ("rich",)), ("table", ("rich.progress", "rich.markdown"))):
+        code = (
+            "import sys\nfrom netfleet.cli.main import main\n"
+            f"sys.argv = ['netfleet', *{[*argv, '--format', fmt]!r}]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('\\n'.join(sys.modules), file=sys.stderr)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = set(done.stderr.splitlines())
+        assert not {m for m in loaded if m.startswith((*heavy, *more))}, fmt
+
+
+def _command_options() -> list[Any]:
+    from netfleet.cli.main import load_command
+
+    return list(load_command("cheatsheet").params)
+
+
+def test_the_quick_options_are_the_typer_command_s() -> None:
+    params = _command_options()
+    flags = {}
+    for param in params:
+        assert not param.is_flag, f"{param.name}: a flag the quick path cannot read"
+        choices = getattr(param.type, "choices", None)
+        for flag in (*param.opts, *param.secondary_opts):
+            flags[flag] = (param.name, param.multiple, tuple(choices) if choices else None)
+    assert {f: tuple(o) for f, o in CHEATSHEET_OPTIONS.items()} == flags
+    assert tuple(f.value for f in OutputFormat) == FORMATS
+    # the defaults: show_cheatsheet's are the command's (a repeatable option: none given)
+    defaults = inspect.signature(show_cheatsheet).parameters
+    assert set(defaults) == {p.name for p in params}
+    for param in params:
+        want = param.default.value if isinstance(param.default, OutputFormat) else param.default
+        if param.multiple:
+            want = tuple(want or ())
+        assert defaults[param.name].default == want, param.name
+
+
+def test_the_quick_path_reads_plain_options_and_leaves_the_rest_to_typer() -> None:
+    got = parse(
+        ["-c", "cat", "--by=a,b", "--import-from", "x", "--import-from=y", "-f", "json"],
+        CHEATSHEET_OPTIONS,
+    )
+    assert got == {"catalog": "cat", "by": "a,b", "import_from": ["x", "y"], "fmt": "json"}
+    assert parse(["--label", "k=v", "--label", "a=b"], CHEATSHEET_OPTIONS) == {
+        "label": ["k=v", "a=b"]
+    }
+    for args in (
+        ["--help"],
+        ["--by"],  # no value
+        ["--by", "--side"],  # Click takes "--side" as the value
+        ["--by", "a", "--by", "b"],  # twice
+        ["--side", "Sender"],  # not a choice
+        ["--format", "yaml"],
+        ["-ccat"],  # a short flag with its value attached
+        ["--", "--by", "a"],
+        ["extra"],
+        ["--bogus=1"],
+        ["--cat", "x"],  # Click takes no abbreviations
+    ):
+        assert parse(args, CHEATSHEET_OPTIONS) is None, args
+    assert quick_command(["--debug", "cheatsheet"]) is None
+    assert quick_command(["cheatsheet", "--help"]) is None
+    assert quick_command(["import", "x"]) is None
+    assert quick_command(["cheatsheet", "-c", "x"]) is not None
+
+
+def test_the_quick_path_and_the_typer_app_print_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from netfleet.cli.boundary import guarded
+    from netfleet.cli.main import app
+
+    src = _folder(tmp_path, RUNS[:2])
+    argv = ["cheatsheet", "--import-from", str(src), "-c", str(tmp_path / "cat"), *SHEET]
+    quick = quick_command([*argv, "-f", "csv"])
+    assert quick is not None
+    assert guarded(quick) == 0
+    by_quick = capsys.readouterr()
+    assert guarded(lambda: app([*argv, "-f", "csv"], standalone_mode=False)) == 0
+    by_typer = capsys.readouterr()
+    assert by_quick.out == by_typer.out and by_quick.out.startswith("engine,")
+    assert by_quick.err.replace("registered 2 file(s)", "registered 0 file(s), 2 unchanged") == (
+        by_typer.err
+    )
