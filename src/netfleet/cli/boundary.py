@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import sys
-import traceback
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
@@ -36,7 +35,7 @@ def guarded(fn: Callable[[], object]) -> int:
         rv = fn()
     except NetfleetError as exc:
         if DEBUG["on"]:
-            traceback.print_exc()
+            _traceback()
         err_console().print(f"[bold red]error:[/] {plain(exc)}", markup=True)
         return int(exc.exit_status)
     except KeyboardInterrupt:
@@ -48,7 +47,7 @@ def guarded(fn: Callable[[], object]) -> int:
             raise_internal()
             return int(ExitStatus.ERROR)
         if DEBUG["on"]:
-            traceback.print_exc()
+            _traceback()
         where = exc.filename or "a file netfleet was writing"
         err_console().print(
             f"[bold red]error:[/] {plain(where)}: {plain(exc.strerror or exc)}\n  fix: {fix}",
@@ -99,9 +98,16 @@ _ENV_FIXES = {
 }
 
 
+def _traceback() -> None:
+    """Print the traceback of the exception being handled (``traceback`` loaded only then)."""
+    import traceback
+
+    traceback.print_exc()
+
+
 def raise_internal() -> None:
     """Print the traceback of the exception being handled as a bug report."""
-    traceback.print_exc()
+    _traceback()
     err_console().print(
         "[bold red]internal error[/]: this is a bug in netfleet — please "
         "report it with the traceback above"
