@@ -82,15 +82,16 @@ def test_no_file_imported_exits_2_and_a_stray_pattern_is_refused(tmp_path: Path)
 
 
 def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> None:
-    """The second run (nothing changed, the answer cached) in a fresh interpreter: JSON loads
-    none of Typer, Click, Rich, pydantic, DuckDB, pyarrow or the readers; a table loads Rich's
-    console and table only."""
+    """The second run (nothing changed, the answer cached) in a fresh interpreter loads none of
+    Typer, Click, Rich, pydantic, DuckDB, pyarrow or the readers: JSON needs none, and a table
+    on a stdout that is not a terminal is the text drawn last time."""
     src = _folder(tmp_path, RUNS[:3])
     cat = str(tmp_path / "cat")
     argv = ["cheatsheet", "--import-from", str(src), "--catalog", cat, *SHEET]
     assert netfleet(*argv, cwd=tmp_path).returncode == 0
     heavy = ("typer", "click", "pydantic", "duckdb", "pyarrow", "netfleet.engines", "msgspec")
-    for fmt, more in (("json", ("rich",)), ("table", ("rich.progress", "rich.markdown"))):
+    heavy += ("rich",)
+    for fmt in ("json", "table"):
         code = (
             "import sys\nfrom netfleet.cli.main import main\n"
             f"sys.argv = ['netfleet', *{[*argv, '--format', fmt]!r}]\n"
@@ -100,7 +101,7 @@ def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> N
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         loaded = set(done.stderr.splitlines())
-        assert not {m for m in loaded if m.startswith((*heavy, *more))}, fmt
+        assert not {m for m in loaded if m.startswith(heavy)}, fmt
 
 
 def _command_options() -> list[Any]:
@@ -176,3 +177,40 @@ def test_the_quick_path_and_the_typer_app_print_the_same(
     assert by_quick.err.replace("registered 2 file(s)", "registered 0 file(s), 2 unchanged") == (
         by_typer.err
     )
+
+
+def test_a_drawn_sheet_is_read_back_only_under_the_same_conditions(tmp_path: Path) -> None:
+    import os
+
+    src = _folder(tmp_path, RUNS[:2])
+    argv = ["cheatsheet", "--import-from", str(src), "--catalog", str(tmp_path / "cat"), *SHEET]
+    first = netfleet(*argv, cwd=tmp_path)
+    texts = list((tmp_path / "cat" / "_sheets").glob("text-*.txt"))
+    assert len(texts) == 1 and texts[0].read_text() == first.stdout
+    assert netfleet(*argv, cwd=tmp_path).stdout == first.stdout
+    # another environment for Rich (colours forced): drawn again, not the plain text kept
+    env = {**os.environ, "FORCE_COLOR": "1"}
+    colour = subprocess.run(
+        [sys.executable, "-m", "netfleet", *argv], capture_output=True, text=True, env=env
+    )
+    assert "\x1b[" in colour.stdout and colour.stdout != first.stdout
+    assert len(list((tmp_path / "cat" / "_sheets").glob("text-*.txt"))) == 2
+    # another answer (a new file) draws another sheet
+    (src / "more.json").write_bytes(RUNS[4].read_bytes())
+    os.utime(src / "more.json", ns=(0, 0))
+    third = netfleet(*argv, cwd=tmp_path)
+    assert third.returncode == 0 and third.stdout != first.stdout
+
+
+def test_the_drawn_text_is_what_printing_the_table_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from netfleet import api
+    from netfleet.cli.emit import emit
+    from netfleet.cli.sheet import _draw
+
+    src = _folder(tmp_path, RUNS[:3])
+    sheet = api.cheatsheet(catalog=tmp_path / "cat", import_from=src, by="engine", side="sender")
+    emit(sheet, OutputFormat.table)
+    printed = capsys.readouterr().out
+    assert "engine" in printed and _draw(sheet) == printed

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from netfleet.errors import NetfleetError
 
 if TYPE_CHECKING:
-    from netfleet.api import RegisterReport
+    from netfleet.api import RegisterReport, Tabular
 
 
 def show_cheatsheet(
@@ -66,8 +66,25 @@ def show_cheatsheet(
         except NetfleetError:  # no sheet: the import's own failure (every file refused) first
             _outcomes(reports)
             raise
-    emit(sheet, shown)
+    if shown is OutputFormat.table and not sys.stdout.isatty():
+        from netfleet.api import catalog_dir
+        from netfleet.report.sheettext import drawn
+
+        sys.stdout.write(drawn(catalog_dir(catalog), sheet, _draw))
+        sys.stdout.flush()
+    else:
+        emit(sheet, shown)
     _outcomes(reports)
+
+
+def _draw(sheet: Tabular) -> str:
+    """What printing the sheet as a table on the process's console writes."""
+    from netfleet.cli.console import console
+    from netfleet.report import OutputFormat, render
+
+    with console.capture() as captured:
+        console.print(render(sheet, OutputFormat.table))
+    return captured.get()
 
 
 def _outcomes(reports: list[RegisterReport]) -> None:
