@@ -214,3 +214,17 @@ def test_the_drawn_text_is_what_printing_the_table_writes(
     emit(sheet, OutputFormat.table)
     printed = capsys.readouterr().out
     assert "engine" in printed and _draw(sheet) == printed
+
+
+def test_the_facade_loads_a_name_s_module_on_first_use() -> None:
+    code = (
+        "import sys\nimport netfleet.api as api\n"
+        "before = {m for m in sys.modules if m.startswith('netfleet.api.')}\n"
+        "api.cheatsheet\n"
+        "after = {m for m in sys.modules if m.startswith('netfleet.api.')}\n"
+        "print(sorted(before), sorted(after - before))\n"
+        "assert all(getattr(api, name) is not None for name in api.__all__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[] ['netfleet.api._catalog', 'netfleet.api._paths']"
