@@ -188,13 +188,17 @@ def test_a_drawn_sheet_is_read_back_only_under_the_same_conditions(tmp_path: Pat
     texts = list((tmp_path / "cat" / "_sheets").glob("text-*.txt"))
     assert len(texts) == 1 and texts[0].read_text() == first.stdout
     assert netfleet(*argv, cwd=tmp_path).stdout == first.stdout
-    # another environment for Rich (colours forced): drawn again, not the plain text kept
+    # another environment for Rich (colours forced): drawn again, not the plain text kept —
+    # and not kept, having control sequences
     env = {**os.environ, "FORCE_COLOR": "1"}
     colour = subprocess.run(
         [sys.executable, "-m", "netfleet", *argv], capture_output=True, text=True, env=env
     )
     assert "\x1b[" in colour.stdout and colour.stdout != first.stdout
-    assert len(list((tmp_path / "cat" / "_sheets").glob("text-*.txt"))) == 2
+    assert list((tmp_path / "cat" / "_sheets").glob("text-*.txt")) == texts
+    # a kept text that holds a control sequence is not printed: drawn again
+    texts[0].write_text(first.stdout + "\x1b]0;owned\x07")
+    assert netfleet(*argv, cwd=tmp_path).stdout == first.stdout
     # another answer (a new file) draws another sheet
     (src / "more.json").write_bytes(RUNS[4].read_bytes())
     os.utime(src / "more.json", ns=(0, 0))

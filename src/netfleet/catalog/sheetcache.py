@@ -82,10 +82,16 @@ def cached(
     return answer
 
 
-def cached_text(catalog_dir: Path | str, key: dict[str, Any], draw: Callable[[], str]) -> str:
+def cached_text(
+    catalog_dir: Path | str,
+    key: dict[str, Any],
+    draw: Callable[[], str],
+    keep: Callable[[str], bool] = lambda _text: True,
+) -> str:
     """``draw()``'s text, read back when this catalog kept it for the same ``key`` (a JSON
-    document of everything the text depends on); else drawn and kept. An S3 catalog, a
-    ``_sheets`` that is a link and an entry that cannot be read all draw it again."""
+    document of everything the text depends on); else drawn and kept. Only a text ``keep``
+    accepts is kept or read back. An S3 catalog, a ``_sheets`` that is a link and an entry
+    that cannot be read all draw it again."""
     if not isinstance(catalog_dir, Path):
         return draw()
     text = json.dumps(
@@ -96,10 +102,14 @@ def cached_text(catalog_dir: Path | str, key: dict[str, Any], draw: Callable[[],
     if _own_folder(folder):
         try:
             if stat.S_ISREG(os.lstat(entry).st_mode):
-                return entry.read_bytes().decode("utf-8")
+                found = entry.read_bytes().decode("utf-8")
+                if keep(found):
+                    return found
         except (OSError, UnicodeDecodeError):
             pass
     drawn = draw()
+    if not keep(drawn):
+        return drawn
     try:
         checked_dir(folder.parent, folder.name)
         atomic_write(entry, drawn.encode("utf-8"), prefix=TEMP_PREFIX)

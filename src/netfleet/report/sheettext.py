@@ -7,12 +7,15 @@ encoding, the environment Rich reads (colour, width, terminal kind) and the stat
 drawing files and of the renderer (:mod:`netfleet.report.output`) — another version, another
 environment, another answer draws again. Only for stdout that is not a terminal: the CLI's
 console then has a fixed width (:mod:`netfleet.cli.console`); a terminal's width and colours
-are Rich's to find out.
+are Rich's to find out. Only text without control characters (newlines aside) is kept or read
+back: a coloured sheet (``FORCE_COLOR``) is drawn every time, and bytes someone put in the
+cache can never send control sequences on.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +26,8 @@ from netfleet.tabular import Tabular
 #: what Rich reads from the environment when it draws (colour, width, terminal kind)
 RICH_ENV = ("FORCE_COLOR", "NO_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE",
             "TTY_INTERACTIVE", "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES")  # fmt: skip
+#: control characters: C0 but newline, DEL, C1 (a kept text holds none)
+_CONTROLS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 #: Rich's files that draw a table (their stat is in the key)
 RICH_FILES = ("console.py", "table.py", "box.py", "text.py", "segment.py")
 
@@ -46,7 +51,12 @@ def drawn(where: Path | str, sheet: Tabular, draw: Callable[[Tabular], str]) -> 
         "env": {name: os.environ.get(name) for name in RICH_ENV},
         "files": [_stamp(f) for f in files],
     }
-    return cached_text(where, key, lambda: draw(sheet))
+    return cached_text(where, key, lambda: draw(sheet), keep=plain_text)
+
+
+def plain_text(text: str) -> bool:
+    """No control character but newlines: printed as it is, it cannot drive a terminal."""
+    return _CONTROLS.search(text) is None
 
 
 def _stamp(path: str) -> list[Any]:
