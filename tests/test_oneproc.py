@@ -79,6 +79,9 @@ def test_no_file_imported_exits_2_and_a_stray_pattern_is_refused(tmp_path: Path)
     assert "empty.json" in done.stderr and "none was" in done.stderr
     stray = netfleet("cheatsheet", "--catalog", cat, "--pattern", "seed002", cwd=tmp_path)
     assert stray.returncode == ExitStatus.INVALID_INPUT and "--import-from" in stray.stderr
+    # an empty source is refused, not read as the current folder
+    empty = netfleet("cheatsheet", "--catalog", cat, "--import-from=", cwd=src)
+    assert empty.returncode == ExitStatus.INVALID_INPUT and "empty source" in empty.stderr
 
 
 def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> None:

@@ -53,6 +53,12 @@ def cheatsheet(
     sources = [import_from] if isinstance(import_from, (str, os.PathLike)) else list(import_from)
     labels = list(label)
     where = catalog_dir(catalog)
+    if any(not os.fspath(s) for s in sources):
+        from netfleet.errors import InputError
+
+        raise InputError(
+            "--import-from '': an empty source", hint="name a file, folder, glob or s3:// prefix"
+        )
     if sources:
         report = import_(sources, catalog=where, pattern=pattern, label=labels, progress=progress)
         if imported is not None:
