@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from netfleet.cli.quick import CHEATSHEET_OPTIONS, FORMATS, parse, quick_command
+from netfleet.cli.quick import CHEATSHEET_OPTIONS, FORMATS, IMPORT_OPTIONS, parse, quick_command
+from netfleet.cli.registered import run_import
 from netfleet.cli.sheet import show_cheatsheet
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
@@ -95,43 +96,66 @@ def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> N
     heavy = ("typer", "click", "pydantic", "duckdb", "pyarrow", "netfleet.engines", "msgspec")
     heavy += ("ctypes", "tempfile")  # nothing is written, no memory handed back
     heavy += ("rich",)
-    for fmt in ("json", "table"):
+    again = ["import", str(src), "--catalog", cat]
+    for line in ([*argv, "--format", "json"], [*argv, "--format", "table"], again):
         code = (
             "import sys\nfrom netfleet.cli.main import main\n"
-            f"sys.argv = ['netfleet', *{[*argv, '--format', fmt]!r}]\n"
+            f"sys.argv = ['netfleet', *{line!r}]\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             "print('\\n'.join(sys.modules), file=sys.stderr)"
         )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         loaded = set(done.stderr.splitlines())
-        assert not {m for m in loaded if m.startswith(heavy)}, fmt
+        assert not {m for m in loaded if m.startswith(heavy)}, line
 
 
-def _command_options() -> list[Any]:
+def _command_params(name: str) -> list[Any]:
     from netfleet.cli.main import load_command
 
-    return list(load_command("cheatsheet").params)
+    return list(load_command(name).params)
 
 
-def test_the_quick_options_are_the_typer_command_s() -> None:
-    params = _command_options()
+@pytest.mark.parametrize(
+    ("command", "table", "function", "arguments"),
+    [
+        ("cheatsheet", CHEATSHEET_OPTIONS, show_cheatsheet, None),
+        ("import", IMPORT_OPTIONS, run_import, "sources"),
+    ],
+)
+def test_the_quick_options_are_the_typer_command_s(
+    command: str, table: dict[str, Any], function: Any, arguments: str | None
+) -> None:
+    params = _command_params(command)
     flags = {}
     for param in params:
-        assert not param.is_flag, f"{param.name}: a flag the quick path cannot read"
+        if param.param_type_name == "argument":
+            assert param.name == arguments, f"{command}: an argument the quick path cannot read"
+            continue
         choices = getattr(param.type, "choices", None)
         for flag in (*param.opts, *param.secondary_opts):
-            flags[flag] = (param.name, param.multiple, tuple(choices) if choices else None)
-    assert {f: tuple(o) for f, o in CHEATSHEET_OPTIONS.items()} == flags
-    assert tuple(f.value for f in OutputFormat) == FORMATS
-    # the defaults: show_cheatsheet's are the command's (a repeatable option: none given)
-    defaults = inspect.signature(show_cheatsheet).parameters
+            flags[flag] = (
+                param.name,
+                param.multiple,
+                tuple(choices) if choices else None,
+                param.is_flag,
+            )
+    assert {f: tuple(o) for f, o in table.items()} == flags
+    # the defaults: the function's are the command's (a repeatable option: none given)
+    defaults = inspect.signature(function).parameters
     assert set(defaults) == {p.name for p in params}
     for param in params:
+        if param.param_type_name == "argument":
+            assert defaults[param.name].default is inspect.Parameter.empty
+            continue
         want = param.default.value if isinstance(param.default, OutputFormat) else param.default
         if param.multiple:
             want = tuple(want or ())
         assert defaults[param.name].default == want, param.name
+
+
+def test_the_output_formats_are_the_renderer_s() -> None:
+    assert tuple(f.value for f in OutputFormat) == FORMATS
 
 
 def test_the_quick_path_reads_plain_options_and_leaves_the_rest_to_typer() -> None:
@@ -159,8 +183,21 @@ def test_the_quick_path_reads_plain_options_and_leaves_the_rest_to_typer() -> No
         assert parse(args, CHEATSHEET_OPTIONS) is None, args
     assert quick_command(["--debug", "cheatsheet"]) is None
     assert quick_command(["cheatsheet", "--help"]) is None
-    assert quick_command(["import", "x"]) is None
     assert quick_command(["cheatsheet", "-c", "x"]) is not None
+    # import: by reference only, its sources as arguments, --follow-links a flag
+    got = parse(["a", "--catalog", "c", "b", "--follow-links"], IMPORT_OPTIONS, "sources")
+    assert got == {"sources": ["a", "b"], "catalog": "c", "follow_links": True}
+    assert quick_command(["import", "a", "--catalog", "c"]) is not None
+    for args in (
+        ["import", "x"],  # an envelope import
+        ["import", "--catalog", "c"],  # no source
+        ["import", "x", "--catalog", "c", "--follow-links", "--follow-links"],
+        ["import", "x", "--catalog", "c", "--follow-links=yes"],
+        ["import", "-", "--catalog", "c"],
+        ["import", "", "--catalog", "c"],
+        ["import", "x", "--catalog", "c", "-c", "d"],  # import has no -c
+    ):
+        assert quick_command(args) is None, args
 
 
 def test_the_quick_path_and_the_typer_app_print_the_same(
@@ -236,3 +273,25 @@ def test_the_facade_loads_a_name_s_module_on_first_use() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "[] ['netfleet.api._catalog', 'netfleet.api._paths']"
+
+
+def test_an_import_by_reference_prints_the_same_either_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from netfleet.cli.boundary import guarded
+    from netfleet.cli.main import app
+
+    src = _folder(tmp_path, RUNS[:2])
+    (src / "cut.json").write_text('{"start": {}, "intervals": [{"sum": {"bits_per_second": 1')
+    argv = ["import", str(src), "--catalog", str(tmp_path / "one")]
+    quick = quick_command(argv)
+    assert quick is not None
+    assert guarded(quick) == ExitStatus.RUNS_FAILED
+    by_quick = capsys.readouterr()
+    argv[-1] = str(tmp_path / "two")
+    assert guarded(lambda: app(argv, standalone_mode=False)) == ExitStatus.RUNS_FAILED
+    by_typer = capsys.readouterr()
+    assert "not imported" in by_quick.out and "cut.json" in by_quick.out
+    assert by_quick.out.replace(str(tmp_path / "one"), "CAT") == by_typer.out.replace(
+        str(tmp_path / "two"), "CAT"
+    )
