@@ -2,22 +2,29 @@
 folder of foreign files to the first printed cheat sheet.
 
 **By reference** (the default, issue 26): interleaved over ``--rounds`` rounds, each step its own
-process (wall time includes Python start-up; peak RSS from ``wait4``), against the baseline
-named in issue 26 — DuckDB ``read_json`` (default options) over the same raw files producing
-seed 002's cheat-sheet table, in the same round:
+process (wall time includes Python start-up; peak RSS from ``wait4``; CPU seconds of the process
+and every process it starts), against the baseline named in issue 26 — DuckDB ``read_json``
+(default options) over the same raw files producing seed 002's cheat-sheet table, in the same
+round. The main figures are the one-process command a user types,
+``netfleet cheatsheet --import-from RAW --pattern seed002 --catalog CAT --side sender
+--by instance_type`` (import by reference, then the sheet, in one process):
 
-* first sheet: ``netfleet import RAW --pattern seed002 --catalog CAT`` then
-  ``netfleet cheatsheet --catalog CAT --side sender`` (target ≤ 0.6× the baseline, never above
-  1.0×);
-* no-op re-run to a printed sheet: the same two commands again (target ≤ 0.1 s per 10,000
-  files: printed as measured, beside the start-up floor of two netfleet processes, and timed
-  inside one process by ``api.import_`` + ``api.cheatsheet`` after their imports);
-* +100 files: 100 new files in the folder, then both commands (target ≤ 0.12×);
+* first sheet (target ≤ 0.6× the baseline, never above 1.0×);
+* no-op re-run to a printed sheet: the same command again (target ≤ 0.1 s per 10,000 files,
+  start-up included; beside it the start-up floor, ``netfleet --version``, and the calls alone
+  timed inside one process after their imports);
+* +100 files: 100 new files in the folder, the same command (target ≤ 0.12×);
 * ``netfleet verify`` (every file hashed again; target ≤ 0.1×);
 * peak RSS of every step (target ≤ 500 MB); the catalog's size against the raw bytes (target
   ≤ 0.1×);
 * at the end, the cheat sheet against the baseline's table, every group: interval counts and
-  min, p5, avg, p50, p95, max to a relative 1e-9 (the bench fails otherwise).
+  min, p5, avg, p50, p95, max to a relative 1e-9 (the bench fails otherwise), and the
+  one-process catalog's sheet against the two commands' (the same JSON, or the bench fails).
+
+Extra lines, unless ``--one-process-only``: the same steps as two commands (``netfleet import
+RAW --pattern seed002 --catalog CAT2`` then ``netfleet cheatsheet --catalog CAT2 ...``) into a
+second catalog, each command and their sum — what issue 26 measured before the one-process
+command (two start-ups).
 
 ``--files`` takes a comma-separated list (e.g. ``10000,100000``): each size is generated into
 a temporary folder, measured, and deleted before the next, then a table shows how each cost
@@ -54,6 +61,9 @@ from pathlib import Path
 
 TYPES = ["c4.2xlarge", "c4.4xlarge", "c4.8xlarge", "r4.4xlarge", "r4.8xlarge", "m5.large"]
 EXE = [sys.executable, "-m", "netfleet"]
+#: the one-process command's steps (the main figures) and the two commands' sums
+FIRST, NOOP, PLUS100 = "first sheet", "no-op", "+100 files"
+TWO = " (two commands)"
 #: every step runs with cached bytecode, as a user's shell would: PYTHONDONTWRITEBYTECODE (set
 #: in some CI shells) makes each start-up recompile netfleet and its libraries (+0.3-0.5 s)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -323,36 +333,58 @@ def main() -> int:
     ap.add_argument(
         "--envelopes", action="store_true", help="issue 11's steps: envelopes, ingest, floors"
     )
+    ap.add_argument(
+        "--one-process-only",
+        action="store_true",
+        help="skip the extra lines of the two-command flow (import, then cheatsheet)",
+    )
     args = ap.parse_args()
     sizes = [int(n) for n in str(args.files).split(",") if n.strip()]
     if args.envelopes:
         return envelopes(sizes[0], args.rounds, args.seed)
-    grown = [by_reference(n, args.rounds, args.seed) for n in sizes]
+    grown = [by_reference(n, args.rounds, args.seed, two=not args.one_process_only) for n in sizes]
     if len(grown) > 1:
-        print("\nhow cost grows with the number of files (median seconds; × the baseline):")
-        names = list(grown[0][1])
-        print(f"{'files':>8} " + " ".join(f"{n[:22]:>24}" for n in names))
-        for n, medians in grown:
-            base = medians["baseline: duckdb read_json"]
-            cells = [f"{v:>8.2f} s {v / base:>6.2f}×" for v in medians.values()]
-            print(f"{n:>8} " + " ".join(f"{c:>24}" for c in cells))
+        growth(grown)
     return 0
+
+
+#: the columns of the growth table: the baseline and the one-process command's steps
+GROWTH = ("baseline: duckdb read_json", FIRST, NOOP, PLUS100, "verify")
+
+
+def growth(grown: list[tuple[int, dict[str, float]]]) -> None:
+    """How each cost grows with the number of files: median seconds, × the baseline, and per
+    file against the smallest corpus (1.00 = linear)."""
+    print("\nhow cost grows with the number of files (median wall seconds; × the baseline;")
+    print("per file against the smallest size: 1.00 = grows as the files do)")
+    print(f"{'files':>8} " + " ".join(f"{n[:26]:>28}" for n in GROWTH))
+    first_n, first = grown[0]
+    for n, medians in grown:
+        base = medians["baseline: duckdb read_json"]
+        cells = []
+        for name in GROWTH:
+            v = medians[name]
+            per_file = (v / n) / (first[name] / first_n) if first[name] else float("nan")
+            cells.append(f"{v:>7.2f} s {v / base:>5.2f}× {per_file:>5.2f}")
+        print(f"{n:>8} " + " ".join(f"{c:>28}" for c in cells))
 
 
 def _dir_bytes(top: Path) -> int:
     return sum(p.stat().st_size for p in top.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-#: one process: an import that finds nothing changed and the cheat sheet read back, timed
-#: the second time (the no-op's own cost: listing, stat, the index, the cached answer —
-#: without Python's start-up and the libraries' first load)
+#: one process: the one-process command's call when nothing changed (the import finds every
+#: file unchanged, the sheet is read back), timed the second time — the no-op's own cost:
+#: listing, stat, the index, the cached answer, without Python's start-up and the first load
+#: of the libraries
 NOOP_INPROCESS = """
 import sys, time
 from netfleet import api
 def noop():
-    report = api.import_([sys.argv[1]], catalog=sys.argv[2], pattern="seed002", workers=1)
-    api.cheatsheet(catalog=sys.argv[2], by="instance_type", side="sender")
-    assert not report.registered, report
+    said = []
+    api.cheatsheet(catalog=sys.argv[2], import_from=[sys.argv[1]], pattern="seed002",
+                   by="instance_type", side="sender", imported=said.append)
+    assert not said[0].registered, said
 noop()  # the libraries it loads on first use
 t = time.perf_counter()
 noop()
@@ -383,7 +415,9 @@ print(f"{best / n * 1000:.3f}", n)
 """
 
 
-def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, float]]:
+def by_reference(
+    files: int, rounds: int, seed: int, two: bool = True
+) -> tuple[int, dict[str, float]]:
     """Issue 26's steps over one corpus of ``files``: the table per round, min and median, the
     targets, and the agreement with DuckDB; returns the medians."""
     import statistics
@@ -395,103 +429,177 @@ def by_reference(files: int, rounds: int, seed: int) -> tuple[int, dict[str, flo
         timed([*EXE, "--version"])  # warm the bytecode cache
         print(f"\n{files} files, {size / 1e6:.1f} MB gzip, 10 streams × 60 intervals each")
         print(f"{os.cpu_count()} CPUs; load average at the start: {os.getloadavg()}")
-        print(f"{'round':>5} {'step':<40} {'seconds':>8} {'peak RSS MB':>12} {'CPU s':>8}")
+        print(f"{'round':>5} {'step':<44} {'seconds':>8} {'peak RSS MB':>12} {'CPU s':>8}")
         cpus: dict[str, list[float]] = {}
         got: dict[str, list[float]] = {}
         rss: dict[str, float] = {}
         store = 0.0
         extra = 0
         for rnd in range(1, rounds + 1):
-            cat = work / f"catalog{rnd}"
-            imp = [*EXE, "import", str(raw), "--pattern", "seed002", "--catalog", str(cat)]
-            sheet = [*EXE, "cheatsheet", "--catalog", str(cat), "--side", "sender",
-                     "--by", "instance_type"]  # fmt: skip
+            cat, cat2 = work / f"catalog{rnd}", work / f"two{rnd}"
+            sheet_args = ["--side", "sender", "--by", "instance_type"]
+            one = [*EXE, "cheatsheet", "--import-from", str(raw), "--pattern", "seed002",
+                   "--catalog", str(cat), *sheet_args]  # fmt: skip
+            imp = [*EXE, "import", str(raw), "--pattern", "seed002", "--catalog", str(cat2)]
+            sheet = [*EXE, "cheatsheet", "--catalog", str(cat2), *sheet_args]
             here: dict[str, float] = {}
 
             def step(
-                name: str, argv: list[str], into: dict[str, float] = here, rnd: int = rnd
-            ) -> float:
+                name: str, argv: list[str], here: dict[str, float] = here, rnd: int = rnd
+            ) -> None:
                 wall, peak, cpu = timed_cpu(argv)
-                into[name] = into.get(name, 0.0) + wall
+                here[name] = wall
                 rss[name] = max(rss.get(name, 0.0), peak)
                 cpus.setdefault(name, []).append(cpu)
-                print(f"{rnd:>5} {name:<40} {wall:>8.2f} {peak:>12.0f} {cpu:>8.2f}")
-                return wall
+                print(f"{rnd:>5} {name:<44} {wall:>8.2f} {peak:>12.0f} {cpu:>8.2f}")
+
+            def both(
+                name: str,
+                here: dict[str, float] = here,
+                flows: tuple[list[str], list[str], list[str]] = (one, imp, sheet),
+            ) -> None:
+                """The one-process command, then (extra lines) the two commands."""
+                one, imp, sheet = flows
+                step(name, one)
+                if two:
+                    step(f"{name}: import", imp)
+                    step(f"{name}: cheatsheet", sheet)
+                    here[name + TWO] = here[f"{name}: import"] + here[f"{name}: cheatsheet"]
+                    cpus.setdefault(name + TWO, []).append(
+                        cpus[f"{name}: import"][-1] + cpus[f"{name}: cheatsheet"][-1]
+                    )
 
             step("baseline: duckdb read_json", [sys.executable, "-c", SHEET, str(raw)])
-            step("first sheet: import", imp)
-            step("first sheet: cheatsheet", sheet)
-            here["first sheet"] = here["first sheet: import"] + here["first sheet: cheatsheet"]
-            step("no-op: import", imp)
-            step("no-op: cheatsheet (cached)", sheet)
-            here["no-op"] = here["no-op: import"] + here["no-op: cheatsheet (cached)"]
-            step("start-up floor: netfleet --version ×2", [*EXE, "--version"])
-            step("start-up floor: netfleet --version ×2", [*EXE, "--version"])
+            both(FIRST)
+            both(NOOP)
+            step("start-up floor: netfleet --version", [*EXE, "--version"])
             out = subprocess.run([sys.executable, "-c", NOOP_INPROCESS, str(raw), str(cat)],
                                  env=ENV, capture_output=True, text=True, check=True)  # fmt: skip
             here["no-op in one process (calls only)"] = float(out.stdout.split()[-1])
-            print(f"{rnd:>5} {'no-op in one process (calls only)':<40} "
+            print(f"{rnd:>5} {'no-op in one process (calls only)':<44} "
                   f"{here['no-op in one process (calls only)']:>8.3f}")  # fmt: skip
             # +100: new files in the same folder (each round adds its own)
             generate(raw, 100, seed, first=files + extra)
             extra += 100
-            step("+100 files: import", imp)
-            step("+100 files: cheatsheet", sheet)
-            here["+100 files"] = here["+100 files: import"] + here["+100 files: cheatsheet"]
+            both(PLUS100)
             step("verify", [*EXE, "verify", "--catalog", str(cat)])
             store = _dir_bytes(cat) / _dir_bytes(raw)
             base = here["baseline: duckdb read_json"]
-            for name in ("first sheet", "+100 files", "verify"):
-                print(f"{rnd:>5} {name + ' / baseline':<40} {here[name] / base:>8.2f}×")
+            for name in (FIRST, PLUS100, "verify", *((FIRST + TWO, PLUS100 + TWO) if two else ())):
+                print(f"{rnd:>5} {name + ' / baseline':<44} {here[name] / base:>8.2f}×")
             for name, value in here.items():
                 got.setdefault(name, []).append(value)
+            if two:
+                same = _same_sheet(cat, cat2)
+                if rnd < rounds:
+                    shutil.rmtree(cat2)
             if rnd < rounds:
                 shutil.rmtree(cat)
-        print(f"\n{files} files over {rounds} round(s): min / median seconds; CPU min / median")
-        for name, values in got.items():
-            cpu = cpus.get(name)
-            cells = f" {min(cpu):>8.2f} {statistics.median(cpu):>8.2f}" if cpu else ""
-            print(f"  {name:<40} {min(values):>8.2f} {statistics.median(values):>8.2f}{cells}")
-        per_file = [c / files * 1000 for c in cpus["first sheet: import"]]
-        one = subprocess.run([sys.executable, "-c", READ_CPU, str(raw)], env=ENV,
-                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
-        print(f"  CPU per file, first import (every process): {min(per_file):.2f}-"
-              f"{max(per_file):.2f} ms; reading alone in one process (read_task, "
-              f"{one[1]} files): {one[0]} ms")  # fmt: skip
-        ratio = {
-            n: [v / b for v, b in zip(got[n], got["baseline: duckdb read_json"], strict=True)]
-            for n in ("first sheet", "+100 files", "verify")
-        }
-        noop = got["no-op"]
-        floor = got["start-up floor: netfleet --version ×2"]
-        inproc = got["no-op in one process (calls only)"]
-        per10k = 10_000 / files
-        targets = [
-            ("first sheet ≤ 0.6× (never > 1.0×)", ratio["first sheet"], 0.6),
-            ("+100 files ≤ 0.12×", ratio["+100 files"], 0.12),
-            ("verify ≤ 0.1×", ratio["verify"], 0.1),
-        ]
-        for label, values, target in targets:
-            met = "met" if max(values) <= target else "NOT met"
-            print(f"  {label:<40} min {min(values):.2f}× median "
-                  f"{statistics.median(values):.2f}× max {max(values):.2f}×: {met}")  # fmt: skip
-        print(f"  no-op to a printed sheet: {min(noop):.2f}-{max(noop):.2f} s as processes "
-              f"(start-up floor of two processes {min(floor):.2f}-{max(floor):.2f} s); "
-              f"in one process {min(inproc):.3f}-{max(inproc):.3f} s = "
-              f"{max(inproc) * per10k:.3f} s per 10k files (target ≤ 0.1 s)")  # fmt: skip
-        peak = max(rss.values())
-        print(f"  peak RSS {peak:.0f} MB (target ≤ 500 MB): {'met' if peak <= 500 else 'NOT met'}")
-        print(f"  store {store:.3f}× the raw bytes (target ≤ 0.1×): "
-              f"{'met' if store <= 0.1 else 'NOT met'}")  # fmt: skip
+        _summary(files, got, cpus, rss, store, raw, two)
         verdict = agreement(raw, work / f"catalog{rounds}")
         print(verdict)
+        if two:
+            print(f"one-process sheet = two commands' sheet (JSON, statistics to 1e-12): {same}")
         print(f"load average at the end: {os.getloadavg()}")
         worst = _worst(verdict) if "relative diff" in verdict else 0.0
         if verdict.startswith("DISAGREE") or worst > 1e-9:
             raise SystemExit("the cheat sheet does not agree with DuckDB's to 1e-9")
+        if two and not same:
+            raise SystemExit("the one-process command's sheet differs from the two commands'")
         return files, {n: statistics.median(v) for n, v in got.items() if ":" not in n}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _same_sheet(cat: Path, cat2: Path) -> bool:
+    """The two catalogs' cheat sheets (JSON) hold the same groups, counts and notes, and the
+    same statistics to a relative 1e-12 (DuckDB sums in the order its threads meet the parts:
+    the last digits of an average may differ between two catalogs of the same files)."""
+    sheets = [
+        json.loads(
+            subprocess.run(
+                [*EXE, "cheatsheet", "--catalog", str(c), "--side", "sender", "--by",
+                 "instance_type", "--format", "json"],
+                env=ENV, capture_output=True, text=True, check=True,
+            ).stdout
+        )
+        for c in (cat, cat2)
+    ]  # fmt: skip
+    one, two = sheets
+    if (one["title"], one["columns"], one["notes"]) != (two["title"], two["columns"], two["notes"]):
+        return False
+    if len(one["rows"]) != len(two["rows"]):
+        return False
+    for a, b in zip(one["rows"], two["rows"], strict=True):
+        for key, x in a.items():
+            y = b[key]
+            if isinstance(x, float) and isinstance(y, float):
+                if abs(x - y) > 1e-12 * max(abs(x), abs(y)):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def _summary(
+    files: int,
+    got: dict[str, list[float]],
+    cpus: dict[str, list[float]],
+    rss: dict[str, float],
+    store: float,
+    raw: Path,
+    two: bool,
+) -> None:
+    """Min and median of every step (wall and CPU), the targets, peak RSS, store ratio."""
+    import statistics
+
+    rounds = len(got["baseline: duckdb read_json"])
+    print(f"\n{files} files over {rounds} round(s): wall min / median seconds; CPU min / median")
+    for name, values in got.items():
+        cpu = cpus.get(name)
+        cells = f" {min(cpu):>8.2f} {statistics.median(cpu):>8.2f}" if cpu else ""
+        print(f"  {name:<44} {min(values):>8.3f} {statistics.median(values):>8.3f}{cells}")
+    per_file = [c / files * 1000 for c in cpus[FIRST]]
+    one = subprocess.run([sys.executable, "-c", READ_CPU, str(raw)], env=ENV,
+                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    print(f"  CPU per file, first sheet (every process): {min(per_file):.2f}-"
+          f"{max(per_file):.2f} ms; reading alone in one process (read_task, "
+          f"{one[1]} files): {one[0]} ms")  # fmt: skip
+    base = got["baseline: duckdb read_json"]
+    names = (FIRST, PLUS100, "verify", *((FIRST + TWO, PLUS100 + TWO) if two else ()))
+    ratio = {n: [v / b for v, b in zip(got[n], base, strict=True)] for n in names}
+    targets = [
+        ("first sheet ≤ 0.6× (never > 1.0×)", ratio[FIRST], 0.6),
+        ("+100 files ≤ 0.12×", ratio[PLUS100], 0.12),
+        ("verify ≤ 0.1×", ratio["verify"], 0.1),
+    ]
+    if two:
+        targets += [
+            ("  two commands: first sheet", ratio[FIRST + TWO], 0.6),
+            ("  two commands: +100 files", ratio[PLUS100 + TWO], 0.12),
+        ]
+    for label, values, target in targets:
+        met = "met" if max(values) <= target else "NOT met"
+        print(f"  {label:<44} min {min(values):.2f}× median "
+              f"{statistics.median(values):.2f}× max {max(values):.2f}×: {met}")  # fmt: skip
+    # 0.1 s per 10,000 files; below 10,000 files, 0.1 s (the start-up does not shrink)
+    target = 0.1 * max(1.0, files / 10_000)
+    noop, floor = got[NOOP], got["start-up floor: netfleet --version"]
+    inproc = got["no-op in one process (calls only)"]
+    cpu = cpus[NOOP]
+    met = "met" if statistics.median(noop) <= target else "NOT met"
+    print(f"  no-op to a printed sheet (one process): wall {min(noop):.3f} / "
+          f"{statistics.median(noop):.3f} s, CPU {min(cpu):.3f} / "
+          f"{statistics.median(cpu):.3f} s (target ≤ {target:.2f} s: 0.1 s per 10k files, "
+          f"start-up included): {met}")  # fmt: skip
+    print(f"    start-up floor (netfleet --version) {min(floor):.3f} s; the calls alone in one "
+          f"process {min(inproc):.3f}-{max(inproc):.3f} s")  # fmt: skip
+    if two:
+        print(f"    two commands: {min(got[NOOP + TWO]):.3f}-{max(got[NOOP + TWO]):.3f} s")
+    peak = max(rss.values())
+    print(f"  peak RSS {peak:.0f} MB (target ≤ 500 MB): {'met' if peak <= 500 else 'NOT met'}")
+    print(f"  store {store:.3f}× the raw bytes (target ≤ 0.1×): "
+          f"{'met' if store <= 0.1 else 'NOT met'}")  # fmt: skip
 
 
 def _worst(verdict: str) -> float:

@@ -22,11 +22,9 @@ delete goes through it (:func:`create_in`, :func:`rename_in`, :func:`atomic_writ
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -162,6 +160,8 @@ def named(exc: OSError, path: str | os.PathLike[str]) -> OSError:
 
 def write_temp(directory: Path, data: bytes, prefix: str = ".tmp-", suffix: str = ".part") -> Path:
     """Write ``data`` to a new temp file in ``directory`` and fsync it; return its path."""
+    import tempfile  # here: a no-op import reads the catalog and writes nothing
+
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -195,6 +195,8 @@ def atomic_write(
 @cache
 def _libc_syncfs() -> object | None:
     try:
+        import ctypes
+
         return ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):  # not glibc/musl on Linux: os.sync() instead
         return None
@@ -214,6 +216,8 @@ def syncfs(directories: Iterable[str | os.PathLike[str]]) -> None:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             if call(fd) != 0:  # type: ignore[operator]
+                import ctypes
+
                 err = ctypes.get_errno()
                 raise OSError(err, os.strerror(err), str(directory))
         finally:
@@ -232,6 +236,8 @@ def write_group(
     renamed = 0
     try:
         for path, data in items:
+            import tempfile
+
             fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
             temps.append((Path(name), path))
             try:

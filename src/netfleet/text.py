@@ -5,15 +5,13 @@ A label, a host name, a spec path or a remote tool's output may hold Rich markup
 is, the first crashes or garbles Rich output and the second re-titles, recolours or rewrites the
 user's terminal. :func:`printable` makes every C0/C1 control character (and DEL) visible as an
 escape such as ``\\x1b``; :func:`plain` does that and escapes Rich markup, for text that is
-embedded in a markup string. (A base module: it imports only the standard library and Rich's
-escape helper.)
+embedded in a markup string. (A base module: it imports only the standard library, and Rich's
+escape helper when :func:`plain` is first called: a JSON cheat sheet loads no Rich.)
 """
 
 from __future__ import annotations
 
 import re
-
-from rich.markup import escape
 
 #: C0 controls except newline and tab, DEL, and the C1 controls (U+0080..U+009F)
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -33,6 +31,8 @@ def printable(text: object, *, keep_newlines: bool = True) -> str:
 
 def plain(text: object, *, keep_newlines: bool = True) -> str:
     """``text`` made printable and with Rich markup escaped: safe inside a markup string."""
+    from rich.markup import escape
+
     return escape(printable(text, keep_newlines=keep_newlines))
 
 

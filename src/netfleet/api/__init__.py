@@ -17,41 +17,98 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from netfleet.api._analysis import (
-    CALC_GROUP_KEYS,
-    COMPARE_METRICS,
-    Analysis,
-    analyze,
-    calc,
-    compare,
-    measured_bucket,
-)
-from netfleet.api._campaign import RunOutcome, run, run_summary
-from netfleet.api._catalog import cheatsheet, export, sql
-from netfleet.api._checks import advice, doctor
-from netfleet.api._cloud import (
-    CLOUD_DIR_ENV,
-    CloudPrices,
-    CloudUp,
-    PricesRefreshed,
-    cloud_destroy,
-    cloud_plan,
-    cloud_prices,
-    cloud_prices_refresh,
-    cloud_reap,
-    cloud_up,
-    load_cloud_spec,
-)
-from netfleet.api._demo import DemoOutcome, SteadyCheck, demo
-from netfleet.api._inventory import inventory_check, inventory_import_terraform, inventory_show
-from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
-from netfleet.api._paths import catalog_dir, results_url
-from netfleet.api._report import report_html, report_price, report_topology
-from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
-from netfleet.api._spec import plan, schema
-from netfleet.api._watch import watch
+# each name is imported from its module on first use: ``api.cheatsheet`` loads ``_catalog``,
+# not the cloud's or the analysis' facade (a no-op import and its cached cheat sheet are a
+# start-up's worth of work, issue 26)
+
+#: each public function and constant of the facade → the module of it that defines it
+_HOME = {
+    "CALC_GROUP_KEYS": "netfleet.api._analysis",
+    "COMPARE_METRICS": "netfleet.api._analysis",
+    "Analysis": "netfleet.api._analysis",
+    "analyze": "netfleet.api._analysis",
+    "calc": "netfleet.api._analysis",
+    "compare": "netfleet.api._analysis",
+    "measured_bucket": "netfleet.api._analysis",
+    "RunOutcome": "netfleet.api._campaign",
+    "run": "netfleet.api._campaign",
+    "run_summary": "netfleet.api._campaign",
+    "cheatsheet": "netfleet.api._catalog",
+    "export": "netfleet.api._catalog",
+    "sql": "netfleet.api._catalog",
+    "advice": "netfleet.api._checks",
+    "doctor": "netfleet.api._checks",
+    "CLOUD_DIR_ENV": "netfleet.api._cloud",
+    "CloudPrices": "netfleet.api._cloud",
+    "CloudUp": "netfleet.api._cloud",
+    "PricesRefreshed": "netfleet.api._cloud",
+    "cloud_destroy": "netfleet.api._cloud",
+    "cloud_plan": "netfleet.api._cloud",
+    "cloud_prices": "netfleet.api._cloud",
+    "cloud_prices_refresh": "netfleet.api._cloud",
+    "cloud_reap": "netfleet.api._cloud",
+    "cloud_up": "netfleet.api._cloud",
+    "load_cloud_spec": "netfleet.api._cloud",
+    "DemoOutcome": "netfleet.api._demo",
+    "SteadyCheck": "netfleet.api._demo",
+    "demo": "netfleet.api._demo",
+    "inventory_check": "netfleet.api._inventory",
+    "inventory_import_terraform": "netfleet.api._inventory",
+    "inventory_show": "netfleet.api._inventory",
+    "LabUp": "netfleet.api._lab",
+    "lab_down": "netfleet.api._lab",
+    "lab_profiles": "netfleet.api._lab",
+    "lab_status": "netfleet.api._lab",
+    "lab_up": "netfleet.api._lab",
+    "catalog_dir": "netfleet.api._paths",
+    "results_url": "netfleet.api._paths",
+    "report_html": "netfleet.api._report",
+    "report_price": "netfleet.api._report",
+    "report_topology": "netfleet.api._report",
+    "IMPORT_PRESETS": "netfleet.api._results",
+    "IMPORT_SIDES": "netfleet.api._results",
+    "import_": "netfleet.api._results",
+    "ingest": "netfleet.api._results",
+    "verify": "netfleet.api._results",
+    "plan": "netfleet.api._spec",
+    "schema": "netfleet.api._spec",
+    "watch": "netfleet.api._watch",
+}
 
 if TYPE_CHECKING:
+    from netfleet.api._analysis import (
+        CALC_GROUP_KEYS,
+        COMPARE_METRICS,
+        Analysis,
+        analyze,
+        calc,
+        compare,
+        measured_bucket,
+    )
+    from netfleet.api._campaign import RunOutcome, run, run_summary
+    from netfleet.api._catalog import cheatsheet, export, sql
+    from netfleet.api._checks import advice, doctor
+    from netfleet.api._cloud import (
+        CLOUD_DIR_ENV,
+        CloudPrices,
+        CloudUp,
+        PricesRefreshed,
+        cloud_destroy,
+        cloud_plan,
+        cloud_prices,
+        cloud_prices_refresh,
+        cloud_reap,
+        cloud_up,
+        load_cloud_spec,
+    )
+    from netfleet.api._demo import DemoOutcome, SteadyCheck, demo
+    from netfleet.api._inventory import inventory_check, inventory_import_terraform, inventory_show
+    from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
+    from netfleet.api._paths import catalog_dir, results_url
+    from netfleet.api._report import report_html, report_price, report_topology
+    from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
+    from netfleet.api._spec import plan, schema
+    from netfleet.api._watch import watch
     from netfleet.catalog.register import RegisterReport as RegisterReport
     from netfleet.catalog.verify import VerifyReport as VerifyReport
     from netfleet.plan.matrix import PlannedRun as PlannedRun
@@ -75,10 +132,13 @@ _TYPES = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _TYPES.get(name)
+    module = _HOME.get(name) or _TYPES.get(name)
     if module is None:
         raise AttributeError(f"module 'netfleet.api' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    if name in _HOME:
+        globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from netfleet.api._paths import catalog_dir, results_url
 
 if TYPE_CHECKING:
+    from netfleet.catalog.register import RegisterReport
     from netfleet.tabular import Tabular
 
 
@@ -30,19 +31,81 @@ def cheatsheet(
     by: str | Sequence[str] = ("instance_type", "direction"),
     side: Literal["receiver", "sender"] = "receiver",
     campaign: str | None = None,
+    import_from: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = (),
+    pattern: str | None = None,
+    label: Iterable[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+    imported: Callable[[RegisterReport], None] | None = None,
 ) -> Tabular:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB. ``by``: label
-    keys or run columns. Raw results under ``results`` not yet in the catalog are noted."""
+    keys or run columns. Raw results under ``results`` not yet in the catalog are noted.
+
+    ``import_from``: files, folders, globs or ``s3://`` prefixes imported by reference into the
+    catalog first, in the same call — as ``import_(import_from, catalog=catalog,
+    pattern=pattern, label=label)`` does (campaign ``imported``, side ``auto``; only what
+    changed is read, ``progress(done, total)`` counting the files) — then the sheet of the
+    whole catalog. ``imported(report)`` receives that import's ``RegisterReport`` (the files
+    refused, changed, missing) before the sheet is made; a refused file never stops the
+    others nor the sheet."""
+    from netfleet.api._results import import_
+
+    sources = [import_from] if isinstance(import_from, (str, os.PathLike)) else list(import_from)
+    labels = list(label)
+    where = catalog_dir(catalog)
+    if any(not os.fspath(s) for s in sources):
+        from netfleet.errors import InputError
+
+        raise InputError(
+            "--import-from '': an empty source", hint="name a file, folder, glob or s3:// prefix"
+        )
+    if sources:
+        report = import_(sources, catalog=where, pattern=pattern, label=labels, progress=progress)
+        if imported is not None:
+            imported(report)  # type: ignore[arg-type]  # with a catalog: a RegisterReport
+        if _read_files(report):  # a no-op read nothing, and has nothing to give back
+            _give_back_memory()
+    elif pattern is not None or labels:
+        from netfleet.errors import InputError
+
+        raise InputError(
+            "--pattern and --label name the labels of files imported by --import-from",
+            hint="add --import-from FOLDER, or drop them",
+        )
     from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 
     return build_cheatsheet(
-        catalog_dir(catalog),
+        where,
         group_by=keys(by, required=False),
         side=side,
         campaign=campaign,
         results=results_url(results),
     )
+
+
+def _read_files(report: object) -> bool:
+    """Whether an import read any file (anything but unchanged files)."""
+    return any(
+        getattr(report, name, None)
+        for name in ("registered", "changed", "touched", "bad", "duplicates", "already")
+    )
+
+
+def _give_back_memory() -> None:
+    """Hand what an import freed back to the system before the sheet's query runs in the same
+    process: the import's peak and the query's would otherwise add up (100,000 files: 336 MB
+    still held after the import, 107 MB after this; the query needs 370 MB more). Under 5 ms."""
+    import contextlib
+    import ctypes
+    import sys
+
+    # no gc.collect(): the import leaves no cycles (it found none, and cost 0.01-0.03 s)
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    # glibc: freed heap pages back to the system (another C library keeps what it keeps)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def sql(

@@ -1,21 +1,32 @@
 """The one error boundary: domain errors become a message with the fix and a documented exit
-status; ``--debug`` shows the traceback instead. Nothing is swallowed into exit 0."""
+status; ``--debug`` shows the traceback instead. Nothing is swallowed into exit 0.
+
+Typer and Rich are loaded only when there is something to say: a command answered before the
+Typer app loads (:mod:`netfleet.cli.quick`) goes through this boundary too."""
 
 from __future__ import annotations
 
 import errno
 import sys
-import traceback
 from collections.abc import Callable
-
-import typer
-from rich.console import Console
+from functools import cache
+from typing import TYPE_CHECKING
 
 from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.text import plain
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
 DEBUG = {"on": False}
+
+
+@cache
+def err_console() -> Console:
+    """The console errors are printed on (stderr), made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def guarded(fn: Callable[[], object]) -> int:
@@ -24,23 +35,11 @@ def guarded(fn: Callable[[], object]) -> int:
         rv = fn()
     except NetfleetError as exc:
         if DEBUG["on"]:
-            traceback.print_exc()
-        err_console.print(f"[bold red]error:[/] {plain(exc)}", markup=True)
+            _traceback()
+        err_console().print(f"[bold red]error:[/] {plain(exc)}", markup=True)
         return int(exc.exit_status)
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        return int(ExitStatus.INTERRUPTED)
-    except typer.TyperException as exc:  # usage errors: bad option, missing argument
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            err_console.print(f"error: {plain(exc.format_message())}")
-        return int(ExitStatus.INVALID_INPUT)
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        err_console().print("interrupted")
         return int(ExitStatus.INTERRUPTED)
     except OSError as exc:
         fix = _ENV_FIXES.get(exc.errno or 0)
@@ -48,17 +47,42 @@ def guarded(fn: Callable[[], object]) -> int:
             raise_internal()
             return int(ExitStatus.ERROR)
         if DEBUG["on"]:
-            traceback.print_exc()
+            _traceback()
         where = exc.filename or "a file netfleet was writing"
-        err_console.print(
+        err_console().print(
             f"[bold red]error:[/] {plain(where)}: {plain(exc.strerror or exc)}\n  fix: {fix}",
             markup=True,
         )
         return int(ExitStatus.ENVIRONMENT)
-    except Exception:
-        raise_internal()
-        return int(ExitStatus.ERROR)
+    except Exception as exc:
+        status = _typer_outcome(exc)
+        if status is None:
+            raise_internal()
+            return int(ExitStatus.ERROR)
+        return status
     return rv if isinstance(rv, int) else 0
+
+
+def _typer_outcome(exc: Exception) -> int | None:
+    """The exit status of Typer's own outcomes (exit, abort, a usage error, which is shown),
+    or None when ``exc`` is none of them. Typer is consulted only when it was loaded: nothing
+    it raises can come from a command that ran without it."""
+    typer = sys.modules.get("typer")
+    if typer is None:
+        return None
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    if isinstance(exc, typer.Abort):
+        err_console().print("aborted")
+        return int(ExitStatus.INTERRUPTED)
+    if isinstance(exc, typer.TyperException):  # usage errors: bad option, missing argument
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err_console().print(f"error: {plain(exc.format_message())}")
+        return int(ExitStatus.INVALID_INPUT)
+    return None
 
 
 #: environment faults (exit 4) and how to fix each; completed results are already on disk
@@ -74,10 +98,17 @@ _ENV_FIXES = {
 }
 
 
+def _traceback() -> None:
+    """Print the traceback of the exception being handled (``traceback`` loaded only then)."""
+    import traceback
+
+    traceback.print_exc()
+
+
 def raise_internal() -> None:
     """Print the traceback of the exception being handled as a bug report."""
-    traceback.print_exc()
-    err_console.print(
+    _traceback()
+    err_console().print(
         "[bold red]internal error[/]: this is a bug in netfleet — please "
         "report it with the traceback above"
     )

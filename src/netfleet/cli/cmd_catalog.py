@@ -9,6 +9,7 @@ import typer
 from netfleet import api
 from netfleet.cli.console import bar_when_needed, console, file_bar
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
+from netfleet.cli.sheet import show_cheatsheet
 from netfleet.report import OutputFormat
 from netfleet.text import line
 
@@ -33,11 +34,45 @@ def cheatsheet(
     ] = "receiver",
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
+    import_from: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--import-from",
+            metavar="SOURCE",
+            help="first import these files, folders, globs or s3:// prefixes by reference into "
+            "--catalog, in the same process (as `netfleet import SOURCE --catalog CAT` does; "
+            "only what changed is read; its report on stderr) (repeatable)",
+        ),
+    ] = None,
+    pattern: Annotated[
+        str | None,
+        typer.Option(
+            help="with --import-from: labels from the path, a preset ("
+            + ", ".join(api.IMPORT_PRESETS)
+            + ") or a pattern with {name} placeholders (as netfleet import --pattern)"
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option("--label", help="with --import-from: key=value label for every run"),
+    ] = None,
 ) -> None:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
-    runs with omitted intervals left out — seed 002's Athena query on DuckDB."""
-    sheet = api.cheatsheet(catalog=catalog, results=results, by=by, side=side, campaign=campaign)
-    emit(sheet, fmt)
+    runs with omitted intervals left out — seed 002's Athena query on DuckDB. With
+    --import-from, from a folder to the sheet in one command: the import's report goes to
+    stderr, the sheet alone to stdout; exit 3 if some files could not be imported (the sheet
+    is printed), 2 if none could (docs/import.md)."""
+    show_cheatsheet(
+        catalog=catalog,
+        results=results,
+        by=by,
+        side=side,
+        campaign=campaign,
+        fmt=fmt.value,
+        import_from=import_from or (),
+        pattern=pattern,
+        label=label or (),
+    )
 
 
 def sql(

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.console import bar_when_needed, console
+from netfleet.cli.console import console
 from netfleet.cli.options import CatalogOpt, ResultsOpt
-from netfleet.errors import InputError, PartlyDone
+from netfleet.cli.registered import run_import
+from netfleet.errors import PartlyDone
 from netfleet.text import line
 
 
@@ -60,82 +61,17 @@ def import_(
     Links and special files are refused unless --follow-links. With --catalog, files are
     registered by reference (docs/import.md). Exit 3 if some files could not be imported (the
     others are), 2 if none could."""
-    with bar_when_needed("import") as tick:
-        report = api.import_(
-            sources,
-            results=results,
-            campaign=campaign,
-            label=label or (),
-            pattern=pattern,
-            side=side,
-            progress=tick,
-            follow_links=follow_links,
-            catalog=catalog,
-            keep_copy=keep_copy,
-        )
-    if isinstance(report, api.RegisterReport):
-        _registered(report)
-        return
-    dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
-    dups += f", {len(report.already)} already imported" if report.already else ""
-    url = line(api.results_url(results))
-    console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
-    _per_file(report, "already imported as", "notes.imported.flags")
-    _outcome(report.bad, bool(report.imported or report.duplicates or report.already))
-
-
-def _per_file(report: api.ImportReport | api.RegisterReport, already: str, flags: str) -> None:
-    """The duplicate, flagged and refused files of an import, one line each."""
-    for path, first in report.duplicates:
-        console.print(f"  duplicate {line(path)}: the same run as {line(first)}")
-    for path, run_id in report.already:
-        console.print(f"  duplicate {line(path)}: {already} {line(run_id)}")
-    for path, count in report.flagged:
-        console.print(
-            f"  [yellow]flagged[/] {line(path)}: {count} interval value(s) that don't add up "
-            f"(see {flags})"
-        )
-    for path, reason in report.bad:
-        console.print(f"  [red]not imported[/] {line(path)}: {line(reason)}")
-
-
-def _outcome(bad: list[tuple[str, str]], done: bool) -> None:
-    """Exit 2 when every file was refused, 3 when some were (the others imported)."""
-    if bad and not done:
-        raise InputError(
-            f"{len(bad)} file(s) could not be imported, none was",
-            hint="the reasons are listed above",
-        )
-    if bad:  # exit 3: finished, some refused
-        raise PartlyDone(
-            f"{len(bad)} file(s) could not be imported",
-            hint="the reasons are listed above; the other files were imported",
-        )
-
-
-def _registered(report: api.RegisterReport) -> None:
-    """An import by reference, said file by file where something happened."""
-    parts = [f"registered {len(report.registered)} file(s)"]
-    for count, what in (
-        (report.unchanged, "unchanged"),
-        (len(report.changed), "changed"),
-        (len(report.touched), "touched (same bytes)"),
-        (len(report.missing), "missing"),
-        (len(report.bad), "not imported"),
-        (len(report.duplicates), "duplicate(s)"),
-        (len(report.already), "already in the catalog"),
-    ):
-        if count:
-            parts.append(f"{count} {what}")
-    where = line(str(report.catalog_dir))
-    console.print(f"{', '.join(parts)} in {where} (manifest generation {report.generation})")
-    for path in report.changed:
-        console.print(f"  [yellow]changed[/] {line(path)}: a new run; the old one retired")
-    for path in report.missing:
-        console.print(f"  [yellow]missing[/] {line(path)}: gone from its source (runs kept)")
-    _per_file(report, "already in the catalog as", "the manifest's flags")
-    done = report.registered or report.unchanged or report.touched or report.already
-    _outcome(report.bad, bool(done or report.duplicates))
+    run_import(
+        sources=sources,
+        results=results,
+        campaign=campaign,
+        label=label or (),
+        pattern=pattern,
+        side=side,
+        follow_links=follow_links,
+        catalog=catalog,
+        keep_copy=keep_copy,
+    )
 
 
 def verify(catalog: CatalogOpt = None) -> None:

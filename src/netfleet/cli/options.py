@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from netfleet.report import OutputFormat, Tabular, render
+from netfleet.cli.emit import emit as emit
+from netfleet.report import OutputFormat
 
 CampaignOpt = Annotated[str | None, typer.Option("--campaign", help="only this campaign")]
 FormatOpt = Annotated[
@@ -40,20 +40,3 @@ LabStateOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def emit(data: Tabular, fmt: OutputFormat) -> None:
-    """Print a Tabular in the chosen format (plain text for machine formats)."""
-    from netfleet.cli.console import console
-    from netfleet.text import printable
-
-    out = render(data, fmt)
-    if isinstance(out, str):
-        print(out)
-        if data.notes and fmt is OutputFormat.csv:
-            # the CSV stays pure (header and rows): its notes — the same as the table's — go
-            # to stderr, always, so an empty CSV never reads as success without a reason
-            for note in data.notes:
-                print(f"note: {printable(note, keep_newlines=False)}", file=sys.stderr)
-    else:
-        console.print(out)

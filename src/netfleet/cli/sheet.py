@@ -1,0 +1,105 @@
+"""``netfleet cheatsheet``'s work between its options and the terminal, and the one place that
+gives those options their meaning: the Typer command (:mod:`netfleet.cli.cmd_catalog`) and the
+command line read before Typer loads (:mod:`netfleet.cli.quick`) both call
+:func:`show_cheatsheet` with the values as parsed.
+
+It imports neither Typer nor Rich: Rich is loaded to draw a table (``--format table``), a
+progress bar (files to read) or the files an import refused — never for a JSON, CSV or Markdown
+sheet after an import that found nothing changed (issue 26).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from netfleet.errors import NetfleetError
+
+if TYPE_CHECKING:
+    from netfleet.api import RegisterReport, Tabular
+
+
+def show_cheatsheet(
+    *,
+    catalog: str | None = None,
+    results: str | None = None,
+    by: str = "instance_type,direction",
+    side: str = "receiver",
+    campaign: str | None = None,
+    fmt: str = "table",
+    import_from: Sequence[str] = (),
+    pattern: str | None = None,
+    label: Sequence[str] = (),
+) -> None:
+    """Print the cheat sheet in ``fmt`` on stdout; with ``import_from``, import those files by
+    reference first (:func:`netfleet.api.cheatsheet`), its report on stderr — the sheet on
+    stdout is then exactly ``netfleet cheatsheet``'s. The exit status is the import's: 3 when
+    some files were refused (listed on stderr), 2 when every file was (the sheet of what the
+    catalog holds is printed either way)."""
+    from netfleet import api
+    from netfleet.cli.bars import bar_when_needed
+    from netfleet.cli.emit import emit
+    from netfleet.report import OutputFormat
+
+    shown = OutputFormat(fmt)
+    reports: list[RegisterReport] = []
+
+    def imported(report: RegisterReport) -> None:
+        reports.append(report)
+        _said(report)
+
+    with bar_when_needed("import") as tick:
+        try:
+            sheet = api.cheatsheet(
+                catalog=catalog,
+                results=results,
+                by=by,
+                side=side,  # type: ignore[arg-type]  # checked by its parser: receiver | sender
+                campaign=campaign,
+                import_from=import_from,
+                pattern=pattern,
+                label=label,
+                progress=tick,
+                imported=imported,
+            )
+        except NetfleetError:  # no sheet: the import's own failure (every file refused) first
+            _outcomes(reports)
+            raise
+    if shown is OutputFormat.table and not sys.stdout.isatty():
+        from netfleet.api import catalog_dir
+        from netfleet.report.sheettext import drawn
+
+        sys.stdout.write(drawn(catalog_dir(catalog), sheet, _draw))
+        sys.stdout.flush()
+    else:
+        emit(sheet, shown)
+    _outcomes(reports)
+
+
+def _draw(sheet: Tabular) -> str:
+    """What printing the sheet as a table on the process's console writes."""
+    from netfleet.cli.console import console
+    from netfleet.report import OutputFormat, render
+
+    with console.capture() as captured:
+        console.print(render(sheet, OutputFormat.table))
+    return captured.get()
+
+
+def _outcomes(reports: list[RegisterReport]) -> None:
+    from netfleet.cli.registered import registered_outcome
+
+    for report in reports:
+        registered_outcome(report)
+
+
+def _said(report: RegisterReport) -> None:
+    """The import's summary on stderr, and its files where something happened."""
+    from netfleet.cli import registered
+
+    print(registered.summary(report), file=sys.stderr)
+    if registered.has_details(report):
+        from rich.console import Console
+
+        registered.details(report, Console(stderr=True, highlight=False, soft_wrap=True))
