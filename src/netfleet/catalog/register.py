@@ -33,8 +33,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog import sourcelist
-from netfleet.catalog.manifest import current_generation, read_index, read_manifest, rows_table
-from netfleet.catalog.manifest import write_manifest as _write_manifest
+from netfleet.catalog.manifest import (
+    Index,
+    load_index,
+    read_index,
+    read_manifest,
+    rows_table,
+    write_index,
+)
+from netfleet.catalog.manifest import write_changes as _write_changes
 from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
@@ -124,10 +131,10 @@ def register(
     index = read_index(catalog)
     todo = found
     if index is not None:
-        todo, gone = _work(found, sources, _active(index["rows"], campaign, asked))
+        todo, gone = _work(found, sources, index, _active(index, campaign, asked))
         if not todo and not gone:
             report.unchanged = len(found)
-            report.generation = int(index["generation"])
+            report.generation = index.generation
             report.seconds = time.monotonic() - started
             return report
     from netfleet.catalog import readtasks
@@ -160,16 +167,19 @@ def _register(
     with _prepared(catalog, None) as (local, known):
         finish_retire(local)
         index = read_index(local)
-        rows = index["rows"] if index is not None else read_manifest(local).to_pylist()
-        todo, gone = _work(found, sources, _active(rows, opts.campaign, asked))
+        if index is None:  # not the manifest files' own (a crash before it was written)
+            index = load_index(local)
+            write_index(local, index)
+        active = _active(index, opts.campaign, asked)
+        todo, gone = _work(found, sources, index, active)
         report.unchanged = len(found) - len(todo)
         if not todo and not gone:
-            report.generation = current_generation(local)
+            report.generation = index.generation
             report.seconds = time.monotonic() - started
             return report
         reads = readtasks.reads(todo, opts, follow_links, pool)  # handed out to the workers
         _load_writer()
-        state = _State.load(local, opts.campaign, asked)
+        state = _State(index, active, index.generation, asked)
         generation = state.generation + 1
         writer = _Writer(local, known)
         for done, (item, read, tables) in enumerate(reads, start=1):
@@ -179,12 +189,12 @@ def _register(
             if progress is not None:
                 progress(report.unchanged + done, len(found))
         writer.flush()
-        for row in state.gone(sources, {f.source for f in found}):
-            state.mark(row, state="missing", reason="gone from its source")
-            report.missing.append(row["source"])
+        for source in state.gone(sources, {f.source for f in found}):
+            state.mark(source, state="missing", reason="gone from its source")
+            report.missing.append(source)
         report.retired = retire(local, state.retiring())
         if state.changed:
-            _write_manifest(local, rows_table(state.rows()), generation)
+            state.write(local)
             report.generation = generation
         else:
             report.generation = state.generation
@@ -215,25 +225,31 @@ def _options(campaign: str, labels: Iterable[str], pattern: str | None, side: st
     )
 
 
-def _active(rows: list[dict[str, Any]], campaign: str, asked: str) -> dict[str, dict[str, Any]]:
-    """source → its manifest row filed like this import, not retired."""
+def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
+    """source → the position in ``index`` of its row filed like this import (not retired:
+    the index has no retired rows but those this import retires)."""
+    cols = index.columns
     return {
-        r["source"]: r
-        for r in rows
-        if r["state"] != "retired" and r["campaign"] == campaign and r["asked"] == asked
+        source: at
+        for at, (source, state, its_campaign, its_asked) in enumerate(
+            zip(cols["source"], cols["state"], cols["campaign"], cols["asked"], strict=True)
+        )
+        if its_campaign == campaign and its_asked == asked and state != "retired"
     }
 
 
 def _work(
-    found: list[Found], sources: list[str], active: dict[str, dict[str, Any]]
-) -> tuple[list[Found], list[dict[str, Any]]]:
-    """The files to read (new, or their stat changed) and the rows whose file is gone."""
-    todo = [f for f in found if not _same_stat(active.get(f.source), f)]
+    found: list[Found], sources: list[str], index: Index, active: dict[str, int]
+) -> tuple[list[Found], list[str]]:
+    """The files to read (new, or their stat changed) and the sources of the rows whose file
+    is gone."""
+    todo = [f for f in found if not _same_stat(index, active.get(f.source), f)]
     seen = {f.source for f in found}
+    states = index.columns["state"]
     gone = [
-        row
-        for source, row in active.items()
-        if row["state"] != "missing"
+        source
+        for source, at in active.items()
+        if states[at] != "missing"
         and source not in seen
         and any(_under(source, s) for s in sources)
     ]
@@ -246,20 +262,20 @@ def _work(
 RACY_NS = 2_000_000_000
 
 
-def _same_stat(row: dict[str, Any] | None, item: Found) -> bool:
-    """The file is as its row says (size, mtime_ns, inode; S3: size and ETag), and was not
-    modified within :data:`RACY_NS` before it was read."""
-    if row is None or row["state"] == "missing":  # back at its source: read to be sure
+def _same_stat(index: Index, at: int | None, item: Found) -> bool:
+    """The file is as its row (at ``at`` in ``index``) says (size, mtime_ns, inode; S3: size
+    and ETag), and was not modified within :data:`RACY_NS` before it was read."""
+    if at is None:
+        return False
+    cols = index.columns
+    if cols["state"][at] == "missing":  # back at its source: read to be sure
         return False
     if item.etag is not None:
-        return row.get("etag") == item.etag and row.get("size") == item.size
-    if (row.get("size"), row.get("mtime_ns"), row.get("inode")) != (
-        item.size,
-        item.mtime_ns,
-        item.inode,
-    ):
+        return cols["etag"][at] == item.etag and cols["size"][at] == item.size
+    mtime = cols["mtime_ns"][at]
+    if cols["size"][at] != item.size or mtime != item.mtime_ns or cols["inode"][at] != item.inode:
         return False
-    mtime, checked = row.get("mtime_ns"), row.get("checked_ns")
+    checked = cols["checked_ns"][at]
     return mtime is None or checked is None or checked - mtime >= RACY_NS
 
 
@@ -268,52 +284,70 @@ def _same_stat(row: dict[str, Any] | None, item: Found) -> bool:
 
 @dataclass
 class _State:
-    """The manifest as this import changes it."""
+    """The manifest's stat index as this import changes it, and the rows it changes."""
 
-    table: list[dict[str, Any]]
+    index: Index
+    #: source → position in the index of its row filed like this import, not retired
+    active: dict[str, int]
     generation: int
-    campaign: str
     asked: str
-    #: source → its row filed like this import (campaign and options), not retired
-    active: dict[str, dict[str, Any]] = field(default_factory=dict)
     new: list[dict[str, Any]] = field(default_factory=list)
+    #: row_id → position in the index, of the rows this import changed
+    marked: dict[int, int] = field(default_factory=dict)
     #: runs whose file changed: retired unless another row still holds them
     retire: set[str] = field(default_factory=set)
     changed: bool = False
 
-    @classmethod
-    def load(cls, catalog: Path, campaign: str, asked: str) -> _State:
-        rows = read_manifest(catalog).to_pylist()
-        state = cls(rows, current_generation(catalog), campaign, asked)
-        for row in rows:
-            if row["state"] != "retired" and (row["campaign"], row["asked"]) == (campaign, asked):
-                state.active[row["source"]] = row
-        return state
+    def old(self, source: str) -> dict[str, Any] | None:
+        """The index's columns of ``source``'s active row (None: it has none)."""
+        at = self.active.get(source)
+        return None if at is None else self.index.row(at)
 
-    def gone(self, sources: list[str], found: set[str]) -> list[dict[str, Any]]:
-        """Active rows under one of ``sources`` whose file was not found."""
+    def gone(self, sources: list[str], found: set[str]) -> list[str]:
+        """Active rows' sources under one of ``sources`` whose file was not found."""
+        states = self.index.columns["state"]
         out = []
-        for source, row in self.active.items():
-            if source in found or row["state"] == "missing":
+        for source, at in self.active.items():
+            if source in found or states[at] == "missing":
                 continue
             if any(_under(source, s) for s in sources):
-                out.append(row)
+                out.append(source)
         return out
 
-    def mark(self, row: dict[str, Any], **changes: Any) -> None:
-        row.update(changes, generation=self.generation + 1)
+    def mark(self, source: str, **changes: Any) -> None:
+        at = self.active[source]
+        self.index.set(at, changes)
+        self.marked[self.index.columns["row_id"][at]] = at
         self.changed = True
 
     def add(self, row: dict[str, Any]) -> None:
-        self.new.append({**row, "asked": self.asked, "generation": self.generation + 1})
+        row = {**row, "asked": self.asked, "generation": self.generation + 1}
+        row["row_id"] = self.index.next_row
+        self.index.next_row += 1
+        self.index.append(row)
+        self.new.append(row)
         self.changed = True
 
     def retiring(self) -> set[str]:
-        held = {r["run_id"] for r in [*self.table, *self.new] if r["state"] in ("ok", "missing")}
+        cols = self.index.columns
+        held = {
+            run for run, state in zip(cols["run_id"], cols["state"], strict=True)
+            if state in ("ok", "missing")
+        }  # fmt: skip
         return {run for run in self.retire if run and run not in held}
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [*self.table, *self.new]
+    def write(self, catalog: Path) -> None:
+        """The rows this import made or changed, as the manifest's next generation."""
+        generation = self.generation + 1
+        changed = []
+        if self.marked:  # their other columns (labels, file keys ...) from the manifest
+            table = read_manifest(catalog)
+            ids = table.column("row_id").to_pylist()
+            wanted = [n for n, row in enumerate(ids) if row in self.marked]
+            for full in table.take(wanted).to_pylist():
+                now = self.index.row(self.marked[full["row_id"]])
+                changed.append({**full, **now, "generation": generation})
+        _write_changes(catalog, rows_table([*changed, *self.new]), self.index, generation)
 
 
 def _under(source: str, given: str) -> bool:
@@ -340,7 +374,7 @@ def _settle(
     if tables is not None:
         writer.take(tables)
     row = {"checked_ns": time.time_ns(), **read.row}
-    old = state.active.get(item.source)
+    old = state.old(item.source)
     fields = ("size", "mtime_ns", "inode", "etag")
     if (
         old is not None
@@ -355,10 +389,10 @@ def _settle(
             report.unchanged += 1
         reason = row.get("reason")
         stat = {k: row.get(k) for k in (*fields, "checked_ns")}
-        state.mark(old, **stat, state=row["state"], reason=reason)
+        state.mark(item.source, **stat, state=row["state"], reason=reason)
         return
     if old is not None:
-        state.mark(old, state="retired", reason="the file changed: a newer row holds it")
+        state.mark(item.source, state="retired", reason="the file changed: a newer row holds it")
         if old.get("run_id"):
             state.retire.add(old["run_id"])
         report.changed.append(item.source)
