@@ -240,10 +240,18 @@ def _cheatsheet(
     unit_label: str,
     rate: Rate,
 ) -> CheatSheetData:
+    # the temp tables' rows need no order (every statement below groups or counts): DuckDB
+    # then keeps no insertion order while writing them, which holds memory at 100k files
+    con.execute("SET preserve_insertion_order = false")
     keys = _Keys(con)
     groups = [f"g{n}" for n in range(len(group_keys))]
     base = _Sql()
-    base.add("CREATE OR REPLACE TEMP TABLE _r AS SELECT r.run_id, r.protocol")
+    # each run selected gets a small integer key (rk): the interval rows kept below carry it,
+    # not the run id (a 64-hex string per interval row was most of the sheet's memory)
+    base.add(
+        "CREATE OR REPLACE TEMP TABLE _r AS SELECT"
+        " CAST(row_number() OVER () AS INTEGER) AS rk, r.run_id, r.protocol"
+    )
     per_interval = ""
     for alias, key in zip(groups, group_keys, strict=True):
         if key in INTERVAL_KEYS:
@@ -282,14 +290,12 @@ def _cheatsheet(
             f"(r.mtu - {TCP_IP_OVERHEAD}.0) END"
         )
     )
-    run_groups = "".join(
-        f"r.{g}, " for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS
-    )
+    run_groups = [g for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS]
     # the selected runs, then one pass over the intervals: their receiver's (or sender's) sums,
     # kept in a temporary table; the statistics and the counts below read only those two
     con.execute("".join(base.text), base.params)
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
+        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.rk, {per_interval}"  # noqa: S608
         f"i.bits_per_second * {factor} AS bps, i.omitted,"
         " i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
         f" AND i.bits_per_second BETWEEN 0 AND {MAX_RATE:.0f}) AS impossible,"
@@ -303,13 +309,20 @@ def _cheatsheet(
     grouping = ", ".join(groups)
     by = f" GROUP BY {grouping}" if groups else ""
     kept = "NOT omitted AND NOT stub AND NOT impossible AND bps IS NOT NULL"
+    # the kept intervals with their run's group keys (from _r, by rk)
+    keyed = (
+        f"(SELECT x.*{''.join(f', r.{g}' for g in run_groups)} FROM _x x"  # noqa: S608
+        f" JOIN _r r ON r.rk = x.rk WHERE {kept})"
+        if run_groups
+        else f"(SELECT * FROM _x WHERE {kept})"  # noqa: S608
+    )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
     per_group = [
         [*row[:n], row[n], *_stats(row[n + 1 :], scale)]
         for row in con.execute(
             f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL} "  # noqa: S608
-            f"FROM _x WHERE {kept}{by}"
+            f"FROM {keyed}{by}"
         ).fetchall()
     ]
     # run-level facts per group: a run counts once per group it has kept intervals in
@@ -320,9 +333,9 @@ def _cheatsheet(
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
         " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
         " count(*) FILTER (WHERE k.from_sender)"
-        f" FROM (SELECT DISTINCT run_id, from_sender{', ' + grouping if groups else ''} FROM _x"
-        f" WHERE {kept}) k"
-        f" JOIN _r r ON r.run_id = k.run_id{' GROUP BY ' + run_keys if groups else ''}"
+        f" FROM (SELECT DISTINCT rk, from_sender{', ' + grouping if groups else ''}"
+        f" FROM {keyed}) k"
+        f" JOIN _r r ON r.rk = k.rk{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
     runs_of = {tuple(row[:n]): row[n:] for row in per_run}
     found = sorted(
@@ -347,12 +360,12 @@ def _cheatsheet(
         "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
         " (SELECT count(*) FROM _x WHERE omitted),"
         " (SELECT count(*) FROM _x WHERE stub AND NOT omitted),"
-        f" (SELECT count(*) FROM _r WHERE run_id NOT IN (SELECT run_id FROM _x WHERE {kept})"
-        " AND run_id NOT IN (SELECT run_id FROM _x WHERE impossible)),"
+        f" (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _x WHERE {kept})"
+        " AND rk NOT IN (SELECT rk FROM _x WHERE impossible)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
         " (SELECT count(*) FROM _r WHERE is_bidir),"
         " (SELECT count(*) FROM _x WHERE impossible),"
-        f" (SELECT count(DISTINCT run_id) FROM _x WHERE from_sender AND {kept})",
+        f" (SELECT count(DISTINCT rk) FROM _x WHERE from_sender AND {kept})",
     ).fetchone()
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (
