@@ -464,6 +464,7 @@ def write_index(folder: Path, index: Index) -> None:
     """The stat index of the manifest files there (the caller holds the catalog's lock)."""
     data = _encode_index(index.live(), _stamps(folder))
     atomic_write(folder / INDEX, data, prefix=TEMP_PREFIX)
+    (folder / "_manifest_index.json").unlink(missing_ok=True)  # the index's earlier form
 
 
 def _with_ids(rows: pa.Table, first: int) -> pa.Table:
@@ -481,15 +482,21 @@ def _with_ids(rows: pa.Table, first: int) -> pa.Table:
     return rows.set_column(at, "row_id", pa.array(filled, pa.int64()))
 
 
-def write_manifest(catalog_dir: str | os.PathLike[str], rows: pa.Table, generation: int) -> Path:
+def write_manifest(
+    catalog_dir: str | os.PathLike[str],
+    rows: pa.Table,
+    generation: int,
+    index: Index | None = None,
+) -> Path:
     """Replace the manifest with ``rows`` (conformed to :func:`schema`; rows without a
-    ``row_id`` are given one) at ``generation``: the base written again, the segments gone."""
+    ``row_id`` are given one) at ``generation``: the base written again, the segments gone.
+    ``index``: the stat index of those rows when the caller has it (else made of them)."""
     folder = Path(catalog_dir)
     table = _with_ids(rows, 0)
     _place(folder, MANIFEST, _parquet(table, generation))
     for path in segment_paths(folder):  # their rows' last versions are in the base now
         path.unlink(missing_ok=True)
-    write_index(folder, Index.of_table(table, generation))
+    write_index(folder, index if index is not None else Index.of_table(table, generation))
     return folder / MANIFEST
 
 
@@ -528,7 +535,7 @@ def write_changes(
         old = old.filter(pa.array(keep, pa.bool_()))
         changed = pa.concat_tables([old, _conform(changed)], promote_options="default")
         changed = changed.sort_by("row_id")  # the rows in the order they were made
-    write_manifest(folder, changed, generation)
+    write_manifest(folder, changed, generation, index)
 
 
 def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
