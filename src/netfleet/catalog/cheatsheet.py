@@ -356,16 +356,27 @@ def _cheatsheet(
         rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
     scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
 
-    counts = con.execute(  # fixed identifiers only
-        "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
-        " (SELECT count(*) FROM _x WHERE omitted),"
-        " (SELECT count(*) FROM _x WHERE stub AND NOT omitted),"
-        f" (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _x WHERE {kept})"
-        " AND rk NOT IN (SELECT rk FROM _x WHERE impossible)),"
+    # per run, what its intervals were (100k rows, where subqueries over _x held a hash table
+    # of every interval's key)
+    con.execute(  # fixed identifiers only
+        "CREATE OR REPLACE TEMP TABLE _p AS SELECT rk,"  # noqa: S608
+        f" coalesce(bool_or({kept}), false) OR coalesce(bool_or(impossible), false) AS counted,"
+        f" coalesce(bool_or(from_sender AND {kept}), false) AS sender_kept,"
+        " count(*) FILTER (WHERE omitted) AS omitted,"
+        " count(*) FILTER (WHERE stub AND NOT omitted) AS stubs,"
+        " count(*) FILTER (WHERE impossible) AS impossible"
+        " FROM _x GROUP BY rk"
+    )
+    counts = con.execute(
+        "SELECT (SELECT count(*) FROM _r),"
+        " (SELECT coalesce(sum(omitted), 0) FROM _p),"
+        " (SELECT coalesce(sum(stubs), 0) FROM _p),"
+        " (SELECT count(*) FROM _r r LEFT JOIN _p p ON p.rk = r.rk"
+        " WHERE NOT coalesce(p.counted, false)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
         " (SELECT count(*) FROM _r WHERE is_bidir),"
-        " (SELECT count(*) FROM _x WHERE impossible),"
-        f" (SELECT count(DISTINCT rk) FROM _x WHERE from_sender AND {kept})",
+        " (SELECT coalesce(sum(impossible), 0) FROM _p),"
+        " (SELECT count(*) FROM _p WHERE sender_kept)",
     ).fetchone()
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (
