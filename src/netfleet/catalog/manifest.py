@@ -237,7 +237,7 @@ class _Columns(dict[str, list[Any]]):
     """The index's columns, each decoded from the file when first asked (a no-op import asks
     only the stat columns, never the 64-hex ones)."""
 
-    def __init__(self, body: bytes = b"", where: dict[str, Any] | None = None) -> None:
+    def __init__(self, body: bytes | memoryview = b"", where: dict[str, Any] | None = None) -> None:
         super().__init__()
         self._body = body
         self._where = where or {}
@@ -256,9 +256,9 @@ class _Columns(dict[str, list[Any]]):
             if _NULL in numbers:
                 column = [None if v == _NULL else v for v in column]
         elif values is not None:  # codes into the distinct values
-            column = [values[code] for code in json.loads(raw)]
+            column = [values[code] for code in json.loads(bytes(raw))]
         else:
-            column = json.loads(raw)
+            column = json.loads(bytes(raw))
         self[name] = column
         return column
 
@@ -282,6 +282,15 @@ class Index:
 
     def __len__(self) -> int:
         return self.size if self.size is not None else len(self.columns["source"])
+
+    def distinct(self, name: str) -> list[Any] | None:
+        """The distinct values of a coded column as the file lists them, without decoding
+        it; None when it is decoded (or not coded)."""
+        columns = self.columns
+        if not isinstance(columns, _Columns) or name in columns:
+            return None
+        values = columns._where.get(name, (0, 0, None))[2]
+        return list(values) if isinstance(values, list) else None
 
     def _every(self) -> dict[str, list[Any]]:
         if isinstance(self.columns, _Columns):
@@ -355,15 +364,18 @@ def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
     return json.dumps(head).encode() + b"\n" + b"".join(parts)
 
 
-def _read_head(catalog_dir: str | os.PathLike[str], size: int) -> tuple[dict[str, Any], bytes]:
+def _read_head(catalog_dir: str | os.PathLike[str], size: int) -> tuple[dict[str, Any], memoryview]:
     """The index's JSON head and the bytes after it (of the first ``size`` bytes; -1: all)."""
     fd = os.open(Path(catalog_dir) / INDEX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ValueError("not a file")
         data = fh.read() if size < 0 else fh.read(size)
-    line, _, rest = data.partition(b"\n")
-    head = json.loads(line)
+    end = data.find(b"\n")
+    if end < 0:
+        raise ValueError("no head")
+    head = json.loads(data[:end])
+    rest = memoryview(data)[end + 1 :]
     if not isinstance(head, dict) or not isinstance(head.get("generation"), int):
         raise ValueError("no generation")
     return head, rest

@@ -249,6 +249,9 @@ def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
     """source → the position in ``index`` of its row filed like this import (not retired:
     the index has no retired rows but those this import retires)."""
     cols = index.columns
+    if index.distinct("campaign") == [campaign] and index.distinct("asked") == [asked]:
+        # every row filed like this import (an index read from its file has no retired rows)
+        return dict(zip(cols["source"], range(len(index)), strict=True))
     return {
         source: at
         for at, (source, state, its_campaign, its_asked) in enumerate(
@@ -261,42 +264,51 @@ def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
 def _work(
     found: list[Found], sources: list[str], index: Index, active: dict[str, int]
 ) -> tuple[list[Found], list[str]]:
-    """The files to read (new, or their stat changed) and the sources of the rows whose file
-    is gone."""
-    todo = [f for f in found if not _same_stat(index, active.get(f.source), f)]
+    """The files to read (new, or their stat changed: :data:`RACY_NS`'s rule, one loop over
+    the index's columns — a function call per file was 0.15 s of 100,000) and the sources of
+    the rows whose file is gone."""
+    cols = index.columns
+    size, mtime, inode = cols["size"], cols["mtime_ns"], cols["inode"]
+    checked, etag, state = cols["checked_ns"], cols["etag"], cols["state"]
+    todo = []
+    for item in found:
+        source, _, its_size, its_mtime, its_inode, its_etag = item
+        at = active.get(source)
+        if at is None or state[at] == "missing":  # new, or back at its source: read it
+            todo.append(item)
+        elif its_etag is not None:
+            if etag[at] != its_etag or size[at] != its_size:
+                todo.append(item)
+        elif (
+            size[at] != its_size
+            or mtime[at] != its_mtime
+            or inode[at] != its_inode
+            or (
+                its_mtime is not None
+                and checked[at] is not None
+                and checked[at] - its_mtime < RACY_NS
+            )
+        ):
+            todo.append(item)
+    hits = len(found) - sum(1 for f in found if f.source not in active) if todo else len(found)
+    if hits == len(active):  # every active row's file was found (sources are unique)
+        return todo, []
     seen = {f.source for f in found}
-    states = index.columns["state"]
     gone = [
         source
         for source, at in active.items()
-        if states[at] != "missing"
-        and source not in seen
-        and any(_under(source, s) for s in sources)
+        if state[at] != "missing" and source not in seen and any(_under(source, s) for s in sources)
     ]
     return todo, gone
 
 
 #: a file modified this close before it was read ("racy", as git's index says it) is read
 #: again by the next import even when its stat is the same: a write in the same timestamp
-#: tick after the read would not show in the stat (2 s: the coarsest file-system clock)
+#: tick after the read would not show in the stat (2 s: the coarsest file-system clock).
+#: The rule (:func:`_work`): a file is not opened when its row is not ``missing`` and its
+#: size, mtime_ns and inode (S3: size and ETag) are the row's, and it was not modified within
+#: this before it was read
 RACY_NS = 2_000_000_000
-
-
-def _same_stat(index: Index, at: int | None, item: Found) -> bool:
-    """The file is as its row (at ``at`` in ``index``) says (size, mtime_ns, inode; S3: size
-    and ETag), and was not modified within :data:`RACY_NS` before it was read."""
-    if at is None:
-        return False
-    cols = index.columns
-    if cols["state"][at] == "missing":  # back at its source: read to be sure
-        return False
-    if item.etag is not None:
-        return cols["etag"][at] == item.etag and cols["size"][at] == item.size
-    mtime = cols["mtime_ns"][at]
-    if cols["size"][at] != item.size or mtime != item.mtime_ns or cols["inode"][at] != item.inode:
-        return False
-    checked = cols["checked_ns"][at]
-    return mtime is None or checked is None or checked - mtime >= RACY_NS
 
 
 # --- the manifest's rows -------------------------------------------------------------------
