@@ -144,3 +144,34 @@ def test_a_crash_between_segment_and_index_or_inside_compaction_loses_nothing(
     rows = _rows(cat)
     (cat / SEGMENTS / manifest._segment_name(2)).write_bytes(kept)
     assert _rows(cat) == rows and _duck(cat) == rows
+
+
+def test_the_stat_index_written_again_after_appends_is_the_index_made_whole(
+    tmp_path: Path,
+) -> None:
+    """An import that only adds rows copies the index's columns it never decoded and adds the
+    new values after them: the same index as one made from the manifest."""
+    from netfleet.catalog.manifest import Index, write_index
+
+    src = _twin(tmp_path, "src")
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    for n, extra in enumerate(RUNS[4:7]):
+        shutil.copy(extra, src / extra.name)
+        then = time.time_ns() - 60 * 10**9
+        os.utime(src / extra.name, ns=(then, then))
+        assert len(register([str(src)], cat).registered) == 1, n
+        made = Index.of_table(read_manifest(cat), manifest.current_generation(cat))
+        index = read_index(cat)
+        assert index is not None
+        assert list(index.rows()) == list(made.rows())
+    index = read_index(cat)
+    assert index is not None
+    index.append({"row_id": 99, "source": "/x", "state": "bad", "campaign": "c"})
+    write_index(cat, index)  # a new coded value, nulls in every other column
+    again = read_index(cat)
+    assert again is not None and list(again.rows())[-1] == {
+        **dict.fromkeys(manifest.INDEX_COLUMNS), "row_id": 99, "source": "/x", "state": "bad",
+        "campaign": "c",
+    }  # fmt: skip
+    assert [r for r in again.rows()][:-1] == list(made.rows())

@@ -235,12 +235,22 @@ _NULL = -(1 << 63)
 
 class _Columns(dict[str, list[Any]]):
     """The index's columns, each decoded from the file when first asked (a no-op import asks
-    only the stat columns, never the 64-hex ones)."""
+    only the stat columns, never the 64-hex ones). Rows appended to a column not decoded
+    wait in ``tail``: written again, its bytes are copied and the tail's added after them."""
 
     def __init__(self, body: bytes | memoryview = b"", where: dict[str, Any] | None = None) -> None:
         super().__init__()
         self._body = body
         self._where = where or {}
+        self.tail: dict[str, list[Any]] = {}
+        #: decoded columns: how many values the file had; changed ones (not only appended)
+        self.from_file: dict[str, int] = {}
+        self.modified: set[str] = set()
+
+    def raw(self, name: str) -> tuple[memoryview | bytes, list[Any] | None]:
+        """A column not decoded: its bytes in the file and its coded values (or None)."""
+        offset, length, values = self._where[name]
+        return self._body[offset : offset + length], values
 
     def __missing__(self, name: str) -> list[Any]:
         if name not in self._where:
@@ -259,6 +269,8 @@ class _Columns(dict[str, list[Any]]):
             column = [values[code] for code in json.loads(bytes(raw))]
         else:
             column = json.loads(bytes(raw))
+        self.from_file[name] = len(column)
+        column.extend(self.tail.pop(name, ()))
         self[name] = column
         return column
 
@@ -279,6 +291,8 @@ class Index:
         default_factory=lambda: {name: [] for name in INDEX_COLUMNS}
     )
     size: int | None = None
+    #: the manifest files it was read with or written for (:func:`still_current`)
+    files: list[list[Any]] | None = None
 
     def __len__(self) -> int:
         return self.size if self.size is not None else len(self.columns["source"])
@@ -287,7 +301,7 @@ class Index:
         """The distinct values of a coded column as the file lists them, without decoding
         it; None when it is decoded (or not coded)."""
         columns = self.columns
-        if not isinstance(columns, _Columns) or name in columns:
+        if not isinstance(columns, _Columns) or name in columns or name in columns.tail:
             return None
         values = columns._where.get(name, (0, 0, None))[2]
         return list(values) if isinstance(values, list) else None
@@ -309,19 +323,25 @@ class Index:
         for name, value in changes.items():
             if name in INDEX_COLUMNS:
                 self.columns[name][at] = value
+                if isinstance(self.columns, _Columns):
+                    self.columns.modified.add(name)
 
     def append(self, row: dict[str, Any]) -> None:
-        for name, values in self._every().items():
-            values.append(row.get(name))
+        columns = self.columns
+        for name in INDEX_COLUMNS:
+            if isinstance(columns, _Columns) and name not in columns:  # not decoded: its tail
+                columns.tail.setdefault(name, []).append(row.get(name))
+            else:
+                columns[name].append(row.get(name))
         if self.size is not None:
             self.size += 1
 
     def live(self) -> Index:
         """This index without its retired rows."""
-        columns = self._every()
-        keep = [at for at, state in enumerate(columns["state"]) if state != "retired"]
+        keep = [at for at, state in enumerate(self.columns["state"]) if state != "retired"]
         if len(keep) == len(self):
             return self
+        columns = self._every()
         cols = {name: [values[at] for at in keep] for name, values in columns.items()}
         return Index(self.generation, self.next_row, cols)
 
@@ -343,23 +363,36 @@ def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
     where: dict[str, list[Any]] = {}
     parts: list[bytes] = []
     offset = 0
+    columns = index.columns
     for name in INDEX_COLUMNS:
-        column = index.columns[name]
-        values = None
+        old: memoryview | bytes = b""
+        values: list[Any] | None = None
+        if isinstance(columns, _Columns) and name not in columns:  # as read, and its tail
+            old, values = columns.raw(name)
+            column = columns.tail.get(name, [])
+        elif isinstance(columns, _Columns) and name not in columns.modified:  # only appended
+            old, values = columns.raw(name)
+            column = columns[name][columns.from_file[name] :]
+        else:
+            column = columns[name]
         if name in _INTS:
             data = array("q", [_NULL if v is None else v for v in column]).tobytes()
         elif name in _CODED:
-            values = list(dict.fromkeys(column))
+            values = list(dict.fromkeys([*(values or []), *column]))
             code = {v: n for n, v in enumerate(values)}
             data = json.dumps([code[v] for v in column]).encode()
         else:
             data = json.dumps(column).encode()
+        if len(old) > 2 and name not in _INTS:  # two JSON lists as one ("[]": just the tail)
+            data = bytes(old[:-1]) + (b", " + data[1:] if column else b"]")
+        elif old and name in _INTS:
+            data = bytes(old) + data
         where[name] = [offset, len(data), values]
         parts.append(data)
         offset += len(data)
     head = {
         "generation": index.generation, "next_row": index.next_row, "files": stamps,
-        "rows": len(index.columns["source"]), "columns": where,
+        "rows": len(index), "columns": where,
     }  # fmt: skip
     return json.dumps(head).encode() + b"\n" + b"".join(parts)
 
@@ -397,9 +430,14 @@ def read_index(catalog_dir: str | os.PathLike[str]) -> Index | None:
         if not isinstance(rows, int) or sum(where[n][1] for n in where) != len(body):
             return None
         columns = _Columns(body, where)
-        return Index(head["generation"], head["next_row"], columns, rows)
+        return Index(head["generation"], head["next_row"], columns, rows, stamps)
     except (OSError, ValueError, TypeError, AttributeError, IndexError):
         return None
+
+
+def still_current(catalog_dir: str | os.PathLike[str], index: Index) -> bool:
+    """Whether ``index`` is of the manifest files there now (no import wrote since)."""
+    return index.files is not None and index.files == _stamps(catalog_dir)
 
 
 def load_index(catalog_dir: str | os.PathLike[str]) -> Index:

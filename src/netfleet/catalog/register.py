@@ -41,6 +41,7 @@ from netfleet.catalog.manifest import (
     read_manifest,
     rows_table,
     schema,
+    still_current,
     write_index,
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
@@ -134,20 +135,28 @@ def register(
     # index alone — no lock taken, no reader loaded (rows only exist for options once checked)
     index = read_index(catalog)
     todo = found
+    seen: _Seen | None = None
     if index is not None:
-        todo, gone = _work(found, sources, index, _active(index, campaign, asked))
+        active = _active(index, campaign, asked)
+        todo, gone = _work(found, sources, index, active)
         if not todo and not gone:
             report.unchanged = len(found)
             report.generation = index.generation
             report.seconds = time.monotonic() - started
             return report
+        seen = (index, active, todo, gone)
     from netfleet.catalog import readtasks
 
     with readtasks.pool(workers, len(todo)) as pool:
         return _register(
             found, sources, catalog, asked, report, started, pool, keep_copy, progress,
-            _options(campaign, labels, pattern, side), follow_links,
+            _options(campaign, labels, pattern, side), follow_links, seen,
         )  # fmt: skip
+
+
+#: what :func:`register` found before taking the lock: the index, its active rows, the files
+#: to read and the rows gone — used under the lock while the index is still the manifest's
+_Seen = tuple[Index, dict[str, int], list[Found], list[str]]
 
 
 def _register(
@@ -162,6 +171,7 @@ def _register(
     progress: Progress | None,
     opts: Options,
     follow_links: bool,
+    seen: _Seen | None = None,
 ) -> RegisterReport:
     """:func:`register`'s work once something is to be read or marked."""
     from netfleet.catalog import readtasks
@@ -170,12 +180,16 @@ def _register(
 
     with _prepared(catalog, None) as (local, known):
         finish_retire(local)
-        index = read_index(local)
-        if index is None:  # not the manifest files' own (a crash before it was written)
-            index = load_index(local)
-            write_index(local, index)
-        active = _active(index, opts.campaign, asked)
-        todo, gone = _work(found, sources, index, active)
+        if seen is not None and still_current(local, seen[0]):  # no import came between
+            index, active, todo, gone = seen
+        else:
+            on_disk = read_index(local)
+            if on_disk is None:  # not the manifest files' own (a crash before it was written)
+                on_disk = load_index(local)
+                write_index(local, on_disk)
+            index = on_disk
+            active = _active(index, opts.campaign, asked)
+            todo, gone = _work(found, sources, index, active)
         report.unchanged = len(found) - len(todo)
         if not todo and not gone:
             report.generation = index.generation
@@ -363,6 +377,8 @@ class _State:
         self.changed = True
 
     def retiring(self) -> set[str]:
+        if not self.retire:  # (the index's run ids are then not decoded)
+            return set()
         cols = self.index.columns
         held = {
             run for run, state in zip(cols["run_id"], cols["state"], strict=True)
