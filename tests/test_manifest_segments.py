@@ -175,3 +175,17 @@ def test_the_stat_index_written_again_after_appends_is_the_index_made_whole(
         "campaign": "c",
     }  # fmt: skip
     assert [r for r in again.rows()][:-1] == list(made.rows())
+
+
+def test_a_linked_segments_folder_is_refused(tmp_path: Path) -> None:
+    from netfleet.durable import LinkRefused
+
+    src = _twin(tmp_path, "src")
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (cat / SEGMENTS).symlink_to(elsewhere)
+    with pytest.raises(LinkRefused):
+        read_manifest(cat)
+    assert not list(elsewhere.iterdir())

@@ -128,9 +128,20 @@ def _segment_name(generation: int) -> str:
     return f"g{generation:012d}.parquet"
 
 
+def _segments_dir(catalog_dir: str | os.PathLike[str]) -> Path:
+    """The segments' folder; refused when it is a link (nothing is read, written or deleted
+    through one)."""
+    folder = Path(catalog_dir) / SEGMENTS
+    if folder.is_symlink():
+        from netfleet.durable import refused
+
+        raise refused(folder, Path(catalog_dir))
+    return folder
+
+
 def segment_paths(catalog_dir: str | os.PathLike[str]) -> list[Path]:
     """The manifest's segments, oldest first (regular files only)."""
-    folder = Path(catalog_dir) / SEGMENTS
+    folder = _segments_dir(catalog_dir)
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -574,8 +585,9 @@ def write_changes(
         and len(segments) < MAX_SEGMENTS
         and extra <= base_rows * COMPACT_SHARE
     ):
-        (folder / SEGMENTS).mkdir(exist_ok=True)
-        _place(folder / SEGMENTS, _segment_name(generation), _parquet(changed, generation))
+        segments_dir = _segments_dir(folder)
+        segments_dir.mkdir(exist_ok=True)
+        _place(segments_dir, _segment_name(generation), _parquet(changed, generation))
         write_index(folder, index)
         return
     old = read_manifest(folder)
