@@ -325,17 +325,33 @@ def _cheatsheet(
             f"FROM {keyed}{by}"
         ).fetchall()
     ]
+    # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
+    # by the run-level facts and the counts below instead of every interval row again
+    interval_groups = [g for g, key in zip(groups, group_keys, strict=True) if key in INTERVAL_KEYS]
+    per = "".join(f", {g}" for g in interval_groups)
+    con.execute(  # fixed identifiers only
+        f"CREATE OR REPLACE TEMP TABLE _p AS SELECT rk{per},"  # noqa: S608
+        f" coalesce(bool_or({kept}), false) AS any_kept,"
+        " coalesce(bool_or(impossible), false) AS any_bad,"
+        " coalesce(bool_or(from_sender), false) AS from_sender,"
+        " count(*) FILTER (WHERE omitted) AS omitted,"
+        " count(*) FILTER (WHERE stub AND NOT omitted) AS stubs,"
+        " count(*) FILTER (WHERE impossible) AS impossible"
+        f" FROM _x GROUP BY rk{per}"
+    )
     # run-level facts per group: a run counts once per group it has kept intervals in
-    run_keys = ", ".join(f"k.{g}" for g in groups)
+    run_keys = ", ".join(
+        f"{'k' if key in INTERVAL_KEYS else 'r'}.{g}"
+        for g, key in zip(groups, group_keys, strict=True)
+    )
     per_run = con.execute(
         f"SELECT {run_keys + ', ' if groups else ''}count(*),"  # noqa: S608
         " count(*) FILTER (WHERE r.no_drop), max(r.stopped_at) FILTER (WHERE r.no_drop),"
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
         " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
         " count(*) FILTER (WHERE k.from_sender)"
-        f" FROM (SELECT DISTINCT rk, from_sender{', ' + grouping if groups else ''}"
-        f" FROM {keyed}) k"
-        f" JOIN _r r ON r.rk = k.rk{' GROUP BY ' + run_keys if groups else ''}"
+        " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
+        f"{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
     runs_of = {tuple(row[:n]): row[n:] for row in per_run}
     found = sorted(
@@ -356,27 +372,16 @@ def _cheatsheet(
         rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
     scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
 
-    # per run, what its intervals were (100k rows, where subqueries over _x held a hash table
-    # of every interval's key)
-    con.execute(  # fixed identifiers only
-        "CREATE OR REPLACE TEMP TABLE _p AS SELECT rk,"  # noqa: S608
-        f" coalesce(bool_or({kept}), false) OR coalesce(bool_or(impossible), false) AS counted,"
-        f" coalesce(bool_or(from_sender AND {kept}), false) AS sender_kept,"
-        " count(*) FILTER (WHERE omitted) AS omitted,"
-        " count(*) FILTER (WHERE stub AND NOT omitted) AS stubs,"
-        " count(*) FILTER (WHERE impossible) AS impossible"
-        " FROM _x GROUP BY rk"
-    )
-    counts = con.execute(
+    # the counts from _p (subqueries over _x held a hash table of every interval's key)
+    counts = con.execute(  # fixed identifiers only
         "SELECT (SELECT count(*) FROM _r),"
         " (SELECT coalesce(sum(omitted), 0) FROM _p),"
         " (SELECT coalesce(sum(stubs), 0) FROM _p),"
-        " (SELECT count(*) FROM _r r LEFT JOIN _p p ON p.rk = r.rk"
-        " WHERE NOT coalesce(p.counted, false)),"
+        " (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _p WHERE any_kept OR any_bad)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
         " (SELECT count(*) FROM _r WHERE is_bidir),"
         " (SELECT coalesce(sum(impossible), 0) FROM _p),"
-        " (SELECT count(*) FROM _p WHERE sender_kept)",
+        " (SELECT count(DISTINCT rk) FROM _p WHERE from_sender AND any_kept)",
     ).fetchone()
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (
