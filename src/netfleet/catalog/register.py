@@ -3,8 +3,8 @@
 The files stay where they are (local paths, or ``s3://`` objects); each is read once — hashed,
 inflated, decoded selectively (:mod:`netfleet.catalog.onepass`) in one worker process per CPU
 — and its run's ``runs``, ``ends`` and interval-sum rows go straight into the catalog as one
-batch of parts (:mod:`netfleet.catalog.layout`), its manifest row into
-``CATALOG/manifest.parquet`` (:mod:`netfleet.catalog.manifest`). No envelope is written.
+batch of parts (:mod:`netfleet.catalog.layout`), its manifest row into the manifest
+(:mod:`netfleet.catalog.manifest`). No envelope is written.
 
 Importing again decides by stat, as git's index does: a file whose size, mtime_ns and inode
 (S3: size and ETag) are those of its manifest row is not opened. A file whose stat changed is
@@ -17,8 +17,10 @@ with the next generation; the cheat sheet's cache is keyed by it.
 
 Crash safety: rows are committed batch by batch (runs part last), then old runs are retired
 (their batches rewritten without them, through a journal, :func:`retire`), then the manifest
-is replaced. A crash before the manifest leaves rows the manifest does not know: the next
-import reads those files again, finds their runs in the catalog and records them.
+is written (the rows this import made or changed: a segment of a large manifest, else the
+whole one — :mod:`netfleet.catalog.manifest`). A crash before the manifest leaves rows the
+manifest does not know: the next import reads those files again, finds their runs in the
+catalog and records them.
 """
 
 from __future__ import annotations
