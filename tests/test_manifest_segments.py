@@ -189,3 +189,31 @@ def test_a_linked_segments_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LinkRefused):
         read_manifest(cat)
     assert not list(elsewhere.iterdir())
+
+
+def test_a_manifest_from_before_row_ids_is_read_and_upgraded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest written before ``row_id`` (and its ``_manifest_index.json``): its rows read
+    with their positions as ids, the next import writes it whole with ids, then segments."""
+    import pyarrow.parquet as pq
+
+    src = _twin(tmp_path, "src")
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    old = read_manifest(cat).drop_columns(["row_id"])
+    pq.write_table(old, cat / manifest.MANIFEST)
+    (cat / manifest.INDEX).unlink()
+    (cat / "_manifest_index.json").write_text("{}")
+    assert [r[0] for r in _rows(cat)] == [0, 1, 2, 3]
+    monkeypatch.setattr(manifest, "SEGMENT_MIN_ROWS", 0)
+    monkeypatch.setattr(manifest, "COMPACT_SHARE", 100.0)
+    for n, (_, step) in enumerate(_steps(src)[:2]):
+        step()
+        register([str(src)], cat)
+        assert len(manifest.segment_paths(cat)) == n  # whole first (no ids), then a segment
+    assert "row_id" in pq.read_schema(cat / manifest.MANIFEST).names
+    assert not (cat / "_manifest_index.json").exists()
+    rows = _rows(cat)
+    assert [r[0] for r in rows] == [0, 1, 2, 3, 4, 5] and _duck(cat) == rows
+    assert [r[2] for r in rows].count("retired") == 1
