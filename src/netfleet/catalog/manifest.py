@@ -562,11 +562,16 @@ def write_manifest(
 
 
 def write_changes(
-    catalog_dir: str | os.PathLike[str], changed: pa.Table, index: Index, generation: int
+    catalog_dir: str | os.PathLike[str],
+    changed: pa.Table,
+    index: Index,
+    generation: int,
+    manifest: pa.Table | None = None,
 ) -> None:
     """Write one import's rows — ``changed``: new rows and new versions of rows (by
     ``row_id``), every one of ``generation``; ``index`` the stat index once they are in it —
-    as a segment when the base is large, else the whole manifest again."""
+    as a segment when the base is large, else the whole manifest again. ``manifest``: the
+    manifest as :func:`read_manifest` gave it, when the caller read it already."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -590,7 +595,7 @@ def write_changes(
         _place(segments_dir, _segment_name(generation), _parquet(changed, generation))
         write_index(folder, index)
         return
-    old = read_manifest(folder)
+    old = read_manifest(folder) if manifest is None else manifest
     if old.num_rows:
         ids = set(changed.column("row_id").to_pylist())
         keep = [r not in ids for r in old.column("row_id").to_pylist()]

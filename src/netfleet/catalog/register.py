@@ -392,6 +392,7 @@ class _State:
         """The rows this import made or changed, as the manifest's next generation."""
         generation = self.generation + 1
         changed = []
+        table = None
         if self.marked:  # their other columns (labels, file keys ...) from the manifest
             table = read_manifest(catalog)
             ids = table.column("row_id").to_pylist()
@@ -404,7 +405,7 @@ class _State:
         made = pa.Table.from_pydict(self.new, schema=schema())
         self.new = {}
         rows = pa.concat_tables([rows_table(changed), made]) if changed else made
-        _write_changes(catalog, rows, self.index, generation)
+        _write_changes(catalog, rows, self.index, generation, table)
 
 
 def _under(source: str, given: str) -> bool:
