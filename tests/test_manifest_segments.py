@@ -65,6 +65,16 @@ def _twin(tmp_path: Path, name: str) -> Path:
     return src
 
 
+def _segmented(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A folder of four files imported, and every later import writing a segment."""
+    src = _twin(tmp_path, "src")
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    monkeypatch.setattr(manifest, "SEGMENT_MIN_ROWS", 0)
+    monkeypatch.setattr(manifest, "COMPACT_SHARE", 100.0)
+    return src, cat
+
+
 def test_segments_read_back_as_the_manifest_written_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,11 +106,7 @@ def test_segments_read_back_as_the_manifest_written_whole(
 def test_many_segments_are_compacted_into_the_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src = _twin(tmp_path, "src")
-    cat = tmp_path / "cat"
-    register([str(src)], cat)
-    monkeypatch.setattr(manifest, "SEGMENT_MIN_ROWS", 0)
-    monkeypatch.setattr(manifest, "COMPACT_SHARE", 100.0)
+    src, cat = _segmented(tmp_path, monkeypatch)
     monkeypatch.setattr(manifest, "MAX_SEGMENTS", 2)
     seen = []
     for _, step in _steps(src)[:3]:
@@ -115,11 +121,7 @@ def test_many_segments_are_compacted_into_the_base(
 def test_a_crash_between_segment_and_index_or_inside_compaction_loses_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src = _twin(tmp_path, "src")
-    cat = tmp_path / "cat"
-    register([str(src)], cat)
-    monkeypatch.setattr(manifest, "SEGMENT_MIN_ROWS", 0)
-    monkeypatch.setattr(manifest, "COMPACT_SHARE", 100.0)
+    src, cat = _segmented(tmp_path, monkeypatch)
     steps = _steps(src)
     steps[0][1]()
     register([str(src)], cat)
