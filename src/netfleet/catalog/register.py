@@ -47,6 +47,7 @@ from netfleet.catalog.manifest import (
     write_index,
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
+from netfleet.catalog.memory import give_back
 from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
@@ -64,7 +65,7 @@ Progress = Callable[[int, int], None]
 
 #: runs per batch of catalog parts: a batch's tables are held until it is written (≈ 15 kB a
 #: seed-002 run: 20,000 runs took the import of 100,000 files to 706 MB peak RSS, 10,000 with
-#: :func:`_give_back` to 425 MB; 10,000 files are still one batch)
+#: :func:`~netfleet.catalog.memory.give_back` to 425 MB; 10,000 files are still one batch)
 BATCH_RUNS = 10_000
 
 
@@ -205,12 +206,12 @@ def _register(
         for done, (item, read, tables) in enumerate(reads, start=1):
             if tables is not None and writer.runs >= BATCH_RUNS:  # between two tasks' rows
                 writer.flush()
-                _give_back()
+                give_back()  # the batch's memory (netfleet.catalog.memory)
             _settle(item, read, tables, state, writer, report, keep_copy)
             if progress is not None:
                 progress(report.unchanged + done, len(found))
         writer.flush()
-        _give_back()
+        give_back()
         for source in state.gone(sources, {f.source for f in found}):
             state.mark(source, state="missing", reason="gone from its source")
             report.missing.append(source)
@@ -222,20 +223,6 @@ def _register(
             report.generation = state.generation
     report.seconds = time.monotonic() - started
     return report
-
-
-def _give_back() -> None:
-    """Return to the system the memory a written batch held: freed, it stays the process's
-    (glibc's heap, Arrow's mimalloc pages), and the import of 100,000 files kept a batch's
-    worth more than it used (510-580 MB between batches; trimmed, 170-250 MB)."""
-    import contextlib
-    import ctypes
-
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # glibc's; elsewhere nothing to call
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _load_writer() -> None:
