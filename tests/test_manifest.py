@@ -82,11 +82,13 @@ def test_the_generation_is_read_from_the_index_head_only_when_it_is_the_manifest
     from netfleet.catalog.manifest import _head_generation, read_index
 
     write_manifest(tmp_path, rows_table([{"source": "/x/a.json", "state": "ok"}]), 4)
-    assert _head_generation(tmp_path) == 4 == read_index(tmp_path)["generation"]  # type: ignore[index]
-    text = (tmp_path / INDEX).read_text()
-    (tmp_path / INDEX).write_text(text.replace('"generation": 4', '"generation": 5'))
+    index = read_index(tmp_path)
+    assert index is not None and _head_generation(tmp_path) == 4 == index.generation
+    data = (tmp_path / INDEX).read_bytes()
+    (tmp_path / INDEX).write_bytes(data.replace(b'"generation": 4', b'"generation": 5', 1))
     assert _head_generation(tmp_path) == 5  # the head is what is read ...
     write_manifest(tmp_path, rows_table([{"source": "/x/b.json", "state": "ok"}]), 6)
-    (tmp_path / INDEX).write_text(text)  # ... and an index of another manifest is not
+    (tmp_path / INDEX).write_bytes(data)  # ... and an index of other manifest files is not
     assert _head_generation(tmp_path) is None
+    assert read_index(tmp_path) is None
     assert current_generation(tmp_path) == 6

@@ -240,10 +240,18 @@ def _cheatsheet(
     unit_label: str,
     rate: Rate,
 ) -> CheatSheetData:
+    # the temp tables' rows need no order (every statement below groups or counts): DuckDB
+    # then keeps no insertion order while writing them, which holds memory at 100k files
+    con.execute("SET preserve_insertion_order = false")
     keys = _Keys(con)
     groups = [f"g{n}" for n in range(len(group_keys))]
     base = _Sql()
-    base.add("CREATE OR REPLACE TEMP TABLE _r AS SELECT r.run_id, r.protocol")
+    # each run selected gets a small integer key (rk): the interval rows kept below carry it,
+    # not the run id (a 64-hex string per interval row was most of the sheet's memory)
+    base.add(
+        "CREATE OR REPLACE TEMP TABLE _r AS SELECT"
+        " CAST(row_number() OVER () AS INTEGER) AS rk, r.run_id, r.protocol"
+    )
     per_interval = ""
     for alias, key in zip(groups, group_keys, strict=True):
         if key in INTERVAL_KEYS:
@@ -282,14 +290,12 @@ def _cheatsheet(
             f"(r.mtu - {TCP_IP_OVERHEAD}.0) END"
         )
     )
-    run_groups = "".join(
-        f"r.{g}, " for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS
-    )
+    run_groups = [g for g, key in zip(groups, group_keys, strict=True) if key not in INTERVAL_KEYS]
     # the selected runs, then one pass over the intervals: their receiver's (or sender's) sums,
     # kept in a temporary table; the statistics and the counts below read only those two
     con.execute("".join(base.text), base.params)
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.run_id, {run_groups}{per_interval}"  # noqa: S608
+        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.rk, {per_interval}"  # noqa: S608
         f"i.bits_per_second * {factor} AS bps, i.omitted,"
         " i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
         f" AND i.bits_per_second BETWEEN 0 AND {MAX_RATE:.0f}) AS impossible,"
@@ -303,26 +309,49 @@ def _cheatsheet(
     grouping = ", ".join(groups)
     by = f" GROUP BY {grouping}" if groups else ""
     kept = "NOT omitted AND NOT stub AND NOT impossible AND bps IS NOT NULL"
+    # the kept intervals with their run's group keys (from _r, by rk)
+    keyed = (
+        f"(SELECT x.*{''.join(f', r.{g}' for g in run_groups)} FROM _x x"  # noqa: S608
+        f" JOIN _r r ON r.rk = x.rk WHERE {kept})"
+        if run_groups
+        else f"(SELECT * FROM _x WHERE {kept})"  # noqa: S608
+    )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
     per_group = [
         [*row[:n], row[n], *_stats(row[n + 1 :], scale)]
         for row in con.execute(
             f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL} "  # noqa: S608
-            f"FROM _x WHERE {kept}{by}"
+            f"FROM {keyed}{by}"
         ).fetchall()
     ]
+    # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
+    # by the run-level facts and the counts below instead of every interval row again
+    interval_groups = [g for g, key in zip(groups, group_keys, strict=True) if key in INTERVAL_KEYS]
+    per = "".join(f", {g}" for g in interval_groups)
+    con.execute(  # fixed identifiers only
+        f"CREATE OR REPLACE TEMP TABLE _p AS SELECT rk{per},"  # noqa: S608
+        f" coalesce(bool_or({kept}), false) AS any_kept,"
+        " coalesce(bool_or(impossible), false) AS any_bad,"
+        " coalesce(bool_or(from_sender), false) AS from_sender,"
+        " count(*) FILTER (WHERE omitted) AS omitted,"
+        " count(*) FILTER (WHERE stub AND NOT omitted) AS stubs,"
+        " count(*) FILTER (WHERE impossible) AS impossible"
+        f" FROM _x GROUP BY rk{per}"
+    )
     # run-level facts per group: a run counts once per group it has kept intervals in
-    run_keys = ", ".join(f"k.{g}" for g in groups)
+    run_keys = ", ".join(
+        f"{'k' if key in INTERVAL_KEYS else 'r'}.{g}"
+        for g, key in zip(groups, group_keys, strict=True)
+    )
     per_run = con.execute(
         f"SELECT {run_keys + ', ' if groups else ''}count(*),"  # noqa: S608
         " count(*) FILTER (WHERE r.no_drop), max(r.stopped_at) FILTER (WHERE r.no_drop),"
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
         " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
         " count(*) FILTER (WHERE k.from_sender)"
-        f" FROM (SELECT DISTINCT run_id, from_sender{', ' + grouping if groups else ''} FROM _x"
-        f" WHERE {kept}) k"
-        f" JOIN _r r ON r.run_id = k.run_id{' GROUP BY ' + run_keys if groups else ''}"
+        " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
+        f"{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
     runs_of = {tuple(row[:n]): row[n:] for row in per_run}
     found = sorted(
@@ -343,16 +372,16 @@ def _cheatsheet(
         rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
     scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
 
+    # the counts from _p (subqueries over _x held a hash table of every interval's key)
     counts = con.execute(  # fixed identifiers only
-        "SELECT (SELECT count(*) FROM _r),"  # noqa: S608
-        " (SELECT count(*) FROM _x WHERE omitted),"
-        " (SELECT count(*) FROM _x WHERE stub AND NOT omitted),"
-        f" (SELECT count(*) FROM _r WHERE run_id NOT IN (SELECT run_id FROM _x WHERE {kept})"
-        " AND run_id NOT IN (SELECT run_id FROM _x WHERE impossible)),"
+        "SELECT (SELECT count(*) FROM _r),"
+        " (SELECT coalesce(sum(omitted), 0) FROM _p),"
+        " (SELECT coalesce(sum(stubs), 0) FROM _p),"
+        " (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _p WHERE any_kept OR any_bad)),"
         " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
         " (SELECT count(*) FROM _r WHERE is_bidir),"
-        " (SELECT count(*) FROM _x WHERE impossible),"
-        f" (SELECT count(DISTINCT run_id) FROM _x WHERE from_sender AND {kept})",
+        " (SELECT coalesce(sum(impossible), 0) FROM _p),"
+        " (SELECT count(DISTINCT rk) FROM _p WHERE from_sender AND any_kept)",
     ).fetchone()
     assert counts is not None
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (

@@ -10,7 +10,8 @@
     CATALOG/_run_ids/part-<batch>.jsonl      the run_ids of <batch> (the skip list)
     CATALOG/_sheets/sheet-<sha256>.json      cheat sheets answered (netfleet.catalog.sheetcache)
     CATALOG/manifest.parquet                 files imported by reference (netfleet.catalog.manifest)
-    CATALOG/_manifest_index.json             its generation and stat columns, for a no-op import
+    CATALOG/manifest.segments/g<N>.parquet   the manifest rows generation N changed (large ones)
+    CATALOG/_manifest_index                  its generation and stat columns, for a no-op import
     CATALOG/_retire.json                     a retirement under way (netfleet.catalog.register)
 
 One ingest batch writes one part per table under a temp name, then renames intervals, ends and

@@ -68,15 +68,11 @@ def manifest_runs(
 
     path = catalog_dir / MANIFEST
     if con is None:
-        if not has_manifest(catalog_dir):
-            return []
-        if path.is_symlink():
-            from netfleet.durable import refused
+        from netfleet.catalog.manifest import duck_view
 
-            raise refused(path, catalog_dir)
         con = duckdb.connect(":memory:")
-        quoted = "'" + str(path).replace("'", "''") + "'"
-        con.execute(f"CREATE VIEW manifest AS SELECT * FROM read_parquet({quoted})")  # noqa: S608
+        if not duck_view(con, catalog_dir):
+            return []
     try:
         names = {d[0] for d in con.execute("SELECT * FROM manifest LIMIT 0").description}
         kept = "kept" if "kept" in names else "NULL"

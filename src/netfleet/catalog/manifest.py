@@ -31,19 +31,33 @@ file's own top-level keys with text or number values, JSON), ``pattern_labels`` 
 bytes were last hashed) and ``asked`` (the import's own options — ``--label``, ``--pattern``,
 ``--side`` — JSON: a file imported again with other options is another run).
 
-Beside it, ``CATALOG/_manifest_index.json`` (written after it, atomically) holds the
-generation and, of the rows not retired, the columns of :data:`INDEX_COLUMNS` (stat, SHA-256,
-kept copy), with the manifest file's own stat: a no-op import, ``verify`` and the cheat
-sheet's cache read that instead of the Parquet file (no pyarrow to load: 0.7 s here), and fall
-back to the Parquet file whenever the index is not the one written with the manifest there.
+Every row has a ``row_id`` (int64, unique in the catalog, given when the row is made): the
+key of its versions. The rows live in ``CATALOG/manifest.parquet`` (the base) and, when the
+base is large, in *segments* ``CATALOG/manifest.segments/gGENERATION.parquet``: an import that
+changes a few rows of a large manifest writes only those rows (new, or a new version of a row
+it changed: stat refreshed, retired, missing) as one segment of its generation, instead of the
+whole manifest again. A row is its version of the highest ``generation`` (:func:`read_manifest`,
+:func:`duck_view`: the one way to read it); when the segments are many, or hold a fair part of
+the rows, the next import writes the base again with every row's last version and deletes the
+segments (a crash between the two leaves segments whose versions the base has: the same rows).
+Each file is written to a temp name, fsynced and renamed (the commit), then the directory
+fsynced.
+
+Beside them, ``CATALOG/_manifest_index`` (written after, atomically) is the compact *stat
+index*: a JSON head line (the generation, the next ``row_id`` and the stat of every manifest
+file) and then, as msgpack columns, :data:`INDEX_COLUMNS` of the rows not retired. A no-op
+import, ``verify`` and the cheat sheet's cache read that instead of the Parquet files (no
+pyarrow to load: 0.7 s here), and fall back to the Parquet files whenever the index is not the
+one written with the manifest files there.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,18 +65,27 @@ from netfleet.catalog.layout import TEMP_PREFIX
 from netfleet.durable import atomic_write, write_temp
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
 MANIFEST = "manifest.parquet"
-INDEX = "_manifest_index.json"
+#: the folder of the manifest's segments (``g<generation>.parquet``)
+SEGMENTS = "manifest.segments"
+INDEX = "_manifest_index"
 #: the columns the index keeps per row (not retired)
 INDEX_COLUMNS = (
-    "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag", "file_id", "kept",
-    "checked_ns",
+    "row_id", "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag",
+    "file_id", "kept", "checked_ns", "run_id", "reason",
 )  # fmt: skip
 #: the Parquet key-value metadata holding the generation
 GENERATION_KEY = b"netfleet.manifest.generation"
 STATES = ("ok", "bad", "retired", "missing")
+#: segments at most before the base is written again
+MAX_SEGMENTS = 24
+#: the base is written again when its segments would hold more rows than this share of it
+COMPACT_SHARE = 0.25
+#: a manifest with fewer rows than this is written whole (a segment would save nothing)
+SEGMENT_MIN_ROWS = 4_000
 
 #: (column, Arrow type name): the contract columns first, in this order
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -87,6 +110,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("kept", "string"),
     ("checked_ns", "int64"),
     ("asked", "string"),
+    ("row_id", "int64"),
 )
 
 
@@ -100,75 +124,353 @@ def manifest_path(catalog_dir: str | os.PathLike[str]) -> Path:
     return Path(catalog_dir) / MANIFEST
 
 
-def read_manifest(catalog_dir: str | os.PathLike[str]) -> pa.Table:
-    """The catalog's manifest (every row, every state); an empty table of :func:`schema` when
-    nothing was imported by reference yet. Columns added later read as nulls in older files."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _segment_name(generation: int) -> str:
+    return f"g{generation:012d}.parquet"
 
-    path = manifest_path(catalog_dir)
-    if not path.is_file() or path.is_symlink():
-        return schema().empty_table()
-    with pq.ParquetFile(path) as one:  # not read_table: it loads pyarrow.dataset (0.2 s)
-        table = one.read()
+
+def _segments_dir(catalog_dir: str | os.PathLike[str]) -> Path:
+    """The segments' folder; refused when it is a link (nothing is read, written or deleted
+    through one)."""
+    folder = Path(catalog_dir) / SEGMENTS
+    if folder.is_symlink():
+        from netfleet.durable import refused
+
+        raise refused(folder, Path(catalog_dir))
+    return folder
+
+
+def segment_paths(catalog_dir: str | os.PathLike[str]) -> list[Path]:
+    """The manifest's segments, oldest first (regular files only)."""
+    folder = _segments_dir(catalog_dir)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if name.startswith("g") and name.endswith(".parquet") and name[1:-8].isdigit():
+            path = folder / name
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                out.append(path)
+    return out
+
+
+def manifest_files(catalog_dir: str | os.PathLike[str]) -> list[Path]:
+    """The base (when there is one) and its segments: the files :func:`read_manifest` reads."""
+    base = manifest_path(catalog_dir)
+    if not os.path.lexists(base):
+        return []
+    if base.is_symlink():
+        from netfleet.durable import refused
+
+        raise refused(base, Path(catalog_dir))
+    return [base, *segment_paths(catalog_dir)]
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """``table`` with :func:`schema`'s columns first (nulls for those an older file lacks)."""
+    import pyarrow as pa
+
     want = schema()
-    for field in want:
-        if field.name not in table.column_names:
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    for one in want:
+        if one.name not in table.column_names:
+            table = table.append_column(one, pa.nulls(table.num_rows, one.type))
     return table.select(want.names + [n for n in table.column_names if n not in want.names])
 
 
-def _stamp(path: Path) -> list[int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino] if stat.S_ISREG(st.st_mode) else None
+def read_manifest(catalog_dir: str | os.PathLike[str]) -> pa.Table:
+    """The catalog's manifest (every row, every state, each in its last version, by
+    ``row_id``); an empty table of :func:`schema` when nothing was imported by reference yet.
+    Columns added later read as nulls in older files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for path in manifest_files(catalog_dir):
+        with pq.ParquetFile(path) as one:  # not read_table: it loads pyarrow.dataset (0.2 s)
+            tables.append(_conform(one.read()))
+    if not tables:
+        return schema().empty_table()
+    if len(tables) == 1:
+        return _with_ids(tables[0], 0)  # a manifest from before row ids: their positions
+    table = pa.concat_tables(tables, promote_options="default")
+    ids = table.column("row_id").to_pylist()
+    generations = table.column("generation").to_pylist()
+    last: dict[int, int] = {}
+    for at, (row, generation) in enumerate(zip(ids, generations, strict=True)):
+        was = last.get(row)
+        if was is None or (generations[was] or 0) <= (generation or 0):
+            last[row] = at
+    return table.take(pa.array([last[row] for row in sorted(last)], pa.int64()))
 
 
-def read_index(catalog_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The index written with the manifest that is there (``generation``, ``rows``: dicts of
-    :data:`INDEX_COLUMNS`), or None when there is none or it belongs to another manifest file.
-    With no manifest at all: generation 0, no rows."""
-    stamp = _stamp(manifest_path(catalog_dir))
-    if stamp is None:
-        return {"generation": 0, "rows": []}
-    index = Path(catalog_dir) / INDEX
-    try:
-        if not stat.S_ISREG(os.lstat(index).st_mode):
+def duck_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path, name: str = "manifest") -> bool:
+    """The view ``name`` over the manifest's rows as :func:`read_manifest` has them; False (no
+    view) when the catalog has no manifest."""
+    files = manifest_files(catalog_dir)
+    if not files:
+        return False
+    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+    source = f"read_parquet([{quoted}], union_by_name = true)"
+    if len(files) > 1:  # the last version of each row
+        source = (
+            f"(SELECT * FROM {source} QUALIFY row_number() OVER "  # noqa: S608
+            "(PARTITION BY row_id ORDER BY generation DESC) = 1 ORDER BY row_id)"
+        )
+    con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")  # noqa: S608
+    return True
+
+
+# --- the stat index ------------------------------------------------------------------------
+
+
+def _stamps(catalog_dir: str | os.PathLike[str]) -> list[list[Any]]:
+    """[name, size, mtime_ns, inode] of every manifest file there (none: [])."""
+    out = []
+    for path in [manifest_path(catalog_dir), *segment_paths(catalog_dir)]:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out.append([path.name, st.st_size, st.st_mtime_ns, st.st_ino])
+    return out
+
+
+#: the index's columns held as int64 (null: :data:`_NULL`); the others are JSON lists
+_INTS = frozenset({"row_id", "size", "mtime_ns", "inode", "checked_ns"})
+#: columns held as codes into the head's list of their distinct values
+_CODED = frozenset({"campaign", "asked", "state"})
+_NULL = -(1 << 63)
+
+
+class _Columns(dict[str, list[Any]]):
+    """The index's columns, each decoded from the file when first asked (a no-op import asks
+    only the stat columns, never the 64-hex ones). Rows appended to a column not decoded
+    wait in ``tail``: written again, its bytes are copied and the tail's added after them."""
+
+    def __init__(self, body: bytes | memoryview = b"", where: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self._body = body
+        self._where = where or {}
+        self.tail: dict[str, list[Any]] = {}
+        #: decoded columns: how many values the file had; changed ones (not only appended)
+        self.from_file: dict[str, int] = {}
+        self.modified: set[str] = set()
+
+    def raw(self, name: str) -> tuple[memoryview | bytes, list[Any] | None]:
+        """A column not decoded: its bytes in the file and its coded values (or None)."""
+        offset, length, values = self._where[name]
+        return self._body[offset : offset + length], values
+
+    def __missing__(self, name: str) -> list[Any]:
+        if name not in self._where:
+            raise KeyError(name)
+        offset, length, values = self._where[name]
+        raw = self._body[offset : offset + length]
+        if name in _INTS:
+            from array import array
+
+            numbers = array("q")
+            numbers.frombytes(raw)
+            column: list[Any] = list(numbers)
+            if _NULL in numbers:
+                column = [None if v == _NULL else v for v in column]
+        elif values is not None:  # codes into the distinct values
+            column = [values[code] for code in json.loads(bytes(raw))]
+        else:
+            column = json.loads(bytes(raw))
+        self.from_file[name] = len(column)
+        column.extend(self.tail.pop(name, ()))
+        self[name] = column
+        return column
+
+    def every(self) -> _Columns:
+        for name in INDEX_COLUMNS:
+            self[name]  # decoded now
+        return self
+
+
+@dataclass
+class Index:
+    """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
+    with the manifest's generation and the next free ``row_id``."""
+
+    generation: int = 0
+    next_row: int = 0
+    columns: dict[str, list[Any]] = field(
+        default_factory=lambda: {name: [] for name in INDEX_COLUMNS}
+    )
+    size: int | None = None
+    #: the manifest files it was read with or written for (:func:`still_current`)
+    files: list[list[Any]] | None = None
+
+    def __len__(self) -> int:
+        return self.size if self.size is not None else len(self.columns["source"])
+
+    def distinct(self, name: str) -> list[Any] | None:
+        """The distinct values of a coded column as the file lists them, without decoding
+        it; None when it is decoded (or not coded)."""
+        columns = self.columns
+        if not isinstance(columns, _Columns) or name in columns or name in columns.tail:
             return None
-        doc = json.loads(index.read_bytes())
-        if doc.get("manifest") != stamp or not isinstance(doc.get("generation"), int):
+        values = columns._where.get(name, (0, 0, None))[2]
+        return list(values) if isinstance(values, list) else None
+
+    def _every(self) -> dict[str, list[Any]]:
+        if isinstance(self.columns, _Columns):
+            self.columns.every()
+        return self.columns
+
+    def row(self, at: int) -> dict[str, Any]:
+        return {name: self.columns[name][at] for name in INDEX_COLUMNS}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        self._every()
+        for at in range(len(self)):
+            yield self.row(at)
+
+    def set(self, at: int, changes: dict[str, Any]) -> None:
+        for name, value in changes.items():
+            if name in INDEX_COLUMNS:
+                self.columns[name][at] = value
+                if isinstance(self.columns, _Columns):
+                    self.columns.modified.add(name)
+
+    def append(self, row: dict[str, Any]) -> None:
+        columns = self.columns
+        for name in INDEX_COLUMNS:
+            if isinstance(columns, _Columns) and name not in columns:  # not decoded: its tail
+                columns.tail.setdefault(name, []).append(row.get(name))
+            else:
+                columns[name].append(row.get(name))
+        if self.size is not None:
+            self.size += 1
+
+    def live(self) -> Index:
+        """This index without its retired rows."""
+        keep = [at for at, state in enumerate(self.columns["state"]) if state != "retired"]
+        if len(keep) == len(self):
+            return self
+        columns = self._every()
+        cols = {name: [values[at] for at in keep] for name, values in columns.items()}
+        return Index(self.generation, self.next_row, cols)
+
+    @classmethod
+    def of_table(cls, table: pa.Table, generation: int) -> Index:
+        table = _with_ids(table, 0)
+        live = [s != "retired" for s in table.column("state").to_pylist()]
+        cols = {}
+        for name in INDEX_COLUMNS:
+            values = table.column(name).to_pylist()
+            cols[name] = [v for v, keep in zip(values, live, strict=True) if keep]
+        ids = [r for r in table.column("row_id").to_pylist() if r is not None]
+        return cls(generation, max(ids, default=-1) + 1, cols)
+
+
+def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
+    from array import array
+
+    where: dict[str, list[Any]] = {}
+    parts: list[bytes] = []
+    offset = 0
+    columns = index.columns
+    for name in INDEX_COLUMNS:
+        old: memoryview | bytes = b""
+        values: list[Any] | None = None
+        if isinstance(columns, _Columns) and name not in columns:  # as read, and its tail
+            old, values = columns.raw(name)
+            column = columns.tail.get(name, [])
+        elif isinstance(columns, _Columns) and name not in columns.modified:  # only appended
+            old, values = columns.raw(name)
+            column = columns[name][columns.from_file[name] :]
+        else:
+            column = columns[name]
+        if name in _INTS:
+            data = array("q", [_NULL if v is None else v for v in column]).tobytes()
+        elif name in _CODED:
+            values = list(dict.fromkeys([*(values or []), *column]))
+            code = {v: n for n, v in enumerate(values)}
+            data = json.dumps([code[v] for v in column]).encode()
+        else:
+            data = json.dumps(column).encode()
+        if len(old) > 2 and name not in _INTS:  # two JSON lists as one ("[]": just the tail)
+            data = bytes(old[:-1]) + (b", " + data[1:] if column else b"]")
+        elif old and name in _INTS:
+            data = bytes(old) + data
+        where[name] = [offset, len(data), values]
+        parts.append(data)
+        offset += len(data)
+    head = {
+        "generation": index.generation, "next_row": index.next_row, "files": stamps,
+        "rows": len(index), "columns": where,
+    }  # fmt: skip
+    return json.dumps(head).encode() + b"\n" + b"".join(parts)
+
+
+def _read_head(catalog_dir: str | os.PathLike[str], size: int) -> tuple[dict[str, Any], memoryview]:
+    """The index's JSON head and the bytes after it (of the first ``size`` bytes; -1: all)."""
+    fd = os.open(Path(catalog_dir) / INDEX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a file")
+        data = fh.read() if size < 0 else fh.read(size)
+    end = data.find(b"\n")
+    if end < 0:
+        raise ValueError("no head")
+    head = json.loads(data[:end])
+    rest = memoryview(data)[end + 1 :]
+    if not isinstance(head, dict) or not isinstance(head.get("generation"), int):
+        raise ValueError("no generation")
+    return head, rest
+
+
+def read_index(catalog_dir: str | os.PathLike[str]) -> Index | None:
+    """The index written with the manifest files that are there, or None when there is none
+    or it belongs to others. With no manifest at all: generation 0, no rows."""
+    stamps = _stamps(catalog_dir)
+    if not stamps:
+        return Index()
+    try:
+        head, body = _read_head(catalog_dir, -1)
+        where, rows = head.get("columns"), head.get("rows")
+        if head.get("files") != stamps or not isinstance(head.get("next_row"), int):
             return None
-        return {
-            "generation": doc["generation"],
-            "rows": [dict(zip(INDEX_COLUMNS, r, strict=True)) for r in doc["rows"]],
-        }
-    except (OSError, ValueError, TypeError, AttributeError):
+        if not isinstance(where, dict) or set(where) != set(INDEX_COLUMNS):
+            return None
+        if not isinstance(rows, int) or sum(where[n][1] for n in where) != len(body):
+            return None
+        columns = _Columns(body, where)
+        return Index(head["generation"], head["next_row"], columns, rows, stamps)
+    except (OSError, ValueError, TypeError, AttributeError, IndexError):
         return None
 
 
-#: the index's head as :func:`write_manifest` writes it (generation, then the manifest's stat)
-_HEAD = re.compile(rb'\{"generation": (\d+), "manifest": \[(\d+), (\d+), (\d+)\], "rows": ')
+def still_current(catalog_dir: str | os.PathLike[str], index: Index) -> bool:
+    """Whether ``index`` is of the manifest files there now (no import wrote since)."""
+    return index.files is not None and index.files == _stamps(catalog_dir)
+
+
+def load_index(catalog_dir: str | os.PathLike[str]) -> Index:
+    """:func:`read_index`, or the index made again from the manifest files (pyarrow)."""
+    index = read_index(catalog_dir)
+    if index is not None:
+        return index
+    return Index.of_table(read_manifest(catalog_dir), current_generation(catalog_dir))
 
 
 def _head_generation(catalog_dir: str | os.PathLike[str]) -> int | None:
-    """The generation from the index's first bytes, when it belongs to the manifest that is
-    there (the cheat sheet's cache key asks it on every run: the whole index is 0.3 MB per
-    1,000 files); None when that cannot be told from them."""
-    stamp = _stamp(manifest_path(catalog_dir))
+    """The generation from the index's head, when it belongs to the manifest files that are
+    there (the cheat sheet's cache key asks it on every run: the body is not read); None when
+    that cannot be told from it."""
+    stamps = _stamps(catalog_dir)
     try:
-        fd = os.open(Path(catalog_dir) / INDEX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        head, _ = _read_head(catalog_dir, 64 * 1024)
+    except (OSError, ValueError, TypeError):
         return None
-    try:
-        head = os.read(fd, 200) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    finally:
-        os.close(fd)
-    found = _HEAD.match(head)
-    if stamp is None or found is None or [int(n) for n in found.groups()[1:]] != stamp:
+    if not stamps or head.get("files") != stamps:
         return None
-    return int(found.group(1))
+    return int(head["generation"])
 
 
 def current_generation(catalog_dir: str | os.PathLike[str]) -> int:
@@ -176,52 +478,131 @@ def current_generation(catalog_dir: str | os.PathLike[str]) -> int:
     head = _head_generation(catalog_dir)
     if head is not None:
         return head
-    index = read_index(catalog_dir)
-    if index is not None:
-        return int(index["generation"])
     import pyarrow.parquet as pq
 
-    path = manifest_path(catalog_dir)
-    if not path.is_file() or path.is_symlink():
-        return 0
-    meta = pq.read_schema(path).metadata or {}
-    raw = meta.get(GENERATION_KEY)
-    return int(raw) if raw is not None and raw.isdigit() else 0
+    generation = 0
+    for path in manifest_files(catalog_dir):
+        meta = pq.read_schema(path).metadata or {}
+        raw = meta.get(GENERATION_KEY)
+        if raw is not None and raw.isdigit():
+            generation = max(generation, int(raw))
+    return generation
 
 
-def write_manifest(catalog_dir: str | os.PathLike[str], rows: pa.Table, generation: int) -> Path:
-    """Replace the manifest with ``rows`` (conformed to :func:`schema`) at ``generation``:
-    temp file in the catalog directory, fsync, rename, fsync the directory."""
+# --- writing -------------------------------------------------------------------------------
+
+
+def _parquet(table: pa.Table, generation: int) -> bytes:
     import io
 
     import pyarrow.parquet as pq
 
-    from netfleet.durable import fsync_dir
-
     want = schema()
-    table = rows.select(want.names)
+    table = _conform(table).select(want.names)
     if not table.schema.equals(want):  # (rows_table's are: a cast loads pyarrow.compute)
         table = table.cast(want)
     table = table.replace_schema_metadata({GENERATION_KEY: str(generation).encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd")
-    folder = Path(catalog_dir)
-    tmp = write_temp(folder, buf.getvalue(), prefix=TEMP_PREFIX, suffix=".parquet")
+    return buf.getvalue()
+
+
+def _place(folder: Path, name: str, data: bytes) -> None:
+    """``data`` as ``folder/name``: temp file, fsync, rename, fsync the folder."""
+    from netfleet.durable import fsync_dir
+
+    tmp = write_temp(folder, data, prefix=TEMP_PREFIX, suffix=".parquet")
     try:
         os.chmod(tmp, 0o644)  # read by the query engines as the catalog's other files are
-        os.replace(tmp, folder / MANIFEST)
+        os.replace(tmp, folder / name)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(folder)
-    live = [
-        [row[c] for c in INDEX_COLUMNS]
-        for row in table.select(list(INDEX_COLUMNS)).to_pylist()
-        if row["state"] != "retired"
-    ]
-    doc = {"generation": generation, "manifest": _stamp(folder / MANIFEST), "rows": live}
-    atomic_write(folder / INDEX, json.dumps(doc).encode(), prefix=TEMP_PREFIX)
+
+
+def write_index(folder: Path, index: Index) -> None:
+    """The stat index of the manifest files there (the caller holds the catalog's lock)."""
+    data = _encode_index(index.live(), _stamps(folder))
+    atomic_write(folder / INDEX, data, prefix=TEMP_PREFIX)
+    (folder / "_manifest_index.json").unlink(missing_ok=True)  # the index's earlier form
+
+
+def _with_ids(rows: pa.Table, first: int) -> pa.Table:
+    """``rows`` with a ``row_id`` for each row that has none (``first``, ``first + 1``...)."""
+    import pyarrow as pa
+
+    rows = _conform(rows)
+    ids = rows.column("row_id").to_pylist()
+    if all(r is not None for r in ids):
+        return rows
+    taken = {r for r in ids if r is not None}
+    fresh = iter(range(max(max(taken) + 1, first) if taken else first, 1 << 62))
+    filled = [r if r is not None else next(fresh) for r in ids]
+    at = rows.column_names.index("row_id")
+    return rows.set_column(at, "row_id", pa.array(filled, pa.int64()))
+
+
+def write_manifest(
+    catalog_dir: str | os.PathLike[str],
+    rows: pa.Table,
+    generation: int,
+    index: Index | None = None,
+) -> Path:
+    """Replace the manifest with ``rows`` (conformed to :func:`schema`; rows without a
+    ``row_id`` are given one) at ``generation``: the base written again, the segments gone.
+    ``index``: the stat index of those rows when the caller has it (else made of them)."""
+    folder = Path(catalog_dir)
+    table = _with_ids(rows, 0)
+    _place(folder, MANIFEST, _parquet(table, generation))
+    for path in segment_paths(folder):  # their rows' last versions are in the base now
+        path.unlink(missing_ok=True)
+    write_index(folder, index if index is not None else Index.of_table(table, generation))
     return folder / MANIFEST
+
+
+def write_changes(
+    catalog_dir: str | os.PathLike[str],
+    changed: pa.Table,
+    index: Index,
+    generation: int,
+    manifest: pa.Table | None = None,
+) -> None:
+    """Write one import's rows — ``changed``: new rows and new versions of rows (by
+    ``row_id``), every one of ``generation``; ``index`` the stat index once they are in it —
+    as a segment when the base is large, else the whole manifest again. ``manifest``: the
+    manifest as :func:`read_manifest` gave it, when the caller read it already."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(catalog_dir)
+    index.generation = generation
+    files = manifest_files(folder)
+    segments = files[1:]
+    base_rows = 0
+    if files:
+        meta = pq.read_metadata(files[0])
+        has_ids = "row_id" in meta.schema.names
+        base_rows = meta.num_rows if has_ids else 0
+    extra = changed.num_rows + sum(pq.read_metadata(p).num_rows for p in segments)
+    if (
+        base_rows >= SEGMENT_MIN_ROWS
+        and len(segments) < MAX_SEGMENTS
+        and extra <= base_rows * COMPACT_SHARE
+    ):
+        segments_dir = _segments_dir(folder)
+        segments_dir.mkdir(exist_ok=True)
+        _place(segments_dir, _segment_name(generation), _parquet(changed, generation))
+        write_index(folder, index)
+        return
+    old = read_manifest(folder) if manifest is None else manifest
+    if old.num_rows:
+        ids = set(changed.column("row_id").to_pylist())
+        keep = [r not in ids for r in old.column("row_id").to_pylist()]
+        old = old.filter(pa.array(keep, pa.bool_()))
+        changed = pa.concat_tables([old, _conform(changed)], promote_options="default")
+        changed = changed.sort_by("row_id")  # the rows in the order they were made
+    write_manifest(folder, changed, generation, index)
 
 
 def rows_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet.catalog.manifest import read_index, read_manifest
+from netfleet.catalog.manifest import load_index
 from netfleet.errors import InputError
 
 
@@ -49,7 +49,7 @@ class VerifyReport:
 
 def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyReport:
     """Hash every non-retired file of the manifest again (see the module's text)."""
-    from netfleet.catalog.manifest import current_generation, manifest_path
+    from netfleet.catalog.manifest import manifest_path
 
     catalog = Path(catalog_dir)
     if not manifest_path(catalog).is_file():
@@ -57,11 +57,9 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
             f"{catalog}: no manifest (nothing was imported by reference into this catalog)",
             hint="netfleet import FILES --catalog " + str(catalog),
         )
-    index = read_index(catalog)  # the manifest's own index: no pyarrow to load
-    every = index["rows"] if index is not None else read_manifest(catalog).to_pylist()
-    rows = [r for r in every if r["state"] in ("ok", "missing")]
-    generation = index["generation"] if index is not None else current_generation(catalog)
-    report = VerifyReport(catalog, generation=generation)
+    index = load_index(catalog)  # the manifest's stat index: no pyarrow to load
+    rows = [r for r in index.rows() if r["state"] in ("ok", "missing")]
+    report = VerifyReport(catalog, generation=index.generation)
     outcomes = _check_all(rows, workers)
     for row, (what, why) in zip(rows, outcomes, strict=True):
         report.checked += 1

@@ -71,9 +71,9 @@ def connect(
     else:
         parts = dict(committed_parts(Path(catalog_dir)))
         con = duckdb.connect(":memory:")
-    lazy = None if is_s3(catalog_dir) else _manifest_view(con, Path(catalog_dir))
+    lazy = False if is_s3(catalog_dir) else _manifest_view(con, Path(catalog_dir))
     for table, paths in parts.items():
-        name = table if table != "intervals" else (STORED if lazy is None else EAGER)
+        name = table if table != "intervals" else (EAGER if lazy else STORED)
         if not paths:  # a table added after these parts were written: an empty view
             _empty_view(con, table, name)
         else:  # table names are ours; paths are quoted by _sql_list
@@ -82,12 +82,12 @@ def connect(
                 "union_by_name = true)"
             )
     loaded = False
-    if lazy is not None:
+    if lazy:
         loaded = _lazy_streams(con, Path(catalog_dir), streams, progress)
         other = f" UNION ALL BY NAME SELECT * FROM {LAZY}" if loaded else ""  # noqa: S608
         con.execute(f"CREATE VIEW {STORED} AS SELECT * FROM {EAGER}{other}")  # noqa: S608
     con.execute(f"CREATE VIEW intervals AS SELECT * FROM {STORED} WHERE {PLAUSIBLE}")  # noqa: S608
-    if lazy is None or loaded:
+    if not lazy or loaded:
         con.execute("CREATE VIEW streams AS SELECT * FROM intervals WHERE kind = 'stream'")
     return con
 
@@ -98,19 +98,12 @@ EAGER = "intervals_eager"
 LAZY = "streams_lazy"
 
 
-def _manifest_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path) -> Path | None:
-    """The view ``manifest`` over a local catalog's manifest; its path, or None."""
-    from netfleet.catalog.manifest import MANIFEST
+def _manifest_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path) -> bool:
+    """The view ``manifest`` over a local catalog's manifest (base and segments); False when
+    it has none."""
+    from netfleet.catalog.manifest import duck_view
 
-    path = catalog_dir / MANIFEST
-    if not os.path.lexists(path):
-        return None
-    if path.is_symlink():
-        from netfleet.durable import refused
-
-        raise refused(path, catalog_dir)
-    con.execute(f"CREATE VIEW manifest AS SELECT * FROM read_parquet({_sql_list([path])})")  # noqa: S608
-    return path
+    return duck_view(con, catalog_dir)
 
 
 def _lazy_streams(
