@@ -494,3 +494,33 @@ def test_a_file_rewritten_in_its_timestamp_tick_is_hashed_again(tmp_path: Path) 
     _age(src)  # long since read, not modified: the stat decides again
     register([str(src)], cat)
     assert register([str(src)], cat).unchanged == 1
+
+
+def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
+    """Import by reference reads an iperf3 document's envelope as plain JSON values, without
+    validating the model: over every captured and public output (both sides, with labels from
+    the path and the file), it is the model's, field by field; a host address that is not text
+    goes through the model, which refuses it as the import does."""
+    from netfleet.catalog.onepass import _direct_envelope, _plain_envelope, selective
+    from netfleet.store.import_base import imported_envelope
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+
+    docs = [selective(p.read_bytes()) for p in [*RUNS, *PUBLIC]]
+    assert sum(d is not None for d in docs) >= len(RUNS)
+    for path, doc in zip([*RUNS, *PUBLIC], docs, strict=True):
+        if doc is None:  # --json-stream: the import's own reader
+            continue
+        run_id, fields = iperf3_fields(
+            path, b"{}", checked_shape(doc), labels={"cloud": "lab"}, found=["cloud"],
+            epoch_label=None, side="auto", mtime=1.5e9, digest="0" * 64, keep_bytes=False,
+        )  # fmt: skip
+        want = _plain_envelope(imported_envelope(run_id, "camp", **fields))
+        assert _direct_envelope(run_id, "camp", fields) == want, path.name
+    odd = json.loads(RUNS[0].read_bytes())
+    odd["start"]["connecting_to"]["host"] = 1234
+    _, fields = iperf3_fields(
+        RUNS[0], b"{}", checked_shape(odd), labels={}, found=[], epoch_label=None,
+        side="auto", mtime=None, digest="0" * 64, keep_bytes=False,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="address"):
+        _direct_envelope("import-x", "camp", fields)

@@ -12,7 +12,7 @@ from statistics import median
 from typing import Any
 
 from netfleet import __version__
-from netfleet.store.envelope import Envelope
+from netfleet.store.envelope import FORMAT_VERSION, Envelope
 
 #: relative tolerance of the interval checks (iperf3 rounds to microseconds / float)
 TOLERANCE = 0.01
@@ -126,6 +126,36 @@ def imported_envelope(run_id: str, campaign: str, **fields: Any) -> Envelope:
         sequence=0,
         **fields,
     )
+
+
+def plain_envelope(run_id: str, campaign: str, **fields: Any) -> dict[str, Any]:
+    """:func:`imported_envelope`'s envelope as the catalog's row makers read it (its JSON form:
+    the defaults of :class:`~netfleet.store.envelope.Envelope`, ``HostRecord`` and
+    ``EngineRecord`` filled in), made without validating a model: for import by reference,
+    whose builder gives JSON's values already (tests/test_import_reference.py holds it equal to
+    the model's dump over every captured output). ``client``, ``server``, ``engine``: dicts."""
+    out: dict[str, Any] = {
+        "netfleet_format": FORMAT_VERSION,
+        "netfleet_version": __version__,
+        "run_id": run_id,
+        "run_key": run_id,
+        "campaign": campaign,
+        "test": "imported",
+        "repeat": 0,
+        "sequence": 0,
+        "reason": None,
+        "result": None,
+        "stdout_text": None,
+        "stderr_text": None,
+        "notes": {},
+        "outputs": {},
+        "state": None,
+        **fields,
+    }
+    out["client"] = {"labels": {}, "facts": {}, **out["client"]}
+    out["server"] = {"labels": {}, "facts": {}, **out["server"]}
+    out["engine"] = {"server_argv": [], "commands": [], **out["engine"]}
+    return out
 
 
 def direction_of(subject_sends: bool) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from netfleet.engines.params.base import spec_params
 from netfleet.jsonparse import Unstorable, loads_storable
-from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
+from netfleet.store.envelope import Envelope
 from netfleet.store.import_base import (
     TOLERANCE,
     ImportProblem,
@@ -267,6 +267,30 @@ def iperf3_envelope(
     ``flags_of(side)``: the interval checks' findings, when the caller has the intervals in
     another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``.
     ``digest``, ``keep_bytes``: as :func:`~netfleet.store.import_base.provenance`'s."""
+    run_id, fields = iperf3_fields(
+        path, data, doc, labels=labels, found=found, epoch_label=epoch_label, side=side,
+        mtime=mtime, flags_of=flags_of, digest=digest, keep_bytes=keep_bytes,
+    )  # fmt: skip
+    return imported_envelope(run_id, campaign, **fields)
+
+
+def iperf3_fields(
+    path: Path,
+    data: bytes,
+    doc: dict[str, Any],
+    *,
+    labels: dict[str, Any],
+    found: list[str],
+    epoch_label: str | None,
+    side: str,
+    mtime: float | None,
+    flags_of: Callable[[str], list[dict[str, Any]]] | None = None,
+    digest: str | None = None,
+    keep_bytes: bool = True,
+) -> tuple[str, dict[str, Any]]:
+    """:func:`iperf3_envelope`'s run id and fields (JSON's values; ``client``, ``server`` and
+    ``engine`` as dicts): the model validates them, import by reference reads them as they are
+    (:func:`~netfleet.store.import_base.plain_envelope`)."""
     labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
     inferred = ["run_key", "test", "repeat", "sequence", "client", "server"]
@@ -311,9 +335,7 @@ def iperf3_envelope(
         notes["imported"]["layout"] = "server-side output kept as result.server_output_json"
     peer = (start.get("connecting_to") or {}).get("host") or ""
     accepted = (start.get("accepted_connection") or {}).get("host") or ""
-    return imported_envelope(
-        run_id,
-        campaign,
+    return run_id, dict(
         status="failed" if error else "ok",
         reason=str(error) if error else None,
         direction=direction,
@@ -322,9 +344,9 @@ def iperf3_envelope(
             {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
         ),
         labels=labels,
-        client=HostRecord(name="client", kind="imported", address=accepted if server_side else ""),
-        server=HostRecord(name="server", kind="imported", address=peer),
-        engine=EngineRecord(name="iperf3", version=version.removeprefix("iperf "), argv=[]),
+        client={"name": "client", "kind": "imported", "address": accepted if server_side else ""},
+        server={"name": "server", "kind": "imported", "address": peer},
+        engine={"name": "iperf3", "version": version.removeprefix("iperf "), "argv": []},
         started_at=stamp(float(secs)),
         ended_at=stamp(float(secs) + elapsed),
         duration_s=elapsed,
