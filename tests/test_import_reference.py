@@ -524,3 +524,30 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
     )  # fmt: skip
     with pytest.raises(ValueError, match="address"):
         _direct_envelope("import-x", "camp", fields)
+
+
+def test_a_task_s_sums_keep_only_its_kept_files_and_refuse_a_bad_value_alone() -> None:
+    """A task's files share one set of sum columns: a file no longer ok leaves its rows out,
+    and a file with a value Arrow refuses is refused alone, the others' rows kept."""
+    from netfleet.catalog.readtasks import _sum_table
+    from netfleet.catalog.sourcelist import Read
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+
+    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(3)]
+    for n in range(3):
+        for idx in range(2):
+            for name in SUM_COLUMNS:
+                sums[name].append(None)
+            sums["run_id"][-1], sums["idx"][-1], sums["omitted"][-1] = f"run-{n}", idx, False
+            sums["bits_per_second"][-1] = 1e9 if n != 2 else "fast"  # run-2: not a number
+    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
+    reads[0].row["state"] = "bad"  # e.g. refused by its runs row meanwhile
+    table = _sum_table(sums, spans, reads)
+    assert table.column("run_id").to_pylist() == ["run-1", "run-1"]
+    assert [r.row["state"] for r in reads] == ["bad", "ok", "bad"]
+    assert "does not fit" in reads[2].row["reason"]
+    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(2)]
+    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
+    whole = _sum_table({k: v[:4] for k, v in sums.items()}, spans, reads)
+    assert whole.column("run_id").to_pylist() == ["run-0", "run-0", "run-1", "run-1"]

@@ -149,11 +149,18 @@ def file_keys(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_file(
-    source: str, data: bytes, meta: dict[str, Any], opts: Options, mtime: float | None = None
+    source: str,
+    data: bytes,
+    meta: dict[str, Any],
+    opts: Options,
+    mtime: float | None = None,
+    sums: dict[str, list[Any]] | None = None,
 ) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
     ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
-    ``mtime``: the file's modification time (a start time when the file has none)."""
+    ``mtime``: the file's modification time (a start time when the file has none); ``sums``:
+    the columns an iperf3 document's interval sums are appended to (a task's, shared by its
+    files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -163,7 +170,7 @@ def read_file(
         "campaign": opts.campaign,
     }
     try:
-        return _read(source, data, digest, row, opts, mtime)
+        return _read(source, data, digest, row, opts, mtime, sums)
     except ImportProblem as exc:
         reason = str(exc)
     except StoreError as exc:
@@ -182,6 +189,7 @@ def _read(
     row: dict[str, Any],
     opts: Options,
     mtime: float | None,
+    into: dict[str, list[Any]] | None,
 ) -> Read:
     from netfleet.catalog.rows import envelope_rows
     from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
@@ -232,7 +240,7 @@ def _read(
     sums = None
     result = envelope["result"]
     if doc is not None and "server_output_text" not in result:
-        rows, sums = _iperf3_rows(envelope, source, typed)
+        rows, sums = _iperf3_rows(envelope, source, typed, into)
     else:
         rows = envelope_rows(envelope, source=source)
         rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
@@ -371,16 +379,21 @@ def _plain_envelope(env: Any) -> dict[str, Any]:
 
 
 def _iperf3_rows(
-    envelope: dict[str, Any], source: str, typed: Typed | None = None
+    envelope: dict[str, Any],
+    source: str,
+    typed: Typed | None = None,
+    into: dict[str, list[Any]] | None = None,
 ) -> tuple[Any, dict[str, list[Any]]]:
     """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
-    without its intervals) and its interval sums as columns (the same rows the parser gives)."""
+    without its intervals) and its interval sums as columns (the same rows the parser gives),
+    appended to ``into`` (else to columns of its own)."""
     from netfleet.catalog.rows import envelope_rows
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
+    from netfleet.engines.iperf3_rows import sum_columns
     from netfleet.values import as_bool, obj
 
+    sums = _sum_columns(into)
     if typed is not None:
-        return _typed_rows(envelope, source, typed)
+        return _typed_rows(envelope, source, typed, sums)
 
     result = envelope["result"]
     server = result.get("server_output_json")
@@ -391,14 +404,25 @@ def _iperf3_rows(
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     sum_columns(rows.run_id, "client", result, reverse, sums)
     if isinstance(server, dict):
         sum_columns(rows.run_id, "server", server, reverse, sums)
     return rows, sums
 
 
-def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, Any]) -> Read:
+def _sum_columns(into: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+
+    return into if into is not None else {name: [] for name in SUM_COLUMNS}
+
+
+def read_local(
+    path: str,
+    follow_links: bool,
+    opts: Options,
+    known: dict[str, Any],
+    sums: dict[str, list[Any]] | None = None,
+) -> Read:
     """Read one local file (a regular file only, never through a link unless asked, never
     more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
     file changed while it was read (it is read again on the next import)."""
@@ -414,7 +438,7 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
-    read = read_file(source, data, meta, opts, st.st_mtime)
+    read = read_file(source, data, meta, opts, st.st_mtime, sums)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
@@ -431,14 +455,13 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
 
 
 def _typed_rows(
-    envelope: dict[str, Any], source: str, typed: Typed
+    envelope: dict[str, Any], source: str, typed: Typed, sums: dict[str, list[Any]]
 ) -> tuple[Any, dict[str, list[Any]]]:
     """:func:`_iperf3_rows` from typed sums: the document's intervals are empty lists, so the
     parser makes the ``runs`` and ``ends`` rows only; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
     from netfleet.catalog.rows import envelope_rows
     from netfleet.catalog.typedsums import columns
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
@@ -447,7 +470,6 @@ def _typed_rows(
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     if envelope.get("subject") == "server":  # result = {start, server_output_json: the file}
         columns(rows.run_id, "server", ivs, reverse, sums)
     else:
