@@ -247,14 +247,19 @@ def _read(
     row.update(
         state="ok",
         run_id=run_id,
-        labels=json.dumps(envelope["labels"], sort_keys=True),
+        labels=_sorted_json(envelope["labels"]),
         format=envelope["engine"]["name"],
-        file_keys=json.dumps(keys or imported.get("file_labels") or {}, sort_keys=True),
+        file_keys=_sorted_json(keys or imported.get("file_labels") or {}),
         pattern_labels=json.dumps(imported.get("pattern_labels") or []),
         inferred=json.dumps(imported.get("inferred") or []),
         flags=json.dumps(imported.get("flags") or []),
     )
     return Read(row, rows, sums)
+
+
+#: ``json.dumps(value, sort_keys=True)``, its encoder made once (json.dumps makes one per call
+#: when given options)
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
 #: a typed decode: the document without its intervals, the top-level intervals' sums, and

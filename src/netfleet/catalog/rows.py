@@ -113,6 +113,11 @@ def _bidir(params: Mapping[str, Any]) -> bool | None:
     return direction == "bidir" if isinstance(direction, str) else None
 
 
+#: ``json.dumps(value, sort_keys=True, default=str)``, its encoder made once (json.dumps
+#: makes one per call when given options: a tenth of the row's time)
+_as_json = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def run_row(doc: Mapping[str, Any], source: str) -> Row:
     """The ``runs`` row of one envelope (already upgraded to the current format)."""
     run_id = doc.get("run_id")
@@ -166,9 +171,9 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "server_mtu": as_int(sfacts.get("mtu")) or as_int(sstate.get("mtu")),
         "client_cpus": as_int(cfacts.get("cpus")),
         "server_cpus": as_int(sfacts.get("cpus")),
-        "params": json.dumps(params, sort_keys=True, default=str),
-        "labels": json.dumps(labels, sort_keys=True, default=str),
-        "notes": json.dumps(catalog_notes(doc.get("notes")), sort_keys=True, default=str),
+        "params": _as_json(params),
+        "labels": _as_json(labels),
+        "notes": _as_json(catalog_notes(doc.get("notes"))),
         "source": source,
         "client_zone_id": as_str(cstate.get("zone_id")),
         "server_zone_id": as_str(sstate.get("zone_id")),
@@ -177,7 +182,7 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
         "client_bandwidth_weighting": as_str(cstate.get("bandwidth_weighting")),
         "server_bandwidth_weighting": as_str(sstate.get("bandwidth_weighting")),
         "rules_as_of": _day(state.get("rules_as_of")),
-        "state": json.dumps(state, sort_keys=True, default=str) if state else None,
+        "state": _as_json(state) if state else None,
     }
 
 

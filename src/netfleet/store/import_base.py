@@ -106,11 +106,15 @@ def provenance(
     return f"import-{digest[:16]}", {"imported": imported}
 
 
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"))``, its encoder made once
+_compact_sorted = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 def run_identity(digest: str, campaign: str, labels: dict[str, Any]) -> str:
     """An imported run's id: the file's content hash *and* what the user filed it under — the
     same file imported into two campaigns, or with other labels, is two runs; imported again
     as it was, the same run (a no-op)."""
-    key = json.dumps([digest, campaign, labels], sort_keys=True, separators=(",", ":"))
+    key = _compact_sorted([digest, campaign, labels])
     return "import-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
