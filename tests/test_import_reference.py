@@ -551,3 +551,35 @@ def test_a_task_s_sums_keep_only_its_kept_files_and_refuse_a_bad_value_alone() -
     spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
     whole = _sum_table({k: v[:4] for k, v in sums.items()}, spans, reads)
     assert whole.column("run_id").to_pylist() == ["run-0", "run-0", "run-1", "run-1"]
+
+
+def test_typed_sum_columns_are_the_dict_path_s_with_reverse_sums_and_roles() -> None:
+    """The typed sum columns equal the dict path's (``sum_columns``) for sums with and without
+    their own ``sender``, ``--bidir``'s ``sum_bidir_reverse``, a repeated sum (3.12), and
+    ``omitted``, on both sides and both directions."""
+    from netfleet.catalog.onepass import typed_selective
+    from netfleet.catalog.typedsums import columns
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
+
+    base = json.loads(RUNS[0].read_bytes())
+    bidir = json.loads(RUNS[0].read_bytes())
+    for n, iv in enumerate(bidir["intervals"]):
+        back = dict(iv["sum"], bytes=iv["sum"]["bytes"] + 1)
+        if n % 2:
+            back.pop("sender", None)
+        iv["sum_bidir_reverse"] = back
+        iv["sum"]["omitted"] = n == 0
+    bidir["intervals"].insert(2, json.loads(json.dumps(bidir["intervals"][1])))  # 3.12 repeat
+    no_roles = json.loads(RUNS[0].read_bytes())
+    for iv in no_roles["intervals"]:
+        iv["sum"].pop("sender", None)
+    for doc in (base, bidir, no_roles):
+        typed = typed_selective(json.dumps(doc).encode())
+        assert typed is not None
+        for side in ("client", "server"):
+            for reverse in (False, True):
+                want: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+                got: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+                sum_columns("r", side, doc, reverse, want)
+                columns("r", side, typed[1], reverse, got)
+                assert got == want and want["run_id"]

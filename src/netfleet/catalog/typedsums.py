@@ -198,7 +198,7 @@ def columns(
     count = len(sums)
     fields = dict(zip(Sum.__struct_fields__, zip(*map(astuple, sums)), strict=True))  # noqa: B905
     senders = fields["sender"]
-    if not backs and senders.count(None) == count:  # iperf3 before 3.? : one role for all
+    if not backs and senders.count(None) == count:  # no sum says its role: one for all
         roles: list[bool] = [forward_sender] * count
     else:
         defaults = [forward_sender] * count
