@@ -280,6 +280,15 @@ def test_many_files_are_read_in_worker_processes(
     report = register([str(src)], tmp_path / "cat", workers=2)
     assert len(report.registered) == 70 and report.bad == []
     assert _rows(tmp_path / "cat", "SELECT count(*) FROM runs") == [(70,)]
+    # the tables' trip back from the workers (Arrow IPC) keeps every row as read here
+    register([str(src)], tmp_path / "here", workers=1)
+    for sql in (
+        "SELECT * FROM runs ORDER BY run_id",
+        "SELECT * FROM ends ORDER BY run_id, side",
+        "SELECT * FROM intervals_stored ORDER BY run_id, side, idx, role",
+    ):
+        want = _rows(tmp_path / "here", sql)
+        assert want and _rows(tmp_path / "cat", sql) == want, sql
 
 
 def test_keep_copy_keeps_the_bytes_as_they_are(tmp_path: Path) -> None:

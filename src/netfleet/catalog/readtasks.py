@@ -169,6 +169,8 @@ def _shipped_task(items: list[Found], opts: Options, follow_links: bool) -> Ship
     reads, tables = read_task(items, opts, follow_links)
     shipped = {}
     for name, table in tables.items():
+        if not table.num_rows:  # an empty table is its schema's, made again on landing
+            continue
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as stream:
             stream.write_table(table)
@@ -180,8 +182,15 @@ def _landed(shipped: Shipped) -> Task:
     """A worker's task as :func:`read_task` returned it."""
     import pyarrow as pa
 
+    from netfleet.catalog.schemas import SCHEMAS
+
     reads, blobs = shipped
-    return reads, {name: pa.ipc.open_stream(blob).read_all() for name, blob in blobs.items()}
+    return reads, {
+        name: pa.ipc.open_stream(blobs[name]).read_all()
+        if name in blobs
+        else SCHEMAS[name].empty_table()
+        for name in TABLES
+    }
 
 
 def _quiet_worker() -> None:
