@@ -511,8 +511,9 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
     the path and the file), it is the model's, field by field; a host address that is not text
     goes through the model, which refuses it as the import does."""
     from netfleet.catalog.onepass import _direct_envelope, _plain_envelope, selective
+    from netfleet.engines.params.base import spec_params
     from netfleet.store.import_base import imported_envelope
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+    from netfleet.store.import_iperf3 import checked_shape, imported_params, iperf3_fields
 
     docs = [selective(p.read_bytes()) for p in [*RUNS, *PUBLIC]]
     assert sum(d is not None for d in docs) >= len(RUNS)
@@ -525,6 +526,12 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
         )  # fmt: skip
         want = _plain_envelope(imported_envelope(run_id, "camp", **fields))
         assert _direct_envelope(run_id, "camp", fields) == want, path.name
+        test = (doc.get("start") or {}).get("test_start") or {}
+        kept = {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
+        assert fields["params"] == spec_params(kept), path.name  # the spec's vocabulary
+    for value in (None, 0, 4, "x"):  # null values: dropped where the spec's renaming drops them
+        test = {"protocol": value, "num_streams": value, "duration": value, "omit": value}
+        assert imported_params(test) == spec_params(test)
     odd = json.loads(RUNS[0].read_bytes())
     odd["start"]["connecting_to"]["host"] = 1234
     _, fields = iperf3_fields(
@@ -592,3 +599,33 @@ def test_typed_sum_columns_are_the_dict_path_s_with_reverse_sums_and_roles() -> 
                 sum_columns("r", side, doc, reverse, want)
                 columns("r", side, typed[1], reverse, got)
                 assert got == want and want["run_id"]
+
+
+def test_a_small_import_of_iperf3_documents_loads_no_engine_nor_pydantic(tmp_path: Path) -> None:
+    """A few iperf3 ``-J`` files (read in the importing process: below ``PARALLEL_MIN``), the
+    CLI's own command in a fresh interpreter: the typed path makes their envelopes and rows
+    without the engine registry, pydantic or the import's other readers; a file of another
+    format (``--json-stream``) loads them, for itself."""
+    import subprocess
+    import sys
+
+    plain = [p for p in RUNS if "stream" not in p.name][:4]
+    heavy = ("pydantic", "netfleet.engines", "netfleet.store.envelope", "netfleet.store.imports")
+    code = (
+        "import sys\nfrom netfleet.cli.main import main\n"
+        "sys.argv = ['netfleet', 'import', sys.argv[1], '--catalog', sys.argv[2]]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)"
+    )
+    cases = [(plain, False), ([*plain, next(p for p in RUNS if "stream" in p.name)], True)]
+    for n, (files, loads) in enumerate(cases):
+        (tmp_path / str(n)).mkdir()
+        src = _folder(tmp_path / str(n), files)
+        cat = tmp_path / str(n) / "cat"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(src), str(cat)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = {m for m in done.stderr.splitlines() if m.startswith(heavy)}
+        assert bool(loaded) == loads, loaded
+        assert _rows(cat, "SELECT count(*) FROM runs") == [(len(files),)]

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -191,9 +192,8 @@ def _read(
     mtime: float | None,
     into: dict[str, list[Any]] | None,
 ) -> Read:
-    from netfleet.catalog.rows import envelope_rows
     from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
-    from netfleet.store.imports import build_envelope, labels_of
+    from netfleet.store.import_labels import labels_of
 
     path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
     plain = inflate(data)
@@ -217,7 +217,9 @@ def _read(
             keep_bytes=False,  # by reference: the bytes stay at their source
         )
         envelope = _direct_envelope(provisional, opts.campaign, fields)
-    else:
+    else:  # another format: the import's own reader (it loads the engines and pydantic)
+        from netfleet.store.imports import build_envelope
+
         envelope = _plain_envelope(
             build_envelope(
                 path,
@@ -242,6 +244,8 @@ def _read(
     if doc is not None and "server_output_text" not in result:
         rows, sums = _iperf3_rows(envelope, source, typed, into)
     else:
+        from netfleet.catalog.rows import envelope_rows
+
         rows = envelope_rows(envelope, source=source)
         rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
     row.update(
@@ -392,13 +396,13 @@ def _iperf3_rows(
     """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
     without its intervals) and its interval sums as columns (the same rows the parser gives),
     appended to ``into`` (else to columns of its own)."""
-    from netfleet.catalog.rows import envelope_rows
-    from netfleet.engines.iperf3_rows import sum_columns
+    from netfleet.iperf3json import sum_columns
     from netfleet.values import as_bool, obj
 
     sums = _sum_columns(into)
     if typed is not None:
         return _typed_rows(envelope, source, typed, sums)
+    from netfleet.catalog.rows import envelope_rows
 
     result = envelope["result"]
     server = result.get("server_output_json")
@@ -416,7 +420,7 @@ def _iperf3_rows(
 
 
 def _sum_columns(into: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+    from netfleet.iperf3json import SUM_COLUMNS
 
     return into if into is not None else {name: [] for name in SUM_COLUMNS}
 
@@ -431,7 +435,7 @@ def read_local(
     """Read one local file (a regular file only, never through a link unless asked, never
     more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
     file changed while it was read (it is read again on the next import)."""
-    from netfleet.store.imports import read_checked
+    from netfleet.store.import_base import read_checked
 
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
@@ -462,16 +466,25 @@ def read_local(
 def _typed_rows(
     envelope: dict[str, Any], source: str, typed: Typed, sums: dict[str, list[Any]]
 ) -> tuple[Any, dict[str, list[Any]]]:
-    """:func:`_iperf3_rows` from typed sums: the document's intervals are empty lists, so the
-    parser makes the ``runs`` and ``ends`` rows only; the sums come from the structs, filed
+    """:func:`_iperf3_rows` from typed sums: the ``runs`` row and the ``ends`` rows the
+    catalog's iperf3 parser makes of a result whose intervals are empty lists
+    (:func:`~netfleet.catalog.rows.envelope_rows` → ``result_rows``: an ``ends`` row for the
+    client's document and one for the server's JSON it carries; a text server's output never
+    comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.rows import envelope_rows
+    from netfleet.catalog.runrow import RunRows, run_row
     from netfleet.catalog.typedsums import columns
+    from netfleet.iperf3json import end_row
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    rows = envelope_rows(envelope, source=source)
+    run = run_row(envelope, source)
+    ends = [end_row(run["run_id"], "client", result)]
+    server_json = result.get("server_output_json")
+    if isinstance(server_json, Mapping):
+        ends.append(end_row(run["run_id"], "server", server_json))
+    rows = RunRows(run, [], ends)
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))

@@ -37,7 +37,7 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     columns for the task (no list per file to join); a file whose rows are not kept has its
     sums cut off again."""
     from netfleet.catalog.onepass import read_local
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+    from netfleet.iperf3json import SUM_COLUMNS
 
     reads: list[Read] = []
     batch = _Batch()
@@ -219,7 +219,8 @@ def pool(workers: int, files: int) -> Iterator[Any]:
     pool = process_pool(
         workers,
         preload=["netfleet.catalog.readtasks", "netfleet.catalog.onepass",
-                 "netfleet.catalog.typedsums", "netfleet.catalog.rows", "netfleet.store.imports",
+                 "netfleet.catalog.typedsums", "netfleet.catalog.runrow", "netfleet.iperf3json",
+                 "netfleet.store.import_iperf3", "netfleet.store.import_labels",
                  "isal.isal_zlib"],
     )  # fmt: skip
     try:
