@@ -221,7 +221,7 @@ def pool(workers: int, files: int) -> Iterator[Any]:
         preload=["netfleet.catalog.readtasks", "netfleet.catalog.onepass",
                  "netfleet.catalog.typedsums", "netfleet.catalog.runrow", "netfleet.iperf3json",
                  "netfleet.store.import_iperf3", "netfleet.store.import_labels",
-                 "isal.isal_zlib"],
+                 "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
     )  # fmt: skip
     try:
         for _ in range(workers):
