@@ -1,5 +1,7 @@
-"""What every ``netfleet import`` format shares: the problem type, provenance (the file's bytes
-kept untouched), the imported envelope, and the interval checks' common pieces."""
+"""What every ``netfleet import`` format shares: the problem type, reading a file checked
+(:func:`read_checked`), provenance (the file's bytes kept untouched), the imported envelope
+(the model, or its JSON form without it: :func:`plain_envelope`), and the interval checks'
+common pieces. Loads no model: pydantic is imported where an envelope model is made."""
 
 from __future__ import annotations
 
