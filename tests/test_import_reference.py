@@ -629,3 +629,32 @@ def test_a_small_import_of_iperf3_documents_loads_no_engine_nor_pydantic(tmp_pat
         loaded = {m for m in done.stderr.splitlines() if m.startswith(heavy)}
         assert bool(loaded) == loads, loaded
         assert _rows(cat, "SELECT count(*) FROM runs") == [(len(files),)]
+
+
+def test_rows_written_in_several_batches_are_those_of_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows wait in the importing process a batch at a time (``BATCH_RUNS``): written in
+    batches of a task or two, a run repeated across batches is kept once, and every table is
+    what one batch writes."""
+    from netfleet.catalog import readtasks
+    from netfleet.catalog import register as register_module
+
+    files = [p for p in RUNS if "stream" not in p.name][:7]
+    src = _folder(tmp_path, files)
+    shutil.copy(files[0], src / "zz-again.json")  # the first file's run, in the last task
+    _age(src)
+    one = register([str(src)], tmp_path / "one")
+    monkeypatch.setattr(readtasks, "TASK_FILES", 2)
+    monkeypatch.setattr(register_module, "BATCH_RUNS", 2)
+    many = register([str(src)], tmp_path / "many")
+    assert len(many.registered) == len(files) and len(many.duplicates) == 1
+    assert (many.registered, many.duplicates) == (one.registered, one.duplicates)
+    parts = list((tmp_path / "many" / "runs").glob("part-*.parquet"))
+    assert len(parts) >= 3 > len(list((tmp_path / "one" / "runs").glob("part-*.parquet")))
+    for sql in (
+        "SELECT * FROM runs ORDER BY run_id",
+        "SELECT * FROM ends ORDER BY run_id, side",
+        "SELECT * FROM intervals_stored ORDER BY run_id, side, idx, role",
+    ):
+        assert _rows(tmp_path / "many", sql) == _rows(tmp_path / "one", sql), sql
