@@ -280,6 +280,15 @@ def test_many_files_are_read_in_worker_processes(
     report = register([str(src)], tmp_path / "cat", workers=2)
     assert len(report.registered) == 70 and report.bad == []
     assert _rows(tmp_path / "cat", "SELECT count(*) FROM runs") == [(70,)]
+    # the tables' trip back from the workers (Arrow IPC) keeps every row as read here
+    register([str(src)], tmp_path / "here", workers=1)
+    for sql in (
+        "SELECT * FROM runs ORDER BY run_id",
+        "SELECT * FROM ends ORDER BY run_id, side",
+        "SELECT * FROM intervals_stored ORDER BY run_id, side, idx, role",
+    ):
+        want = _rows(tmp_path / "here", sql)
+        assert want and _rows(tmp_path / "cat", sql) == want, sql
 
 
 def test_keep_copy_keeps_the_bytes_as_they_are(tmp_path: Path) -> None:
@@ -494,3 +503,158 @@ def test_a_file_rewritten_in_its_timestamp_tick_is_hashed_again(tmp_path: Path) 
     _age(src)  # long since read, not modified: the stat decides again
     register([str(src)], cat)
     assert register([str(src)], cat).unchanged == 1
+
+
+def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
+    """Import by reference reads an iperf3 document's envelope as plain JSON values, without
+    validating the model: over every captured and public output (both sides, with labels from
+    the path and the file), it is the model's, field by field; a host address that is not text
+    goes through the model, which refuses it as the import does."""
+    from netfleet.catalog.onepass import _direct_envelope, _plain_envelope, selective
+    from netfleet.engines.params.base import spec_params
+    from netfleet.store.import_base import imported_envelope
+    from netfleet.store.import_iperf3 import checked_shape, imported_params, iperf3_fields
+
+    docs = [selective(p.read_bytes()) for p in [*RUNS, *PUBLIC]]
+    assert sum(d is not None for d in docs) >= len(RUNS)
+    for path, doc in zip([*RUNS, *PUBLIC], docs, strict=True):
+        if doc is None:  # --json-stream: the import's own reader
+            continue
+        run_id, fields = iperf3_fields(
+            path, b"{}", checked_shape(doc), labels={"cloud": "lab"}, found=["cloud"],
+            epoch_label=None, side="auto", mtime=1.5e9, digest="0" * 64, keep_bytes=False,
+        )  # fmt: skip
+        want = _plain_envelope(imported_envelope(run_id, "camp", **fields))
+        assert _direct_envelope(run_id, "camp", fields) == want, path.name
+        test = (doc.get("start") or {}).get("test_start") or {}
+        kept = {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
+        assert fields["params"] == spec_params(kept), path.name  # the spec's vocabulary
+    for value in (None, 0, 4, "x"):  # null values: dropped where the spec's renaming drops them
+        test = {"protocol": value, "num_streams": value, "duration": value, "omit": value}
+        assert imported_params(test) == spec_params(test)
+    odd = json.loads(RUNS[0].read_bytes())
+    odd["start"]["connecting_to"]["host"] = 1234
+    _, fields = iperf3_fields(
+        RUNS[0], b"{}", checked_shape(odd), labels={}, found=[], epoch_label=None,
+        side="auto", mtime=None, digest="0" * 64, keep_bytes=False,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="address"):
+        _direct_envelope("import-x", "camp", fields)
+
+
+def test_a_task_s_sums_keep_only_its_kept_files_and_refuse_a_bad_value_alone() -> None:
+    """A task's files share one set of sum columns: a file no longer ok leaves its rows out,
+    and a file with a value Arrow refuses is refused alone, the others' rows kept."""
+    from netfleet.catalog.readtasks import _sum_table
+    from netfleet.catalog.sourcelist import Read
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+
+    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(3)]
+    for n in range(3):
+        for idx in range(2):
+            for name in SUM_COLUMNS:
+                sums[name].append(None)
+            sums["run_id"][-1], sums["idx"][-1], sums["omitted"][-1] = f"run-{n}", idx, False
+            sums["bits_per_second"][-1] = 1e9 if n != 2 else "fast"  # run-2: not a number
+    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
+    reads[0].row["state"] = "bad"  # e.g. refused by its runs row meanwhile
+    table = _sum_table(sums, spans, reads)
+    assert table.column("run_id").to_pylist() == ["run-1", "run-1"]
+    assert [r.row["state"] for r in reads] == ["bad", "ok", "bad"]
+    assert "does not fit" in reads[2].row["reason"]
+    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(2)]
+    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
+    whole = _sum_table({k: v[:4] for k, v in sums.items()}, spans, reads)
+    assert whole.column("run_id").to_pylist() == ["run-0", "run-0", "run-1", "run-1"]
+
+
+def test_typed_sum_columns_are_the_dict_path_s_with_reverse_sums_and_roles() -> None:
+    """The typed sum columns equal the dict path's (``sum_columns``) for sums with and without
+    their own ``sender``, ``--bidir``'s ``sum_bidir_reverse``, a repeated sum (3.12), and
+    ``omitted``, on both sides and both directions."""
+    from netfleet.catalog.onepass import typed_selective
+    from netfleet.catalog.typedsums import columns
+    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
+
+    base = json.loads(RUNS[0].read_bytes())
+    bidir = json.loads(RUNS[0].read_bytes())
+    for n, iv in enumerate(bidir["intervals"]):
+        back = dict(iv["sum"], bytes=iv["sum"]["bytes"] + 1)
+        if n % 2:
+            back.pop("sender", None)
+        iv["sum_bidir_reverse"] = back
+        iv["sum"]["omitted"] = n == 0
+    bidir["intervals"].insert(2, json.loads(json.dumps(bidir["intervals"][1])))  # 3.12 repeat
+    no_roles = json.loads(RUNS[0].read_bytes())
+    for iv in no_roles["intervals"]:
+        iv["sum"].pop("sender", None)
+    for doc in (base, bidir, no_roles):
+        typed = typed_selective(json.dumps(doc).encode())
+        assert typed is not None
+        for side in ("client", "server"):
+            for reverse in (False, True):
+                want: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+                got: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
+                sum_columns("r", side, doc, reverse, want)
+                columns("r", side, typed[1], reverse, got)
+                assert got == want and want["run_id"]
+
+
+def test_a_small_import_of_iperf3_documents_loads_no_engine_nor_pydantic(tmp_path: Path) -> None:
+    """A few iperf3 ``-J`` files (read in the importing process: below ``PARALLEL_MIN``), the
+    CLI's own command in a fresh interpreter: the typed path makes their envelopes and rows
+    without the engine registry, pydantic or the import's other readers; a file of another
+    format (``--json-stream``) loads them, for itself."""
+    import subprocess
+    import sys
+
+    plain = [p for p in RUNS if "stream" not in p.name][:4]
+    heavy = ("pydantic", "netfleet.engines", "netfleet.store.envelope", "netfleet.store.imports")
+    code = (
+        "import sys\nfrom netfleet.cli.main import main\n"
+        "sys.argv = ['netfleet', 'import', sys.argv[1], '--catalog', sys.argv[2]]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)"
+    )
+    cases = [(plain, False), ([*plain, next(p for p in RUNS if "stream" in p.name)], True)]
+    for n, (files, loads) in enumerate(cases):
+        (tmp_path / str(n)).mkdir()
+        src = _folder(tmp_path / str(n), files)
+        cat = tmp_path / str(n) / "cat"
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(src), str(cat)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = {m for m in done.stderr.splitlines() if m.startswith(heavy)}
+        assert bool(loaded) == loads, loaded
+        assert _rows(cat, "SELECT count(*) FROM runs") == [(len(files),)]
+
+
+def test_rows_written_in_several_batches_are_those_of_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows wait in the importing process a batch at a time (``BATCH_RUNS``): written in
+    batches of a task or two, a run repeated across batches is kept once, and every table is
+    what one batch writes."""
+    from netfleet.catalog import readtasks
+    from netfleet.catalog import register as register_module
+
+    files = [p for p in RUNS if "stream" not in p.name][:7]
+    src = _folder(tmp_path, files)
+    shutil.copy(files[0], src / "zz-again.json")  # the first file's run, in the last task
+    _age(src)
+    one = register([str(src)], tmp_path / "one")
+    monkeypatch.setattr(readtasks, "TASK_FILES", 2)
+    monkeypatch.setattr(register_module, "BATCH_RUNS", 2)
+    many = register([str(src)], tmp_path / "many")
+    assert len(many.registered) == len(files) and len(many.duplicates) == 1
+    assert (many.registered, many.duplicates) == (one.registered, one.duplicates)
+    parts = list((tmp_path / "many" / "runs").glob("part-*.parquet"))
+    assert len(parts) >= 3 > len(list((tmp_path / "one" / "runs").glob("part-*.parquet")))
+    for sql in (
+        "SELECT * FROM runs ORDER BY run_id",
+        "SELECT * FROM ends ORDER BY run_id, side",
+        "SELECT * FROM intervals_stored ORDER BY run_id, side, idx, role",
+    ):
+        assert _rows(tmp_path / "many", sql) == _rows(tmp_path / "one", sql), sql

@@ -21,6 +21,7 @@ RANKS: dict[str, int] = {
     "errors": 0,  # base: exit statuses and the error types, no dependencies
     "units": 0,  # base: rate/size units and the goodput/wire ratio
     "values": 0,  # tolerant readers of raw JSON values (no netfleet imports)
+    "iperf3json": 0,  # iperf3 -J JSON → intervals/ends rows (values only; no engine registry)
     "jsonparse": 0,  # JSON text → values, fast (pydantic_core) with json.loads's results
     "journalfile": 0,  # reading a JSON-lines journal someone else may have written (bounded)
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts

@@ -18,7 +18,9 @@ one pass over the file's bytes, with no side effect (it runs in worker processes
   (:func:`netfleet.store.imports.build_envelope`), so its reasons and checks are the same.
 * The run's envelope is made by the import's builders (the same labels, inferred fields, shape
   and rate checks, interval flags) and turned into catalog rows (``runs``, ``ends``, interval
-  sums); the per-stream rows are not made here.
+  sums); the per-stream rows are not made here. An iperf3 document's envelope is made as
+  plain values and its rows without the engine registry (:mod:`netfleet.iperf3json`,
+  :mod:`netfleet.catalog.runrow`): reading one loads neither the engines nor pydantic.
 
 Whatever a file holds, the outcome is a :class:`Read`: its manifest row, and its rows or the
 reason it is refused; a bad file never stops the others.
@@ -30,6 +32,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
@@ -149,11 +152,18 @@ def file_keys(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_file(
-    source: str, data: bytes, meta: dict[str, Any], opts: Options, mtime: float | None = None
+    source: str,
+    data: bytes,
+    meta: dict[str, Any],
+    opts: Options,
+    mtime: float | None = None,
+    sums: dict[str, list[Any]] | None = None,
 ) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
     ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
-    ``mtime``: the file's modification time (a start time when the file has none)."""
+    ``mtime``: the file's modification time (a start time when the file has none); ``sums``:
+    the columns an iperf3 document's interval sums are appended to (a task's, shared by its
+    files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -163,7 +173,7 @@ def read_file(
         "campaign": opts.campaign,
     }
     try:
-        return _read(source, data, digest, row, opts, mtime)
+        return _read(source, data, digest, row, opts, mtime, sums)
     except ImportProblem as exc:
         reason = str(exc)
     except StoreError as exc:
@@ -182,10 +192,10 @@ def _read(
     row: dict[str, Any],
     opts: Options,
     mtime: float | None,
+    into: dict[str, list[Any]] | None,
 ) -> Read:
-    from netfleet.catalog.rows import envelope_rows
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
-    from netfleet.store.imports import build_envelope, labels_of
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+    from netfleet.store.import_labels import labels_of
 
     path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
     plain = inflate(data)
@@ -195,11 +205,10 @@ def _read(
     if doc is not None:
         keys = file_keys(doc)
         labels, found, epoch = labels_of(path, opts.labels, opts.pattern)
-        env = iperf3_envelope(
+        provisional, fields = iperf3_fields(
             path,
             data,
             checked_shape(doc),
-            campaign=opts.campaign,
             labels=labels,
             found=found,
             epoch_label=epoch,
@@ -209,19 +218,23 @@ def _read(
             digest=digest,
             keep_bytes=False,  # by reference: the bytes stay at their source
         )
-    else:
-        env = build_envelope(
-            path,
-            data,
-            campaign=opts.campaign,
-            labels=opts.labels,
-            pattern=opts.pattern,
-            side=opts.side,
-            mtime=mtime,
-            plain=plain,
+        envelope = _direct_envelope(provisional, opts.campaign, fields)
+    else:  # another format: the import's own reader (it loads the engines and pydantic)
+        from netfleet.store.imports import build_envelope
+
+        envelope = _plain_envelope(
+            build_envelope(
+                path,
+                data,
+                campaign=opts.campaign,
+                labels=opts.labels,
+                pattern=opts.pattern,
+                side=opts.side,
+                mtime=mtime,
+                plain=plain,
+            )
         )
-    run_id = run_identity(digest, env.campaign, env.labels)
-    envelope = _plain_envelope(env)
+    run_id = run_identity(digest, envelope["campaign"], envelope["labels"])
     envelope["run_id"] = envelope["run_key"] = run_id
     imported = envelope["notes"]["imported"]
     imported.pop("original", None)
@@ -230,22 +243,29 @@ def _read(
     imported["by_reference"] = True
     sums = None
     result = envelope["result"]
-    if doc is not None and env.engine.name == "iperf3" and "server_output_text" not in result:
-        rows, sums = _iperf3_rows(envelope, source, typed)
+    if doc is not None and "server_output_text" not in result:
+        rows, sums = _iperf3_rows(envelope, source, typed, into)
     else:
+        from netfleet.catalog.rows import envelope_rows
+
         rows = envelope_rows(envelope, source=source)
         rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
     row.update(
         state="ok",
         run_id=run_id,
-        labels=json.dumps(env.labels, sort_keys=True),
-        format=env.engine.name,
-        file_keys=json.dumps(keys or imported.get("file_labels") or {}, sort_keys=True),
+        labels=_sorted_json(envelope["labels"]),
+        format=envelope["engine"]["name"],
+        file_keys=_sorted_json(keys or imported.get("file_labels") or {}),
         pattern_labels=json.dumps(imported.get("pattern_labels") or []),
         inferred=json.dumps(imported.get("inferred") or []),
         flags=json.dumps(imported.get("flags") or []),
     )
     return Read(row, rows, sums)
+
+
+#: ``json.dumps(value, sort_keys=True)``, its encoder made once (json.dumps makes one per call
+#: when given options)
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
 #: a typed decode: the document without its intervals, the top-level intervals' sums, and
@@ -341,6 +361,19 @@ def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:
     return found + (flags(server_ivs, "server") if server_ivs is not None else [])
 
 
+def _direct_envelope(run_id: str, campaign: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The envelope of an iperf3 document's fields (:func:`iperf3_fields`) in its JSON form,
+    without the model (validating and dumping it cost 0.013 ms a file, and loading pydantic):
+    every field is JSON's values as the model keeps them, but the hosts' addresses, which the
+    file gives — anything but text goes through the model, which refuses it as the import
+    does."""
+    from netfleet.store.import_base import imported_envelope, plain_envelope
+
+    if all(isinstance(fields[host]["address"], str) for host in ("client", "server")):
+        return plain_envelope(run_id, campaign, **fields)
+    return _plain_envelope(imported_envelope(run_id, campaign, **fields))
+
+
 #: the envelope fields that are models: dumped; every other field is JSON's values already
 _MODELS = ("client", "server", "engine", "state")
 
@@ -358,16 +391,21 @@ def _plain_envelope(env: Any) -> dict[str, Any]:
 
 
 def _iperf3_rows(
-    envelope: dict[str, Any], source: str, typed: Typed | None = None
+    envelope: dict[str, Any],
+    source: str,
+    typed: Typed | None = None,
+    into: dict[str, list[Any]] | None = None,
 ) -> tuple[Any, dict[str, list[Any]]]:
     """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
-    without its intervals) and its interval sums as columns (the same rows the parser gives)."""
-    from netfleet.catalog.rows import envelope_rows
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
+    without its intervals) and its interval sums as columns (the same rows the parser gives),
+    appended to ``into`` (else to columns of its own)."""
+    from netfleet.iperf3json import sum_columns
     from netfleet.values import as_bool, obj
 
+    sums = _sum_columns(into)
     if typed is not None:
-        return _typed_rows(envelope, source, typed)
+        return _typed_rows(envelope, source, typed, sums)
+    from netfleet.catalog.rows import envelope_rows
 
     result = envelope["result"]
     server = result.get("server_output_json")
@@ -378,18 +416,29 @@ def _iperf3_rows(
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     sum_columns(rows.run_id, "client", result, reverse, sums)
     if isinstance(server, dict):
         sum_columns(rows.run_id, "server", server, reverse, sums)
     return rows, sums
 
 
-def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, Any]) -> Read:
+def _sum_columns(into: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
+    from netfleet.iperf3json import SUM_COLUMNS
+
+    return into if into is not None else {name: [] for name in SUM_COLUMNS}
+
+
+def read_local(
+    path: str,
+    follow_links: bool,
+    opts: Options,
+    known: dict[str, Any],
+    sums: dict[str, list[Any]] | None = None,
+) -> Read:
     """Read one local file (a regular file only, never through a link unless asked, never
     more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
     file changed while it was read (it is read again on the next import)."""
-    from netfleet.store.imports import read_checked
+    from netfleet.store.import_base import read_checked
 
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
@@ -401,7 +450,7 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
-    read = read_file(source, data, meta, opts, st.st_mtime)
+    read = read_file(source, data, meta, opts, st.st_mtime, sums)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
@@ -418,23 +467,30 @@ def read_local(path: str, follow_links: bool, opts: Options, known: dict[str, An
 
 
 def _typed_rows(
-    envelope: dict[str, Any], source: str, typed: Typed
+    envelope: dict[str, Any], source: str, typed: Typed, sums: dict[str, list[Any]]
 ) -> tuple[Any, dict[str, list[Any]]]:
-    """:func:`_iperf3_rows` from typed sums: the document's intervals are empty lists, so the
-    parser makes the ``runs`` and ``ends`` rows only; the sums come from the structs, filed
+    """:func:`_iperf3_rows` from typed sums: the ``runs`` row and the ``ends`` rows the
+    catalog's iperf3 parser makes of a result whose intervals are empty lists
+    (:func:`~netfleet.catalog.rows.envelope_rows` → ``result_rows``: an ``ends`` row for the
+    client's document and one for the server's JSON it carries; a text server's output never
+    comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.rows import envelope_rows
+    from netfleet.catalog.runrow import RunRows, run_row
     from netfleet.catalog.typedsums import columns
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS
+    from netfleet.iperf3json import end_row
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    rows = envelope_rows(envelope, source=source)
+    run = run_row(envelope, source)
+    ends = [end_row(run["run_id"], "client", result)]
+    server_json = result.get("server_output_json")
+    if isinstance(server_json, Mapping):
+        ends.append(end_row(run["run_id"], "server", server_json))
+    rows = RunRows(run, [], ends)
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     if envelope.get("subject") == "server":  # result = {start, server_output_json: the file}
         columns(rows.run_id, "server", ivs, reverse, sums)
     else:

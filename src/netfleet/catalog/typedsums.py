@@ -172,25 +172,39 @@ def columns(
     typed sums: the same 3.12 repeat dropped, the same roles, flows and values."""
     forward_sender = (side == "client") != reverse
     previous: tuple[Any, ...] | None = None
-    found: list[tuple[int, Sum, bool]] = []
+    sums: list[Sum] = []
+    idxs: list[int] = []
+    backs: list[int] = []  # positions in ``sums`` of the ``sum_bidir_reverse`` entries
     for idx, iv in enumerate(intervals):
         total = iv.sum
-        if total is not None and not _empty(total):
+        if total is not None and (
+            total.start is not None or total.bits_per_second is not None or not _empty(total)
+        ):
             key = (total.start, total.end, total.bytes)
             if key == previous:
                 continue
             previous = key
-            found.append((idx, total, forward_sender))
+            sums.append(total)
+            idxs.append(idx)
         else:
             previous = (None, None, None)
         back = iv.sum_bidir_reverse
         if back is not None and not _empty(back):
-            found.append((idx, back, not forward_sender))
-    if not found:
+            backs.append(len(sums))
+            sums.append(back)
+            idxs.append(idx)
+    if not sums:
         return
-    count = len(found)
-    roles = [default if s.sender is None else s.sender for _, s, default in found]
-    sums = [s for _, s, _ in found]
+    count = len(sums)
+    fields = dict(zip(Sum.__struct_fields__, zip(*map(astuple, sums)), strict=True))  # noqa: B905
+    senders = fields["sender"]
+    if not backs and senders.count(None) == count:  # no sum says its role: one for all
+        roles: list[bool] = [forward_sender] * count
+    else:
+        defaults = [forward_sender] * count
+        for at in backs:
+            defaults[at] = not forward_sender
+        roles = [d if v is None else v for d, v in zip(defaults, senders, strict=True)]
     into["run_id"] += [run_id] * count
     into["side"] += [side] * count
     into["role"] += ["sender" if r else "receiver" for r in roles]
@@ -199,9 +213,9 @@ def columns(
     ]
     into["kind"] += ["sum"] * count
     into["stream_id"] += [None] * count
-    into["idx"] += [idx for idx, _, _ in found]
-    fields = dict(zip(Sum.__struct_fields__, zip(*map(astuple, sums)), strict=True))  # noqa: B905
-    into["omitted"] += [bool(v) for v in fields["omitted"]]
+    into["idx"] += idxs
+    omitted = fields["omitted"]
+    into["omitted"] += [v is True for v in omitted] if True in omitted else [False] * count
     for name in _INTS:
         into[name] += _int64s(fields[name])
     for name in _FLOATS:

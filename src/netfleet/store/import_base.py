@@ -1,18 +1,30 @@
-"""What every ``netfleet import`` format shares: the problem type, provenance (the file's bytes
-kept untouched), the imported envelope, and the interval checks' common pieces."""
+"""What every ``netfleet import`` format shares: the problem type, reading a file checked
+(:func:`read_checked`), provenance (the file's bytes kept untouched), the imported envelope
+(the model, or its JSON form without it: :func:`plain_envelope`), and the interval checks'
+common pieces. Loads no model: pydantic is imported where an envelope model is made."""
 
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
+import os
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfleet import __version__
-from netfleet.store.envelope import Envelope
+from netfleet.store.limits import max_raw_bytes
+
+if TYPE_CHECKING:  # the model (pydantic) is loaded where an envelope is made, not before
+    from netfleet.store.envelope import Envelope
+
+#: :data:`netfleet.store.envelope.FORMAT_VERSION`, for :func:`plain_envelope` without loading
+#: the model's module (tests/test_import_reference.py holds the two envelopes equal)
+FORMAT_VERSION = 1
 
 #: relative tolerance of the interval checks (iperf3 rounds to microseconds / float)
 TOLERANCE = 0.01
@@ -106,16 +118,22 @@ def provenance(
     return f"import-{digest[:16]}", {"imported": imported}
 
 
+#: ``json.dumps(value, sort_keys=True, separators=(",", ":"))``, its encoder made once
+_compact_sorted = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 def run_identity(digest: str, campaign: str, labels: dict[str, Any]) -> str:
     """An imported run's id: the file's content hash *and* what the user filed it under — the
     same file imported into two campaigns, or with other labels, is two runs; imported again
     as it was, the same run (a no-op)."""
-    key = json.dumps([digest, campaign, labels], sort_keys=True, separators=(",", ":"))
+    key = _compact_sorted([digest, campaign, labels])
     return "import-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def imported_envelope(run_id: str, campaign: str, **fields: Any) -> Envelope:
     """An imported run's envelope: one run of its own (no test, repeat or sequence recorded)."""
+    from netfleet.store.envelope import Envelope
+
     return Envelope(
         netfleet_version=__version__,
         run_id=run_id,
@@ -128,6 +146,79 @@ def imported_envelope(run_id: str, campaign: str, **fields: Any) -> Envelope:
     )
 
 
+def plain_envelope(run_id: str, campaign: str, **fields: Any) -> dict[str, Any]:
+    """:func:`imported_envelope`'s envelope as the catalog's row makers read it (its JSON form:
+    the defaults of :class:`~netfleet.store.envelope.Envelope`, ``HostRecord`` and
+    ``EngineRecord`` filled in), made without validating a model: for import by reference,
+    whose builder gives JSON's values already (tests/test_import_reference.py holds it equal to
+    the model's dump over every captured output). ``client``, ``server``, ``engine``: dicts."""
+    out: dict[str, Any] = {
+        "netfleet_format": FORMAT_VERSION,
+        "netfleet_version": __version__,
+        "run_id": run_id,
+        "run_key": run_id,
+        "campaign": campaign,
+        "test": "imported",
+        "repeat": 0,
+        "sequence": 0,
+        "reason": None,
+        "result": None,
+        "stdout_text": None,
+        "stderr_text": None,
+        "notes": {},
+        "outputs": {},
+        "state": None,
+        **fields,
+    }
+    out["client"] = {"labels": {}, "facts": {}, **out["client"]}
+    out["server"] = {"labels": {}, "facts": {}, **out["server"]}
+    out["engine"] = {"server_argv": [], "commands": [], **out["engine"]}
+    return out
+
+
 def direction_of(subject_sends: bool) -> str:
     """``direction`` is relative to the subject host: ``out`` when it sends."""
     return "out" if subject_sends else "in"
+
+
+def read_checked(path: Path, follow_links: bool) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat when opened: a regular file only, never through a link
+    unless asked, never more than the raw-result limit."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ImportProblem(
+                "a symbolic link: not followed (pass --follow-links to read through links)"
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = (
+                "a folder"
+                if stat.S_ISDIR(st.st_mode)
+                else _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
+            )
+            raise ImportProblem(f"not a regular file ({what})")
+        limit = max_raw_bytes()
+        if st.st_size > limit:
+            raise ImportProblem(
+                f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
+            )
+        # its size and one byte more (a read of the limit would allocate the limit's bytes
+        # first: 0.04 against 0.015 ms a small file); a file grown since its stat is read on
+        # to the limit, as before
+        data = fh.read(st.st_size + 1)
+        if len(data) > st.st_size:
+            data += fh.read(limit - len(data) + 1)
+        return data, st
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}

@@ -12,11 +12,8 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from netfleet.engines.params.base import spec_params
-from netfleet.jsonparse import Unstorable, loads_storable
-from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
 from netfleet.store.import_base import (
     TOLERANCE,
     ImportProblem,
@@ -30,9 +27,17 @@ from netfleet.store.import_base import (
 from netfleet.store.import_labels import merge_file_labels
 from netfleet.units import MAX_RATE, plausible_rate
 
+if TYPE_CHECKING:
+    from netfleet.store.envelope import Envelope
+
+# the engines (spec_params), pydantic (the envelope) and pydantic_core (jsonparse) are loaded
+# where they are used: import by reference reads an iperf3 document with none of them
+
 
 def decode(data: bytes) -> dict[str, Any]:
     """iperf3 JSON (one document, or --json-stream lines) → the ``-J`` document shape."""
+    from netfleet.jsonparse import Unstorable, loads_storable
+
     text = data.decode("utf-8", errors="strict")
     stripped = text.strip()
     if not stripped:
@@ -57,6 +62,8 @@ def decode(data: bytes) -> dict[str, Any]:
 
 
 def _from_stream(lines: list[str]) -> dict[str, Any]:
+    from netfleet.jsonparse import Unstorable, loads_storable
+
     doc: dict[str, Any] = {"intervals": []}
     for n, line in enumerate(lines, 1):
         try:
@@ -248,11 +255,37 @@ def build_iperf3_envelope(
 
 
 def iperf3_envelope(
+    path: Path, data: bytes, doc: dict[str, Any], *, campaign: str, **options: Any
+) -> Envelope:
+    """An iperf3 document (decoded and shape-checked: :func:`decode`, or import by reference's
+    selective decoder followed by :func:`checked_shape`) → its imported envelope (the model,
+    validated). ``options``: :func:`iperf3_fields`' keywords."""
+    run_id, fields = iperf3_fields(path, data, doc, **options)
+    return imported_envelope(run_id, campaign, **fields)
+
+
+#: ``start.test_start``'s keys an imported run's ``params`` keeps, by their name in the spec's
+#: vocabulary (:func:`netfleet.engines.params.base.spec_params`' renaming, spelled out here so
+#: that reading a document loads no engine; tests/test_import_reference.py holds them equal)
+_PARAMS = {"protocol": "protocol", "num_streams": "parallel", "duration": "duration",
+           "omit": "omit"}  # fmt: skip
+
+
+def imported_params(test: dict[str, Any]) -> dict[str, Any]:
+    """An imported run's ``params`` from its ``start.test_start``: ``spec_params`` of its
+    protocol, stream count, duration and omit (a ``num_streams`` of null is dropped)."""
+    out: dict[str, Any] = {}
+    for key, name in _PARAMS.items():
+        if key in test and (name == key or test[key] is not None):
+            out[name] = test[key]
+    return out
+
+
+def iperf3_fields(
     path: Path,
     data: bytes,
     doc: dict[str, Any],
     *,
-    campaign: str,
     labels: dict[str, Any],
     found: list[str],
     epoch_label: str | None,
@@ -261,9 +294,10 @@ def iperf3_envelope(
     flags_of: Callable[[str], list[dict[str, Any]]] | None = None,
     digest: str | None = None,
     keep_bytes: bool = True,
-) -> Envelope:
-    """An iperf3 document (decoded and shape-checked: :func:`decode`, or import by reference's
-    selective decoder followed by :func:`checked_shape`) → its imported envelope.
+) -> tuple[str, dict[str, Any]]:
+    """The run id and the envelope's fields of an iperf3 document (JSON's values; ``client``,
+    ``server`` and ``engine`` as dicts): :func:`iperf3_envelope` validates them as the model,
+    import by reference reads them as they are (:func:`~netfleet.store.import_base.plain_envelope`).
     ``flags_of(side)``: the interval checks' findings, when the caller has the intervals in
     another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``.
     ``digest``, ``keep_bytes``: as :func:`~netfleet.store.import_base.provenance`'s."""
@@ -311,20 +345,16 @@ def iperf3_envelope(
         notes["imported"]["layout"] = "server-side output kept as result.server_output_json"
     peer = (start.get("connecting_to") or {}).get("host") or ""
     accepted = (start.get("accepted_connection") or {}).get("host") or ""
-    return imported_envelope(
-        run_id,
-        campaign,
+    return run_id, dict(
         status="failed" if error else "ok",
         reason=str(error) if error else None,
         direction=direction,
         subject=side_name,
-        params=spec_params(
-            {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
-        ),
+        params=imported_params(test),
         labels=labels,
-        client=HostRecord(name="client", kind="imported", address=accepted if server_side else ""),
-        server=HostRecord(name="server", kind="imported", address=peer),
-        engine=EngineRecord(name="iperf3", version=version.removeprefix("iperf "), argv=[]),
+        client={"name": "client", "kind": "imported", "address": accepted if server_side else ""},
+        server={"name": "server", "kind": "imported", "address": peer},
+        engine={"name": "iperf3", "version": version.removeprefix("iperf "), "argv": []},
         started_at=stamp(float(secs)),
         ended_at=stamp(float(secs) + elapsed),
         duration_s=elapsed,

@@ -10,9 +10,13 @@ kept in the provenance notes, ``notes.imported.file_labels``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netfleet.store.import_base import ImportProblem
+
+if TYPE_CHECKING:
+    import re
+    from pathlib import Path
 
 #: top-level key in the file → netfleet label (only these: an unknown key is not guessed at)
 KNOWN_KEYS = {
@@ -57,3 +61,20 @@ def merge_file_labels(
                 f"--label {label}=... to say which is right"
             )
     return merged, own
+
+
+def labels_of(
+    path: Path, labels: dict[str, str], pattern: re.Pattern[str] | None
+) -> tuple[dict[str, Any], list[str], str | None]:
+    """A file's labels: the path pattern's (``date`` dropped, ``epoch`` apart: a start time
+    when the file has none) under the ``--label``s given; and the names the pattern found."""
+    found: dict[str, str] = {}
+    if pattern is not None:
+        m = pattern.search(path.as_posix())
+        if m is None:
+            raise ImportProblem(f"the path does not match --pattern {pattern.pattern!r}")
+        found = {k: v for k, v in m.groupdict().items() if v is not None}
+    all_labels: dict[str, Any] = {**found, **labels}
+    all_labels.pop("date", None)
+    epoch = all_labels.pop("epoch", None)
+    return all_labels, sorted(found), epoch

@@ -24,12 +24,9 @@
 
 from __future__ import annotations
 
-import errno
 import gzip
 import io
-import os
 import re
-import stat
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -46,11 +43,13 @@ from netfleet.store.import_base import (
     ImportProblem,
     imported_envelope,
     provenance,
+    read_checked,
     run_identity,
     stamp,
 )
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
+from netfleet.store.import_labels import labels_of
 from netfleet.store.limits import max_raw_bytes, too_large
 from netfleet.store.s3 import PartlyWritten
 from netfleet.store.sources import (
@@ -110,21 +109,6 @@ def _plain(data: bytes) -> bytes:
     if why:
         raise ImportProblem(why)
     return out
-
-
-def labels_of(
-    path: Path, labels: dict[str, str], pattern: re.Pattern[str] | None
-) -> tuple[dict[str, Any], list[str], str | None]:
-    found: dict[str, str] = {}
-    if pattern is not None:
-        m = pattern.search(path.as_posix())
-        if m is None:
-            raise ImportProblem(f"the path does not match --pattern {pattern.pattern!r}")
-        found = {k: v for k, v in m.groupdict().items() if v is not None}
-    all_labels: dict[str, Any] = {**found, **labels}
-    all_labels.pop("date", None)
-    epoch = all_labels.pop("epoch", None)
-    return all_labels, sorted(found), epoch
 
 
 #: the engines whose files the store reads itself, with its interval checks (their
@@ -288,49 +272,6 @@ def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
     """The file's bytes and mtime (:func:`read_checked`)."""
     data, st = read_checked(path, follow_links)
     return data, st.st_mtime
-
-
-def read_checked(path: Path, follow_links: bool) -> tuple[bytes, os.stat_result]:
-    """The file's bytes and its stat when opened: a regular file only, never through a link
-    unless asked, never more than the raw-result limit."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ImportProblem(
-                "a symbolic link: not followed (pass --follow-links to read through links)"
-            ) from None
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            what = (
-                "a folder"
-                if stat.S_ISDIR(st.st_mode)
-                else _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
-            )
-            raise ImportProblem(f"not a regular file ({what})")
-        limit = max_raw_bytes()
-        if st.st_size > limit:
-            raise ImportProblem(
-                f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"
-            )
-        # its size and one byte more (a read of the limit would allocate the limit's bytes
-        # first: 0.04 against 0.015 ms a small file); a file grown since its stat is read on
-        # to the limit, as before
-        data = fh.read(st.st_size + 1)
-        if len(data) > st.st_size:
-            data += fh.read(limit - len(data) + 1)
-        return data, st
-
-
-_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepared]:

@@ -1,0 +1,224 @@
+"""iperf3 ``--json`` output → ``intervals`` and ``ends`` rows: the JSON-only part of the
+engine's row parser (:mod:`netfleet.engines.iperf3_rows` re-exports it and adds a text
+server's rows), apart from the engine registry so that import by reference reads iperf3
+documents without loading the engines and pydantic.
+
+Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/iperf3/):
+
+* The client's JSON is the envelope's ``result``; the server's own JSON is
+  ``result.server_output_json`` when the server ran with ``-J``. A text server (adaptive runs
+  read it live) gives ``server_output_text``: its ``[SUM]``/stream lines become server-side sum
+  rows (bitrate in whole Kbit/s with ``--format k``; bytes derived as rate × seconds).
+* Every interval ``sum``/stream entry has a ``sender`` flag: the role of *that* host for that
+  series. ``--bidir`` adds ``sum_bidir_reverse`` (the other direction) and mixes both directions'
+  streams. Without the flag (old versions) the role is derived: the client sends unless ``-R``.
+* ``-O N`` keeps the first intervals with ``omitted: true``; times restart near 0 after them.
+* The receiver reports one more, very short interval after the test (≈0.5 ms on loopback).
+* Error shapes: ``end`` is ``{}`` and ``error`` is set (refused, busy, server killed); when the
+  server dies mid-test 3.12 repeats the last interval verbatim (dropped here); SIGINT keeps the
+  partial last interval and an ``end`` whose ``sum_received.bytes`` is 0.
+* In ``end``, ``sum_sent``/``sum_received`` are the sender's and the receiver's totals (the
+  ``sender`` flag there says whether this host sends the main direction, not a role).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from statistics import fmean
+from typing import Any
+
+from netfleet.values import as_bool, as_float, as_int, as_str, obj
+
+Row = dict[str, Any]
+
+_INTERVAL_FIELDS_INT = (
+    "bytes",
+    "retransmits",
+    "snd_cwnd",
+    "snd_wnd",
+    "rtt",
+    "rttvar",
+    "pmtu",
+    "packets",
+    "lost_packets",
+)
+_INTERVAL_FIELDS_FLOAT = ("start", "end", "seconds", "bits_per_second", "lost_percent", "jitter_ms")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_CPU = ("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system")
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _interval_row(
+    run_id: str, side: str, kind: str, idx: int, data: Mapping[str, Any], sender_by_default: bool
+) -> Row:
+    flag = as_bool(data.get("sender"))
+    sender = sender_by_default if flag is None else flag
+    row: Row = {
+        "run_id": run_id,
+        "side": side,
+        "role": "sender" if sender else "receiver",
+        # the client sends client→server data; so does a receiving server
+        "flow": "client_to_server" if (side == "client") == sender else "server_to_client",
+        "kind": kind,
+        "stream_id": as_int(data.get("socket")) if kind == "stream" else None,
+        "idx": idx,
+        "omitted": bool(as_bool(data.get("omitted"))),
+    }
+    get = data.get
+    for name in _INTERVAL_FIELDS_INT:  # the type checks are a fast path: this is the hot loop
+        v = get(name)
+        row[name] = (
+            v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
+        )
+    for name in _INTERVAL_FIELDS_FLOAT:
+        v = get(name)
+        row[name] = v if v is None or type(v) is float else as_float(v)
+    return row
+
+
+def interval_rows(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool) -> Iterator[Row]:
+    """Rows for one host's ``intervals`` array: per interval, the ``sum`` (and
+    ``sum_bidir_reverse``) plus one row per stream."""
+    forward_sender = (side == "client") != reverse  # role in the main direction, when unflagged
+    previous: tuple[Any, ...] | None = None
+    for idx, raw in enumerate(_list(doc.get("intervals"))):
+        entry = obj(raw)
+        total = obj(entry.get("sum"))
+        key = (total.get("start"), total.get("end"), total.get("bytes"))
+        if total and key == previous:
+            continue  # 3.12 repeats the last interval when the other end vanishes
+        previous = key
+        if total:
+            yield _interval_row(run_id, side, "sum", idx, total, forward_sender)
+        back = obj(entry.get("sum_bidir_reverse"))
+        if back:
+            yield _interval_row(run_id, side, "sum", idx, back, not forward_sender)
+        for stream in _list(entry.get("streams")):
+            if isinstance(stream, Mapping):
+                yield _interval_row(run_id, side, "stream", idx, stream, forward_sender)
+
+
+#: the columns :func:`sum_columns` fills, in the ``intervals`` table's order
+SUM_COLUMNS = ("run_id", "side", "role", "flow", "kind", "stream_id", "idx", "start", "end",
+               "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd", "snd_wnd", "rtt",
+               "rttvar", "pmtu", "packets", "lost_packets", "lost_percent", "jitter_ms",
+               "omitted")  # fmt: skip
+
+
+def sum_columns(
+    run_id: str, side: str, doc: Mapping[str, Any], reverse: bool, into: dict[str, list[Any]]
+) -> None:
+    """The ``kind = 'sum'`` rows :func:`interval_rows` gives (the same values, the same 3.12
+    repeat dropped), appended column by column to ``into`` (:data:`SUM_COLUMNS` → values):
+    no dict per row, for import by reference, which makes only these rows eagerly."""
+    forward_sender = (side == "client") != reverse
+    previous: tuple[Any, ...] | None = None
+    found: list[tuple[int, Mapping[str, Any], bool]] = []
+    for idx, raw in enumerate(_list(doc.get("intervals"))):
+        entry = obj(raw)
+        total = obj(entry.get("sum"))
+        key = (total.get("start"), total.get("end"), total.get("bytes"))
+        if total and key == previous:
+            continue
+        previous = key
+        if total:
+            found.append((idx, total, forward_sender))
+        back = obj(entry.get("sum_bidir_reverse"))
+        if back:
+            found.append((idx, back, not forward_sender))
+    if not found:
+        return
+    senders = [_sender(data.get("sender"), default) for _, data, default in found]
+    count = len(found)
+    into["run_id"] += [run_id] * count
+    into["side"] += [side] * count
+    into["role"] += ["sender" if s else "receiver" for s in senders]
+    into["flow"] += [
+        "client_to_server" if (side == "client") == s else "server_to_client" for s in senders
+    ]
+    into["kind"] += ["sum"] * count
+    into["stream_id"] += [None] * count
+    into["idx"] += [idx for idx, _, _ in found]
+    datas = [data for _, data, _ in found]
+    into["omitted"] += [bool(as_bool(data.get("omitted"))) for data in datas]
+    for name in _INTERVAL_FIELDS_INT:
+        values = [data.get(name) for data in datas]
+        into[name] += [
+            v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
+            for v in values
+        ]
+    for name in _INTERVAL_FIELDS_FLOAT:
+        values = [data.get(name) for data in datas]
+        into[name] += [v if v is None or type(v) is float else as_float(v) for v in values]
+
+
+def _sender(flag: Any, default: bool) -> bool:
+    """:func:`_interval_row`'s role: the entry's ``sender`` flag, else the default."""
+    value = as_bool(flag)
+    return default if value is None else value
+
+
+def _own_rtts(streams: list[Any]) -> Row:
+    """RTT and cwnd summaries over the streams this host itself sent (others report 0s)."""
+    own = [
+        s
+        for s in (obj(obj(x).get("sender")) for x in streams)
+        if as_bool(s.get("sender")) and as_int(s.get("max_rtt"))
+    ]
+    if not own:
+        return {"min_rtt": None, "mean_rtt": None, "max_rtt": None, "max_snd_cwnd": None}
+    mins = [v for v in (as_int(s.get("min_rtt")) for s in own) if v is not None]
+    means = [v for v in (as_float(s.get("mean_rtt")) for s in own) if v is not None]
+    maxes = [v for v in (as_int(s.get("max_rtt")) for s in own) if v is not None]
+    cwnds = [v for v in (as_int(s.get("max_snd_cwnd")) for s in own) if v is not None]
+    return {
+        "min_rtt": min(mins) if mins else None,
+        "mean_rtt": round(fmean(means)) if means else None,
+        "max_rtt": max(maxes) if maxes else None,
+        "max_snd_cwnd": max(cwnds) if cwnds else None,
+    }
+
+
+def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
+    """One host's ``end`` summary and ``error``; every column is NULL when ``end`` is empty."""
+    end = obj(doc.get("end"))
+    sent, received = obj(end.get("sum_sent")), obj(end.get("sum_received"))
+    back_sent = obj(end.get("sum_sent_bidir_reverse"))
+    back_received = obj(end.get("sum_received_bidir_reverse"))
+    cpu = obj(end.get("cpu_utilization_percent"))
+    udp = obj(end.get("sum")) or received  # 3.12 UDP: `sum` holds the receiver's jitter and loss
+    streams = _list(end.get("streams"))
+    out_of_order = [as_int(obj(obj(s).get("udp")).get("out_of_order")) for s in streams]
+    row: Row = {
+        "run_id": run_id,
+        "side": side,
+        "error": as_str(doc.get("error")),
+        "sum_sent_bytes": as_int(sent.get("bytes")),
+        "sum_sent_bps": as_float(sent.get("bits_per_second")),
+        "sum_sent_seconds": as_float(sent.get("seconds")),
+        "sum_sent_retransmits": as_int(sent.get("retransmits")),
+        "sum_received_bytes": as_int(received.get("bytes")),
+        "sum_received_bps": as_float(received.get("bits_per_second")),
+        "sum_received_seconds": as_float(received.get("seconds")),
+        "sum_sent_bidir_reverse_bytes": as_int(back_sent.get("bytes")),
+        "sum_sent_bidir_reverse_bps": as_float(back_sent.get("bits_per_second")),
+        "sum_sent_bidir_reverse_retransmits": as_int(back_sent.get("retransmits")),
+        "sum_received_bidir_reverse_bytes": as_int(back_received.get("bytes")),
+        "sum_received_bidir_reverse_bps": as_float(back_received.get("bits_per_second")),
+        "sender_tcp_congestion": as_str(end.get("sender_tcp_congestion")),
+        "receiver_tcp_congestion": as_str(end.get("receiver_tcp_congestion")),
+        "jitter_ms": as_float(udp.get("jitter_ms")),
+        "lost_packets": as_int(udp.get("lost_packets")),
+        "packets": as_int(udp.get("packets")),
+        "lost_percent": as_float(udp.get("lost_percent")),
+        "out_of_order": sum(v for v in out_of_order if v is not None)
+        if any(v is not None for v in out_of_order)
+        else None,
+    }
+    for name in _CPU:
+        row[name] = as_float(cpu.get(name))
+    row.update(_own_rtts(streams))
+    return row
