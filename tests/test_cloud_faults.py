@@ -4,7 +4,8 @@ First the emulation itself — each profile answers with AWS's real error shape 
 ``Response/Errors/Error``, ECS's JSON ``__type``) and botocore parses and retries it as it would
 AWS's. Then campaigns (``netfleet cloud up --release``, a real subprocess against moto's server)
 under every profile: each must end with 0 resources left, and complete — or fail with a clear
-message (exit 2-4, never a traceback). Then a kill -9 walk under faults.
+message (exit 2-4, never a traceback); they start with the module, against a moto server of
+their own, and are checked by the last tests. Then a kill -9 walk under faults.
 
 Every profile passes since issue 24's items 1-6 landed (NotFound/throttle retries, zone
 fallback, the longer DependencyViolation budget: ``netfleet.cloud.aws.retry``); they were marked
@@ -191,9 +192,9 @@ def _faults_env(faults: str) -> dict[str, str]:
     return {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
 
 
-def _assert_clean_end(res: Any, campaign: str) -> None:
+def _assert_clean_end(res: Any, campaign: str, ec2: Any = None) -> None:
     assert "Traceback" not in res.stderr, res.stderr[-3000:]
-    left = teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
+    left = teardown.remaining(ec2 or aws.client("ec2", "us-east-1"), campaign)
     assert not any(left.values()), (left, res.stderr[-2000:])
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
@@ -213,46 +214,54 @@ def _campaign(faults: str) -> str:
     return "nf-f-" + faults.split(":")[0][:8]
 
 
-@pytest.fixture(scope="module")
-def profile_campaigns(
-    moto: MotoServer, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, subprocess.CompletedProcess[str]]:
-    """``cloud up --release`` under each profile, the four at once (each its own subprocess,
-    campaign and state directory; the emulation's state lives in each process): most of each
-    run is botocore's backoff and the profile's waits, so side by side they take as long as the
-    longest (~75 s) instead of their sum (~150 s). Their tests below then check each one."""
-    moto.reset()
-    procs = {}
-    for param in PROFILE_RUNS:
-        (faults,) = param.values
-        tmp = tmp_path_factory.mktemp(_campaign(faults))
-        procs[faults] = subprocess.Popen(
-            _up_argv(tmp, _campaign(faults), "--release"),
-            env=_faults_env(faults),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    done = {}
-    try:
-        for faults, proc in procs.items():
+class Campaigns:
+    """The four profile campaigns, running against their own moto server."""
+
+    def __init__(self, server: MotoServer, procs: dict[str, subprocess.Popen[str]]) -> None:
+        self.server, self.procs = server, procs
+        self.done: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def result(self, faults: str) -> subprocess.CompletedProcess[str]:
+        if faults not in self.done:
+            proc = self.procs[faults]
             out, err = proc.communicate(timeout=240)
-            done[faults] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            self.done[faults] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return self.done[faults]
+
+    def ec2(self) -> Any:
+        return aws.client("ec2", "us-east-1", endpoint_url=self.server.url)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def profile_campaigns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaigns]:
+    """``cloud up --release`` under each profile, started when the module starts and checked
+    by the tests at its end: the four at once (each its own subprocess, campaign and state
+    directory; the emulation's state lives in each process), against a moto server of their own
+    (the module's is reset by each test). Most of each run is botocore's backoff and the
+    profile's waits, so they cost the file little beside its other tests instead of their
+    sum (~150 s: throttling at 40 % alone ~75 s)."""
+    server = motokit.start_moto_server()
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        env = motokit.bytecode_env({**os.environ, **motokit.ENV})
+        env["AWS_ENDPOINT_URL"] = server.url
+        for param in PROFILE_RUNS:
+            faults = str(param.values[0])
+            tmp = tmp_path_factory.mktemp(_campaign(faults))
+            procs[faults] = subprocess.Popen(
+                _up_argv(tmp, _campaign(faults), "--release"),
+                env={**env, **KILL_POINTS, awsfaults.PROFILE_ENV: faults},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        yield Campaigns(server, procs)
     finally:
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
-    return done
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("faults", PROFILE_RUNS)
-def test_a_campaign_ends_with_zero_resources(
-    profile_campaigns: dict[str, subprocess.CompletedProcess[str]], faults: str
-) -> None:
-    """``cloud up --release`` (acquire, then the ordered teardown) under one profile."""
-    _assert_clean_end(profile_campaigns[faults], _campaign(faults))
+            proc.communicate()
+        server.stop()
 
 
 @pytest.mark.slow
@@ -422,3 +431,12 @@ def test_a_fargate_campaign_under_eventual_consistency(fresh: MotoServer, tmp_pa
     injected = _injected(tmp_path)
     assert injected.get("MISSING", 0) >= 1 and injected.get("InvalidInstanceID.NotFound"), injected
     _nothing_left("fargate-tiers", "eu-west-1", tmp_path, res)
+
+
+# -- the profile campaigns' checks (they ran beside the tests above) ---------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("faults", PROFILE_RUNS)
+def test_a_campaign_ends_with_zero_resources(profile_campaigns: Campaigns, faults: str) -> None:
+    """``cloud up --release`` (acquire, then the ordered teardown) under one profile."""
+    res = profile_campaigns.result(faults)
+    _assert_clean_end(res, _campaign(faults), profile_campaigns.ec2())
