@@ -35,12 +35,17 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # SIGTERM (kill PID) stops pytest as Ctrl-C does: fixtures' finalizers run (labs, moto,
-    # processes) instead of the process vanishing with them
+def _sigterm_interrupts() -> None:
+    """SIGTERM (kill PID) stops pytest as Ctrl-C does: fixtures' finalizers run (labs, moto,
+    processes) instead of the process vanishing with them. Set where SIGTERM has no handler:
+    at the start, and again before each test (an in-process ``run_sync`` leaves SIG_DFL)."""
     in_main = threading.current_thread() is threading.main_thread()
     if in_main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupted)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _sigterm_interrupts()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -91,6 +96,7 @@ def take_down_left_labs(root: Path) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def _no_sim_lab_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    _sigterm_interrupts()
     # the test's fixture values, kept here: pytest drops ``item.funcargs`` when a run is
     # interrupted, before the session's last teardown reaches this fixture
     values = getattr(request.node, "funcargs", None)

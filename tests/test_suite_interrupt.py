@@ -23,7 +23,15 @@ HOLDER = textwrap.dedent("""\
     import time
 
     from netfleet import lab
+    from netfleet.api._aio import run_sync
     from netfleet_sim import labs
+
+
+    def test_runs_the_library_in_process_first():  # which leaves SIGTERM at SIG_DFL
+        async def nothing():
+            return 1
+
+        assert run_sync(nothing()) == 1
 
 
     def test_holds_a_sim_lab(tmp_path):
@@ -47,7 +55,8 @@ def _ours(name: str) -> list[str]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 def test_a_killed_pytest_takes_its_tests_sim_lab_down(tmp_path: Path) -> None:
     """SIGTERM (``kill PID``): pytest stops as on Ctrl-C (the same KeyboardInterrupt, which
-    Ctrl-C's SIGINT raises anyway), the fixtures' finalizers run, the lab goes."""
+    Ctrl-C's SIGINT raises anyway), the fixtures' finalizers run, the lab goes — also after an
+    earlier test ran the library in process (``run_sync`` resets SIGTERM to SIG_DFL)."""
     holder = tmp_path / "test_holder.py"
     holder.write_text(HOLDER)
     argv = [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
