@@ -64,24 +64,22 @@ _PASSED = pytest.StashKey[bool]()
 def sim_lab_dirs(root: Path) -> list[Path]:
     """The sim backing's lab directories under a test's cloud state (``root`` itself or
     ``root/cloud``, as the tests point ``NETFLEET_CLOUD_DIR`` or ``--state-dir``)."""
+    sims = [*root.glob("*/sim"), *root.glob("cloud/*/sim")]
+    if not sims:
+        return []  # the common case: nothing imported, nothing listed
     from netfleet_sim import labs
 
-    found: list[Path] = []
-    for state_root in (root, root / "cloud"):
-        if state_root.is_dir():
-            for campaign in sorted(p for p in state_root.iterdir() if p.is_dir()):
-                found += labs.labs(state_root, campaign.name)
-    return found
+    return [d for sim in sims for d in labs.labs(sim.parent.parent, sim.parent.name)]
 
 
 def take_down_left_labs(root: Path) -> list[str]:
     """Take down every lab under ``root`` whose namespaces exist and whose controller is gone
     (the checks of :func:`netfleet_sim.labs.take_down`); the names of those taken down."""
-    from netfleet_sim import labs
-
     dirs = sim_lab_dirs(root)
     if not dirs:
         return []
+    from netfleet_sim import labs
+
     run_netns = Path("/run/netns")  # where `ip netns add` names them
     live = set(os.listdir(run_netns)) if run_netns.is_dir() else set()
     taken = []

@@ -51,7 +51,6 @@ def _ours(name: str) -> list[str]:
 
 
 @pytest.mark.netns
-@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 def test_a_killed_pytest_takes_its_tests_sim_lab_down(tmp_path: Path) -> None:
     """SIGTERM (``kill PID``): pytest stops as on Ctrl-C (the same KeyboardInterrupt, which
