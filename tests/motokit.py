@@ -1,8 +1,9 @@
 """moto's server as its own process on loopback: the AWS emulator the S3 and cloud tests use.
 
-``moto_server()`` starts ``python -m moto.server`` on a free 127.0.0.1 port, waits until it
-answers, points ``AWS_ENDPOINT_URL`` at it (with dummy credentials and the loopback-only guard),
-and stops the process by the PID it started — also when the test fails.
+``moto_server()`` starts moto's server (``tests/motoserve.py``: ``python -m moto.server`` with
+DescribeInstanceTypes paginated as AWS does) on a free 127.0.0.1 port, waits until it answers,
+points ``AWS_ENDPOINT_URL`` at it (with dummy credentials and the loopback-only guard), and
+stops the process by the PID it started — also when the test fails.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def bytecode_env(env: dict[str, str]) -> dict[str, str]:
 KILL_POINTS = {"NETFLEET_PLUGINS": "netfleet_sim.awsfaults,netfleet_sim.faults"}
 
 
+#: moto's server with DescribeInstanceTypes paginated as AWS does (see the module)
+SERVER = Path(__file__).with_name("motoserve.py")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -79,7 +84,7 @@ def start_moto_server(timeout: float = 30.0, env: dict[str, str] | None = None) 
     """``env``: added to the server's environment (e.g. ``MOTO_AMIS_PATH``)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, str(SERVER), "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=bytecode_env({**os.environ, **(env or {})}),

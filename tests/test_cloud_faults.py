@@ -4,7 +4,8 @@ First the emulation itself — each profile answers with AWS's real error shape 
 ``Response/Errors/Error``, ECS's JSON ``__type``) and botocore parses and retries it as it would
 AWS's. Then campaigns (``netfleet cloud up --release``, a real subprocess against moto's server)
 under every profile: each must end with 0 resources left, and complete — or fail with a clear
-message (exit 2-4, never a traceback). Then a kill -9 walk under faults.
+message (exit 2-4, never a traceback); they start with the module, against a moto server of
+their own, and are checked by the last tests. Then a kill -9 walk under faults.
 
 Every profile passes since issue 24's items 1-6 landed (NotFound/throttle retries, zone
 fallback, the longer DependencyViolation budget: ``netfleet.cloud.aws.retry``); they were marked
@@ -178,25 +179,22 @@ def test_unknown_profile_is_refused(profile: Any) -> None:
 
 
 # -- campaigns under each profile --------------------------------------------------------------
-def _up(tmp_path: Path, campaign: str, faults: str, *extra: str) -> Any:
+def _up_argv(tmp_path: Path, campaign: str, *extra: str) -> list[str]:
     spec = tmp_path / f"{campaign}.yaml"
     spec.write_text(
         f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n"
         "duration_minutes: 1\n"
     )
-    env = {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
-    return subprocess.run(
-        [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path), *extra],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    return [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path), *extra]
 
 
-def _assert_clean_end(res: Any, campaign: str) -> None:
+def _faults_env(faults: str) -> dict[str, str]:
+    return {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
+
+
+def _assert_clean_end(res: Any, campaign: str, ec2: Any = None) -> None:
     assert "Traceback" not in res.stderr, res.stderr[-3000:]
-    left = teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
+    left = teardown.remaining(ec2 or aws.client("ec2", "us-east-1"), campaign)
     assert not any(left.values()), (left, res.stderr[-2000:])
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
@@ -212,15 +210,58 @@ PROFILE_RUNS = [
 ]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("faults", PROFILE_RUNS)
-def test_a_campaign_ends_with_zero_resources(
-    fresh: MotoServer, tmp_path: Path, faults: str
-) -> None:
-    """``cloud up --release`` (acquire, then the ordered teardown) under one profile."""
-    campaign = "nf-f-" + faults.split(":")[0][:8]
-    res = _up(tmp_path, campaign, faults, "--release")
-    _assert_clean_end(res, campaign)
+def _campaign(faults: str) -> str:
+    return "nf-f-" + faults.split(":")[0][:8]
+
+
+class Campaigns:
+    """The four profile campaigns, running against their own moto server."""
+
+    def __init__(self, server: MotoServer, procs: dict[str, subprocess.Popen[str]]) -> None:
+        self.server, self.procs = server, procs
+        self.done: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def result(self, faults: str) -> subprocess.CompletedProcess[str]:
+        if faults not in self.done:
+            proc = self.procs[faults]
+            out, err = proc.communicate(timeout=240)
+            self.done[faults] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return self.done[faults]
+
+    def ec2(self) -> Any:
+        return aws.client("ec2", "us-east-1", endpoint_url=self.server.url)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def profile_campaigns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaigns]:
+    """``cloud up --release`` under each profile, started when the module starts and checked
+    by the tests at its end: the four at once (each its own subprocess, campaign and state
+    directory; the emulation's state lives in each process), against a moto server of their own
+    (the module's is reset by each test). Most of each run is botocore's backoff and the
+    profile's waits, so they cost the file little beside its other tests instead of their
+    sum (~150 s: throttling at 40 % alone ~75 s)."""
+    server = motokit.start_moto_server()
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        env = motokit.bytecode_env({**os.environ, **motokit.ENV})
+        env["AWS_ENDPOINT_URL"] = server.url
+        for param in PROFILE_RUNS:
+            faults = str(param.values[0])
+            tmp = tmp_path_factory.mktemp(_campaign(faults))
+            procs[faults] = subprocess.Popen(
+                _up_argv(tmp, _campaign(faults), "--release"),
+                env={**env, **KILL_POINTS, awsfaults.PROFILE_ENV: faults},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        yield Campaigns(server, procs)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        server.stop()
 
 
 @pytest.mark.slow
@@ -229,39 +270,51 @@ def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
 ) -> None:
     """The kill -9 walk (tests/test_cloud.py) at a few steps with eventual consistency,
     throttling and DependencyViolation on: ``cloud destroy`` under the same faults must leave 0
-    (the CLI once, else the library call it makes, in this process under the same profile)."""
+    (the CLI once, else the library call it makes, in this process under the same profile).
+    The three killed controllers run side by side (each its own campaign, and the emulation's
+    state its own), as does the CLI's destroy beside the library's two."""
     faults = "eventual,throttle:share=0.1,dependency:seconds=3"
-    for n, point in enumerate(["after:vpc", "after:instance", "teardown:after-terminate"]):
+    points = ["after:vpc", "after:instance", "teardown:after-terminate"]
+    env = _faults_env(faults)
+    killed = {}
+    for n, point in enumerate(points):
         campaign = f"nf-fk-{n}"
-        env = {**os.environ, **KILL_POINTS, awsfaults.PROFILE_ENV: faults}
         spec = tmp_path / f"{campaign}.yaml"
         spec.write_text(f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 1}}]\n")
-        state = tmp_path / f"s{n}"
-        killed = subprocess.run(
-            [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(state), "--release"],
-            env={**env, "NETFLEET_FAULT_AT": point},
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        assert killed.returncode == -9, (point, killed.stderr[-2000:])
-        if n == 0:
-            done = subprocess.run(
-                [sys.executable, "-c", CLI, "destroy", campaign, "--state-dir", str(state)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=240,
-            )
-        else:
+        argv = [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path / f"s{n}"),
+                "--release"]  # fmt: skip
+        killed[point] = subprocess.Popen(
+            argv, env={**env, "NETFLEET_FAULT_AT": point}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    cli_destroy = None
+    try:
+        for n, (point, proc) in enumerate(killed.items()):
+            _, err = proc.communicate(timeout=240)
+            assert proc.returncode == -9, (point, err[-2000:])
+            if n == 0:  # the CLI's destroy runs while the library's two below do
+                cli_destroy = subprocess.Popen(
+                    [sys.executable, "-c", CLI, "destroy", "nf-fk-0", "--state-dir",
+                     str(tmp_path / "s0")],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                )  # fmt: skip
+        for n, point in enumerate(points[1:], start=1):
             profile(faults)
-            teardown.destroy(state, campaign, poll_s=0.1)
+            teardown.destroy(tmp_path / f"s{n}", f"nf-fk-{n}", poll_s=0.1)
             injected = awsfaults.state().injected
             profile("none")
-            done = subprocess.CompletedProcess([], 0, "", "")
             if point == "after:instance":  # destroy terminated them: deletes were refused
                 assert injected.get("DependencyViolation"), injected
-        _assert_clean_end(done, campaign)
+            _assert_clean_end(subprocess.CompletedProcess([], 0, "", ""), f"nf-fk-{n}")
+        assert cli_destroy is not None
+        out, err = cli_destroy.communicate(timeout=240)
+        done = subprocess.CompletedProcess(cli_destroy.args, cli_destroy.returncode, out, err)
+        _assert_clean_end(done, "nf-fk-0")
+    finally:
+        for p in [*killed.values(), *([cli_destroy] if cli_destroy else [])]:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 # -- Fargate -------------------------------------------------------------------------------------
@@ -378,3 +431,12 @@ def test_a_fargate_campaign_under_eventual_consistency(fresh: MotoServer, tmp_pa
     injected = _injected(tmp_path)
     assert injected.get("MISSING", 0) >= 1 and injected.get("InvalidInstanceID.NotFound"), injected
     _nothing_left("fargate-tiers", "eu-west-1", tmp_path, res)
+
+
+# -- the profile campaigns' checks (they ran beside the tests above) ---------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("faults", PROFILE_RUNS)
+def test_a_campaign_ends_with_zero_resources(profile_campaigns: Campaigns, faults: str) -> None:
+    """``cloud up --release`` (acquire, then the ordered teardown) under one profile."""
+    res = profile_campaigns.result(faults)
+    _assert_clean_end(res, _campaign(faults), profile_campaigns.ec2())

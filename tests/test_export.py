@@ -6,6 +6,7 @@ tables as DuckDB (the raw query) and as `netfleet cheatsheet` (the catalog query
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -154,6 +155,29 @@ def hive_copy(catalog: Path, out: Path) -> Path:
     return out
 
 
+def _stop_gateway() -> None:
+    """SparkSession.stop() leaves PySpark's gateway JVM running (a class attribute holds it and
+    its Popen to the end of the process: "subprocess N is still running" when an xdist worker
+    exits). Close its connections, then its stdin — the JVM's signal to exit — and wait for it
+    by its PID."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 @pytest.mark.slow
 def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
     """Over a catalog whose per-stream rows are lazy (built by the export), and its copy with
@@ -196,6 +220,7 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
                     results.append([tuple(r) for r in rows])
     finally:
         spark.stop()
+        _stop_gateway()
     assert len(results) == 5
     for got_streams in (results[2], results[4]):  # counts and bytes exact, rates to 1e-9
         assert [r[:5] for r in got_streams] == [r[:5] for r in expected_streams]

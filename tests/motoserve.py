@@ -1,0 +1,68 @@
+"""``python tests/motoserve.py -H HOST -p PORT``: moto's server (``python -m moto.server``) with
+one gap to AWS closed, the one the suite paid for on every ``netfleet run``.
+
+DescribeInstanceTypes and DescribeSpotPriceHistory: AWS honours ``MaxResults`` and answers
+``NextToken`` for the rest; moto ignores both and renders every instance type (~900) or every
+zone's offering — 2.5-4 s of the server's CPU for DescribeInstanceTypes, 0.5 s for the spot
+history. netfleet's permission probe (netfleet.cloud.aws.plan.permissions) asks each for 5,
+twice per run. Here the page is cut as AWS cuts it; the filters, the ``InstanceTypes`` check and
+moto's IAM check run as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _page(self: Any, items: list[Any]) -> tuple[list[Any], str | None]:
+    """``items`` cut to the request's ``MaxResults`` from its ``NextToken`` (an offset here),
+    and the token of the next page (None at the end, or when no MaxResults was asked)."""
+    size = self._get_int_param("MaxResults")
+    if not size:
+        return items, None
+    token = self._get_param("NextToken")
+    start = int(token) if token and str(token).isdigit() else 0
+    end = start + size
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+def _paginated() -> None:
+    from moto.core.responses import ActionResult
+    from moto.ec2.responses.instances import InstanceResponse
+    from moto.ec2.responses.spot_instances import SpotInstances
+
+    def describe_instance_types(self: Any) -> ActionResult:
+        found = self.ec2_backend.describe_instance_types(
+            self._get_param("InstanceTypes", []), self._filters_from_querystring()
+        )
+        page, token = _page(self, found)
+        return ActionResult({"InstanceTypes": page, **({"NextToken": token} if token else {})})
+
+    def describe_spot_price_history(self: Any) -> ActionResult:
+        found = self.ec2_backend.describe_spot_price_history(
+            self._get_param("InstanceTypes", []), self._filters_from_querystring()
+        )
+        page, token = _page(self, found)
+        history = [  # moto's own answer (moto.ec2.responses.spot_instances), for the page only
+            {
+                "InstanceType": p["InstanceType"],
+                "ProductDescription": "Linux/UNIX (Amazon VPC)",
+                "SpotPrice": "0.00001",
+                "AvailabilityZone": p["Location"],
+                "Timestamp": "2006-01-02T15:04:05.999999999Z",
+            }
+            for p in page
+        ]
+        return ActionResult(
+            {"SpotPriceHistory": history, **({"NextToken": token} if token else {})}
+        )
+
+    InstanceResponse.describe_instance_types = describe_instance_types  # type: ignore[method-assign]
+    SpotInstances.describe_spot_price_history = describe_spot_price_history  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    from moto.server import main
+
+    _paginated()
+    main()
