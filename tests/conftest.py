@@ -38,7 +38,7 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
 def _sigterm_interrupts() -> None:
     """SIGTERM (kill PID) stops pytest as Ctrl-C does: fixtures' finalizers run (labs, moto,
     processes) instead of the process vanishing with them. Set where SIGTERM has no handler:
-    at the start, and again before each test (an in-process ``run_sync`` leaves SIG_DFL)."""
+    at the start, and again before each test (a test may have set SIGTERM back to SIG_DFL)."""
     in_main = threading.current_thread() is threading.main_thread()
     if in_main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupted)

@@ -191,3 +191,22 @@ def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 130 and "interrupted" in out, err
+
+
+def test_a_facade_call_gives_the_callers_sigterm_handler_back() -> None:
+    """A library user's own SIGTERM handler is theirs again after a facade call (asyncio's
+    ``remove_signal_handler`` alone would leave the default: SIGTERM would then kill them)."""
+    import asyncio
+    import signal
+
+    from netfleet.api._aio import run_sync
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("not called")
+
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert run_sync(asyncio.sleep(0, result=7)) == 7
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -24,6 +24,7 @@ async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
         stopped.append(signal.SIGTERM)
         task.cancel()
 
+    previous = signal.getsignal(signal.SIGTERM)
     loop.add_signal_handler(signal.SIGTERM, stop)
     try:
         return await task
@@ -32,7 +33,9 @@ async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
             raise KeyboardInterrupt from None
         raise
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: the caller's handler back
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
