@@ -767,3 +767,20 @@ def test_a_no_op_ingest_loads_neither_the_models_nor_the_columnar_libraries(
     assert "0 ingested, 2 already in the catalog" in out.stdout
     loaded = set(out.stdout.splitlines())
     assert not loaded & {"pydantic", "pyarrow", "duckdb", "netfleet.store.envelope"}
+
+
+@pytest.mark.parametrize("damage", ['"a","b"\n', '"trunc\n', "7\n", "[]\n"])
+def test_a_damaged_run_ids_file_falls_back_to_the_runs_part(
+    built: tuple[ResultsRoot, Path, dict[str, Envelope]], damage: str
+) -> None:
+    """The ids file is read as one JSON array: a line that is not exactly one run_id (two on
+    a line, a cut one, not text) is not taken; the runs part gives the batch's run_ids."""
+    from netfleet.catalog.layout import IDS_DIR, committed_run_ids
+
+    _, catalog, _ = built
+    expected = {row[0] for row in sql(catalog, "SELECT run_id FROM runs")}
+    assert committed_run_ids(catalog) == expected
+    (ids,) = (catalog / IDS_DIR).glob("part-*.jsonl")
+    lines = ids.read_text().splitlines(keepends=True)
+    ids.write_text("".join(lines[:-1]) + damage)
+    assert committed_run_ids(catalog) == expected
