@@ -32,10 +32,11 @@ from netfleet.catalog.layout import (
     committed_batches,
     committed_run_ids,
     ids_name,
+    is_s3,
     part_name,
     write_format,
 )
-from netfleet.catalog.remote import S3Catalog, is_s3
+from netfleet.catalog.remote import S3Catalog
 from netfleet.durable import (
     atomic_write_in,
     checked_dir,

@@ -41,6 +41,12 @@ TEMP_PREFIX = ".tmp-"
 IDS_DIR = "_run_ids"
 
 
+def is_s3(catalog: Any) -> bool:
+    """An ``s3://`` catalog (here, not in :mod:`netfleet.catalog.remote`: the cheat sheet asks
+    it without loading boto3's side of the catalog)."""
+    return isinstance(catalog, str) and catalog.startswith("s3://")
+
+
 def part_name(batch: str) -> str:
     return f"part-{batch}.parquet"
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netfleet.catalog.layout import committed_run_ids
 from netfleet.errors import NetfleetError
-from netfleet.store.root import RawStore, ResultsRoot, as_root
+
+if TYPE_CHECKING:
+    from netfleet.store.root import RawStore
 
 RAW_SUFFIX = ".json.gz"
 
@@ -59,6 +62,12 @@ def pending_raw(
     """The raw files under ``results`` whose run is not in the catalog at ``catalog_dir``;
     None when there are none, or when ``results`` is a local path that does not exist (nothing
     to say about a root that was never written)."""
+    if isinstance(results, str | os.PathLike):
+        text = os.fspath(results)
+        if "://" not in text and not os.path.isdir(os.path.expanduser(text)):
+            return None  # a root never written, told without loading the store (start-up)
+    from netfleet.store.root import ResultsRoot, as_root
+
     try:
         root = as_root(results)  # the store loads no models to list a root (start-up)
         if isinstance(root, ResultsRoot) and not root.path.is_dir():

@@ -317,22 +317,24 @@ RACY_NS = 2_000_000_000
 # --- the manifest's rows -------------------------------------------------------------------
 
 
-@dataclass
 class _State:
-    """The manifest's stat index as this import changes it, and the rows it changes."""
+    """The manifest's stat index as this import changes it, and the rows it changes. (A plain
+    class: a dataclass costs every import, the no-op too, half a millisecond to define.)"""
 
-    index: Index
-    #: source → position in the index of its row filed like this import, not retired
-    active: dict[str, int]
-    generation: int
-    asked: str
-    #: the rows this import made, column by column (a dict per row was ≈ 1 kB of 100k files)
-    new: dict[str, list[Any]] = field(default_factory=lambda: {n: [] for n, _ in COLUMNS})
-    #: row_id → position in the index, of the rows this import changed
-    marked: dict[int, int] = field(default_factory=dict)
-    #: runs whose file changed: retired unless another row still holds them
-    retire: set[str] = field(default_factory=set)
-    changed: bool = False
+    def __init__(self, index: Index, active: dict[str, int], generation: int, asked: str):
+        self.index = index
+        #: source → position in the index of its row filed like this import, not retired
+        self.active = active
+        self.generation = generation
+        self.asked = asked
+        #: the rows this import made, column by column (a dict per row was ≈ 1 kB of 100k
+        #: files)
+        self.new: dict[str, list[Any]] = {n: [] for n, _ in COLUMNS}
+        #: row_id → position in the index, of the rows this import changed
+        self.marked: dict[int, int] = {}
+        #: runs whose file changed: retired unless another row still holds them
+        self.retire: set[str] = set()
+        self.changed = False
 
     def old(self, source: str) -> dict[str, Any] | None:
         """The index's columns of ``source``'s active row (None: it has none)."""

@@ -28,10 +28,6 @@ from netfleet.catalog.layout import CATALOG_FORMAT, META, TABLES, format_error, 
 from netfleet.errors import CatalogError
 
 
-def is_s3(catalog: Any) -> bool:
-    return isinstance(catalog, str) and catalog.startswith("s3://")
-
-
 @dataclass(frozen=True)
 class S3Catalog:
     bucket: str

@@ -25,8 +25,8 @@ from typing import Any
 import duckdb
 
 from netfleet.catalog.httpfs import enable_s3
-from netfleet.catalog.layout import committed_parts
-from netfleet.catalog.remote import S3Catalog, is_s3
+from netfleet.catalog.layout import committed_parts, is_s3
+from netfleet.catalog.remote import S3Catalog
 from netfleet.units import MAX_RATE, fmt_rate
 
 #: an interval row a statistic may use: no rate, or one :func:`netfleet.units.plausible_rate`

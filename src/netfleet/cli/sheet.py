@@ -39,10 +39,14 @@ def show_cheatsheet(
     catalog holds is printed either way)."""
     from netfleet import api
     from netfleet.cli.bars import bar_when_needed
-    from netfleet.cli.emit import emit
-    from netfleet.report import OutputFormat
 
-    shown = OutputFormat(fmt)
+    # a table on a stdout that is not a terminal: the text drawn last time when it is kept —
+    # the renderers (CSV, JSON, dates) are loaded only for another format (issue 26)
+    drawn_text = fmt == "table" and not sys.stdout.isatty()
+    if not drawn_text:
+        from netfleet.report import OutputFormat
+
+        shown = OutputFormat(fmt)  # an unknown format fails before the import runs
     reports: list[RegisterReport] = []
 
     def imported(report: RegisterReport) -> None:
@@ -66,13 +70,15 @@ def show_cheatsheet(
         except NetfleetError:  # no sheet: the import's own failure (every file refused) first
             _outcomes(reports)
             raise
-    if shown is OutputFormat.table and not sys.stdout.isatty():
+    if drawn_text:
         from netfleet.api import catalog_dir
         from netfleet.report.sheettext import drawn
 
         sys.stdout.write(drawn(catalog_dir(catalog), sheet, _draw))
         sys.stdout.flush()
     else:
+        from netfleet.cli.emit import emit
+
         emit(sheet, shown)
     _outcomes(reports)
 

@@ -38,10 +38,11 @@ def drawn(where: Path | str, sheet: Tabular, draw: Callable[[Tabular], str]) -> 
     import importlib.util
 
     from netfleet.catalog.sheetcache import cached_text
-    from netfleet.report import output
 
     rich = importlib.util.find_spec("rich")
-    files = [output.__file__ or ""]
+    # the renderer's file, found as importing it would set its __file__, not imported
+    renderer = importlib.util.find_spec("netfleet.report.output")
+    files = [(renderer and renderer.origin) or ""]
     if rich is not None and rich.submodule_search_locations:
         top = next(iter(rich.submodule_search_locations))
         files += [os.path.join(top, name) for name in RICH_FILES]

@@ -9,6 +9,7 @@ import glob as globmod
 import os
 import re
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from pathlib import Path
 
 from netfleet.errors import InputError
@@ -32,7 +33,7 @@ def source_files(src: str, follow_links: bool = False) -> list[str]:
     """:func:`expand_sources` of one source, as path strings in the same order (10,000 Path
     objects and their comparisons cost a no-op import a tenth of a second)."""
     if os.path.isdir(src):
-        found = list(_walk(src, follow_links))
+        found = _walk(src, follow_links)
     elif os.path.lexists(src):
         found = [src]
     else:
@@ -54,16 +55,21 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path) and not os.path.islink(path)
 
 
-def _walk(top: str, follow_links: bool) -> Iterator[str]:
+def _walk(top: str, follow_links: bool) -> list[str]:
     """The importable names under ``top``, and the links to folders not followed, in path
     order (component by component: each folder's entries sorted by name, a folder's files at
     its place among them — what sorting the whole list by :func:`_parts` gives, without the
     sort). A linked folder is walked only with ``follow_links``, and never twice on one
-    branch (a link to a folder above it)."""
-    yield from _walk_in(top, follow_links, set())
+    branch (a link to a folder above it). One list filled by recursion (nested generators
+    were a third of listing 10,000 files)."""
+    found: list[str] = []
+    _walk_in(top, follow_links, set(), found)
+    return found
 
 
-def _walk_in(folder: str, follow_links: bool, above: set[tuple[int, int]]) -> Iterator[str]:
+def _walk_in(
+    folder: str, follow_links: bool, above: set[tuple[int, int]], found: list[str]
+) -> None:
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=_name)
@@ -74,20 +80,21 @@ def _walk_in(folder: str, follow_links: bool, above: set[tuple[int, int]]) -> It
     if here in above:
         return
     above = above | {here}
+    add = found.append
     for entry in entries:
+        name = entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=follow_links)
-            linked_dir = not follow_links and entry.is_symlink() and entry.is_dir()
+            linked_dir = not follow_links and not is_dir and entry.is_symlink() and entry.is_dir()
         except OSError:
             is_dir = linked_dir = False
         if is_dir:
-            yield from _walk_in(entry.path, follow_links, above)
-        elif linked_dir or entry.name.endswith(SUFFIXES):
-            yield entry.path
+            _walk_in(entry.path, follow_links, above, found)
+        elif linked_dir or name.endswith(SUFFIXES):
+            add(entry.path)
 
 
-def _name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+_name = attrgetter("name")
 
 
 def pattern_regex(pattern: str) -> re.Pattern[str]:
