@@ -319,8 +319,8 @@ def _cheatsheet(
     # kept in a temporary table; the statistics and the counts below read only those two
     con.execute("".join(base.text), base.params)
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT r.rk, {per_interval}"  # noqa: S608
-        f"i.bits_per_second * {factor} AS bps, "
+        f"CREATE OR REPLACE TEMP TABLE _x AS SELECT {per_interval}"  # noqa: S608
+        f"i.bits_per_second * {factor} AS bps, (CAST(r.rk AS UINTEGER) << 8) | "
         + _packed(
             "i.omitted",
             "i.bits_per_second IS NOT NULL AND NOT (isfinite(i.bits_per_second)"
@@ -328,21 +328,24 @@ def _cheatsheet(
             f"i.seconds < {STUB_FRACTION} * r.report_interval",
             "i.role <> ?",
         )
-        + " AS flags FROM _r r JOIN intervals_stored i ON i.run_id = r.run_id"
+        + " AS kf FROM _r r JOIN intervals_stored i ON i.run_id = r.run_id"
         " WHERE i.kind = 'sum' AND (i.role = ? OR (? AND i.role = 'sender' AND i.run_id NOT IN"
         " (SELECT run_id FROM intervals_stored WHERE kind = 'sum' AND role = 'receiver')))",
         [side, side, side == "receiver"],
     )
 
+    # _x's rows with their run key and flags apart: one column held both (a column of its own
+    # is 0.5 MB per 122,880 rows; 2**24 runs at most, more fail with DuckDB's overflow error)
+    x = "(SELECT * EXCLUDE (kf), CAST(kf >> 8 AS INTEGER) AS rk, kf & 255 AS flags FROM _x)"
     grouping = ", ".join(groups)
     by = f" GROUP BY {grouping}" if groups else ""
     kept = _KEPT
     # the kept intervals with their run's group keys (from _r, by rk)
     keyed = (
-        f"(SELECT x.*{''.join(f', r.{g}' for g in run_groups)} FROM _x x"  # noqa: S608
+        f"(SELECT x.*{''.join(f', r.{g}' for g in run_groups)} FROM {x} x"  # noqa: S608
         f" JOIN _r r ON r.rk = x.rk WHERE {kept})"
         if run_groups
-        else f"(SELECT * FROM _x WHERE {kept})"  # noqa: S608
+        else f"(SELECT * FROM {x} WHERE {kept})"  # noqa: S608
     )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
@@ -365,7 +368,7 @@ def _cheatsheet(
         f" count(*) FILTER (WHERE {_true('omitted')}) AS omitted,"
         f" count(*) FILTER (WHERE {_true('stub')} AND (flags & 3) = 0) AS stubs,"
         f" count(*) FILTER (WHERE {_true('impossible')}) AS impossible"
-        f" FROM _x GROUP BY rk{per}"
+        f" FROM {x} GROUP BY rk{per}"
     )
     # run-level facts per group: a run counts once per group it has kept intervals in
     run_keys = ", ".join(
