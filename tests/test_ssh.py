@@ -242,10 +242,24 @@ def test_a_host_that_dies_fails_its_run_and_the_stray_is_stopped_later(
     )
     root = ResultsRoot(tmp_path / "r")
 
+    journal = journal_path(root.path, "dies")
+
     class KillH1(SilentReporter):
+        """Kill h1 once its client runs (journaled), not after a fixed delay: on a loaded
+        machine the session may not be up yet, and the run would fail to connect instead."""
+
         def run_started(self, run):  # type: ignore[no-untyped-def]
             if run.client == "h1":
-                asyncio.get_running_loop().call_later(2.0, fleet.stop, "h1")
+                self._when_h1_runs(asyncio.get_running_loop(), time.monotonic() + 20)
+
+        def _when_h1_runs(self, loop, give_up):  # type: ignore[no-untyped-def]
+            running = journal.exists() and any(
+                r["event"] == "process" and r["host"] == "h1" for r in read_records(journal)
+            )
+            if running or time.monotonic() > give_up:
+                loop.call_later(1.0, fleet.stop, "h1")
+            else:
+                loop.call_later(0.1, self._when_h1_runs, loop, give_up)
 
     try:
         t0 = time.monotonic()
@@ -256,7 +270,6 @@ def test_a_host_that_dies_fails_its_run_and_the_stray_is_stopped_later(
         assert by_client["h1"].status == "failed"
         assert "lost the SSH connection" in (by_client["h1"].reason or "")
         assert took < 30, "a lost connection must not wait for the run's timeout"
-        journal = journal_path(root.path, "dies")
         opened = [r for r in read_records(journal) if r["event"] == "process"]
         stray = [r for r in opened if r["host"] == "h1"]
         assert stray, "the client on h1 was journaled"
