@@ -98,6 +98,14 @@ class RegisterReport:
     generation: int = 0
     seconds: float = 0.0
 
+    @property
+    def read_files(self) -> bool:
+        """Whether this import read any file (a no-op reads none: every file unchanged)."""
+        return bool(
+            self.registered or self.changed or self.touched or self.bad or self.duplicates
+            or self.already
+        )  # fmt: skip
+
 
 def register(
     sources: Iterable[str],
