@@ -334,6 +334,13 @@ def main() -> int:
         "--envelopes", action="store_true", help="issue 11's steps: envelopes, ingest, floors"
     )
     ap.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="keep the generated folders here and reuse them in later runs (the +100 files a run"
+        " adds are deleted at its end); default: a temporary folder, deleted",
+    )
+    ap.add_argument(
         "--one-process-only",
         action="store_true",
         help="skip the extra lines of the two-command flow (import, then cheatsheet)",
@@ -342,7 +349,10 @@ def main() -> int:
     sizes = [int(n) for n in str(args.files).split(",") if n.strip()]
     if args.envelopes:
         return envelopes(sizes[0], args.rounds, args.seed)
-    grown = [by_reference(n, args.rounds, args.seed, two=not args.one_process_only) for n in sizes]
+    grown = [
+        by_reference(n, args.rounds, args.seed, two=not args.one_process_only, corpus=args.corpus)
+        for n in sizes
+    ]
     if len(grown) > 1:
         growth(grown)
     return 0
@@ -415,17 +425,36 @@ print(f"{best / n * 1000:.3f}", n)
 """
 
 
+def kept_corpus(corpus: Path, files: int, seed: int) -> tuple[Path, int]:
+    """The folder of ``files`` generated files under ``corpus``, generated once: a marker beside
+    it (not in it: the import would list it) says it is complete and holds its size."""
+    raw = corpus / f"files-{files}-seed-{seed}"
+    done = corpus / f"files-{files}-seed-{seed}.done"
+    if done.is_file():
+        return raw, int(done.read_text())
+    shutil.rmtree(raw, ignore_errors=True)
+    size = generate(raw, files, seed)
+    done.write_text(str(size))
+    return raw, size
+
+
 def by_reference(
-    files: int, rounds: int, seed: int, two: bool = True
+    files: int, rounds: int, seed: int, two: bool = True, corpus: Path | None = None
 ) -> tuple[int, dict[str, float]]:
     """Issue 26's steps over one corpus of ``files``: the table per round, min and median, the
-    targets, and the agreement with DuckDB; returns the medians."""
+    targets, and the agreement with DuckDB; returns the medians. With ``corpus``, the generated
+    folder is kept there (and reused); the +100 files the rounds add are deleted at the end."""
     import statistics
 
     work = Path(tempfile.mkdtemp(prefix="nf-import-scale-"))
+    added: list[Path] = []
     try:
-        raw = work / "raw"
-        size = generate(raw, files, seed)
+        if corpus is not None:
+            raw, size = kept_corpus(corpus, files, seed)
+        else:
+            raw = work / "raw"
+            size = generate(raw, files, seed)
+        before = set(raw.rglob("*.json.gz"))
         timed([*EXE, "--version"])  # warm the bytecode cache
         print(f"\n{files} files, {size / 1e6:.1f} MB gzip, 10 streams × 60 intervals each")
         print(f"{os.cpu_count()} CPUs; load average at the start: {os.getloadavg()}")
@@ -480,6 +509,8 @@ def by_reference(
                   f"{here['no-op in one process (calls only)']:>8.3f}")  # fmt: skip
             # +100: new files in the same folder (each round adds its own)
             generate(raw, 100, seed, first=files + extra)
+            added += [p for p in raw.rglob("*.json.gz") if p not in before]
+            before.update(added)
             extra += 100
             both(PLUS100)
             step("verify", [*EXE, "verify", "--catalog", str(cat)])
@@ -508,6 +539,8 @@ def by_reference(
             raise SystemExit("the one-process command's sheet differs from the two commands'")
         return files, {n: statistics.median(v) for n, v in got.items() if ":" not in n}
     finally:
+        for path in added:  # a kept corpus goes back to its generated files
+            path.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
 
 
