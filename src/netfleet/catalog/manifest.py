@@ -57,7 +57,6 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,19 +290,52 @@ class _Columns(dict[str, list[Any]]):
         return self
 
 
-@dataclass
 class Index:
     """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
-    with the manifest's generation and the next free ``row_id``."""
+    with the manifest's generation and the next free ``row_id``. (A plain class that behaves
+    as the dataclass it was — fields, order, defaults, ``==``, ``repr`` —: a dataclass costs
+    every import, the no-op too, half a millisecond to define, and loads ``inspect``.)"""
 
-    generation: int = 0
-    next_row: int = 0
-    columns: dict[str, list[Any]] = field(
-        default_factory=lambda: {name: [] for name in INDEX_COLUMNS}
-    )
-    size: int | None = None
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("generation", "next_row", "columns", "size", "files")  # noqa: RUF023
+
+    generation: int
+    next_row: int
+    columns: dict[str, list[Any]]
+    size: int | None
     #: the manifest files it was read with or written for (:func:`still_current`)
-    files: list[list[Any]] | None = None
+    files: list[list[Any]] | None
+
+    def __init__(
+        self,
+        generation: int = 0,
+        next_row: int = 0,
+        columns: dict[str, list[Any]] | None = None,
+        size: int | None = None,
+        files: list[list[Any]] | None = None,
+    ) -> None:
+        self.generation = generation
+        self.next_row = next_row
+        self.columns = {name: [] for name in INDEX_COLUMNS} if columns is None else columns
+        self.size = size
+        self.files = files
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.generation, self.next_row, self.columns, self.size, self.files)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Index) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(generation={self.generation!r}, "
+            f"next_row={self.next_row!r}, columns={self.columns!r}, size={self.size!r}, "
+            f"files={self.files!r})"
+        )
 
     def __len__(self) -> int:
         return self.size if self.size is not None else len(self.columns["source"])

@@ -30,7 +30,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,34 +68,85 @@ Progress = Callable[[int, int], None]
 BATCH_RUNS = 10_000
 
 
-@dataclass
 class RegisterReport:
-    """What one import by reference did."""
+    """What one import by reference did. (A plain class that behaves as the dataclass it was —
+    fields, order, defaults, ``==``, ``repr`` —: a dataclass costs every import, the no-op
+    too, half a millisecond to define, and loads ``inspect``.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = (  # noqa: RUF023
+        "catalog_dir", "registered", "unchanged", "changed", "touched", "missing", "bad",
+        "flagged", "duplicates", "already", "retired", "generation", "seconds",
+    )  # fmt: skip
 
     catalog_dir: Path
     #: files read and registered (ok) this time
-    registered: list[str] = field(default_factory=list)
+    registered: list[str]
     #: files whose stat matched the manifest: not opened
-    unchanged: int = 0
+    unchanged: int
     #: files whose bytes changed since the manifest's row: a new run, the old one retired
-    changed: list[str] = field(default_factory=list)
+    changed: list[str]
     #: files whose stat changed but not their bytes (touched): the row refreshed
-    touched: list[str] = field(default_factory=list)
+    touched: list[str]
     #: files the manifest had under these sources that are gone
-    missing: list[str] = field(default_factory=list)
+    missing: list[str]
     #: (file, reason) of the files refused
-    bad: list[tuple[str, str]] = field(default_factory=list)
+    bad: list[tuple[str, str]]
     #: (file, number of interval values that do not add up)
-    flagged: list[tuple[str, int]] = field(default_factory=list)
+    flagged: list[tuple[str, int]]
     #: (file, the file of this import it repeats): same bytes, campaign and labels, one run
-    duplicates: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: list[tuple[str, str]]
     #: (file, run id): its run was in the catalog already
-    already: list[tuple[str, str]] = field(default_factory=list)
+    already: list[tuple[str, str]]
     #: runs whose rows left the catalog (their file changed)
-    retired: list[str] = field(default_factory=list)
+    retired: list[str]
     #: the manifest's generation after this import
-    generation: int = 0
-    seconds: float = 0.0
+    generation: int
+    seconds: float
+
+    def __init__(
+        self,
+        catalog_dir: Path,
+        registered: list[str] | None = None,
+        unchanged: int = 0,
+        changed: list[str] | None = None,
+        touched: list[str] | None = None,
+        missing: list[str] | None = None,
+        bad: list[tuple[str, str]] | None = None,
+        flagged: list[tuple[str, int]] | None = None,
+        duplicates: list[tuple[str, str]] | None = None,
+        already: list[tuple[str, str]] | None = None,
+        retired: list[str] | None = None,
+        generation: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
+        self.catalog_dir = catalog_dir
+        self.registered = [] if registered is None else registered
+        self.unchanged = unchanged
+        self.changed = [] if changed is None else changed
+        self.touched = [] if touched is None else touched
+        self.missing = [] if missing is None else missing
+        self.bad = [] if bad is None else bad
+        self.flagged = [] if flagged is None else flagged
+        self.duplicates = [] if duplicates is None else duplicates
+        self.already = [] if already is None else already
+        self.retired = [] if retired is None else retired
+        self.generation = generation
+        self.seconds = seconds
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RegisterReport) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__qualname__}({shown})"
 
     @property
     def read_files(self) -> bool:

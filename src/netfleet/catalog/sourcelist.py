@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from netfleet.errors import InputError, StoreError
@@ -16,17 +15,57 @@ if TYPE_CHECKING:
     import re
 
 
-@dataclass(frozen=True)
 class Options:
-    """What every file of one import shares."""
+    """What every file of one import shares. (Read-only. Plain classes, these two, that
+    behave as the dataclasses they were — fields, order, defaults, ``==``, ``repr`` —: a
+    dataclass costs every import, the no-op too, half a millisecond to define, and loads
+    ``inspect``.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("campaign", "labels", "pattern", "side")
 
     campaign: str
     labels: dict[str, str]
     pattern: re.Pattern[str] | None
-    side: str = "auto"
+    side: str
+
+    def __init__(
+        self,
+        campaign: str,
+        labels: dict[str, str],
+        pattern: re.Pattern[str] | None,
+        side: str = "auto",
+    ) -> None:
+        for name, value in zip(self.__slots__, (campaign, labels, pattern, side), strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")  # frozen
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.campaign, self.labels, self.pattern, self.side)
+
+    def __reduce__(self) -> tuple[type[Options], tuple[Any, ...]]:
+        return (Options, self._fields())  # handed to the workers through __init__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Options) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(campaign={self.campaign!r}, labels={self.labels!r}, "
+            f"pattern={self.pattern!r}, side={self.side!r})"
+        )
 
 
-@dataclass
 class Read:
     """One file's outcome (:mod:`netfleet.catalog.onepass`): its manifest row (``state`` ok or
     bad) and, when ok, its rows (``runs`` row, interval sums, ``ends``) as the catalog's
@@ -34,9 +73,34 @@ class Read:
     (:func:`~netfleet.engines.iperf3_rows.sum_columns`). Here, not in the reader's module: the
     importing process unpickles its workers' reads without loading the readers."""
 
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("row", "rows", "sums")
+
     row: dict[str, Any]
-    rows: Any = None
-    sums: dict[str, list[Any]] | None = None
+    rows: Any
+    sums: dict[str, list[Any]] | None
+
+    def __init__(
+        self, row: dict[str, Any], rows: Any = None, sums: dict[str, list[Any]] | None = None
+    ) -> None:
+        self.row = row
+        self.rows = rows
+        self.sums = sums
+
+    def __reduce__(self) -> tuple[type[Read], tuple[Any, ...]]:
+        return (Read, (self.row, self.rows, self.sums))  # a worker's read, to the importer
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Read) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.row, self.rows, self.sums) == (other.row, other.rows, other.sums)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(row={self.row!r}, rows={self.rows!r}, sums={self.sums!r})"
+        )
 
 
 class Found(NamedTuple):
