@@ -115,36 +115,53 @@ class Found(NamedTuple):
     etag: str | None = None
 
 
-def listed(sources: list[str], follow_links: bool) -> Iterator[Found]:
-    """Every file of the sources, with its stat (one ``lstat`` each: no file is opened). The
-    loop is the no-op import's: each ``Found`` made by ``tuple.__new__`` (its class call with
-    defaults was a tenth of listing 10,000 files), paths checked for repeats only when more
-    than one source could name a file twice."""
+def listed(sources: list[str], follow_links: bool) -> list[Found]:
+    """Every file of the sources, with its stat (one ``lstat`` each: no file is opened): the
+    ``s3://`` sources' objects first, then the local files, each source's in path order."""
+    found = [item for src in sources if src.startswith("s3://") for item in _s3_listed(src)]
+    local = [src for src in sources if not src.startswith("s3://")]
+    if local:
+        found += _local_listed(local, follow_links)
+    return found
+
+
+def _local_listed(local: list[str], follow_links: bool) -> list[Found]:
+    """:func:`listed` of local sources. The loop is the no-op import's: each ``Found`` made by
+    ``tuple.__new__`` (its class call with defaults was a tenth of listing 10,000 files) into
+    one list, paths checked for repeats only when more than one source could name a file
+    twice, and Python's cycle collector paused meanwhile: the loop makes no cycles, only
+    tuples — and 13 collections of them cost a no-op import of 10,000 files 1.5 ms (issue 26).
+    """
+    import gc
     from stat import S_ISREG
 
     from netfleet.store.sources import source_files
 
-    for src in sources:
-        if src.startswith("s3://"):
-            yield from _s3_listed(src)
-    local = [src for src in sources if not src.startswith("s3://")]
+    out: list[Found] = []
+    add, stat, make = out.append, os.stat, tuple.__new__
     seen: set[str] | None = set() if len(local) > 1 else None
-    stat, make = os.stat, tuple.__new__
-    for src in local:
-        for source in source_files(os.path.abspath(src), follow_links):
-            if seen is not None:
-                if source in seen:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for src in local:
+            for source in source_files(os.path.abspath(src), follow_links):
+                if seen is not None:
+                    if source in seen:
+                        continue
+                    seen.add(source)
+                try:
+                    st = stat(source, follow_symlinks=follow_links)
+                except OSError:
+                    add(Found(source, source, None))
                     continue
-                seen.add(source)
-            try:
-                st = stat(source, follow_symlinks=follow_links)
-            except OSError:
-                yield Found(source, source, None)
-                continue
-            if not S_ISREG(st.st_mode):  # never opened at listing: refused when read
-                yield Found(source, source, st.st_size)
-                continue
-            yield make(Found, (source, source, st.st_size, st.st_mtime_ns, st.st_ino, None))
+                if S_ISREG(st.st_mode):
+                    add(make(Found, (source, source, st.st_size, st.st_mtime_ns, st.st_ino, None)))
+                else:  # never opened at listing: refused when read
+                    add(Found(source, source, st.st_size))
+    finally:
+        if collecting:
+            gc.enable()
+    return out
 
 
 def _s3_listed(url: str) -> Iterator[Found]:
