@@ -2,7 +2,8 @@
 half a millisecond, and ``dataclasses`` loads ``inspect``), and each behaves as the dataclass
 it was: the same fields in the same order with the same defaults, the same ``repr``, ``==``,
 hashing, read-only when it was frozen, and a copy or a pickle equal to it. The reference is
-the dataclass itself, made here from the fields the class declares."""
+the dataclass itself, made here from the fields the class declares. The listing's ``Found``
+(a tuple) behaves as the ``NamedTuple`` it was."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dataclasses
 import pickle
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -19,7 +20,7 @@ from netfleet.catalog.cheatsheet import CheatSheetData
 from netfleet.catalog.manifest import INDEX_COLUMNS, Index
 from netfleet.catalog.pending import Pending
 from netfleet.catalog.register import RegisterReport
-from netfleet.catalog.sourcelist import Options, Read
+from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.tabular import Tabular
 
 #: each class: its fields as the dataclass declared them (name, default; ``...``: none;
@@ -135,3 +136,33 @@ def test_each_class_behaves_as_its_dataclass(
         assert getattr(one, fields[-1][0]) is None
         with pytest.raises(TypeError):
             hash(one)
+
+
+class _FoundWas(NamedTuple):
+    """What :class:`Found` was."""
+
+    source: str
+    path: str
+    size: int | None
+    mtime_ns: int | None = None
+    inode: int | None = None
+    etag: str | None = None
+
+
+@pytest.mark.parametrize(
+    "args", [("/a.json", "/a.json", None), ("/a", "/a", 3, 4, 5), ("s3://b/k", "s3://b/k", 9)]
+)
+def test_found_behaves_as_the_named_tuple_it_was(args: tuple[Any, ...]) -> None:
+    ours, theirs = Found(*args), _FoundWas(*args)
+    assert tuple(ours) == tuple(theirs) and ours == theirs and hash(ours) == hash(theirs)
+    assert repr(ours) == repr(theirs).replace("_FoundWas", "Found")
+    for name in _FoundWas._fields:
+        assert getattr(ours, name) == getattr(theirs, name)
+    source, _, size, *_ = ours  # unpacked as the no-op's loop does
+    assert (source, size) == (theirs.source, theirs.size)
+    assert Found(*args, etag="e").etag == "e" == _FoundWas(*args, etag="e").etag
+    back = pickle.loads(pickle.dumps(ours))
+    assert type(back) is Found and back == ours
+    made = tuple.__new__(Found, tuple(theirs))  # as the listing makes them
+    assert type(made) is Found and made.inode == theirs.inode
+    assert not hasattr(ours, "__dict__")
