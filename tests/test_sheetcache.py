@@ -165,3 +165,15 @@ def test_a_linked_sheets_folder_is_neither_read_nor_written_through(
     for _ in range(2):
         cheatsheet_data(cat)
     assert queries == ["receiver", "receiver"] and not list(elsewhere.iterdir())
+
+
+def test_the_keys_are_hashlib_s_sha256_without_openssl() -> None:
+    """The keys' SHA-256 (CPython's own module, not OpenSSL's ``_hashlib``) is hashlib's: the
+    entries keep their names, and a no-op loads no OpenSSL (tests/test_oneproc.py)."""
+    import hashlib
+
+    from netfleet.catalog import sheetcache
+
+    for data in (b"", b"netfleet", bytes(range(256)) * 300):
+        assert sheetcache.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert sheetcache.sha256.__module__ in ("_sha256", "_sha2")

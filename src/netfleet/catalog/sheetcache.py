@@ -43,10 +43,15 @@ from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
 
-try:  # the same SHA-256 without loading OpenSSL (``_hashlib``: 2.5 ms of the no-op, issue 26)
+# the same SHA-256 as ``hashlib``'s, without loading OpenSSL (``_hashlib``: 2.5 ms of the no-op,
+# issue 26): CPython's own module (``_sha256``; ``_sha2`` from 3.12), else ``hashlib``
+try:
     from _sha256 import sha256
-except ImportError:  # a Python without it (3.12 names it ``_sha2``)
-    from hashlib import sha256
+except ImportError:
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
 
 #: what is cached: an object of plain values whose ``__slots__`` name its fields (the cheat
 #: sheet's ``CheatSheetData``)
