@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.catalog.layout import is_s3
+from netfleet.catalog.plain import Frozen
 from netfleet.errors import CatalogError
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
@@ -70,12 +71,10 @@ class _Sql:
         self.params.extend(params)
 
 
-class CheatSheetData:
+class CheatSheetData(Frozen):
     """What the cheat sheet query found: one row per group (group key values, runs, intervals,
     then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes.
-    (A plain class that behaves as the frozen dataclass it was — fields in ``__slots__``, their
-    order and defaults, read-only, ``==``, ``hash``, ``repr`` —: a dataclass costs the no-op's
-    sheet half a millisecond to define, and loads ``inspect``.)"""
+    (A plain class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
@@ -122,37 +121,11 @@ class CheatSheetData:
         scaled: list[tuple[tuple[Any, ...], str, str | None]] | None = None,
         from_sender: int = 0,
     ) -> None:
-        values = (
+        self._set(
             group_keys, rows, side, rate, unit_label, filters, runs, omitted, stubs,
             without_intervals, not_tcp, bidir, impossible, [] if scaled is None else scaled,
             from_sender,
         )  # fmt: skip
-        for name, value in zip(self.__slots__, values, strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")  # frozen
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __reduce__(self) -> tuple[type[CheatSheetData], tuple[Any, ...]]:
-        return (CheatSheetData, self._fields())  # pickled and copied through __init__
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CheatSheetData) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__qualname__}({shown})"
 
 
 _INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible",

@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.layout import TEMP_PREFIX
+from netfleet.catalog.plain import Plain
 from netfleet.durable import atomic_write, write_temp
 
 if TYPE_CHECKING:
@@ -290,11 +291,10 @@ class _Columns(dict[str, list[Any]]):
         return self
 
 
-class Index:
+class Index(Plain):
     """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
-    with the manifest's generation and the next free ``row_id``. (A plain class that behaves
-    as the dataclass it was — fields, order, defaults, ``==``, ``repr`` —: a dataclass costs
-    every import, the no-op too, half a millisecond to define, and loads ``inspect``.)"""
+    with the manifest's generation and the next free ``row_id``. (A plain class, as the
+    dataclass it was: :mod:`netfleet.catalog.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("generation", "next_row", "columns", "size", "files")  # noqa: RUF023
@@ -319,23 +319,6 @@ class Index:
         self.columns = {name: [] for name in INDEX_COLUMNS} if columns is None else columns
         self.size = size
         self.files = files
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.generation, self.next_row, self.columns, self.size, self.files)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Index) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(generation={self.generation!r}, "
-            f"next_row={self.next_row!r}, columns={self.columns!r}, size={self.size!r}, "
-            f"files={self.files!r})"
-        )
 
     def __len__(self) -> int:
         return self.size if self.size is not None else len(self.columns["source"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netfleet.catalog.layout import committed_run_ids
+from netfleet.catalog.plain import Frozen
 from netfleet.errors import NetfleetError
 
 if TYPE_CHECKING:
@@ -22,10 +23,9 @@ if TYPE_CHECKING:
 RAW_SUFFIX = ".json.gz"
 
 
-class Pending:
-    """How many raw files under ``root`` have no run in the catalog. (Read-only. A plain class
-    that behaves as the frozen dataclass it was — fields, ``==``, ``hash``, ``repr`` —: a
-    dataclass costs every cheat sheet half a millisecond to define, and loads ``inspect``.)"""
+class Pending(Frozen):
+    """How many raw files under ``root`` have no run in the catalog. (Read-only: a plain
+    class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("root", "count")  # noqa: RUF023
@@ -34,28 +34,7 @@ class Pending:
     count: int
 
     def __init__(self, root: str, count: int) -> None:
-        object.__setattr__(self, "root", root)
-        object.__setattr__(self, "count", count)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")  # frozen
-
-    def __reduce__(self) -> tuple[type[Pending], tuple[str, int]]:
-        return (Pending, (self.root, self.count))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Pending) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.root, self.count) == (other.root, other.count)
-
-    def __hash__(self) -> int:
-        return hash((self.root, self.count))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(root={self.root!r}, count={self.count!r})"
+        self._set(root, count)
 
     def note(self) -> str:
         files, are = ("raw result", "is") if self.count == 1 else ("raw results", "are")

@@ -47,6 +47,7 @@ from netfleet.catalog.manifest import (
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
 from netfleet.catalog.memory import give_back
+from netfleet.catalog.plain import Plain
 from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
@@ -68,10 +69,9 @@ Progress = Callable[[int, int], None]
 BATCH_RUNS = 10_000
 
 
-class RegisterReport:
-    """What one import by reference did. (A plain class that behaves as the dataclass it was —
-    fields, order, defaults, ``==``, ``repr`` —: a dataclass costs every import, the no-op
-    too, half a millisecond to define, and loads ``inspect``.)"""
+class RegisterReport(Plain):
+    """What one import by reference did. (A plain class, as the dataclass it was:
+    :mod:`netfleet.catalog.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
@@ -133,20 +133,6 @@ class RegisterReport:
         self.retired = [] if retired is None else retired
         self.generation = generation
         self.seconds = seconds
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RegisterReport) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__qualname__}({shown})"
 
     @property
     def read_files(self) -> bool:

@@ -9,17 +9,16 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from netfleet.catalog.plain import Frozen, Plain
 from netfleet.errors import InputError, StoreError
 
 if TYPE_CHECKING:
     import re
 
 
-class Options:
-    """What every file of one import shares. (Read-only. Plain classes, these two, that
-    behave as the dataclasses they were — fields, order, defaults, ``==``, ``repr`` —: a
-    dataclass costs every import, the no-op too, half a millisecond to define, and loads
-    ``inspect``.)"""
+class Options(Frozen):
+    """What every file of one import shares. (Read-only. Plain classes, these two, as the
+    dataclasses they were: :mod:`netfleet.catalog.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("campaign", "labels", "pattern", "side")
@@ -36,37 +35,10 @@ class Options:
         pattern: re.Pattern[str] | None,
         side: str = "auto",
     ) -> None:
-        for name, value in zip(self.__slots__, (campaign, labels, pattern, side), strict=True):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")  # frozen
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.campaign, self.labels, self.pattern, self.side)
-
-    def __reduce__(self) -> tuple[type[Options], tuple[Any, ...]]:
-        return (Options, self._fields())  # handed to the workers through __init__
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Options) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(campaign={self.campaign!r}, labels={self.labels!r}, "
-            f"pattern={self.pattern!r}, side={self.side!r})"
-        )
+        self._set(campaign, labels, pattern, side)
 
 
-class Read:
+class Read(Plain):
     """One file's outcome (:mod:`netfleet.catalog.onepass`): its manifest row (``state`` ok or
     bad) and, when ok, its rows (``runs`` row, interval sums, ``ends``) as the catalog's
     ``RunRows`` — an iperf3 document's interval sums as columns in ``sums`` instead
@@ -88,19 +60,8 @@ class Read:
         self.sums = sums
 
     def __reduce__(self) -> tuple[type[Read], tuple[Any, ...]]:
-        return (Read, (self.row, self.rows, self.sums))  # a worker's read, to the importer
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Read) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.row, self.rows, self.sums) == (other.row, other.rows, other.sums)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(row={self.row!r}, rows={self.rows!r}, sums={self.sums!r})"
-        )
+        # a worker's read, to the importer (10,000: 13 ms, against 26 for a dataclass's)
+        return (Read, (self.row, self.rows, self.sums))
 
 
 class Found(tuple[str, str, int | None, int | None, int | None, str | None]):
