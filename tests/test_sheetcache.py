@@ -4,7 +4,6 @@ again. The cache deletes only its own entries."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -49,17 +48,19 @@ def test_the_same_question_is_read_back_without_duckdb(catalog: tuple[ResultsRoo
     first = cheatsheet_data(cat, group_by=("instance_type",), side="sender")
     assert first.rows and len(list((cat / SHEETS_DIR).iterdir())) == 1
     probe = (
-        "import sys, json, dataclasses\n"
+        "import sys, json\n"
         "from netfleet.catalog.cheatsheet import cheatsheet_data\n"
         "d = cheatsheet_data(sys.argv[1], group_by=('instance_type',), side='sender')\n"
-        "print(json.dumps([dataclasses.asdict(d), 'duckdb' in sys.modules]))\n"
+        "doc = {name: getattr(d, name) for name in d.__slots__}\n"
+        "print(json.dumps([doc, 'duckdb' in sys.modules, 'dataclasses' in sys.modules]))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe, str(cat)], capture_output=True, text=True, check=True
     )
-    again, loaded_duckdb = json.loads(out.stdout)
-    assert not loaded_duckdb
-    assert again == json.loads(json.dumps(dataclasses.asdict(first)))
+    again, loaded_duckdb, loaded_dataclasses = json.loads(out.stdout)
+    assert not loaded_duckdb and not loaded_dataclasses
+    doc = {name: getattr(first, name) for name in first.__slots__}
+    assert again == json.loads(json.dumps(doc))
 
 
 def test_a_new_batch_or_a_touched_part_asks_again(
@@ -164,3 +165,15 @@ def test_a_linked_sheets_folder_is_neither_read_nor_written_through(
     for _ in range(2):
         cheatsheet_data(cat)
     assert queries == ["receiver", "receiver"] and not list(elsewhere.iterdir())
+
+
+def test_the_keys_are_hashlib_s_sha256_without_openssl() -> None:
+    """The keys' SHA-256 (CPython's own module, not OpenSSL's ``_hashlib``) is hashlib's: the
+    entries keep their names, and a no-op loads no OpenSSL (tests/test_oneproc.py)."""
+    import hashlib
+
+    from netfleet.catalog import sheetcache
+
+    for data in (b"", b"netfleet", bytes(range(256)) * 300):
+        assert sheetcache.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert sheetcache.sha256.__module__ in ("_sha256", "_sha2")

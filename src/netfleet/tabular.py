@@ -6,20 +6,54 @@ Rendering it (terminal table, JSON, CSV, markdown) is the report layer's job
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
 class Tabular:
-    """Columns and rows, plus a title and notes shown under a terminal table."""
+    """Columns and rows, plus a title and notes shown under a terminal table. (A plain class
+    that behaves as the dataclass it was — fields, order, defaults, ``==``, ``repr`` —: a
+    dataclass costs every process that loads it half a millisecond to define, and loads
+    ``inspect``; issue 26.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("columns", "rows", "title", "notes", "decimals")  # noqa: RUF023
 
     columns: list[str]
     rows: list[list[Any]]
-    title: str | None = None
-    notes: list[str] = field(default_factory=list)
+    title: str | None
+    notes: list[str]
     #: number of decimals for float cells in human formats (table, markdown)
-    decimals: int = 3
+    decimals: int
+
+    def __init__(
+        self,
+        columns: list[str],
+        rows: list[list[Any]],
+        title: str | None = None,
+        notes: list[str] | None = None,
+        decimals: int = 3,
+    ) -> None:
+        self.columns = columns
+        self.rows = rows
+        self.title = title
+        self.notes = [] if notes is None else notes
+        self.decimals = decimals
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.columns, self.rows, self.title, self.notes, self.decimals)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Tabular) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(columns={self.columns!r}, rows={self.rows!r}, "
+            f"title={self.title!r}, notes={self.notes!r}, decimals={self.decimals!r})"
+        )
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

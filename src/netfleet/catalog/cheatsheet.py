@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from netfleet.catalog.layout import is_s3
+from netfleet.catalog.plain import Frozen
 from netfleet.errors import CatalogError
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
@@ -71,10 +71,16 @@ class _Sql:
         self.params.extend(params)
 
 
-@dataclass(frozen=True)
-class CheatSheetData:
+class CheatSheetData(Frozen):
     """What the cheat sheet query found: one row per group (group key values, runs, intervals,
-    then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes."""
+    then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes.
+    (A plain class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = (  # noqa: RUF023
+        "group_keys", "rows", "side", "rate", "unit_label", "filters", "runs", "omitted",
+        "stubs", "without_intervals", "not_tcp", "bidir", "impossible", "scaled", "from_sender",
+    )  # fmt: skip
 
     group_keys: list[str]
     rows: list[list[Any]]
@@ -90,12 +96,36 @@ class CheatSheetData:
     bidir: int
     #: intervals whose rate no link can carry (NaN, infinite, negative, above
     #: :data:`netfleet.units.MAX_RATE`): left out of every statistic, counted here
-    impossible: int = 0
+    impossible: int
     #: groups measured in a scaled lab: (group key values, "lab_scale" values, "lab_time_scale"
     #: values), the values as the labels give them, comma-separated when runs differ
-    scaled: list[tuple[tuple[Any, ...], str, str | None]] = field(default_factory=list)
+    scaled: list[tuple[tuple[Any, ...], str, str | None]]
     #: receiver side asked, but this many runs have only the sender's intervals: theirs counted
-    from_sender: int = 0
+    from_sender: int
+
+    def __init__(
+        self,
+        group_keys: list[str],
+        rows: list[list[Any]],
+        side: str,
+        rate: str,
+        unit_label: str,
+        filters: str,
+        runs: int,
+        omitted: int,
+        stubs: int,
+        without_intervals: int,
+        not_tcp: int,
+        bidir: int,
+        impossible: int = 0,
+        scaled: list[tuple[tuple[Any, ...], str, str | None]] | None = None,
+        from_sender: int = 0,
+    ) -> None:
+        self._set(
+            group_keys, rows, side, rate, unit_label, filters, runs, omitted, stubs,
+            without_intervals, not_tcp, bidir, impossible, [] if scaled is None else scaled,
+            from_sender,
+        )  # fmt: skip
 
 
 _INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible",
@@ -110,7 +140,7 @@ def _from_cache(doc: Any) -> CheatSheetData | None:
 
     shaped = (
         isinstance(doc, dict)
-        and set(doc) == {f.name for f in fields(CheatSheetData)}
+        and set(doc) == set(CheatSheetData.__slots__)
         and all(type(doc[k]) is int for k in _INTS)
         and all(isinstance(doc[k], str) for k in _TEXTS)
         and isinstance(doc["group_keys"], list)

@@ -57,11 +57,11 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.layout import TEMP_PREFIX
+from netfleet.catalog.plain import Plain
 from netfleet.durable import atomic_write, write_temp
 
 if TYPE_CHECKING:
@@ -291,19 +291,34 @@ class _Columns(dict[str, list[Any]]):
         return self
 
 
-@dataclass
-class Index:
+class Index(Plain):
     """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
-    with the manifest's generation and the next free ``row_id``."""
+    with the manifest's generation and the next free ``row_id``. (A plain class, as the
+    dataclass it was: :mod:`netfleet.catalog.plain`.)"""
 
-    generation: int = 0
-    next_row: int = 0
-    columns: dict[str, list[Any]] = field(
-        default_factory=lambda: {name: [] for name in INDEX_COLUMNS}
-    )
-    size: int | None = None
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("generation", "next_row", "columns", "size", "files")  # noqa: RUF023
+
+    generation: int
+    next_row: int
+    columns: dict[str, list[Any]]
+    size: int | None
     #: the manifest files it was read with or written for (:func:`still_current`)
-    files: list[list[Any]] | None = None
+    files: list[list[Any]] | None
+
+    def __init__(
+        self,
+        generation: int = 0,
+        next_row: int = 0,
+        columns: dict[str, list[Any]] | None = None,
+        size: int | None = None,
+        files: list[list[Any]] | None = None,
+    ) -> None:
+        self.generation = generation
+        self.next_row = next_row
+        self.columns = {name: [] for name in INDEX_COLUMNS} if columns is None else columns
+        self.size = size
+        self.files = files
 
     def __len__(self) -> int:
         return self.size if self.size is not None else len(self.columns["source"])

@@ -10,11 +10,11 @@ counts too: ``netfleet ingest`` names it and says why.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netfleet.catalog.layout import committed_run_ids
+from netfleet.catalog.plain import Frozen
 from netfleet.errors import NetfleetError
 
 if TYPE_CHECKING:
@@ -23,12 +23,18 @@ if TYPE_CHECKING:
 RAW_SUFFIX = ".json.gz"
 
 
-@dataclass(frozen=True)
-class Pending:
-    """How many raw files under ``root`` have no run in the catalog."""
+class Pending(Frozen):
+    """How many raw files under ``root`` have no run in the catalog. (Read-only: a plain
+    class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = ("root", "count")  # noqa: RUF023
 
     root: str
     count: int
+
+    def __init__(self, root: str, count: int) -> None:
+        self._set(root, count)
 
     def note(self) -> str:
         files, are = ("raw result", "is") if self.count == 1 else ("raw results", "are")

@@ -30,7 +30,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +47,7 @@ from netfleet.catalog.manifest import (
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
 from netfleet.catalog.memory import give_back
+from netfleet.catalog.plain import Plain
 from netfleet.catalog.sourcelist import Found, Options, Read
 from netfleet.errors import InputError
 
@@ -69,34 +69,70 @@ Progress = Callable[[int, int], None]
 BATCH_RUNS = 10_000
 
 
-@dataclass
-class RegisterReport:
-    """What one import by reference did."""
+class RegisterReport(Plain):
+    """What one import by reference did. (A plain class, as the dataclass it was:
+    :mod:`netfleet.catalog.plain`.)"""
+
+    #: the fields, in their order (the constructor's, ``==``, ``repr``)
+    __slots__ = (  # noqa: RUF023
+        "catalog_dir", "registered", "unchanged", "changed", "touched", "missing", "bad",
+        "flagged", "duplicates", "already", "retired", "generation", "seconds",
+    )  # fmt: skip
 
     catalog_dir: Path
     #: files read and registered (ok) this time
-    registered: list[str] = field(default_factory=list)
+    registered: list[str]
     #: files whose stat matched the manifest: not opened
-    unchanged: int = 0
+    unchanged: int
     #: files whose bytes changed since the manifest's row: a new run, the old one retired
-    changed: list[str] = field(default_factory=list)
+    changed: list[str]
     #: files whose stat changed but not their bytes (touched): the row refreshed
-    touched: list[str] = field(default_factory=list)
+    touched: list[str]
     #: files the manifest had under these sources that are gone
-    missing: list[str] = field(default_factory=list)
+    missing: list[str]
     #: (file, reason) of the files refused
-    bad: list[tuple[str, str]] = field(default_factory=list)
+    bad: list[tuple[str, str]]
     #: (file, number of interval values that do not add up)
-    flagged: list[tuple[str, int]] = field(default_factory=list)
+    flagged: list[tuple[str, int]]
     #: (file, the file of this import it repeats): same bytes, campaign and labels, one run
-    duplicates: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: list[tuple[str, str]]
     #: (file, run id): its run was in the catalog already
-    already: list[tuple[str, str]] = field(default_factory=list)
+    already: list[tuple[str, str]]
     #: runs whose rows left the catalog (their file changed)
-    retired: list[str] = field(default_factory=list)
+    retired: list[str]
     #: the manifest's generation after this import
-    generation: int = 0
-    seconds: float = 0.0
+    generation: int
+    seconds: float
+
+    def __init__(
+        self,
+        catalog_dir: Path,
+        registered: list[str] | None = None,
+        unchanged: int = 0,
+        changed: list[str] | None = None,
+        touched: list[str] | None = None,
+        missing: list[str] | None = None,
+        bad: list[tuple[str, str]] | None = None,
+        flagged: list[tuple[str, int]] | None = None,
+        duplicates: list[tuple[str, str]] | None = None,
+        already: list[tuple[str, str]] | None = None,
+        retired: list[str] | None = None,
+        generation: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
+        self.catalog_dir = catalog_dir
+        self.registered = [] if registered is None else registered
+        self.unchanged = unchanged
+        self.changed = [] if changed is None else changed
+        self.touched = [] if touched is None else touched
+        self.missing = [] if missing is None else missing
+        self.bad = [] if bad is None else bad
+        self.flagged = [] if flagged is None else flagged
+        self.duplicates = [] if duplicates is None else duplicates
+        self.already = [] if already is None else already
+        self.retired = [] if retired is None else retired
+        self.generation = generation
+        self.seconds = seconds
 
     @property
     def read_files(self) -> bool:

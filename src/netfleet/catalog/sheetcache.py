@@ -30,13 +30,10 @@ re-run prints it without loading the library that draws tables (issue 26).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,15 +43,27 @@ from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
 
-#: what is cached: a dataclass of plain values (the cheat sheet's ``CheatSheetData``)
+# the same SHA-256 as ``hashlib``'s, without loading OpenSSL (``_hashlib``: 2.5 ms of the no-op,
+# issue 26): CPython's own module (``_sha256``; ``_sha2`` from 3.12), else ``hashlib``
+try:
+    from _sha256 import sha256
+except ImportError:
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
+
+#: what is cached: an object of plain values whose ``__slots__`` name its fields (the cheat
+#: sheet's ``CheatSheetData``)
 T = TypeVar("T")
 
 #: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
 CACHE_FORMAT = 3
 SHEETS_DIR = "_sheets"
 KEEP = 64
-_ENTRY = re.compile(r"^sheet-[0-9a-f]{64}\.json$")
-_TEXT = re.compile(r"^text-[0-9a-f]{64}\.txt$")
+#: the names of the entries (:func:`_prune`'s patterns, compiled when pruning)
+_ENTRY = r"^sheet-[0-9a-f]{64}\.json$"
+_TEXT = r"^text-[0-9a-f]{64}\.txt$"
 _PLAIN = (str, int, float, bool, type(None))
 
 
@@ -66,8 +75,9 @@ def cached(
 ) -> T:
     """The answer to ``question`` over the catalog's committed parts: read back when this
     catalog answered it before, else ``compute()`` (and kept for next time). ``compute``
-    returns a dataclass of plain values; ``load`` turns a kept JSON document back into one, or
-    None when the document is not of its shape (then it is computed again)."""
+    returns an object of plain values whose ``__slots__`` name its fields; ``load`` turns a
+    kept JSON document back into one, or None when the document is not of its shape (then it
+    is computed again)."""
     key = _key_now(catalog_dir, question)
     if key is None:  # a part went away while listed: the query reports what is there
         return compute()
@@ -98,7 +108,7 @@ def cached_text(
         {"key": key, "cache": CACHE_FORMAT, "netfleet": __version__}, sort_keys=True, default=repr
     )
     folder = catalog_dir / SHEETS_DIR
-    entry = folder / f"text-{hashlib.sha256(text.encode()).hexdigest()}.txt"
+    entry = folder / f"text-{sha256(text.encode()).hexdigest()}.txt"
     if _own_folder(folder):
         try:
             if stat.S_ISREG(os.lstat(entry).st_mode):
@@ -156,7 +166,7 @@ def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
         sort_keys=True,
         default=repr,
     )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def _read(entry: Path, load: Callable[[Any], T | None]) -> T | None:
@@ -181,7 +191,10 @@ def plain(value: Any) -> bool:
 def _write(folder: Path, entry: Path, answer: Any) -> None:
     """Keep the answer (when it is made of plain values); a catalog that cannot take it (read
     only, full) still gets its cheat sheet."""
-    doc = asdict(answer)
+    names = getattr(answer, "__slots__", None)
+    if not names:  # its fields cannot be told
+        return
+    doc = {name: getattr(answer, name) for name in names}
     if not plain(doc):
         return
     try:
@@ -195,7 +208,9 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
 def _prune(folder: Path) -> None:
     """Delete the oldest entries of each kind beyond :data:`KEEP` (only regular files named as
     ours)."""
-    for pattern in (_ENTRY, _TEXT):
+    import re
+
+    for pattern in (re.compile(_ENTRY), re.compile(_TEXT)):
         entries = []
         with os.scandir(folder) as it:
             for e in it:
