@@ -2,8 +2,8 @@
 
 Each run is started as an interactive shell starts a command (the only way Ctrl-C reaches it):
 SIGINT at its default and not blocked. A process inherits an ignored or blocked SIGINT from the
-one that starts it, and Python keeps an ignored SIGINT ignored (so does every program: it is how
-``cmd &`` in a script is kept from a Ctrl-C meant for the script). A suite started that way — as
+one that starts it, and Python keeps an ignored SIGINT ignored (the convention by which ``cmd &``
+in a script is kept from a Ctrl-C meant for the script). A suite started that way — as
 a background command of a script, or under a nohup-like launcher — ignores SIGINT in every
 worker, and a `netfleet run` started plainly from one ignores the test's SIGINT: it ran its 60 s
 to the end and exited 0 (CI16, CI18). SIGTERM, which no shell ignores for its background
