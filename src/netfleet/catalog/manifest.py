@@ -383,6 +383,21 @@ class Index(Plain):
         return cls(generation, max(ids, default=-1) + 1, cols)
 
 
+def extend_index(index: Index, columns: dict[str, list[Any]], count: int) -> None:
+    """:meth:`Index.append` of ``count`` rows given as columns (a list per column, a missing
+    one null): a list extended per column, not a call per row."""
+    cols = index.columns
+    nulls = [None] * count
+    for name in INDEX_COLUMNS:
+        values = columns.get(name, nulls)
+        if isinstance(cols, _Columns) and name not in cols:  # not decoded: its tail
+            cols.tail.setdefault(name, []).extend(values)
+        else:
+            cols[name].extend(values)
+    if index.size is not None:
+        index.size += count
+
+
 def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
     from array import array
 
