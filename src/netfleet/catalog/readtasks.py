@@ -279,11 +279,15 @@ def _warm() -> None:
 @contextmanager
 def pool(workers: int, files: int) -> Iterator[Any]:
     """Worker processes (``forkserver``; the readers loaded once, in the fork server, and each
-    worker a fork of it), started at once: they start while this process checks the options,
-    locks the catalog and reads its manifest. None for one worker or few files."""
+    worker a fork of it), started at once in a thread of their own: starting them waits on the
+    fork server's loading (0.3-0.7 s of wall time, 0.03 s of CPU here), while this process
+    checks the options, locks the catalog, reads its manifest and loads the writer. None for
+    one worker or few files. (Tasks handed out meanwhile wait for the start.)"""
     if workers < 2 or files < PARALLEL_MIN:
         yield None
         return
+    import threading
+
     from netfleet.workers import process_pool
 
     pool = process_pool(
@@ -293,9 +297,20 @@ def pool(workers: int, files: int) -> Iterator[Any]:
                  "netfleet.store.import_iperf3", "netfleet.store.import_labels",
                  "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
     )  # fmt: skip
+    start = threading.Thread(target=_start, args=(pool, workers), name="netfleet-workers")
+    start.start()
+    try:
+        yield pool
+    finally:
+        start.join()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start(pool: Any, workers: int) -> None:
+    """Start the pool's workers (a task each: the pool starts a worker per task handed out).
+    A failure is the tasks' to report: they start the workers again, or raise."""
     try:
         for _ in range(workers):
             pool.submit(_warm)
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except Exception:  # noqa: S110 - raised again by the first task handed out
+        pass

@@ -243,8 +243,8 @@ def _register(
             report.generation = index.generation
             report.seconds = time.monotonic() - started
             return report
+        _load_writer()  # (while the workers start: readtasks.pool)
         tasks = readtasks.reads(todo, opts, follow_links, pool)  # handed out to the workers
-        _load_writer()
         state = _State(index, active, index.generation, asked)
         generation = state.generation + 1
         writer = _Writer(local, known)
@@ -275,8 +275,10 @@ def _register(
 def _load_writer() -> None:
     """Load what writing the catalog's parts and the manifest needs (pyarrow, the catalog's
     schemas — not the row code, which loads the engines and pydantic —, Parquet; not
-    ``pyarrow.compute``: :func:`_sums_batch`) while the workers read: loaded on first use it
-    was 0.3-0.5 s of one core alone at the end of the import."""
+    ``pyarrow.compute``: :func:`_sums_batch`) while the workers start (the fork server loads
+    the readers: :func:`~netfleet.catalog.readtasks.pool`): loaded on first use it was
+    0.3-0.5 s of one core alone at the end of the import, and loaded after handing out the
+    tasks it waited for the workers' start."""
     import importlib
 
     for name in ("pyarrow.parquet", "netfleet.catalog.schemas"):
