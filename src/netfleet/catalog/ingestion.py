@@ -282,11 +282,7 @@ def _write_batch(
                 _upload(remote, temps[table], f"{table}/{name}")
                 continue
             if table == "runs":  # the batch's run_ids, for the next ingest's skip list
-                ids = [i for group in tables["runs"] for i in group.column("run_id").to_pylist()]
-                quoted = json.encoder.encode_basestring_ascii  # json.dumps of a str, less calls
-                text = "".join(
-                    (quoted(i) if isinstance(i, str) else json.dumps(i)) + "\n" for i in ids
-                ).encode()
+                text = _ids_text(tables["runs"])
                 atomic_write_in(dirs[IDS_DIR], ids_name(batch_id), text, prefix=TEMP_PREFIX)
             _publish(temps[table], catalog_dir / table / name, dirs[table])
             os.fsync(dirs[table])
@@ -296,6 +292,16 @@ def _write_batch(
         for dfd in dirs.values():
             os.close(dfd)
     return counts
+
+
+def _ids_text(runs: list[pa.Table]) -> bytes:
+    """The ids file of a batch's ``runs``: each run_id as JSON, a line each (by the C string
+    encoder ``json.dumps`` calls, mapped over the column: a call per id was 0.04 s of 10,000)."""
+    columns = [group.column("run_id") for group in runs]
+    ids = [i for column in columns for i in column.to_pylist()]
+    if any(column.null_count for column in columns):  # (never: a run has its id)
+        return "".join(json.dumps(i) + "\n" for i in ids).encode()
+    return "".join(line + "\n" for line in map(json.encoder.encode_basestring_ascii, ids)).encode()
 
 
 def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
