@@ -563,9 +563,9 @@ def _with_ids(rows: pa.Table, first: int) -> pa.Table:
     import pyarrow as pa
 
     rows = _conform(rows)
-    ids = rows.column("row_id").to_pylist()
-    if all(r is not None for r in ids):
+    if not rows.column("row_id").null_count:  # (every row has one: no Python per row)
         return rows
+    ids = rows.column("row_id").to_pylist()
     taken = {r for r in ids if r is not None}
     fresh = iter(range(max(max(taken) + 1, first) if taken else first, 1 << 62))
     filled = [r if r is not None else next(fresh) for r in ids]
