@@ -496,14 +496,7 @@ def _settle_task(
         columns["checked_ns"] = [now if c is None else c for c in checked]
     sources = [item.source for item in items]
     runs = columns["run_id"]
-    if (
-        not keep_copy
-        and columns["state"].count("ok") == count
-        and (not state.active or state.active.keys().isdisjoint(sources))
-        and len(set(runs)) == count
-        and writer.first.keys().isdisjoint(runs)
-        and writer.known.isdisjoint(runs)
-    ):
+    if not keep_copy and _all_new(sources, columns, state, writer):
         writer.keep_all(runs)
         writer.first.update(zip(runs, sources, strict=True))
         report.registered += sources
@@ -518,6 +511,21 @@ def _settle_task(
     for at, item in enumerate(items):
         row = {name: columns[name][at] for name in names}
         _settle(item, row, state, writer, report, keep_copy)
+
+
+def _all_new(
+    sources: list[str], columns: dict[str, list[Any]], state: _State, writer: _Writer
+) -> bool:
+    """Whether every file of a task is new to the manifest, read ok, and of a run new to
+    this import and to the catalog: what :func:`_settle` would register, each."""
+    runs = columns["run_id"]
+    return (
+        columns["state"].count("ok") == len(sources)
+        and (not state.active or state.active.keys().isdisjoint(sources))
+        and len(set(runs)) == len(runs)
+        and writer.first.keys().isdisjoint(runs)
+        and writer.known.isdisjoint(runs)
+    )
 
 
 def _settle(
