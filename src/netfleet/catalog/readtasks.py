@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from netfleet.catalog.ingestion import _Batch
 from netfleet.catalog.layout import TABLES
+from netfleet.catalog.manifest import COLUMNS
 from netfleet.catalog.sourcelist import Found, s3_client, s3_split
 
 if TYPE_CHECKING:
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 #: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
 #: readers, partly hidden behind this process's own start)
 PARALLEL_MIN = 512
-#: files per task handed to a worker (their rows come back as Arrow tables)
-TASK_FILES = 64
+#: files per task handed to a worker (their rows come back as Arrow tables): each task costs
+#: this process ≈ 0.7 ms (its trip through the pipe, landing, settling) — 79 tasks at 10,000
+#: files, not 157 — and the last one keeps one worker alone ≈ 0.08 s
+TASK_FILES = 128
 
 
 #: one task's outcome: per file its Read, and the rows of the task's ok files as Arrow tables
@@ -136,61 +139,136 @@ def _read_s3(item: Found, opts: Options, sums: dict[str, list[Any]] | None = Non
     return read_file(item.source, data, meta, opts, sums=sums)
 
 
-def reads(
-    todo: list[Found], opts: Options, follow_links: bool, pool: Any
-) -> Iterator[tuple[Found, Read, dict[str, pa.Table] | None]]:
-    """Each file's read, in order, with its task's tables on the task's first file. With a
+def reads(todo: list[Found], opts: Options, follow_links: bool, pool: Any) -> Iterator[Landed]:
+    """Each task's files, their manifest rows as columns and their tables, in order. With a
     pool, every task is handed out at once (the workers start reading while this process
     does the rest of its work)."""
     tasks = [todo[i : i + TASK_FILES] for i in range(0, len(todo), TASK_FILES)]
     if pool is None or len(todo) < PARALLEL_MIN:
-        return _each(tasks, map(partial(read_task, opts=opts, follow_links=follow_links), tasks))
+        here = partial(_columnar_task, opts=opts, follow_links=follow_links)
+        return (_as_landed(items, *here(items)) for items in tasks)
     run = partial(_shipped_task, opts=opts, follow_links=follow_links)
-    return _each(tasks, map(_landed, pool.map(run, tasks)))
+    shipped = pool.map(run, tasks)
+    return (_landed(items, one) for items, one in zip(tasks, shipped, strict=True))
 
 
-def _each(
-    tasks: list[list[Found]], results: Iterator[Task]
-) -> Iterator[tuple[Found, Read, dict[str, pa.Table] | None]]:
-    for items, (reads, tables) in zip(tasks, results, strict=True):
-        for n, (item, read) in enumerate(zip(items, reads, strict=True)):
-            yield item, read, tables if n == 0 else None
+#: the manifest columns a task's reads fill (the importing process adds ``asked``,
+#: ``generation``, ``row_id`` and ``kept``)
+READ_COLUMNS = tuple(
+    name for name, _ in COLUMNS if name not in ("asked", "generation", "row_id", "kept")
+)
+
+#: a task as the importing process settles it: its files, their manifest rows as columns
+#: (one value per file, in order: no dict per file to loop over) and the rows of its ok files
+#: as Arrow tables
+Landed = tuple[list[Found], dict[str, list[Any]], dict[str, "pa.Table"]]
 
 
-#: a task's outcome as a worker sends it: its tables as one Arrow IPC stream each (a third of
-#: the CPU of pickling the tables, column by column, and a fifth of unpickling them)
-Shipped = tuple[list["Read"], dict[str, bytes]]
+def _columnar_task(
+    items: list[Found], opts: Options, follow_links: bool
+) -> tuple[dict[str, list[Any]], dict[str, pa.Table]]:
+    """:func:`read_task` with its reads as manifest columns."""
+    reads, tables = read_task(items, opts, follow_links)
+    rows = [read.row for read in reads]
+    return {name: [row.get(name) for row in rows] for name in READ_COLUMNS}, tables
+
+
+def _as_landed(
+    items: list[Found], columns: dict[str, list[Any]], tables: dict[str, pa.Table]
+) -> Landed:
+    return items, columns, tables
+
+
+#: a task's outcome as a worker sends it: its manifest columns, and its tables' record
+#: batches serialized one after the other in one buffer (without their schemas, which both
+#: sides know: one read each on landing instead of an IPC stream per table, a sixth of the
+#: CPU), each with its :class:`Packing`
+Shipped = tuple[dict[str, list[Any]], bytes, list["Packing"]]
+
+
+class Packing(NamedTuple):
+    """How one record batch travels: ``length`` bytes at ``offset`` of the task's buffer, and
+    the positions of the table's columns sent (a column of nulls only is not — an interval
+    sum's stream, UDP and TCP-info columns —: it is made again on landing)."""
+
+    table: str
+    offset: int
+    length: int
+    sent: list[int]
+
+
+#: rows from which a batch travels without its columns of nulls (a task's interval sums: its
+#: runs and ends rows are few, and making their columns again costs more than their bytes)
+PACKED_ROWS = 1024
 
 
 def _shipped_task(items: list[Found], opts: Options, follow_links: bool) -> Shipped:
-    """:func:`read_task` in a worker, its tables serialized for the trip back."""
+    """:func:`read_task` in a worker, its tables serialized for the trip back, without their
+    columns of nulls only (0.63 of the bytes of 64 seed-002 files' tables: this process reads
+    them from the pipe)."""
     import pyarrow as pa
 
-    reads, tables = read_task(items, opts, follow_links)
-    shipped = {}
+    columns, tables = _columnar_task(items, opts, follow_links)
+    buffers = []
+    packings = []
+    at = 0
     for name, table in tables.items():
-        if not table.num_rows:  # an empty table is its schema's, made again on landing
-            continue
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as stream:
-            stream.write_table(table)
-        shipped[name] = sink.getvalue().to_pybytes()
-    return reads, shipped
+        for batch in table.to_batches():  # an empty table has none: made again on landing
+            rows = batch.num_rows
+            if not rows:
+                continue
+            sent = list(range(batch.num_columns))
+            if rows >= PACKED_ROWS:  # (a batch of nulls only: one column, to keep its length)
+                sent = [n for n, col in enumerate(batch.columns) if col.null_count < rows] or [0]
+            if len(sent) < batch.num_columns:
+                fields = [batch.schema.field(n) for n in sent]
+                arrays = [batch.column(n) for n in sent]
+                batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+            buffer = batch.serialize()
+            buffers.append(buffer)
+            packings.append(Packing(name, at, buffer.size, sent))
+            at += buffer.size
+    return columns, b"".join(buffers), packings
 
 
-def _landed(shipped: Shipped) -> Task:
-    """A worker's task as :func:`read_task` returned it."""
+def _landed(items: list[Found], shipped: Shipped) -> Landed:
+    """A worker's task as :func:`_columnar_task` returned it."""
     import pyarrow as pa
 
     from netfleet.catalog.schemas import SCHEMAS
 
-    reads, blobs = shipped
-    return reads, {
-        name: pa.ipc.open_stream(blobs[name]).read_all()
-        if name in blobs
-        else SCHEMAS[name].empty_table()
-        for name in TABLES
-    }
+    columns, blob, packings = shipped
+    whole = pa.py_buffer(blob)
+    batches: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLES}
+    for name, offset, length, sent in packings:
+        schema = SCHEMAS[name]
+        data = whole.slice(offset, length)
+        if len(sent) == len(schema):
+            batches[name].append(pa.ipc.read_record_batch(data, schema))
+            continue
+        part = pa.ipc.read_record_batch(data, pa.schema([schema.field(n) for n in sent]))
+        arrays: list[Any] = [None] * len(schema)
+        for at, n in enumerate(sent):
+            arrays[n] = part.column(at)
+        for n, field in enumerate(schema):
+            if arrays[n] is None:
+                arrays[n] = _nulls(field.type, part.num_rows)
+        batches[name].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    tables = {name: pa.Table.from_batches(batches[name], schema=SCHEMAS[name]) for name in TABLES}
+    return items, columns, tables
+
+
+#: an array of nulls per type, sliced to each batch's length (made once, not per batch)
+_NULLS: dict[Any, Any] = {}
+
+
+def _nulls(kind: pa.DataType, rows: int) -> pa.Array:
+    import pyarrow as pa
+
+    have = _NULLS.get(kind)
+    if have is None or len(have) < rows:
+        have = _NULLS[kind] = pa.nulls(max(rows, 8192), kind)
+    return have.slice(0, rows)
 
 
 def _quiet_worker() -> None:
@@ -209,11 +287,15 @@ def _warm() -> None:
 @contextmanager
 def pool(workers: int, files: int) -> Iterator[Any]:
     """Worker processes (``forkserver``; the readers loaded once, in the fork server, and each
-    worker a fork of it), started at once: they start while this process checks the options,
-    locks the catalog and reads its manifest. None for one worker or few files."""
+    worker a fork of it), started at once in a thread of their own: starting them waits on the
+    fork server's loading (0.3-0.7 s of wall time, 0.03 s of CPU here), while this process
+    checks the options, locks the catalog, reads its manifest and loads the writer. None for
+    one worker or few files. (Tasks handed out meanwhile wait for the start.)"""
     if workers < 2 or files < PARALLEL_MIN:
         yield None
         return
+    import threading
+
     from netfleet.workers import process_pool
 
     pool = process_pool(
@@ -223,9 +305,20 @@ def pool(workers: int, files: int) -> Iterator[Any]:
                  "netfleet.store.import_iperf3", "netfleet.store.import_labels",
                  "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
     )  # fmt: skip
+    start = threading.Thread(target=_start, args=(pool, workers), name="netfleet-workers")
+    start.start()
+    try:
+        yield pool
+    finally:
+        start.join()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start(pool: Any, workers: int) -> None:
+    """Start the pool's workers (a task each: the pool starts a worker per task handed out).
+    A failure is the tasks' to report: they start the workers again, or raise."""
     try:
         for _ in range(workers):
             pool.submit(_warm)
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except Exception:  # noqa: S110 - raised again by the first task handed out
+        pass

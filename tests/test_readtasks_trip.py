@@ -1,0 +1,55 @@
+"""The trip of a task's tables from a worker to the importing process (issue 26): record
+batches without their schemas in one buffer, a large batch without its columns of nulls only,
+made again equal on landing."""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+
+from netfleet.catalog import readtasks
+from netfleet.catalog.layout import TABLES
+from netfleet.catalog.schemas import SCHEMAS
+
+
+def _table(name: str, rows: int, *, nulls_only: bool = False) -> pa.Table:
+    """Rows of ``name`` whose text and int columns have values (unless ``nulls_only``), the
+    others nulls only."""
+    columns: dict[str, list[object]] = {}
+    for field in SCHEMAS[name]:
+        if not nulls_only and pa.types.is_string(field.type):
+            columns[field.name] = [f"{field.name}{n % 7}" for n in range(rows)]
+        elif not nulls_only and pa.types.is_integer(field.type):
+            columns[field.name] = [n if n % 5 else None for n in range(rows)]
+        else:
+            columns[field.name] = [None] * rows
+    return pa.Table.from_pydict(columns, schema=SCHEMAS[name])
+
+
+def test_tables_land_as_they_were_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    big = readtasks.PACKED_ROWS + 3
+    cases = {
+        "intervals": pa.concat_tables([_table("intervals", big), _table("intervals", 5)]),
+        "runs": _table("runs", big, nulls_only=True),  # a batch of nulls only keeps its length
+        "ends": _table("ends", 4),
+    }
+    tables = {name: cases.get(name, SCHEMAS[name].empty_table()) for name in TABLES}
+    columns = {"source": ["a"], "state": ["ok"]}
+
+    def task(items: object, opts: object, follow_links: bool) -> tuple[object, object]:
+        return columns, tables
+
+    monkeypatch.setattr(readtasks, "_columnar_task", task)
+    shipped = pickle.loads(pickle.dumps(readtasks._shipped_task([], None, False)))  # type: ignore[arg-type]
+    _, blob, packings = shipped
+    intervals = [p for p in packings if p.table == "intervals"]
+    assert len(intervals[0].sent) < len(SCHEMAS["intervals"])  # its nulls-only columns stayed
+    assert len(intervals[1].sent) == len(SCHEMAS["intervals"])  # a small batch: as it is
+    assert len(blob) < sum(t.nbytes for t in tables.values())
+    _, got_columns, landed = readtasks._landed([], shipped)
+    assert got_columns == columns
+    for name in TABLES:
+        assert landed[name].schema.equals(SCHEMAS[name])
+        assert landed[name].equals(tables[name]), name
