@@ -355,8 +355,11 @@ class TaskSums:
         count = len(self.records)
         if not self.rows:
             return [CLEAN] * count
-        if self.array is None:
-            return [UNSURE] * count
+        if self.array is None:  # the rate check per file, the others left to the checks
+            return [
+                UNSURE if all(plausible(ivs) for ivs, _, _ in rec.segments) else IMPLAUSIBLE
+                for rec in self.records
+            ]
         with np.errstate(all="ignore"):
             bps = self._floats("bits_per_second")
             implausible = ~np.isnan(bps) & ~((bps >= 0) & (bps <= MAX_RATE))
