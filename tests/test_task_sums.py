@@ -180,3 +180,30 @@ def test_the_captured_outputs_read_in_one_task_are_the_per_file_path_s(
     _by_file_path(monkeypatch)
     assert got == _task(tmp_path / "src")
     assert got[1]["intervals"] and all(r["state"] == "ok" for r in got[0])
+
+
+def test_an_imported_run_row_is_run_row_s() -> None:
+    """The ``runs`` row made for an imported document's envelope without looking up what every
+    such envelope holds the same is :func:`run_row`'s, over every captured and public output
+    and the edges above; an envelope with state, facts or other params is run_row's own."""
+    from netfleet.catalog.onepass import _direct_envelope
+    from netfleet.catalog.runrow import imported_run_row, run_row
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+
+    edges = [d for name, d in _edges().items() if name not in ("implausible", "too_fast")]
+    docs = [json.loads(p.read_bytes()) for p in PLAIN] + edges
+    for n, doc in enumerate(docs):
+        run_id, fields = iperf3_fields(
+            Path(f"/x/{n}.json"), b"{}", checked_shape(doc), labels={"cloud": "lab"},
+            found=["cloud"], epoch_label=None, side="auto", mtime=1.5e9, digest="0" * 64,
+            keep_bytes=False,
+        )  # fmt: skip
+        envelope = _direct_envelope(run_id, "camp", fields)
+        assert imported_run_row(envelope, "src") == run_row(envelope, "src")
+        for odd in (
+            {"state": {"client": {"mtu": 9001}, "rules_as_of": "2026-01-01"}},
+            {"client": {**envelope["client"], "facts": {"mtu": 1500, "cpus": 4}}},
+            {"params": {**envelope["params"], "interval": 2, "bidir": True}},
+        ):
+            changed = {**envelope, **odd}
+            assert imported_run_row(changed, "src") == run_row(changed, "src")

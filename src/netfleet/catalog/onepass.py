@@ -530,14 +530,14 @@ def _typed_rows(
     client's document and one for the server's JSON it carries; a text server's output never
     comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.runrow import RunRows, run_row
+    from netfleet.catalog.runrow import RunRows, imported_run_row
     from netfleet.catalog.typedsums import columns
     from netfleet.iperf3json import end_row
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    run = run_row(envelope, source)
+    run = imported_run_row(envelope, source)
     ends = [end_row(run["run_id"], "client", result)]
     server_json = result.get("server_output_json")
     if isinstance(server_json, Mapping):
