@@ -207,3 +207,28 @@ def test_an_imported_run_row_is_run_row_s() -> None:
         ):
             changed = {**envelope, **odd}
             assert imported_run_row(changed, "src") == run_row(changed, "src")
+
+
+def test_a_file_is_read_whole_by_its_descriptor(tmp_path: Path) -> None:
+    """``read_checked`` reads a file's bytes by its descriptor: every byte of a file of any
+    size, and a source that gives its bytes a part at a time (a pipe: what a file grown since
+    its stat looks like) read on to the most asked, a chunk at a time, no further."""
+    import os
+
+    from netfleet.store.import_base import _read_up_to, read_checked
+
+    for size in (0, 1, 4096, 300_001):
+        path = tmp_path / f"f{size}"
+        path.write_bytes(os.urandom(size))
+        data, st = read_checked(path, False)
+        assert data == path.read_bytes() and st.st_size == size
+    read, write = os.pipe()
+    try:
+        os.write(write, b"a" * 10)
+        os.write(write, b"b" * 10)
+        os.close(write)
+        assert _read_up_to(read, 15, 4) == b"a" * 10 + b"b" * 5
+        assert _read_up_to(read, 100, 4) == b"b" * 5  # its end: fewer
+        assert _read_up_to(read, 100, 4) == b""
+    finally:
+        os.close(read)
