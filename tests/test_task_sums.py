@@ -103,6 +103,9 @@ def _edges() -> dict[str, dict[str, Any]]:
     for total in _sums(doc):
         total["bits_per_second"] = 2e13
         total["bytes"] = round(2e13 * total["seconds"] / 8)
+    doc = edge("server_text")  # a text server's output: the engine's rows, flags checked
+    doc["server_output_text"] = (FIX / "import" / "v3_18_tcp.server.json").read_text()[:200]
+    _sums(doc)[2]["start"] += 0.5
     doc = edge("no_intervals")
     doc["intervals"] = []
     doc = edge("one_interval")
@@ -167,7 +170,7 @@ def test_a_task_s_sums_are_the_per_file_path_s(
         flagged |= {
             Path(r["source"]).stem for r in got[0] if r["state"] == "ok" and json.loads(r["flags"])
         }
-    assert flagged >= {"long", "gap", "rate", "repeat", "no_sum"}
+    assert flagged >= {"long", "gap", "rate", "repeat", "no_sum", "server_text"}
     assert not flagged & {"plain", "repeat_zero", "bidir", "some_senders", "big_int"}
 
 

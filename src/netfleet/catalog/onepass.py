@@ -220,7 +220,9 @@ def _read(
     if typed is not None and later is not None:
         from netfleet.catalog.typedsums import Deferred, plain_segments
 
-        segments = plain_segments(typed[1], typed[2])
+        # (a text server's output: its rows are the engine's, its flags checked here)
+        text = "server_output_text" in typed[0]
+        segments = None if text else plain_segments(typed[1], typed[2])
         if segments is not None:
             deferred = Deferred(typed, segments)  # its checks: the task's (flags as none)
         elif not _plausible(typed):
