@@ -85,7 +85,7 @@ def long_interval_flags(
 
 
 def provenance(
-    path: Path,
+    path: Path | str,
     data: bytes,
     inferred: list[str],
     found: list[str],
@@ -181,7 +181,7 @@ def direction_of(subject_sends: bool) -> str:
     return "out" if subject_sends else "in"
 
 
-def read_checked(path: Path, follow_links: bool) -> tuple[bytes, os.stat_result]:
+def read_checked(path: Path | str, follow_links: bool) -> tuple[bytes, os.stat_result]:
     """The file's bytes and its stat when opened: a regular file only, never through a link
     unless asked, never more than the raw-result limit."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
