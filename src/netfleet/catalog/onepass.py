@@ -29,7 +29,6 @@ reason it is refused; a bad file never stops the others.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
+from netfleet.catalog.runrow import json_encoder
 from netfleet.catalog.sourcelist import Options, Read
 from netfleet.errors import StoreError
 from netfleet.store.import_base import ImportProblem, run_identity
@@ -295,16 +295,17 @@ def _read(
         labels=_sorted_json(envelope["labels"]),
         format=envelope["engine"]["name"],
         file_keys=_sorted_json(keys or imported.get("file_labels") or {}),
-        pattern_labels=json.dumps(imported.get("pattern_labels") or []),
-        inferred=json.dumps(imported.get("inferred") or []),
-        flags=json.dumps(imported.get("flags") or []),
+        pattern_labels=_plain_json(imported.get("pattern_labels") or []),
+        inferred=_plain_json(imported.get("inferred") or []),
+        flags=_plain_json(imported.get("flags") or []),
     )
     return Read(row, rows, sums)
 
 
-#: ``json.dumps(value, sort_keys=True)``, its encoder made once (json.dumps makes one per call
-#: when given options)
-_sorted_json = json.JSONEncoder(sort_keys=True).encode
+#: ``json.dumps(value, sort_keys=True)`` and ``json.dumps(value)``, their encoders made once
+#: (json.dumps makes one per call)
+_sorted_json = json_encoder(sort_keys=True)
+_plain_json = json_encoder()
 
 
 #: a typed decode: the document without its intervals, the top-level intervals' sums, and
