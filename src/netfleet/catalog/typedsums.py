@@ -248,6 +248,10 @@ def _int64s(values: tuple[Any, ...]) -> Any:
 # and reasons as today).
 
 
+#: a ``sum``'s fields in :class:`Sum`'s order (``msgspec.structs.astuple``)
+Row = tuple[Any, ...]
+
+
 class Deferred:
     """A file whose checks and sum columns wait for its task: its typed sums, where its rows
     go (``segments``: each side's intervals, their ``sum``s and the side its rows are filed
@@ -256,9 +260,9 @@ class Deferred:
 
     __slots__ = ("at", "read", "redo", "reverse", "segments", "subject", "typed")
 
-    def __init__(self, typed: Any, segments: list[tuple[list[Interval], list[Sum]]]) -> None:
+    def __init__(self, typed: Any, segments: list[tuple[list[Interval], list[Row]]]) -> None:
         self.typed = typed
-        self.segments: list[tuple[list[Interval], list[Sum], str | None]] = [
+        self.segments: list[tuple[list[Interval], list[Row], str | None]] = [
             (ivs, sums, None) for ivs, sums in segments
         ]
         self.subject = "client"
@@ -270,9 +274,11 @@ class Deferred:
 
 def plain_segments(
     ivs: list[Interval], server_ivs: list[Interval] | None
-) -> list[tuple[list[Interval], list[Sum]]] | None:
-    """Each side's intervals with their ``sum``s, when every interval has a ``sum`` and none
-    a ``sum_bidir_reverse`` (the task's vectorised checks and columns); else None."""
+) -> list[tuple[list[Interval], list[Row]]] | None:
+    """Each side's intervals with their ``sum``s as tuples (:data:`Row`, made while the
+    structs are fresh in the cache: half the cost of making them for the task), when every
+    interval has a ``sum`` and none a ``sum_bidir_reverse`` (the task's vectorised checks and
+    columns); else None."""
     out = []
     for side in (ivs, server_ivs):
         if side is None:
@@ -280,7 +286,7 @@ def plain_segments(
         sums = [iv.sum for iv in side]
         if None in sums or [iv.sum_bidir_reverse for iv in side].count(None) != len(side):
             return None
-        out.append((side, cast("list[Sum]", sums)))
+        out.append((side, list(map(astuple, cast("list[Sum]", sums)))))
     return out
 
 
@@ -300,7 +306,7 @@ class TaskSums:
         import pyarrow as pa
 
         self.records = records
-        flat: list[Sum] = []
+        flat: list[Row] = []
         lens: list[int] = []
         owner: list[int] = []
         sides: list[str | None] = []
@@ -314,7 +320,7 @@ class TaskSums:
         #: the sums as one struct array (None: an int beyond int64 — every file to the checks)
         self.array: Any = None
         with suppress(pa.ArrowException, OverflowError, TypeError):
-            self.array = pa.array(list(map(astuple, flat)), type=_struct_type())
+            self.array = pa.array(flat, type=_struct_type())
         self.lens = np.array(lens, dtype=np.int64)
         self.starts = np.cumsum(self.lens) - self.lens
         self.owner = np.array(owner, dtype=np.int64)
