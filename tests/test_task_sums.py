@@ -268,3 +268,31 @@ def test_a_reused_json_encoder_writes_what_json_dumps_writes() -> None:
             assert encode(value) == want
     nan = json_encoder()(math.nan)
     assert nan == json.dumps(math.nan) == "NaN"
+
+
+@pytest.mark.parametrize("how", ["few_deferred", "checks_fail"])
+def test_a_task_that_cannot_wait_or_check_at_once_is_the_per_file_path_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Past ``DEFERRED_ROWS`` sums a task's files are checked one by one; should the task's
+    checks fail on something unforeseen, each file gets its own (a rate no link carries still
+    refused): either way the reads and tables are the per-file path's."""
+    from netfleet.catalog import typedsums
+
+    _write(tmp_path / "src", _edges())
+    want = None
+    with monkeypatch.context() as m:
+        _by_file_path(m)
+        want = _task(tmp_path / "src")
+    if how == "few_deferred":
+        monkeypatch.setattr(readtasks, "DEFERRED_ROWS", 10)
+    else:
+
+        def unforeseen(self: Any) -> list[str]:
+            raise ValueError("unforeseen")
+
+        monkeypatch.setattr(typedsums.TaskSums, "verdicts", unforeseen)
+    got = _task(tmp_path / "src")
+    assert got == want
+    states = {Path(r["source"]).stem: r["state"] for r in got[0]}
+    assert states["too_fast"] == "bad" and states["plain"] == "ok"

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 PARALLEL_MIN = 512
 #: files per task handed to a worker (their rows come back as Arrow tables)
 TASK_FILES = 64
+#: interval sums of a task's files whose checks and rows wait for the task's (their structs
+#: are kept until then: ≈ 0.4 KB a sum); past it, files are checked one by one (a task of
+#: long runs, e.g. a day at -i 1, does not hold them all)
+DEFERRED_ROWS = 200_000
 
 
 #: one task's outcome: per file its Read, and the rows of the task's ok files as Arrow tables
@@ -46,15 +50,18 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     spans: dict[int, tuple[int, int]] = {}  # a file's sums: rows start:stop of ``sums``
     later: list[Deferred] = []
+    deferred_rows = 0
     for n, item in enumerate(items):
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
         start, waiting = len(sums["run_id"]), len(later)
         if item.etag is not None:
             read = _read_s3(item, opts, sums)
         else:
-            read = read_local(item.path, follow_links, opts, known, sums, later)
+            defer = later if deferred_rows < DEFERRED_ROWS else None
+            read = read_local(item.path, follow_links, opts, known, sums, defer)
         for deferred in later[waiting:]:
             deferred.at = n
+            deferred_rows += sum(len(rows) for _, rows, _ in deferred.segments)
         reads.append(read)
         if read.rows is None or read.sums is None:
             for column in sums.values():  # a bad file's (or one cut mid-way): none of them
@@ -95,20 +102,25 @@ def _settle(
     reads: list[Read],
     sums: dict[str, list[Any]],
     spans: dict[int, tuple[int, int]],
-) -> tuple[TaskSums, list[Deferred], list[bool]] | None:
+) -> tuple[TaskSums | None, list[Deferred], list[bool]] | None:
     """The task's deferred files checked at once: a clean one's rows stand (its sums wait for
     :func:`_deferred_table`); one whose checks find nothing on a closer look keeps its rows,
     its sums appended to ``sums``; one flagged, or with a rate no link carries, is read again
     by the per-file path (its rows, flags or reason as ever), its sums appended."""
     from netfleet.catalog.onepass import _typed_flags
-    from netfleet.catalog.typedsums import CLEAN, UNSURE, TaskSums
+    from netfleet.catalog.typedsums import CLEAN, UNSURE, TaskSums, unsure_or_implausible
 
     waiting = [d for d in later if d.read.rows is not None and reads[d.at] is d.read]
     if not waiting:
         return None
-    task = TaskSums(waiting)
+    task: TaskSums | None = None
+    try:
+        task = TaskSums(waiting)
+        verdicts = task.verdicts()
+    except Exception:  # what the vectorised checks did not foresee: each file's own checks
+        task, verdicts = None, [unsure_or_implausible(d) for d in waiting]
     clean = []
-    for deferred, verdict in zip(waiting, task.verdicts(), strict=True):
+    for deferred, verdict in zip(waiting, verdicts, strict=True):
         clean.append(verdict == CLEAN)
         if verdict == CLEAN:
             continue
@@ -139,7 +151,7 @@ def _file_sums(
 
 
 def _deferred_table(
-    task: TaskSums,
+    task: TaskSums | None,
     waiting: list[Deferred],
     clean: list[bool],
     reads: list[Read],
@@ -154,7 +166,7 @@ def _deferred_table(
         ok and reads[d.at] is d.read and d.read.rows is not None and d.read.row["state"] == "ok"
         for d, ok in zip(waiting, clean, strict=True)
     ]
-    if not any(keep):
+    if task is None or not any(keep):
         return []
     run_ids = [str(d.read.row.get("run_id")) for d in waiting]
     try:

@@ -296,6 +296,12 @@ def plain_segments(
 CLEAN, UNSURE, IMPLAUSIBLE = "clean", "unsure", "implausible"
 
 
+def unsure_or_implausible(rec: Deferred) -> str:
+    """A record's verdict without the task's checks: the rate check of its sums (as
+    :func:`plausible`), the others left to its own checks."""
+    return UNSURE if all(plausible(ivs) for ivs, _, _ in rec.segments) else IMPLAUSIBLE
+
+
 class TaskSums:
     """The ``sum``s of a task's deferred files as columns (one Arrow conversion of them all):
     :func:`plausible` and :func:`_surely_clean` over all of them at once (:meth:`verdicts`),
@@ -362,10 +368,7 @@ class TaskSums:
         if not self.rows:
             return [CLEAN] * count
         if self.array is None:  # the rate check per file, the others left to the checks
-            return [
-                UNSURE if all(plausible(ivs) for ivs, _, _ in rec.segments) else IMPLAUSIBLE
-                for rec in self.records
-            ]
+            return [unsure_or_implausible(rec) for rec in self.records]
         with np.errstate(all="ignore"):
             bps = self._floats("bits_per_second")
             implausible = ~np.isnan(bps) & ~((bps >= 0) & (bps <= MAX_RATE))
