@@ -240,8 +240,18 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
     from netfleet.catalog.schemas import SCHEMAS
 
     schema = SCHEMAS[table]
+    if not rows:  # made once: an empty batch costs 0.03-0.2 ms (an array per column)
+        made, empty = _EMPTY_BATCHES.get(table, (None, None))
+        if made is not schema or empty is None:
+            empty = pa.RecordBatch.from_pylist([], schema=schema)
+            _EMPTY_BATCHES[table] = (schema, empty)
+        return empty
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
     return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+#: each table's empty batch (a RecordBatch is immutable: one serves every batch)
+_EMPTY_BATCHES: dict[str, tuple[pa.Schema, pa.RecordBatch]] = {}
 
 
 def _publish(temp: Path, final: Path, dfd: int) -> None:

@@ -29,20 +29,23 @@ reason it is refused; a bad file never stops the others.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
+from netfleet.catalog.runrow import json_encoder
 from netfleet.catalog.sourcelist import Options, Read
 from netfleet.errors import StoreError
 from netfleet.store.import_base import ImportProblem, run_identity
-from netfleet.store.limits import max_raw_bytes, too_large
+from netfleet.store.limits import BYTES_PER_VALUE, max_raw_bytes, too_large
+
+if TYPE_CHECKING:
+    from netfleet.catalog.typedsums import Deferred
 
 
 class _Interval(msgspec.Struct):
@@ -61,8 +64,11 @@ def inflate(data: bytes) -> bytes:
     """The file's content, gunzipped (ISA-L) when it is gzip; refused when it breaks the
     raw-result limit, counted before it is parsed."""
     out = data
+    limit = max_raw_bytes()
     if data[:2] == b"\x1f\x8b":
-        out = _gunzip(data, max_raw_bytes() + 1)
+        out = _gunzip(data, limit + 1)
+    if len(out) < max(1, limit // BYTES_PER_VALUE):  # too_large's own shortcut, its limit
+        return out  # read once (the environment, not twice more per file)
     why = too_large(out)
     if why:
         raise ImportProblem(why)
@@ -158,12 +164,16 @@ def read_file(
     opts: Options,
     mtime: float | None = None,
     sums: dict[str, list[Any]] | None = None,
+    later: list[Deferred] | None = None,
 ) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
     ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
     ``mtime``: the file's modification time (a start time when the file has none); ``sums``:
     the columns an iperf3 document's interval sums are appended to (a task's, shared by its
-    files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``)."""
+    files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``);
+    ``later``: a task's files whose checks and sum columns it makes at once
+    (:class:`~netfleet.catalog.typedsums.TaskSums`): a plain typed document's rows are made
+    as if its checks find nothing, and it is appended there (with how to read it again)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -172,8 +182,14 @@ def read_file(
         "size": len(data),
         "campaign": opts.campaign,
     }
+    waiting = len(later) if later is not None else 0
     try:
-        return _read(source, data, digest, row, opts, mtime, sums)
+        read = _read(source, data, digest, row, opts, mtime, sums, later)
+        if later is not None:
+            for deferred in later[waiting:]:
+                deferred.read = read
+                deferred.redo = partial(read_file, source, data, meta, opts, mtime)
+        return read
     except ImportProblem as exc:
         reason = str(exc)
     except StoreError as exc:
@@ -182,6 +198,8 @@ def read_file(
         reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
     except Exception as exc:  # a shape no check foresaw: this file only, never the folder
         reason = f"cannot be imported ({type(exc).__name__}: {str(exc)[:200]})"
+    if later is not None:
+        del later[waiting:]
     return Read({**row, "state": "bad", "reason": reason})
 
 
@@ -193,20 +211,35 @@ def _read(
     opts: Options,
     mtime: float | None,
     into: dict[str, list[Any]] | None,
+    later: list[Deferred] | None = None,
 ) -> Read:
     from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
     from netfleet.store.import_labels import labels_of
 
-    path = Path(source) if not source.startswith("s3://") else Path(source.removeprefix("s3:/"))
+    # the path as text: a local source is a normalised absolute path already (os.path.abspath:
+    # what a Path of it gives as_posix() and str(), without making one: 2 µs a file)
+    s3 = source.startswith("s3://")
+    where = Path(source.removeprefix("s3:/")).as_posix() if s3 else source
     plain = inflate(data)
-    typed = typed_selective(plain)
+    typed = typed_selective(plain, checked=later is None)
+    deferred = None
+    if typed is not None and later is not None:
+        from netfleet.catalog.typedsums import Deferred, plain_segments
+
+        # (a text server's output: its rows are the engine's, its flags checked here)
+        text = "server_output_text" in typed[0]
+        segments = None if text else plain_segments(typed[1], typed[2])
+        if segments is not None:
+            deferred = Deferred(typed, segments)  # its checks: the task's (flags as none)
+        elif not _plausible(typed):
+            typed = None  # as typed_selective's own check: the dict path names the field
     doc = typed[0] if typed is not None else selective(plain)
     keys: dict[str, Any] = {}
     if doc is not None:
         keys = file_keys(doc)
-        labels, found, epoch = labels_of(path, opts.labels, opts.pattern)
+        labels, found, epoch = labels_of(where, opts.labels, opts.pattern)
         provisional, fields = iperf3_fields(
-            path,
+            where,
             data,
             checked_shape(doc),
             labels=labels,
@@ -214,7 +247,11 @@ def _read(
             epoch_label=epoch,
             side=opts.side,
             mtime=mtime,
-            flags_of=None if typed is None else partial(_typed_flags, typed),
+            flags_of=None
+            if typed is None
+            else _no_flags
+            if deferred is not None
+            else partial(_typed_flags, typed),
             digest=digest,
             keep_bytes=False,  # by reference: the bytes stay at their source
         )
@@ -224,7 +261,7 @@ def _read(
 
         envelope = _plain_envelope(
             build_envelope(
-                path,
+                Path(where),
                 data,
                 campaign=opts.campaign,
                 labels=opts.labels,
@@ -244,7 +281,9 @@ def _read(
     sums = None
     result = envelope["result"]
     if doc is not None and "server_output_text" not in result:
-        rows, sums = _iperf3_rows(envelope, source, typed, into)
+        rows, sums = _iperf3_rows(envelope, source, typed, into, deferred)
+        if deferred is not None and later is not None:
+            later.append(deferred)
     else:
         from netfleet.catalog.rows import envelope_rows
 
@@ -256,16 +295,17 @@ def _read(
         labels=_sorted_json(envelope["labels"]),
         format=envelope["engine"]["name"],
         file_keys=_sorted_json(keys or imported.get("file_labels") or {}),
-        pattern_labels=json.dumps(imported.get("pattern_labels") or []),
-        inferred=json.dumps(imported.get("inferred") or []),
-        flags=json.dumps(imported.get("flags") or []),
+        pattern_labels=_plain_json(imported.get("pattern_labels") or []),
+        inferred=_plain_json(imported.get("inferred") or []),
+        flags=_plain_json(imported.get("flags") or []),
     )
     return Read(row, rows, sums)
 
 
-#: ``json.dumps(value, sort_keys=True)``, its encoder made once (json.dumps makes one per call
-#: when given options)
-_sorted_json = json.JSONEncoder(sort_keys=True).encode
+#: ``json.dumps(value, sort_keys=True)`` and ``json.dumps(value)``, their encoders made once
+#: (json.dumps makes one per call)
+_sorted_json = json_encoder(sort_keys=True)
+_plain_json = json_encoder()
 
 
 #: a typed decode: the document without its intervals, the top-level intervals' sums, and
@@ -273,14 +313,16 @@ _sorted_json = json.JSONEncoder(sort_keys=True).encode
 Typed = tuple[dict[str, Any], list[Any], list[Any] | None]
 
 
-def typed_selective(plain: bytes) -> Typed | None:
+def typed_selective(plain: bytes, checked: bool = True) -> Typed | None:
     """:func:`selective`, with the sums typed (:mod:`netfleet.catalog.typedsums`); None when
-    the document is not one it reads exactly (then :func:`selective` and the dict path)."""
-    from netfleet.catalog.typedsums import INTERVALS, plausible
+    the document is not one it reads exactly (then :func:`selective` and the dict path).
+    ``checked=False``: the rates are left to the caller (:func:`_plausible`, or a task's
+    :class:`~netfleet.catalog.typedsums.TaskSums`)."""
+    from netfleet.catalog.typedsums import INTERVALS
 
     if plain.lstrip()[:1] != b"{":
         return None
-    found = _one_pass(plain)
+    found = _one_pass(plain, checked)
     if found is not None:
         return found
     try:
@@ -299,18 +341,32 @@ def typed_selective(plain: bytes) -> Typed | None:
             doc["server_output_json"], server_ivs = inner
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    if not plausible(ivs) or (server_ivs is not None and not plausible(server_ivs)):
+    typed = doc, ivs, server_ivs
+    if checked and not _plausible(typed):
         return None  # the dict path's checks name the field at fault
-    return doc, ivs, server_ivs
+    return typed
+
+
+def _plausible(typed: Typed) -> bool:
+    """Every rate of the typed sums one a link can carry (else the dict path's checks)."""
+    from netfleet.catalog.typedsums import plausible
+
+    _, ivs, server_ivs = typed
+    return plausible(ivs) and (server_ivs is None or plausible(server_ivs))
+
+
+def _no_flags(side: str) -> list[dict[str, Any]]:
+    """A deferred file's flags while its task checks it: none (else it is read again)."""
+    return []
 
 
 _TYPED_KEYS = frozenset({"intervals", "server_output_json"})
 
 
-def _one_pass(plain: bytes) -> Typed | None:
+def _one_pass(plain: bytes, checked: bool = True) -> Typed | None:
     """:func:`typed_selective` of a document with only iperf3's and the label keys at the top
     (:class:`~netfleet.catalog.typedsums.Document`), in one pass; None for any other."""
-    from netfleet.catalog.typedsums import DOCUMENT, plausible
+    from netfleet.catalog.typedsums import DOCUMENT
 
     try:
         parsed = DOCUMENT.decode(plain)
@@ -332,9 +388,10 @@ def _one_pass(plain: bytes) -> Typed | None:
         if inner is None:
             return None
         doc["server_output_json"], server_ivs = inner
-    if not plausible(ivs) or (server_ivs is not None and not plausible(server_ivs)):
+    typed = doc, ivs, server_ivs
+    if checked and not _plausible(typed):
         return None
-    return doc, ivs, server_ivs
+    return typed
 
 
 def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
@@ -395,16 +452,18 @@ def _iperf3_rows(
     source: str,
     typed: Typed | None = None,
     into: dict[str, list[Any]] | None = None,
+    deferred: Deferred | None = None,
 ) -> tuple[Any, dict[str, list[Any]]]:
     """An iperf3 run's ``runs`` and ``ends`` rows (the catalog's own parser, over the result
     without its intervals) and its interval sums as columns (the same rows the parser gives),
-    appended to ``into`` (else to columns of its own)."""
+    appended to ``into`` (else to columns of its own); a ``deferred`` file's sums are left to
+    its task (where they go is noted on it)."""
     from netfleet.iperf3json import sum_columns
     from netfleet.values import as_bool, obj
 
     sums = _sum_columns(into)
     if typed is not None:
-        return _typed_rows(envelope, source, typed, sums)
+        return _typed_rows(envelope, source, typed, sums, deferred)
     from netfleet.catalog.rows import envelope_rows
 
     result = envelope["result"]
@@ -434,6 +493,7 @@ def read_local(
     opts: Options,
     known: dict[str, Any],
     sums: dict[str, list[Any]] | None = None,
+    later: list[Deferred] | None = None,
 ) -> Read:
     """Read one local file (a regular file only, never through a link unless asked, never
     more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
@@ -443,14 +503,14 @@ def read_local(
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
-        data, st = read_checked(Path(path), follow_links)
+        data, st = read_checked(path, follow_links)
     except ImportProblem as exc:
         return Read({"source": source, "state": "bad", "reason": str(exc), **known})
     except OSError as exc:
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
-    read = read_file(source, data, meta, opts, st.st_mtime, sums)
+    read = read_file(source, data, meta, opts, st.st_mtime, sums, later)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
@@ -467,7 +527,11 @@ def read_local(
 
 
 def _typed_rows(
-    envelope: dict[str, Any], source: str, typed: Typed, sums: dict[str, list[Any]]
+    envelope: dict[str, Any],
+    source: str,
+    typed: Typed,
+    sums: dict[str, list[Any]],
+    deferred: Deferred | None = None,
 ) -> tuple[Any, dict[str, list[Any]]]:
     """:func:`_iperf3_rows` from typed sums: the ``runs`` row and the ``ends`` rows the
     catalog's iperf3 parser makes of a result whose intervals are empty lists
@@ -475,14 +539,14 @@ def _typed_rows(
     client's document and one for the server's JSON it carries; a text server's output never
     comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.runrow import RunRows, run_row
+    from netfleet.catalog.runrow import RunRows, imported_run_row
     from netfleet.catalog.typedsums import columns
     from netfleet.iperf3json import end_row
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    run = run_row(envelope, source)
+    run = imported_run_row(envelope, source)
     ends = [end_row(run["run_id"], "client", result)]
     server_json = result.get("server_output_json")
     if isinstance(server_json, Mapping):
@@ -491,7 +555,14 @@ def _typed_rows(
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    if envelope.get("subject") == "server":  # result = {start, server_output_json: the file}
+    if deferred is not None:  # the task files its sums: the sides as below
+        deferred.subject, deferred.reverse = str(envelope.get("subject")), reverse
+        sides = ("server", None) if deferred.subject == "server" else ("client", "server")
+        deferred.segments = [  # one or two sides
+            (part, total, side)
+            for (part, total, _), side in zip(deferred.segments, sides, strict=False)
+        ]
+    elif envelope.get("subject") == "server":  # result = {start, server_output_json: the file}
         columns(rows.run_id, "server", ivs, reverse, sums)
     else:
         columns(rows.run_id, "client", ivs, reverse, sums)

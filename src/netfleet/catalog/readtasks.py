@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from netfleet.catalog.sourcelist import Options, Read
+    from netfleet.catalog.typedsums import Deferred, TaskSums
 
 #: files to read at which reading spreads over worker processes: below, reading them here
 #: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
@@ -27,6 +28,10 @@ PARALLEL_MIN = 512
 #: this process ≈ 0.7 ms (its trip through the pipe, landing, settling) — 79 tasks at 10,000
 #: files, not 157 — and the last one keeps one worker alone ≈ 0.08 s
 TASK_FILES = 128
+#: interval sums of a task's files whose checks and rows wait for the task's (their structs
+#: are kept until then: ≈ 0.4 KB a sum); past it, files are checked one by one (a task of
+#: long runs, e.g. a day at -i 1, does not hold them all)
+DEFERRED_ROWS = 200_000
 
 
 #: one task's outcome: per file its Read, and the rows of the task's ok files as Arrow tables
@@ -36,32 +41,41 @@ Task = tuple[list["Read"], dict[str, "pa.Table"]]
 def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     """Read a task's files (a worker's unit): each one's :class:`Read`, and the ok ones' rows
     as Arrow tables (converted here, in the worker; a run whose values Arrow refuses is
-    refused alone, with its reason). The files' interval sums are appended to one set of
-    columns for the task (no list per file to join); a file whose rows are not kept has its
-    sums cut off again."""
+    refused alone, with its reason). A plain iperf3 document's interval checks and sum rows
+    are made for the task's such files at once (:class:`~netfleet.catalog.typedsums.TaskSums`;
+    one the task cannot call clean is checked, or read again, on its own); the other files'
+    sums are appended to one set of columns for the task (no list per file to join)."""
     from netfleet.catalog.onepass import read_local
     from netfleet.iperf3json import SUM_COLUMNS
 
     reads: list[Read] = []
     batch = _Batch()
     sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
-    spans: list[tuple[Read, int, int]] = []  # each file's sums: rows start:stop of ``sums``
-    seen: set[str] = set()  # each run's rows once per task
-    for item in items:
+    spans: dict[int, tuple[int, int]] = {}  # a file's sums: rows start:stop of ``sums``
+    later: list[Deferred] = []
+    deferred_rows = 0
+    for n, item in enumerate(items):
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
-        start = len(sums["run_id"])
+        start, waiting = len(sums["run_id"]), len(later)
         if item.etag is not None:
             read = _read_s3(item, opts, sums)
         else:
-            read = read_local(item.path, follow_links, opts, known, sums)
+            defer = later if deferred_rows < DEFERRED_ROWS else None
+            read = read_local(item.path, follow_links, opts, known, sums, defer)
+        for deferred in later[waiting:]:
+            deferred.at = n
+            deferred_rows += sum(len(rows) for _, rows, _ in deferred.segments)
         reads.append(read)
-        if read.rows is not None and read.rows.run_id in seen:
-            read.rows = None  # the same run as a file before it: its rows are there
         if read.rows is None or read.sums is None:
             for column in sums.values():  # a bad file's (or one cut mid-way): none of them
                 del column[start:]
         else:
-            spans.append((read, start, len(sums["run_id"])))
+            spans[n] = (start, len(sums["run_id"]))
+    settled = _settle(later, reads, sums, spans)
+    seen: set[str] = set()  # each run's rows once per task
+    for read in reads:
+        if read.rows is not None and read.rows.run_id in seen:
+            read.rows = None  # the same run as a file before it: its rows are there
         if read.rows is not None:
             seen.add(read.rows.run_id)
             for rows, why in batch.add(read.rows):
@@ -73,28 +87,113 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     from netfleet.catalog.schemas import SCHEMAS
 
     tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
-    if spans:
-        tables["intervals"] = pa.concat_tables(
-            [tables["intervals"], _sum_table(sums, spans, reads)]
-        )
+    parts = [tables["intervals"]]
+    if settled is not None:
+        parts += _deferred_table(*settled, reads, sums, spans)
+    kept = [(reads[n], a, b) for n, (a, b) in sorted(spans.items()) if reads[n].rows is not None]
+    if kept:
+        parts.append(_sum_table(sums, kept, reads))
+    if len(parts) > 1:
+        tables["intervals"] = pa.concat_tables(parts)
     for read in reads:
         read.rows = read.sums = None  # the rows travel as tables
     return reads, tables
 
 
+def _settle(
+    later: list[Deferred],
+    reads: list[Read],
+    sums: dict[str, list[Any]],
+    spans: dict[int, tuple[int, int]],
+) -> tuple[TaskSums | None, list[Deferred], list[bool]] | None:
+    """The task's deferred files checked at once: a clean one's rows stand (its sums wait for
+    :func:`_deferred_table`); one whose checks find nothing on a closer look keeps its rows,
+    its sums appended to ``sums``; one flagged, or with a rate no link carries, is read again
+    by the per-file path (its rows, flags or reason as ever), its sums appended."""
+    from netfleet.catalog.onepass import _typed_flags
+    from netfleet.catalog.typedsums import CLEAN, UNSURE, TaskSums, unsure_or_implausible
+
+    waiting = [d for d in later if d.read.rows is not None and reads[d.at] is d.read]
+    if not waiting:
+        return None
+    task: TaskSums | None = None
+    try:
+        task = TaskSums(waiting)
+        verdicts = task.verdicts()
+    except Exception:  # what the vectorised checks did not foresee: each file's own checks
+        task, verdicts = None, [unsure_or_implausible(d) for d in waiting]
+    clean = []
+    for deferred, verdict in zip(waiting, verdicts, strict=True):
+        clean.append(verdict == CLEAN)
+        if verdict == CLEAN:
+            continue
+        if verdict == UNSURE and not _typed_flags(deferred.typed, deferred.subject):
+            _file_sums(deferred, sums, spans)
+            continue
+        read = reads[deferred.at] = deferred.redo()
+        if read.rows is not None and read.sums is not None:
+            start = len(sums["run_id"])
+            for name, column in sums.items():
+                column += read.sums[name]
+            spans[deferred.at] = (start, len(sums["run_id"]))
+    return task, waiting, clean
+
+
+def _file_sums(
+    deferred: Deferred, sums: dict[str, list[Any]], spans: dict[int, tuple[int, int]]
+) -> None:
+    """A deferred file's sum rows appended to the task's columns, one file at a time."""
+    from netfleet.catalog.typedsums import columns
+
+    start = len(sums["run_id"])
+    run_id = str(deferred.read.row["run_id"])
+    for ivs, _, side in deferred.segments:
+        if side is not None:
+            columns(run_id, side, ivs, deferred.reverse, sums)
+    spans[deferred.at] = (start, len(sums["run_id"]))
+
+
+def _deferred_table(
+    task: TaskSums | None,
+    waiting: list[Deferred],
+    clean: list[bool],
+    reads: list[Read],
+    sums: dict[str, list[Any]],
+    spans: dict[int, tuple[int, int]],
+) -> list[pa.Table]:
+    """The clean deferred files' sum rows, of those still kept (ok, not a run twice), as one
+    table; should Arrow refuse a value, each file's rows go to ``sums`` (refused alone)."""
+    import pyarrow as pa
+
+    keep = [
+        ok and reads[d.at] is d.read and d.read.rows is not None and d.read.row["state"] == "ok"
+        for d, ok in zip(waiting, clean, strict=True)
+    ]
+    if task is None or not any(keep):
+        return []
+    run_ids = [str(d.read.row.get("run_id")) for d in waiting]
+    try:
+        return [task.table(keep, [d.reverse for d in waiting], run_ids)]
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        for deferred, kept in zip(waiting, keep, strict=True):
+            if kept:
+                _file_sums(deferred, sums, spans)
+        return []
+
+
 def _sum_table(
     sums: dict[str, list[Any]], spans: list[tuple[Read, int, int]], reads: list[Read]
 ) -> pa.Table:
-    """The interval sums of a task's kept files as one table (all of ``sums`` when every file
-    is kept, the common case); a file whose values Arrow refuses is refused alone (its run's
-    other rows are dropped by the caller with it)."""
+    """The interval sums of a task's kept files as one table (all of ``sums`` when the kept
+    files' rows are all of them, the common case); a file whose values Arrow refuses is
+    refused alone (its run's other rows are dropped by the caller with it)."""
     import pyarrow as pa
 
     from netfleet.catalog.schemas import SCHEMAS
 
     schema = SCHEMAS["intervals"]
     kept = [(read, start, stop) for read, start, stop in spans if read.row.get("state") == "ok"]
-    if len(kept) < len(spans):
+    if sum(stop - start for _, start, stop in kept) < len(sums["run_id"]):
         sums = {n: [v for _, a, b in kept for v in sums[n][a:b]] for n in schema.names}
         at = 0
         kept = [(read, at, at := at + b - a) for read, a, b in kept]

@@ -282,7 +282,7 @@ def imported_params(test: dict[str, Any]) -> dict[str, Any]:
 
 
 def iperf3_fields(
-    path: Path,
+    path: Path | str,
     data: bytes,
     doc: dict[str, Any],
     *,

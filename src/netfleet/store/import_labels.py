@@ -64,13 +64,14 @@ def merge_file_labels(
 
 
 def labels_of(
-    path: Path, labels: dict[str, str], pattern: re.Pattern[str] | None
+    path: Path | str, labels: dict[str, str], pattern: re.Pattern[str] | None
 ) -> tuple[dict[str, Any], list[str], str | None]:
     """A file's labels: the path pattern's (``date`` dropped, ``epoch`` apart: a start time
-    when the file has none) under the ``--label``s given; and the names the pattern found."""
+    when the file has none) under the ``--label``s given; and the names the pattern found.
+    ``path``: a Path, or its POSIX text (a normalised absolute path: import by reference's)."""
     found: dict[str, str] = {}
     if pattern is not None:
-        m = pattern.search(path.as_posix())
+        m = pattern.search(path if isinstance(path, str) else path.as_posix())
         if m is None:
             raise ImportProblem(f"the path does not match --pattern {pattern.pattern!r}")
         found = {k: v for k, v in m.groupdict().items() if v is not None}
