@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from netfleet.errors import NetfleetError
@@ -53,7 +55,7 @@ def show_cheatsheet(
         reports.append(report)
         _said(report)
 
-    with bar_when_needed("import") as tick:
+    with bar_when_needed("import") as tick, _without_numpy(import_from, results):
         try:
             sheet = api.cheatsheet(
                 catalog=catalog,
@@ -81,6 +83,17 @@ def show_cheatsheet(
 
         emit(sheet, shown)
     _outcomes(reports)
+
+
+def _without_numpy(import_from: Sequence[str], results: str | None) -> ContextManager[None]:
+    """NumPy kept out of the import by reference and its sheet (:mod:`netfleet.cli.nonumpy`):
+    neither uses it, and pyarrow would load it (0.1 s). A results root's note reads the store:
+    left as it is."""
+    if import_from and results is None:
+        from netfleet.cli.nonumpy import numpy_kept_out
+
+        return numpy_kept_out()
+    return nullcontext()
 
 
 def _draw(sheet: Tabular) -> str:
