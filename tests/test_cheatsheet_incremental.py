@@ -1,0 +1,195 @@
+"""The cheat sheet kept up to date batch by batch (issue 26, :mod:`netfleet.catalog.sheetstate`):
+after an import by reference of new files, the sheet from the kept tally plus the new batch's
+runs is the sheet DuckDB computes afresh over every run — the same groups, runs, intervals,
+minimum, p5, p50, p95, maximum, flags and notes' counts (the average to a relative 1e-12) — on
+both sides, with sender-only files, omitted intervals, UDP runs; a retired run, a damaged
+state or a question it does not cover is computed afresh."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from netfleet.catalog import cheatsheet as cs
+from netfleet.catalog import sheetstate
+from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
+from netfleet.catalog.register import register
+from netfleet.catalog.sheetcache import SHEETS_DIR
+from netfleet.catalog.sheetstate import STATE_DIR
+from tests.test_import_reference import RUNS
+
+TYPES = ("c4.large", "m5.large", "r4.large")
+
+
+def _place(folder: Path, files: list[Path], first: int) -> None:
+    """Captured iperf3 files (both sides, TCP and UDP, -O) in seed 002's layout, modified a
+    minute ago (not "racy")."""
+    then = (1_700_000_000 - 60) * 10**9
+    for n, f in enumerate(files, start=first):
+        path = folder / "d=2018-04-20" / f"{TYPES[n % len(TYPES)]}-{1524200000 + n}.json.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(gzip.compress(f.read_bytes()))
+        os.utime(path, ns=(then, then))
+
+
+def _import(src: Path, cat: Path) -> None:
+    register([str(src)], cat, pattern="seed002", workers=1)
+
+
+class _Fresh:
+    """Counts the sheets DuckDB computes (the incremental path computes none)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        real = cs._cheatsheet
+
+        def counted(*args: Any, **kwargs: Any) -> CheatSheetData:
+            self.calls += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(cs, "_cheatsheet", counted)
+
+
+def _afresh(cat: Path, **question: Any) -> CheatSheetData:
+    """The sheet with nothing kept: no cached answer, no tally."""
+    for entry in [*(cat / SHEETS_DIR).glob("*"), *(cat / STATE_DIR).glob("*")]:
+        entry.unlink()
+    return cheatsheet_data(cat, **question)
+
+
+def _same(kept: CheatSheetData, fresh: CheatSheetData) -> None:
+    """Everything equal but the average, which sums in another order (relative 1e-12)."""
+    avg = 2 + len(kept.group_keys) + cs.STATS.index("avg")
+    assert len(kept.rows) == len(fresh.rows) and kept.rows
+    for a, b in zip(kept.rows, fresh.rows, strict=True):
+        assert math.isclose(a[avg], b[avg], rel_tol=1e-12), (a, b)
+        assert a[:avg] + a[avg + 1 :] == b[:avg] + b[avg + 1 :], (a, b)
+    others = [f for f in vars(fresh) if f != "rows"]
+    assert {f: getattr(kept, f) for f in others} == {f: getattr(fresh, f) for f in others}
+
+
+@pytest.mark.parametrize("side", ["receiver", "sender"])
+def test_the_kept_sheet_after_new_files_is_the_fresh_sheet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side: str
+) -> None:
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    files = RUNS * 2  # every captured file twice: a fifth of them go in the second import
+    _place(src, files[: len(files) * 4 // 5], 0)
+    _import(src, cat)
+    question: dict[str, Any] = {"group_by": "instance_type", "side": side}
+    first = cheatsheet_data(cat, **question)
+    assert list((cat / STATE_DIR).glob("state-*.bin")), "a fresh sheet keeps its tally"
+    _place(src, files[len(files) * 4 // 5 :], len(files) * 4 // 5)
+    _import(src, cat)
+    fresh = _Fresh(monkeypatch)
+    kept = cheatsheet_data(cat, **question)
+    assert fresh.calls == 0, "computed from the kept tally"
+    assert kept.runs > first.runs and kept.not_tcp and kept.omitted
+    if side == "receiver":
+        assert kept.from_sender  # client-side files: their sender's intervals, flagged
+    _same(kept, _afresh(cat, **question))
+    assert fresh.calls == 1
+
+
+def test_narrow_windows_give_the_same_sheet_or_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of two ranks either side (a few hundred intervals a group): each import's
+    sheet is the fresh one, read from the windows when its ranks are inside them."""
+    monkeypatch.setattr(sheetstate, "WINDOW", 2)
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    files = RUNS * 2
+    rng = random.Random(7)
+    rng.shuffle(files)
+    question: dict[str, Any] = {"group_by": ["instance_type"], "side": "sender"}
+    done = 0
+    fresh = _Fresh(monkeypatch)
+    for step in (len(files) // 2, 3, 1, 4, 2, len(files)):
+        _place(src, files[done : done + step], done)
+        done += step
+        _import(src, cat)
+        kept = cheatsheet_data(cat, **question)
+        _same(kept, _afresh(cat, **question))
+        cheatsheet_data(cat, **question)  # the tally kept again, for the next step
+    assert fresh.calls < 2 * 6, "some sheets came from the windows"
+
+
+def test_a_retired_run_or_a_damaged_state_is_computed_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    _place(src, RUNS[:10], 0)
+    _import(src, cat)
+    question: dict[str, Any] = {"group_by": "instance_type", "side": "sender"}
+    cheatsheet_data(cat, **question)
+    changed = next(src.rglob("*.json.gz"))
+    changed.write_bytes(gzip.compress(RUNS[12].read_bytes()))  # its run retires
+    os.utime(changed, ns=(1_600_000_000 * 10**9,) * 2)
+    _import(src, cat)
+    fresh = _Fresh(monkeypatch)
+    after = cheatsheet_data(cat, **question)
+    assert fresh.calls == 1  # a batch was written again: afresh
+    _same(after, _afresh(cat, **question))
+    cheatsheet_data(cat, **question)
+    (state,) = (cat / STATE_DIR).glob("state-*.bin")
+    raw = bytearray(state.read_bytes())
+    raw[-3] ^= 0xFF  # one rate's bytes: the checksum differs
+    state.write_bytes(bytes(raw))
+    for entry in (cat / SHEETS_DIR).glob("sheet-*.json"):
+        entry.unlink()
+    again = cheatsheet_data(cat, **question)
+    assert fresh.calls == 3 and again == after
+
+
+def test_questions_outside_the_rules_are_not_kept(tmp_path: Path) -> None:
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    _place(src, RUNS[:6], 0)
+    _import(src, cat)
+    for question in (
+        {"group_by": "instance_type", "rate": "wire"},
+        {"group_by": ["instance_type", "flow"]},
+        {"group_by": "instance_type", "where": {"protocol": "tcp"}},
+        {"group_by": "started_at"},  # a timestamp: not a JSON value
+    ):
+        cheatsheet_data(cat, **question)
+    assert not list((cat / STATE_DIR).glob("state-*.bin"))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_window_gives_duckdb_s_quantiles_or_none(seed: int) -> None:
+    """Random rates (ties included) into a group whose windows hold a few ranks: wherever the
+    quantile's ranks are inside, the value is DuckDB's quantile_cont of all the rates."""
+    rng = random.Random(seed)
+    pool = [rng.choice([1.0, 2.5, 3.0]) if rng.random() < 0.2 else rng.gauss(3e9, 1e9)
+            for _ in range(rng.randrange(50, 400))]  # fmt: skip
+    start = sorted(pool[: len(pool) // 2])
+    group = sheetstate.Group()
+    group.count, group.total, group.low, group.high = len(start), sum(start), start[0], start[-1]
+    width = rng.randrange(1, 6)
+    for q, window in zip(sheetstate.QUANTILES, group.windows, strict=True):
+        rank = (len(start) - 1) * q
+        lo, hi = max(0, math.floor(rank) - width), math.ceil(rank) + width + 1
+        window[0], window[1] = lo, start[lo:hi]
+    every = list(start)
+    con = duckdb.connect()
+    checked = 0
+    for n, rate in enumerate(pool[len(pool) // 2 :]):
+        group.add([rate])
+        every.append(rate)
+        found = group.quantiles()
+        if found is not None and n % 5 == 0:
+            want = con.execute(
+                "SELECT quantile_cont(v, [0.05, 0.5, 0.95]) FROM (SELECT unnest(?) AS v)",
+                [every],
+            ).fetchone()
+            assert want is not None and found == want[0]
+            checked += 1
+    assert checked
+    assert group.count == len(every) and group.low == min(every) and group.high == max(every)
