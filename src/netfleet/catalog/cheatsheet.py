@@ -443,15 +443,34 @@ def _cheatsheet(
     )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
+    stats_sql, spread = _STATS_SQL, 0.0
+    if keep is not None:  # the tally's too: the sum, and quantiles either side of each
+        from netfleet.catalog.sheetstate import spread_of, widened
+
+        total = con.execute("SELECT count(*) FROM _x").fetchone()
+        spread = spread_of(int(total[0]) if total else 0)
+        stats_sql = widened(_STATS_SQL, spread) + ", sum(bps)"
     raw = con.execute(
-        f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL}"  # noqa: S608
-        f"{', sum(bps)' if keep is not None else ''} FROM {keyed}{by}"
+        f"SELECT {grouping + ', ' if groups else ''}count(*), {stats_sql}"  # noqa: S608
+        f" FROM {keyed}{by}"
     ).fetchall()
+    if keep is not None:  # the sheet's three quantiles (the middle of each three)
+        raw = [(*r[: n + 4], r[n + 4][1::3], r[n + 4], *r[n + 5 :]) for r in raw]
     per_group = [[*row[:n], row[n], *_stats(row[n + 1 : n + 5], scale)] for row in raw]
     # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
     # by the run-level facts and the counts below instead of every interval row again
     interval_groups = [g for g, key in zip(groups, group_keys, strict=True) if key in INTERVAL_KEYS]
     per = "".join(f", {g}" for g in interval_groups)
+    # with ``keep``: the value ranges around each group's quantiles whose rates the tally
+    # keeps (netfleet.catalog.sheetstate), and per run how many kept rates are below each
+    plan = None
+    if keep is not None:
+        from netfleet.catalog.sheetstate import window_plan
+
+        plan = window_plan(raw, n, spread)
+    ranges = plan[1] if plan is not None else []
+    below = "".join(f", count(*) FILTER (WHERE {kept} AND bps < ?) AS below{j}"
+                    for j in range(len(ranges)))  # fmt: skip
     con.execute(  # fixed identifiers only
         f"CREATE OR REPLACE TEMP TABLE _p AS SELECT rk{per},"  # noqa: S608
         f" coalesce(bool_or({kept}), false) AS any_kept,"
@@ -459,8 +478,9 @@ def _cheatsheet(
         f" coalesce(bool_or({_true('from_sender')}), false) AS from_sender,"
         f" count(*) FILTER (WHERE {_true('omitted')}) AS omitted,"
         f" count(*) FILTER (WHERE {_true('stub')} AND (flags & 3) = 0) AS stubs,"
-        f" count(*) FILTER (WHERE {_true('impossible')}) AS impossible"
-        f" FROM {x} GROUP BY rk{per}"
+        f" count(*) FILTER (WHERE {_true('impossible')}) AS impossible{below}"
+        f" FROM {x} GROUP BY rk{per}",
+        [lo for lo, _ in ranges],
     )
     # run-level facts per group: a run counts once per group it has kept intervals in
     run_keys = ", ".join(
@@ -473,10 +493,11 @@ def _cheatsheet(
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
         " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
         " count(*) FILTER (WHERE k.from_sender)"
-        " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
+        + "".join(f", sum(k.below{j})" for j in range(len(ranges)))
+        + " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
         f"{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
-    runs_of = {tuple(row[:n]): row[n:] for row in per_run}
+    runs_of = {tuple(row[:n]): row[n : n + 6] for row in per_run}
 
     # the counts from _p (subqueries over _x held a hash table of every interval's key)
     counts = con.execute(  # fixed identifiers only
@@ -491,11 +512,12 @@ def _cheatsheet(
     ).fetchone()
     assert counts is not None
     totals = [int(c) for c in counts]
-    if keep is not None:
+    if keep is not None and plan is not None:
         from netfleet.catalog.sheetstate import tally_of
 
+        below_of = {tuple(row[:n]): row[n + 6 :] for row in per_run}
         try:  # the tally never stands in the way of the sheet
-            tally = tally_of(con, keyed, groups, raw, runs_of, totals)
+            tally = tally_of(con, keyed, groups, raw, runs_of, below_of, plan, totals)
         except (LookupError, ValueError, TypeError):  # a key that is no dict key (NaN)
             tally = None
         if tally is not None:

@@ -478,77 +478,146 @@ def _add_run(
 MAX_GROUPS = 64
 
 
+Plan = tuple[dict[tuple[Any, ...], list[tuple[float, float]]], list[tuple[float, float]]]
+
+
+def spread_of(rates: int) -> float:
+    """How far either side of each quantile (as a fraction) DuckDB is asked a quantile too,
+    for ``rates`` kept rates in all: about :data:`WINDOW` ranks or more in a group of a sixth
+    of them; at least 0.2 % (1 rank in 500), at most 2 %."""
+    return max(0.002, min(0.02, 6 * WINDOW / max(rates, 1)))
+
+
+def widened(stats_sql: str, spread: float) -> str:
+    """The sheet's statistics (``min, avg, max, quantile_cont(bps, [p5, p50, p95])``) with
+    the quantiles at ``q - spread, q, q + spread`` for each: one sort per group still."""
+    around = ", ".join(
+        f"{max(q - spread, 0.0)!r}, {q!r}, {min(q + spread, 1.0)!r}" for q in QUANTILES
+    )
+    asked = "[" + ", ".join(repr(q) for q in QUANTILES) + "]"
+    if asked.replace(" ", "") not in stats_sql.replace(" ", ""):
+        raise ValueError("the sheet's quantiles are not the tally's")
+    return stats_sql.replace(
+        stats_sql[stats_sql.index("[") : stats_sql.index("]") + 1], f"[{around}]"
+    )
+
+
+def window_plan(raw: list[tuple[Any, ...]], n: int, spread: float) -> Plan | None:
+    """Per group (``raw``: DuckDB's per-group rows — ``n`` keys, count, min, avg, max,
+    [p5, p50, p95], [each quantile at q - spread, q, q + spread], sum), the value range
+    around each quantile whose rates its window keeps (all of them in a small group), and
+    those ranges merged (sorted, disjoint); None when the sheet has more than
+    :data:`MAX_GROUPS` groups or a key that is not JSON's."""
+    if len(raw) > MAX_GROUPS:
+        return None
+    ranges: list[tuple[float, float]] = []
+    wanted: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
+    for row in raw:
+        key = tuple(row[:n])
+        if not all(v is None or type(v) in (str, int, float, bool) for v in key):
+            return None
+        count, low, _, high, _, around, _ = row[n:]
+        if count <= 4 * WINDOW or spread * (count - 1) < 2:  # every rate
+            bounds = [(low, high)] * len(QUANTILES)
+        else:  # the quantiles either side of each: a range of ranks around it
+            bounds = [(around[3 * k], around[3 * k + 2]) for k in range(len(QUANTILES))]
+        wanted[key] = bounds
+        ranges += bounds
+    merged: list[tuple[float, float]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return wanted, merged
+
+
 def tally_of(
     con: duckdb.DuckDBPyConnection,
     keyed: str,
     groups: list[str],
     raw: list[tuple[Any, ...]],
     runs_of: Mapping[tuple[Any, ...], Sequence[Any]],
+    below_of: Mapping[tuple[Any, ...], Sequence[Any]],
+    plan: Plan,
     counts: list[int],
 ) -> Tally | None:
     """The tally of the sheet DuckDB just computed: ``keyed`` is its kept intervals (group
-    columns ``groups`` and ``bps``), ``raw`` its per-group rows (keys, count, min, avg, max,
-    [p5, p50, p95], sum), ``runs_of`` its run-level facts by group, ``counts`` its notes'.
-    Each window is read by one more pass over ``keyed``: the rates within a value range around
-    the quantile, and how many are below it. None when the sheet is not one this module keeps
-    (a scaled lab, an adaptive run, a key that is not JSON's) or the windows do not give back
-    DuckDB's own numbers exactly."""
+    columns ``groups`` and ``bps``), ``raw`` its per-group rows (:func:`window_plan`),
+    ``runs_of`` its run-level facts by group, ``below_of`` per group how many kept rates are
+    below each of the ``plan``'s ranges, ``counts`` its notes'. The windows' rates are read by
+    one more pass over the rates inside the ranges. None when the sheet is not one this module
+    keeps (a scaled lab, an adaptive run) or the windows do not give back DuckDB's own p5, p50
+    and p95 exactly."""
     n = len(groups)
-    if len(raw) > MAX_GROUPS:
-        return None
+    wanted, merged = plan
     tally = Tally()
     tally.counts = dict(zip(COUNTS, counts, strict=True))
-    ranges: list[tuple[float, float]] = []
-    wanted: dict[tuple[Any, ...], list[tuple[float, float]]] = {}
     for row in raw:
         key = tuple(row[:n])
-        count, low, _, high, quantiles, total = row[n:]
+        count, low, _, high, _, _, total = row[n:]
         runs, no_drop, _, lab_scale, lab_time, senders = runs_of[key]
         if no_drop or lab_scale is not None or lab_time is not None:
-            return None
-        if not all(v is None or type(v) in (str, int, float, bool) for v in key):
             return None
         group = Group()
         group.count, group.total, group.low, group.high = count, total, low, high
         group.runs, group.senders = runs, senders
         tally.groups[key] = group
-        if count <= 4 * WINDOW:
-            bounds = [(low, high)] * len(QUANTILES)
-        else:  # a value range around each quantile: ±4 windows' ranks at the mean density
-            reach = 4 * WINDOW * (high - low) / count
-            bounds = [(max(low, v - reach), min(high, v + reach)) for v in quantiles]
-        wanted[key] = bounds
-        ranges += bounds
-    merged: list[list[float]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
     if not merged:  # no kept interval: nothing to read
         return tally
+    # per group and range, the ranks its windows need (WINDOW either side of each quantile's
+    # in that range), as 1-based positions in the range's sorted rates (list_slice's)
+    spans: dict[tuple[Any, ...], list[list[int]]] = {}
+    for key, group in tally.groups.items():
+        below = [int(b) for b in below_of[key]]
+        spans[key] = [[0, 0] for _ in merged]  # an empty slice: no window in that range
+        for q, (lo, hi) in zip(QUANTILES, wanted[key], strict=True):
+            j = next(j for j, r in enumerate(merged) if r[0] <= lo and hi <= r[1])
+            rank = (group.count - 1) * q
+            start = max(1, math.floor(rank) - WINDOW - below[j] + 1)
+            stop = math.ceil(rank) + WINDOW - below[j] + 1
+            span = spans[key][j]
+            if span != [0, 0]:
+                start, stop = min(span[0], start), max(span[1], stop)
+            spans[key][j] = [start, stop]
+    # per range: its rates in order, per group, cut to the ranks needed in DuckDB (the rows
+    # inside a range can be a third of all at 10,000 files: not worth sending to Python)
+    params: list[Any] = []
+    each = []
+    for j, (lo, hi) in enumerate(merged):
+        params += [lo, hi]
+        ends = []
+        for end in (0, 1):
+            cases = []
+            for key in tally.groups:
+                test = " AND ".join(f"{g} IS NOT DISTINCT FROM ?" for g in groups) or "true"
+                cases.append(f"WHEN {test} THEN {int(spans[key][j][end])}")
+                params += list(key)
+            ends.append(f"CASE {' '.join(cases)} ELSE 0 END")
+        each.append(
+            "list_slice(list(bps ORDER BY bps) FILTER (WHERE bps BETWEEN ? AND ?),"
+            f" {ends[0]}, {ends[1]})"
+        )
     inside = " OR ".join("bps BETWEEN ? AND ?" for _ in merged)
-    below = "".join(", count(*) FILTER (WHERE bps < ?)" for _ in merged)
+    params += [v for r in merged for v in r]
     grouping = ", ".join(groups)
     import duckdb
 
     try:  # the tally never stands in the way of the sheet
         found = con.execute(
-            f"SELECT {grouping + ', ' if groups else ''}list(bps) FILTER (WHERE {inside})"  # noqa: S608
-            f"{below} FROM {keyed}{' GROUP BY ' + grouping if groups else ''}",
-            [*(v for r in merged for v in r), *(r[0] for r in merged)],
+            f"SELECT {grouping + ', ' if groups else ''}{', '.join(each)}"  # noqa: S608
+            f" FROM {keyed} WHERE {inside}{' GROUP BY ' + grouping if groups else ''}",
+            params,
         ).fetchall()
     except duckdb.Error:
         return None
     for row in found:
         key = tuple(row[:n])
-        values = sorted(row[n] or [])
         group = tally.groups[key]
+        offsets = below_of[key]
         for window, (lo, hi) in zip(group.windows, wanted[key], strict=True):
             j = next(j for j, r in enumerate(merged) if r[0] <= lo and hi <= r[1])
-            start, stop = merged[j]
-            window[0] = row[n + 1 + j]
-            window[1] = [v for v in values if start <= v <= stop]
+            window[0], window[1] = int(offsets[j]) + spans[key][j][0] - 1, row[n + j] or []
     for row in raw:
         group = tally.groups[tuple(row[:n])]
         if group.quantiles() != list(row[n + 4]):
