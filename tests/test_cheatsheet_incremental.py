@@ -193,3 +193,31 @@ def test_a_window_gives_duckdb_s_quantiles_or_none(seed: int) -> None:
             checked += 1
     assert checked
     assert group.count == len(every) and group.low == min(every) and group.high == max(every)
+
+
+def test_the_command_after_new_files_loads_no_duckdb_nor_numpy(tmp_path: Path) -> None:
+    """``netfleet cheatsheet`` after an import of new files, in a fresh interpreter: the kept
+    tally and the batch read with pyarrow — no DuckDB, no NumPy — and the sheet printed is
+    the one printed afresh."""
+    from tests.test_cheatsheet_nonumpy import _run
+
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    _place(src, RUNS[:8], 0)
+    _import(src, cat)
+    argv = ["cheatsheet", "--catalog", str(cat), "--by", "instance_type", "--side", "sender"]
+    _run([*argv, "-f", "csv"], False)  # the first sheet keeps its tally
+    _place(src, RUNS[8:12], 8)
+    _import(src, cat)
+    kept, loaded = _run([*argv, "-f", "csv"], False)
+    assert "pyarrow" in loaded and not {"duckdb", "numpy"} & loaded
+    for entry in [*(cat / SHEETS_DIR).glob("*"), *(cat / STATE_DIR).glob("*")]:
+        entry.unlink()
+    fresh, loaded = _run([*argv, "-f", "csv"], False)
+    assert "duckdb" in loaded and "numpy" not in loaded
+
+    def all_but_the_average(text: str) -> list[list[str]]:
+        rows = [line.split(",") for line in text.splitlines()]
+        at = rows[0].index("avg")  # it may differ in its last digit (summed in another order)
+        return [row[:at] + row[at + 1 :] for row in rows]
+
+    assert all_but_the_average(kept) == all_but_the_average(fresh) and len(kept.splitlines()) > 2

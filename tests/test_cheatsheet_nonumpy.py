@@ -1,6 +1,7 @@
-"""NumPy kept out of ``netfleet cheatsheet --import-from`` (issue 26, :mod:`netfleet.cli.nonumpy`):
-the command that imports files and prints their sheet loads pyarrow but no NumPy, prints every
-format exactly as with NumPy loaded, and a later ``import numpy`` in the same process works."""
+"""NumPy kept out of ``netfleet cheatsheet`` (issue 26, :mod:`netfleet.cli.nonumpy`):
+the command that imports files and prints their sheet (or a sheet read from a new batch)
+loads pyarrow but no NumPy, prints every format exactly as with NumPy loaded, and a later
+``import numpy`` in the same process works."""
 
 from __future__ import annotations
 
@@ -51,14 +52,14 @@ def test_the_import_and_its_sheet_load_no_numpy_and_print_the_same(
     assert printed[False] == printed[True] and "3" in printed[False]
 
 
-def test_only_an_import_without_results_keeps_numpy_out() -> None:
-    """A plain sheet's process, and one whose results root is read, are as they were."""
+def test_a_sheet_with_a_results_root_is_left_alone() -> None:
+    """A sheet whose results root is read (the store's note) is as it was; every other sheet,
+    with an import or without, keeps NumPy out."""
     code = (
         "from netfleet.cli.sheet import _without_numpy\n"
         "import sys\n"
-        "with _without_numpy([], None):\n    assert 'numpy' not in sys.modules\n"
-        "with _without_numpy(['x'], 'results'):\n    assert 'numpy' not in sys.modules\n"
-        "with _without_numpy(['x'], None):\n    assert sys.modules['numpy'] is None\n"
+        "with _without_numpy('results'):\n    assert 'numpy' not in sys.modules\n"
+        "with _without_numpy(None):\n    assert sys.modules['numpy'] is None\n"
         "assert 'numpy' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

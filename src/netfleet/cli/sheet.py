@@ -55,7 +55,7 @@ def show_cheatsheet(
         reports.append(report)
         _said(report)
 
-    with bar_when_needed("import") as tick, _without_numpy(import_from, results):
+    with bar_when_needed("import") as tick, _without_numpy(results):
         try:
             sheet = api.cheatsheet(
                 catalog=catalog,
@@ -85,11 +85,12 @@ def show_cheatsheet(
     _outcomes(reports)
 
 
-def _without_numpy(import_from: Sequence[str], results: str | None) -> ContextManager[None]:
-    """NumPy kept out of the import by reference and its sheet (:mod:`netfleet.cli.nonumpy`):
-    neither uses it, and pyarrow would load it (0.1 s). A results root's note reads the store:
-    left as it is."""
-    if import_from and results is None:
+def _without_numpy(results: str | None) -> ContextManager[None]:
+    """NumPy kept out of the import by reference and the sheet (:mod:`netfleet.cli.nonumpy`):
+    neither uses it, and pyarrow — loaded to write the import's rows or to read a new batch
+    into the kept sheet (:mod:`netfleet.catalog.sheetstate`) — would load it (0.1 s). A
+    results root's note reads the store: left as it is."""
+    if results is None:
         from netfleet.cli.nonumpy import numpy_kept_out
 
         return numpy_kept_out()
