@@ -1,4 +1,4 @@
-"""NumPy kept out of ``netfleet cheatsheet`` (issue 26, :mod:`netfleet.cli.nonumpy`):
+"""NumPy kept out of ``netfleet cheatsheet`` (issue 26, :func:`netfleet.cli.sheet.numpy_kept_out`):
 the command that imports files and prints their sheet (or a sheet read from a new batch)
 loads pyarrow but no NumPy, prints every format exactly as with NumPy loaded, and a later
 ``import numpy`` in the same process works."""
@@ -69,7 +69,7 @@ def test_numpy_imports_afterwards_and_pyarrow_says_it_has_none() -> None:
     """After the block ``import numpy`` works; a pyarrow loaded inside it keeps not knowing
     NumPy (why the library never does this: a notebook's pyarrow needs it)."""
     loaded = loaded_modules(
-        "from netfleet.cli.nonumpy import numpy_kept_out\n"
+        "from netfleet.cli.sheet import numpy_kept_out\n"
         "with numpy_kept_out():\n"
         "    import pyarrow as pa\n"
         "    import pyarrow.compute, pyarrow.parquet\n"
@@ -91,7 +91,7 @@ def test_numpy_loaded_before_is_left_as_it_is() -> None:
     loaded = loaded_modules(
         "import numpy\n"
         "import sys\n"
-        "from netfleet.cli.nonumpy import numpy_kept_out\n"
+        "from netfleet.cli.sheet import numpy_kept_out\n"
         "with numpy_kept_out():\n"
         "    import pyarrow as pa\n"
         "    assert sys.modules['numpy'] is numpy\n"
