@@ -71,7 +71,7 @@ def _same(kept: CheatSheetData, fresh: CheatSheetData) -> None:
     for a, b in zip(kept.rows, fresh.rows, strict=True):
         assert math.isclose(a[avg], b[avg], rel_tol=1e-12), (a, b)
         assert a[:avg] + a[avg + 1 :] == b[:avg] + b[avg + 1 :], (a, b)
-    others = [f for f in vars(fresh) if f != "rows"]
+    others = [f for f in CheatSheetData.__slots__ if f != "rows"]
     assert {f: getattr(kept, f) for f in others} == {f: getattr(fresh, f) for f in others}
 
 
