@@ -443,19 +443,10 @@ def _cheatsheet(
     )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
-    stats_sql, spread = _STATS_SQL, 0.0
-    if keep is not None:  # the tally's too: the sum, and quantiles either side of each
-        from netfleet.catalog.sheetstate import spread_of, widened
-
-        total = con.execute("SELECT count(*) FROM _x").fetchone()
-        spread = spread_of(int(total[0]) if total else 0)
-        stats_sql = widened(_STATS_SQL, spread) + ", sum(bps)"
     raw = con.execute(
-        f"SELECT {grouping + ', ' if groups else ''}count(*), {stats_sql}"  # noqa: S608
-        f" FROM {keyed}{by}"
+        f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL}"  # noqa: S608
+        f"{', sum(bps)' if keep is not None else ''} FROM {keyed}{by}"
     ).fetchall()
-    if keep is not None:  # the sheet's three quantiles (the middle of each three)
-        raw = [(*r[: n + 4], r[n + 4][1::3], r[n + 4], *r[n + 5 :]) for r in raw]
     per_group = [[*row[:n], row[n], *_stats(row[n + 1 : n + 5], scale)] for row in raw]
     # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
     # by the run-level facts and the counts below instead of every interval row again
@@ -467,7 +458,7 @@ def _cheatsheet(
     if keep is not None:
         from netfleet.catalog.sheetstate import window_plan
 
-        plan = window_plan(raw, n, spread)
+        plan = window_plan(raw, n)
     ranges = plan[1] if plan is not None else []
     below = "".join(f", count(*) FILTER (WHERE {kept} AND bps < ?) AS below{j}"
                     for j in range(len(ranges)))  # fmt: skip

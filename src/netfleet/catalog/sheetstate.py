@@ -481,33 +481,11 @@ MAX_GROUPS = 64
 Plan = tuple[dict[tuple[Any, ...], list[tuple[float, float]]], list[tuple[float, float]]]
 
 
-def spread_of(rates: int) -> float:
-    """How far either side of each quantile (as a fraction) DuckDB is asked a quantile too,
-    for ``rates`` kept rates in all: about :data:`WINDOW` ranks or more in a group of a sixth
-    of them; at least 0.2 % (1 rank in 500), at most 2 %."""
-    return max(0.002, min(0.02, 6 * WINDOW / max(rates, 1)))
-
-
-def widened(stats_sql: str, spread: float) -> str:
-    """The sheet's statistics (``min, avg, max, quantile_cont(bps, [p5, p50, p95])``) with
-    the quantiles at ``q - spread, q, q + spread`` for each: one sort per group still."""
-    around = ", ".join(
-        f"{max(q - spread, 0.0)!r}, {q!r}, {min(q + spread, 1.0)!r}" for q in QUANTILES
-    )
-    asked = "[" + ", ".join(repr(q) for q in QUANTILES) + "]"
-    if asked.replace(" ", "") not in stats_sql.replace(" ", ""):
-        raise ValueError("the sheet's quantiles are not the tally's")
-    return stats_sql.replace(
-        stats_sql[stats_sql.index("[") : stats_sql.index("]") + 1], f"[{around}]"
-    )
-
-
-def window_plan(raw: list[tuple[Any, ...]], n: int, spread: float) -> Plan | None:
+def window_plan(raw: list[tuple[Any, ...]], n: int) -> Plan | None:
     """Per group (``raw``: DuckDB's per-group rows — ``n`` keys, count, min, avg, max,
-    [p5, p50, p95], [each quantile at q - spread, q, q + spread], sum), the value range
-    around each quantile whose rates its window keeps (all of them in a small group), and
-    those ranges merged (sorted, disjoint); None when the sheet has more than
-    :data:`MAX_GROUPS` groups or a key that is not JSON's."""
+    [p5, p50, p95], sum), the value range around each quantile whose rates its window keeps
+    (all of them in a small group), and those ranges merged (sorted, disjoint); None when the
+    sheet has more than :data:`MAX_GROUPS` groups or a key that is not JSON's."""
     if len(raw) > MAX_GROUPS:
         return None
     ranges: list[tuple[float, float]] = []
@@ -516,11 +494,14 @@ def window_plan(raw: list[tuple[Any, ...]], n: int, spread: float) -> Plan | Non
         key = tuple(row[:n])
         if not all(v is None or type(v) in (str, int, float, bool) for v in key):
             return None
-        count, low, _, high, _, around, _ = row[n:]
-        if count <= 4 * WINDOW or spread * (count - 1) < 2:  # every rate
+        count, low, _, high, quantiles, _ = row[n:]
+        if count <= 4 * WINDOW:
             bounds = [(low, high)] * len(QUANTILES)
-        else:  # the quantiles either side of each: a range of ranks around it
-            bounds = [(around[3 * k], around[3 * k + 2]) for k in range(len(QUANTILES))]
+        else:  # WINDOW ranks either side where the rates are 4.4 times as dense as the mean
+            # between p5 and p95: fewer where they are sparser (the window's only as wide as
+            # the range), the range cut to its ranks in DuckDB where they are denser
+            reach = WINDOW * (quantiles[-1] - quantiles[0]) / (2 * count)
+            bounds = [(max(low, v - reach), min(high, v + reach)) for v in quantiles]
         wanted[key] = bounds
         ranges += bounds
     merged: list[tuple[float, float]] = []
@@ -555,7 +536,7 @@ def tally_of(
     tally.counts = dict(zip(COUNTS, counts, strict=True))
     for row in raw:
         key = tuple(row[:n])
-        count, low, _, high, _, _, total = row[n:]
+        count, low, _, high, _, total = row[n:]
         runs, no_drop, _, lab_scale, lab_time, senders = runs_of[key]
         if no_drop or lab_scale is not None or lab_time is not None:
             return None
