@@ -221,3 +221,18 @@ def test_the_command_after_new_files_loads_no_duckdb_nor_numpy(tmp_path: Path) -
         return [row[:at] + row[at + 1 :] for row in rows]
 
     assert all_but_the_average(kept) == all_but_the_average(fresh) and len(kept.splitlines()) > 2
+
+
+def test_a_large_import_is_computed_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More new interval rows than the loop adds quicker than DuckDB recomputes: afresh."""
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    _place(src, RUNS[:6], 0)
+    _import(src, cat)
+    question: dict[str, Any] = {"group_by": "instance_type", "side": "sender"}
+    cheatsheet_data(cat, **question)
+    _place(src, RUNS[6:12], 6)
+    _import(src, cat)
+    monkeypatch.setattr(sheetstate, "MAX_NEW_ROWS", 5)
+    fresh = _Fresh(monkeypatch)
+    _same(cheatsheet_data(cat, **question), _afresh(cat, **question))
+    assert fresh.calls == 2
