@@ -8,6 +8,7 @@ state or a question it does not cover is computed afresh."""
 from __future__ import annotations
 
 import gzip
+import json
 import math
 import os
 import random
@@ -23,9 +24,12 @@ from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
 from netfleet.catalog.register import register
 from netfleet.catalog.sheetcache import SHEETS_DIR
 from netfleet.catalog.sheetstate import STATE_DIR
-from tests.test_import_reference import RUNS
+from tests.test_import_reference import PUBLIC, RUNS
 
 TYPES = ("c4.large", "m5.large", "r4.large")
+#: captured iperf3 outputs of the engine's tests: --bidir, errors, UDP
+ENGINE = sorted(p for p in (Path(__file__).parent / "fixtures" / "iperf3").glob("*.json")
+                if p.name != "MANIFEST.json")  # fmt: skip
 
 
 def _place(folder: Path, files: list[Path], first: int) -> None:
@@ -80,7 +84,8 @@ def test_the_kept_sheet_after_new_files_is_the_fresh_sheet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side: str
 ) -> None:
     src, cat = tmp_path / "src", tmp_path / "cat"
-    files = RUNS * 2  # every captured file twice: a fifth of them go in the second import
+    # every captured file, twice: a fifth of them in the second import
+    files = (RUNS + PUBLIC + ENGINE) * 2
     _place(src, files[: len(files) * 4 // 5], 0)
     _import(src, cat)
     question: dict[str, Any] = {"group_by": "instance_type", "side": side}
@@ -91,7 +96,7 @@ def test_the_kept_sheet_after_new_files_is_the_fresh_sheet(
     fresh = _Fresh(monkeypatch)
     kept = cheatsheet_data(cat, **question)
     assert fresh.calls == 0, "computed from the kept tally"
-    assert kept.runs > first.runs and kept.not_tcp and kept.omitted
+    assert kept.runs > first.runs and kept.not_tcp and kept.omitted and kept.stubs
     if side == "receiver":
         assert kept.from_sender  # client-side files: their sender's intervals, flagged
     _same(kept, _afresh(cat, **question))
@@ -236,3 +241,36 @@ def test_a_large_import_is_computed_afresh(tmp_path: Path, monkeypatch: pytest.M
     fresh = _Fresh(monkeypatch)
     _same(cheatsheet_data(cat, **question), _afresh(cat, **question))
     assert fresh.calls == 2
+
+
+def test_netfleet_s_own_runs_ingested_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Envelopes ingested batch by batch (the catalog without a manifest): --bidir runs,
+    failed runs and intervals whose rates no link carries (NaN, infinite, negative, huge —
+    kept in the catalog, left out of the statistics, counted) in the new batch."""
+    from netfleet.catalog import ingest
+    from netfleet.store.rawfile import partition_path
+    from netfleet.store.root import ResultsRoot
+    from tests.test_catalog import NAMES, TYPES, make_envelope
+    from tests.test_hostile_output import BAD_RATES, _set_rates, _write_raw
+
+    root, cat = ResultsRoot(tmp_path / "raw"), tmp_path / "cat"
+    for n, name in enumerate(NAMES):
+        root.write(make_envelope(name, f"run-{n}", labels={"instance_type": TYPES[n % 3]}))
+    ingest(root, cat)
+    question: dict[str, Any] = {"group_by": ["instance_type", "direction"], "campaign": "camp"}
+    first = cheatsheet_data(cat, **question)
+    for n, name in enumerate(NAMES):
+        root.write(make_envelope(name, f"again-{n}", labels={"instance_type": TYPES[n % 2]}))
+    for name, value in BAD_RATES.items():
+        env = make_envelope("tcp_bidir", f"bad-{name}", labels={"instance_type": TYPES[0]})
+        doc = json.loads(env.model_dump_json())
+        assert _set_rates(doc["result"], value)
+        _write_raw(root, doc, partition_path(env))
+    ingest(root, cat)
+    fresh = _Fresh(monkeypatch)
+    kept = cheatsheet_data(cat, **question)
+    assert fresh.calls == 0
+    assert kept.impossible > first.impossible and kept.bidir > first.bidir > 0
+    _same(kept, _afresh(cat, **question))
