@@ -59,7 +59,7 @@ STATE_FORMAT = 1
 QUANTILES = (0.05, 0.5, 0.95)
 #: ranks kept either side of a quantile's: a few hundred new rates per group and import move
 #: its rank by about their square root against the window's, so it lasts many imports
-WINDOW = 512
+WINDOW = 256
 #: interval rows of new batches added at most (≈ 2 µs each here, reading included; 100
 #: seed-002 files: 6,000 rows, 14 ms): a larger import is computed afresh by DuckDB (10,000
 #: files' 600,000 rows: ≈ 0.3 s)
