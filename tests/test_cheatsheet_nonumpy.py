@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,23 +18,21 @@ from tests.test_oneproc import SHEET
 
 
 def _run(argv: list[str], numpy_first: bool) -> tuple[str, set[str]]:
-    """The command's stdout and the modules loaded, in a fresh interpreter (``numpy_first``:
-    NumPy imported before the command, so nothing is kept out)."""
-    code = (
-        ("import numpy\n" if numpy_first else "")
-        + "import sys\nfrom netfleet.cli.main import main\n"
-        + f"sys.argv = ['netfleet', *{argv!r}]\n"
-        + "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
-        + "sys.stdout.write('\\n--modules--\\n')"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nprint('\\n'.join(sys.modules))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    sheet, _, modules = out.partition("\n--modules--\n")
-    return sheet, set(modules.splitlines())
+    """The command's stdout (a file, as a pipe: no terminal) and the modules loaded, in a
+    fresh interpreter (``numpy_first``: NumPy imported before the command, so nothing is kept
+    out)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "stdout"
+        loaded = loaded_modules(
+            ("import numpy\n" if numpy_first else "")
+            + "import os, sys\nfrom netfleet.cli.main import main\n"
+            + f"sys.argv = ['netfleet', *{argv!r}]\n"
+            + f"fd, kept = os.open({str(out)!r}, os.O_WRONLY | os.O_CREAT), os.dup(1)\n"
+            + "os.dup2(fd, 1)\n"
+            + "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
+            + "sys.stdout.flush()\nos.dup2(kept, 1)\n"
+        )
+        return out.read_text(), loaded
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
