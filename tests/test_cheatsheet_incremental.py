@@ -268,9 +268,25 @@ def test_netfleet_s_own_runs_ingested_in_batches(
         doc = json.loads(env.model_dump_json())
         assert _set_rates(doc["result"], value)
         _write_raw(root, doc, partition_path(env))
+    env = make_envelope("tcp_omit1", "short-omitted", labels={"instance_type": TYPES[1]})
+    doc = json.loads(env.model_dump_json())
+    short = [iv for iv in _sums(doc["result"]) if iv["omitted"]]
+    for iv in short:  # omitted and shorter than half the interval: an omitted, not a stub
+        iv["seconds"] = 0.001
+    _write_raw(root, doc, partition_path(env))
     ingest(root, cat)
     fresh = _Fresh(monkeypatch)
     kept = cheatsheet_data(cat, **question)
-    assert fresh.calls == 0
+    assert fresh.calls == 0 and short
     assert kept.impossible > first.impossible and kept.bidir > first.bidir > 0
     _same(kept, _afresh(cat, **question))
+
+
+def _sums(node: Any) -> list[dict[str, Any]]:
+    """Every interval's ``sum`` under ``node`` (an envelope's result)."""
+    if isinstance(node, dict):
+        found = [iv["sum"] for iv in node.get("intervals", []) if isinstance(iv, dict)]
+        return found + [s for k, v in node.items() if k != "intervals" for s in _sums(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _sums(v)]
+    return []
