@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -161,6 +161,7 @@ class _Keys:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         described = con.execute("DESCRIBE runs").fetchall()
+        self.names = sorted(str(r[0]) for r in described)
         self.columns = [str(r[0]) for r in described if r[0] not in _NOT_GROUPABLE]
         self.has_notes = any(r[0] == "notes" for r in described)
         found = con.execute(
@@ -229,14 +230,16 @@ def cheatsheet_data(
     unit_label += "/s"
     keys_asked = [group_by] if isinstance(group_by, str) else list(dict.fromkeys(group_by))
 
-    def compute() -> CheatSheetData:
+    def fresh(keep: dict[str, Any] | None = None) -> CheatSheetData:
         import duckdb
 
         from netfleet.catalog.views import connect
 
         con = connect(catalog_dir)
         try:
-            return _cheatsheet(con, keys_asked, side, where, campaign, scale, unit_label, rate)
+            return _cheatsheet(
+                con, keys_asked, side, where, campaign, scale, unit_label, rate, keep
+            )
         except duckdb.Error as exc:
             raise CatalogError(
                 f"cheat sheet query failed: {exc}",
@@ -247,7 +250,7 @@ def cheatsheet_data(
 
     if is_s3(catalog_dir) or isinstance(where, str):
         # free SQL may read the clock (now(), current_date): its answer is not kept
-        return compute()
+        return fresh()
     from netfleet.catalog.sheetcache import cached
 
     question = {
@@ -258,7 +261,65 @@ def cheatsheet_data(
         "unit": unit,
         "rate": rate,
     }
+    # the questions whose sheet is kept up to date batch by batch (netfleet.catalog.sheetstate)
+    tallied = where is None and rate == "goodput" and not set(keys_asked) & set(INTERVAL_KEYS)
+
+    def compute() -> CheatSheetData:
+        if not tallied:
+            return fresh()
+        return _kept_up_to_date(
+            Path(catalog_dir), question, fresh, keys_asked, side, scale, unit_label, campaign
+        )
+
     return cached(Path(catalog_dir), question, compute, _from_cache)
+
+
+def _kept_up_to_date(
+    catalog: Path,
+    question: dict[str, Any],
+    fresh: Callable[[dict[str, Any] | None], CheatSheetData],
+    group_keys: list[str],
+    side: Side,
+    scale: float,
+    unit_label: str,
+    campaign: str | None,
+) -> CheatSheetData:
+    """The sheet from the kept tally and the batches committed since
+    (:mod:`netfleet.catalog.sheetstate`), else afresh by DuckDB — which keeps its tally for
+    the next time."""
+    from netfleet.catalog import sheetstate
+
+    found = sheetstate.updated(catalog, question, group_keys, side)
+    if found is not None:
+        tally, parts, meta = found
+        rows = sheetstate.stats_rows(tally)
+        if rows is not None:
+            n = len(group_keys)
+            per_group = [
+                [*r[:n], r[n], *_stats((r[n + 1], r[n + 3], r[n + 6], quantiles), scale)]
+                for r in rows
+                for quantiles in ([r[n + 2], r[n + 4], r[n + 5]],)
+            ]
+            runs_of = {tuple(r[:n]): (r[n + 7], 0, None, None, None, r[n + 8]) for r in rows}
+            counts = [tally.counts[name] for name in sheetstate.COUNTS]
+            sheetstate.save(catalog, question, meta, parts, tally)
+            return _finish(
+                group_keys, per_group, runs_of, counts, side, "goodput", unit_label,
+                _where_text(None, campaign),
+            )  # fmt: skip
+    keep: dict[str, Any] = {}
+    try:
+        before = sheetstate.parts_now(catalog)
+    except OSError:
+        return fresh(None)
+    answer = fresh(keep)
+    try:
+        unchanged = sheetstate.parts_now(catalog) == before
+    except OSError:
+        unchanged = False
+    if unchanged and "tally" in keep:  # no batch committed while the query ran
+        sheetstate.save(catalog, question, keep["meta"], before, keep["tally"])
+    return answer
 
 
 #: _x's four conditions per interval row, packed into one integer column by :func:`_packed`
@@ -293,7 +354,10 @@ def _cheatsheet(
     scale: float,
     unit_label: str,
     rate: Rate,
+    keep: dict[str, Any] | None = None,
 ) -> CheatSheetData:
+    """The sheet by DuckDB; with ``keep``, its tally too (``keep["tally"]``, ``keep["meta"]``:
+    :mod:`netfleet.catalog.sheetstate`) when the windows give back DuckDB's own numbers."""
     # the temp tables' rows need no order (every statement below groups or counts): DuckDB
     # then keeps no insertion order while writing them, which holds memory at 100k files
     con.execute("SET preserve_insertion_order = false")
@@ -379,17 +443,25 @@ def _cheatsheet(
     )
     # fixed identifiers and constants only; the three quantiles in one sort per group
     n = len(groups)
-    per_group = [
-        [*row[:n], row[n], *_stats(row[n + 1 :], scale)]
-        for row in con.execute(
-            f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL} "  # noqa: S608
-            f"FROM {keyed}{by}"
-        ).fetchall()
-    ]
+    raw = con.execute(
+        f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL}"  # noqa: S608
+        f"{', sum(bps)' if keep is not None else ''} FROM {keyed}{by}"
+    ).fetchall()
+    per_group = [[*row[:n], row[n], *_stats(row[n + 1 : n + 5], scale)] for row in raw]
     # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
     # by the run-level facts and the counts below instead of every interval row again
     interval_groups = [g for g, key in zip(groups, group_keys, strict=True) if key in INTERVAL_KEYS]
     per = "".join(f", {g}" for g in interval_groups)
+    # with ``keep``: the value ranges around each group's quantiles whose rates the tally
+    # keeps (netfleet.catalog.sheetstate), and per run how many kept rates are below each
+    plan = None
+    if keep is not None:
+        from netfleet.catalog.sheetstate import window_plan
+
+        plan = window_plan(raw, n)
+    ranges = plan[1] if plan is not None else []
+    below = "".join(f", count(*) FILTER (WHERE {kept} AND bps < ?) AS below{j}"
+                    for j in range(len(ranges)))  # fmt: skip
     con.execute(  # fixed identifiers only
         f"CREATE OR REPLACE TEMP TABLE _p AS SELECT rk{per},"  # noqa: S608
         f" coalesce(bool_or({kept}), false) AS any_kept,"
@@ -397,8 +469,9 @@ def _cheatsheet(
         f" coalesce(bool_or({_true('from_sender')}), false) AS from_sender,"
         f" count(*) FILTER (WHERE {_true('omitted')}) AS omitted,"
         f" count(*) FILTER (WHERE {_true('stub')} AND (flags & 3) = 0) AS stubs,"
-        f" count(*) FILTER (WHERE {_true('impossible')}) AS impossible"
-        f" FROM {x} GROUP BY rk{per}"
+        f" count(*) FILTER (WHERE {_true('impossible')}) AS impossible{below}"
+        f" FROM {x} GROUP BY rk{per}",
+        [lo for lo, _ in ranges],
     )
     # run-level facts per group: a run counts once per group it has kept intervals in
     run_keys = ", ".join(
@@ -411,10 +484,62 @@ def _cheatsheet(
         " string_agg(DISTINCT r.lab_scale, ',' ORDER BY r.lab_scale),"
         " string_agg(DISTINCT r.lab_time_scale, ',' ORDER BY r.lab_time_scale),"
         " count(*) FILTER (WHERE k.from_sender)"
-        " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
+        + "".join(f", sum(k.below{j})" for j in range(len(ranges)))
+        + " FROM _p k JOIN _r r ON r.rk = k.rk WHERE k.any_kept"
         f"{' GROUP BY ' + run_keys if groups else ''}"
     ).fetchall()
-    runs_of = {tuple(row[:n]): row[n:] for row in per_run}
+    runs_of = {tuple(row[:n]): row[n : n + 6] for row in per_run}
+
+    # the counts from _p (subqueries over _x held a hash table of every interval's key)
+    counts = con.execute(  # fixed identifiers only
+        "SELECT (SELECT count(*) FROM _r),"
+        " (SELECT coalesce(sum(omitted), 0) FROM _p),"
+        " (SELECT coalesce(sum(stubs), 0) FROM _p),"
+        " (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _p WHERE any_kept OR any_bad)),"
+        " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
+        " (SELECT count(*) FROM _r WHERE is_bidir),"
+        " (SELECT coalesce(sum(impossible), 0) FROM _p),"
+        " (SELECT count(DISTINCT rk) FROM _p WHERE from_sender AND any_kept)",
+    ).fetchone()
+    assert counts is not None
+    totals = [int(c) for c in counts]
+    if keep is not None and plan is not None:
+        from netfleet.catalog.sheetstate import tally_of
+
+        below_of = {tuple(row[:n]): row[n + 6 :] for row in per_run}
+        try:  # the tally never stands in the way of the sheet
+            tally = tally_of(con, keyed, groups, raw, runs_of, below_of, plan, totals)
+        except (LookupError, ValueError, TypeError):  # a key that is no dict key (NaN)
+            tally = None
+        if tally is not None:
+            keep["tally"] = tally
+            keep["meta"] = {
+                "resolved": [
+                    ["column", k] if k in keys.columns else ["label", k.removeprefix(LABEL_PREFIX)]
+                    for k in group_keys
+                ],
+                "columns": keys.names,
+                "has_notes": keys.has_notes,
+            }
+    return _finish(
+        group_keys, per_group, runs_of, totals, side, rate, unit_label, _where_text(where, campaign)
+    )
+
+
+def _finish(
+    group_keys: list[str],
+    per_group: list[list[Any]],
+    runs_of: Mapping[tuple[Any, ...], Sequence[Any]],
+    counts: Sequence[int],
+    side: str,
+    rate: str,
+    unit_label: str,
+    filters: str,
+) -> CheatSheetData:
+    """The sheet from its groups' statistics (keys, intervals, :data:`STATS` scaled), their
+    run-level facts (runs, no-drop runs, longest no-drop, lab scales, runs from the sender)
+    and the counts of the notes (:data:`netfleet.catalog.sheetstate.COUNTS`' order)."""
+    n = len(group_keys)
     found = sorted(
         (
             [*row[:n], runs_of[tuple(row[:n])][0], *row[n:], *runs_of[tuple(row[:n])][1:]]
@@ -432,22 +557,7 @@ def _cheatsheet(
         ]
         rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
     scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
-
-    # the counts from _p (subqueries over _x held a hash table of every interval's key)
-    counts = con.execute(  # fixed identifiers only
-        "SELECT (SELECT count(*) FROM _r),"
-        " (SELECT coalesce(sum(omitted), 0) FROM _p),"
-        " (SELECT coalesce(sum(stubs), 0) FROM _p),"
-        " (SELECT count(*) FROM _r WHERE rk NOT IN (SELECT rk FROM _p WHERE any_kept OR any_bad)),"
-        " (SELECT count(*) FROM _r WHERE protocol IS DISTINCT FROM 'tcp'),"
-        " (SELECT count(*) FROM _r WHERE is_bidir),"
-        " (SELECT coalesce(sum(impossible), 0) FROM _p),"
-        " (SELECT count(DISTINCT rk) FROM _p WHERE from_sender AND any_kept)",
-    ).fetchone()
-    assert counts is not None
-    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = (
-        int(c) for c in counts
-    )
+    n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = counts
 
     return CheatSheetData(
         group_keys=list(group_keys),
@@ -455,7 +565,7 @@ def _cheatsheet(
         side=side,
         rate=rate,
         unit_label=unit_label,
-        filters=_where_text(where, campaign),
+        filters=filters,
         runs=n_runs,
         omitted=n_omitted,
         stubs=n_stubs,
