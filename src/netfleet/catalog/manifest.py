@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -262,6 +262,17 @@ class _Columns(dict[str, list[Any]]):
         """A column not decoded: its bytes in the file and its coded values (or None)."""
         offset, length, values = self._where[name]
         return self._body[offset : offset + length], values
+
+    def ints(self, name: str) -> Sequence[int]:
+        """An int column's values as the file holds them (null: :data:`_NULL`), without
+        making a Python list of them: an ``array`` (a column decoded: its list)."""
+        if name in self or name in self.tail or name not in self._where:
+            return self[name]  # (a decoded column: None where null)
+        from array import array
+
+        numbers = array("q")
+        numbers.frombytes(self.raw(name)[0])
+        return numbers
 
     def __missing__(self, name: str) -> list[Any]:
         if name not in self._where:
