@@ -58,13 +58,15 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.layout import TEMP_PREFIX
 from netfleet.catalog.plain import Plain
 from netfleet.durable import atomic_write, write_temp
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
+    from typing import Any
+
     import duckdb
     import pyarrow as pa
 
@@ -244,7 +246,13 @@ _CODED = frozenset({"campaign", "asked", "state"})
 _NULL = -(1 << 63)
 
 
-class _Columns(dict[str, list[Any]]):
+if TYPE_CHECKING:
+    _ColumnsBase = dict[str, list[Any]]
+else:
+    _ColumnsBase = dict
+
+
+class _Columns(_ColumnsBase):
     """The index's columns, each decoded from the file when first asked (a no-op import asks
     only the stat columns, never the 64-hex ones). Rows appended to a column not decoded
     wait in ``tail``: written again, its bytes are copied and the tail's added after them."""

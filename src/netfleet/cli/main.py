@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any
 
 from netfleet.children import reap_own_children
 from netfleet.cli.boundary import guarded
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the Typer app's names, loaded on first use (tests and scripts import them from here)
 _APP_NAMES = frozenset({"app", "LAZY_COMMANDS", "load_command", "LazyGroup"})
