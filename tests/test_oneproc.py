@@ -101,8 +101,8 @@ def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> N
     heavy += ("rich",)
     # nor what its own values cost to define or key (plain classes; SHA-256 without OpenSSL)
     heavy += ("dataclasses", "inspect", "hashlib", "_hashlib")
-    # nor ``typing`` (annotations only, under TYPE_CHECKING), ``threading`` or ``signal``
-    heavy += ("typing", "threading", "signal")
+    # nor ``typing`` (annotations only, under TYPE_CHECKING), ``threading``, ``signal``, ``glob``
+    heavy += ("typing", "threading", "signal", "glob")
     again = ["import", str(src), "--catalog", cat]
     for line in ([*argv, "--format", "json"], [*argv, "--format", "table"], again):
         # stdout a pipe, as the first run's: the sheet's lines precede the modules' names

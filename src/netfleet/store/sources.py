@@ -5,7 +5,6 @@ the label checks load the spec's rules when called)."""
 
 from __future__ import annotations
 
-import glob as globmod
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -36,7 +35,9 @@ def source_files(src: str, follow_links: bool = False) -> list[str]:
         found = _walk(src, follow_links)
     elif os.path.lexists(src):
         found = [src]
-    else:
+    else:  # a glob (``glob`` loaded here: its import and patterns were 0.6 ms of a no-op)
+        import glob as globmod
+
         found = sorted((p for p in globmod.glob(src, recursive=True) if not _is_dir(p)), key=_parts)
     if not found:
         raise InputError(
