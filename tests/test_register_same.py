@@ -1,13 +1,16 @@
-"""A no-op import decides "nothing changed" column by column (``register._all_same``) when the
-listing found exactly the index's rows in its order; otherwise the file-by-file loop of
-``register._work`` decides. Both must answer the same for every case: unchanged, a new file,
-a changed size, mtime or inode, a racy file, a missing row, a gone file, another order, an S3
-ETag, a null in the index (issue 26)."""
+"""A no-op import decides "nothing changed" column by column (``register._unchanged``: the
+index's columns compared as its file holds them) when the listing found exactly the index's
+rows in its order; otherwise ``register._active`` and the file-by-file loop of
+``register._work`` decide. "Unchanged" only ever where the loop finds nothing: checked for
+every case — unchanged, a new file, a changed size, mtime or inode, a racy file, a missing
+row, a gone file, another order, other options, an S3 ETag, a null in the index, names JSON
+escapes (issue 26)."""
 
 from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,16 +72,12 @@ def _index(found: list[Found], edit: Callable[[list[dict[str, Any]]], None] | No
 def _both(
     found: list[Found], top: str, index: Index, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[bool, tuple[list[Found], list[str]]]:
-    """Whether the column-wise check said "nothing changed", and what ``_work`` answers;
-    asserted equal to what the loop alone answers (on a fresh read of the same index)."""
-    active = reg._active(index, "c", "a")
-    same = reg._all_same(found, index, active)
-    answer = reg._work(found, [top], index, active)
+    """Whether the column-wise check said "unchanged", and what the loop answers (on the same
+    index); "unchanged" only where the loop finds nothing to read and nothing gone."""
+    same = reg._unchanged(found, index, "c", "a")
+    answer = reg._work(found, [top], index, reg._active(index, "c", "a"))
     if same:
         assert answer == ([], [])
-    with monkeypatch.context() as m:
-        m.setattr(reg, "_all_same", lambda *_: False)
-        assert reg._work(found, [top], index, active) == answer
     return same, answer
 
 
@@ -86,10 +85,10 @@ def test_unchanged_is_decided_column_wise(tmp_path: Path, monkeypatch: pytest.Mo
     top, found = _files(tmp_path)
     same, answer = _both(found, top, _index(found), monkeypatch)
     assert same and answer == ([], [])
-    # the stat columns were compared as the file holds them, not decoded into lists
+    # compared as the file holds them: no column decoded into Python values
     index = _index(found)
-    assert reg._all_same(found, index, reg._active(index, "c", "a"))
-    assert not {"size", "mtime_ns", "inode", "checked_ns", "etag", "state"} & set(index.columns)
+    assert reg._unchanged(found, index, "c", "a")
+    assert not set(index.columns)
 
 
 def _with(at: int, **changes: Any) -> Callable[[list[dict[str, Any]]], None]:
@@ -108,6 +107,7 @@ def _with(at: int, **changes: Any) -> Callable[[list[dict[str, Any]]], None]:
         (_with(4, checked_ns=None), []),  # a null in the index: the loop decides (not racy)
         (_with(5, state="missing"), [5]),  # back at its source: read again
         (_with(1, campaign="other"), [1]),  # not active: new for this import
+        (_with(1, asked="other"), [1]),  # other options
     ],
 )
 def test_a_changed_row_is_read(
@@ -169,3 +169,41 @@ def test_etags_and_unstatted_files_go_to_the_loop(
     # columns made in memory (not read from the index's file): the loop
     plain = Index(1, len(found), {n: list(v) for n, v in _index(found).columns.every().items()})
     assert _both(found, top, plain, monkeypatch) == (False, ([], []))
+
+
+def test_names_json_escapes_are_compared_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top, found = _files(tmp_path, 2)
+    for name in ('q"uote.json', "back\\slash.json", "caf\u00e9.json", "tab\tname.json"):
+        (Path(top) / "d=0" / name).write_bytes(b"{}")
+    found = sourcelist.listed([top], False)
+    assert _both(found, top, _index(found), monkeypatch) == (True, ([], []))
+    index = _index(found)
+    assert index.column_is("source", [f.source for f in found])
+    assert "source" in index.columns  # (decoded to compare: JSON escapes these names)
+    other = [f.source for f in found]
+    other[1] = other[1] + "x"
+    assert not _index(found).column_is("source", other)
+
+
+def test_column_is_against_the_file_and_the_decoded_column(tmp_path: Path) -> None:
+    _, found = _files(tmp_path, 3)
+    sizes = [f.size for f in found]
+    index = _index(found)
+    assert index.column_is("size", sizes) and "size" not in index.columns
+    assert not index.column_is("size", [*sizes[:-1], 0])
+    assert not index.column_is("size", sizes[:-1])
+    assert not index.column_is("size", [*sizes[:-1], None])  # a null is not a value
+    assert _index(found).ints("size") == array("q", sizes)  # not decoded: an int64 array
+    assert "size" in index.columns  # (decoded to compare with a None) and then its list:
+    assert index.ints("size") == sizes
+    nulled = _index(found, _with(0, size=None))
+    assert nulled.column_is("size", [None, *sizes[1:]])
+    assert not nulled.column_is("size", [-(1 << 63), *sizes[1:]])  # null's own value
+    assert not _index(found).column_is("source", [f.source for f in found][::-1])
+    index.columns["size"]  # decoded: compared as lists
+    assert index.column_is("size", sizes) and not index.column_is("size", sizes[::-1])
+    index.append({**index.row(0), "row_id": 3})  # appended rows (a tail) count too
+    assert index.column_is("source", [*(f.source for f in found), found[0].source])
+    assert index.column_is("inode", [*(f.inode for f in found), found[0].inode])

@@ -31,8 +31,7 @@ import json
 import operator
 import os
 import time
-from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from netfleet.catalog import sourcelist
@@ -197,9 +196,14 @@ def register(
         todo = found
         seen: _Seen | None = None
         if index is not None:
-            active = _active(index, campaign, asked)
-            todo, gone = _work(found, sources, index, active)
-            if not todo and not gone:
+            if _unchanged(found, index, campaign, asked):
+                active: dict[str, int] = {}
+                gone: list[str] = []
+                todo = []
+            else:
+                active = _active(index, campaign, asked)
+                todo, gone = _work(found, sources, index, active)
+            if not todo and not gone:  # (always so when unchanged)
                 report.unchanged = len(found)
                 report.generation = index.generation
                 report.seconds = time.monotonic() - started
@@ -337,8 +341,6 @@ def _work(
     the rows whose file is gone."""
     if not active:  # a new catalog (or new options): every file is read, none is gone
         return list(found), []
-    if _all_same(found, index, active):
-        return [], []
     cols = index.columns
     size, mtime, inode = cols["size"], cols["mtime_ns"], cols["inode"]
     checked, etag, state = cols["checked_ns"], cols["etag"], cols["state"]
@@ -374,46 +376,42 @@ def _work(
     return todo, gone
 
 
-def _all_same(found: list[Found], index: Index, active: dict[str, int]) -> bool:
-    """Whether :func:`_work`'s loop would find nothing to read and nothing gone, decided column
-    by column at C speed when the listing found exactly the index's rows in the index's order,
-    all active, all local regular files (the no-op import's case: the stat columns compared
-    as the file holds them, not decoded). False when it cannot tell so (the loop decides): a
-    row ``missing``, a value None (a null in the index, a file not stat'ed), an ETag."""
-    if len(found) != len(index) or len(active) != len(found):
-        return False  # (every row active, sources unique: ``active`` is source → its place)
-    cols = index.columns
-    states = index.distinct("state")  # the coded column's values, without decoding it
-    if "missing" in (cols["state"] if states is None else states):
+def _unchanged(found: list[Found], index: Index, campaign: str, asked: str) -> bool:
+    """Whether :func:`_work` would find nothing to read and nothing gone, decided column by
+    column at C speed — no column decoded into Python values, no ``active`` map made — when
+    the listing found exactly the index's rows, in the index's order, every row filed like
+    this import and not ``missing``, every file a local one with its stat (the no-op
+    import's case). False when it cannot tell so: then :func:`_active` and :func:`_work`'s
+    loop decide, as they always did."""
+    if not found or len(found) != len(index):
+        return False
+    # every row filed like this import, none retired or missing (a read index has no
+    # retired rows; the coded columns' values as the file lists them)
+    if index.distinct("campaign") != [campaign] or index.distinct("asked") != [asked]:
+        return False
+    states = index.distinct("state")
+    if states is None or "missing" in states or "retired" in states:
         return False
     sources, _, sizes, mtimes, inodes, etags = zip(*found, strict=True)
-    if etags.count(None) != len(etags) or list(sources) != cols["source"]:
-        return False
-    ints = getattr(cols, "ints", None)
-    if ints is None:  # columns made in memory, not read from the index's file
-        return False
-    try:
-        same = [array("q", values) for values in (sizes, mtimes, inodes)]
-    except TypeError:  # a file not stat'ed (None)
-        return False
-    for values, name in zip(same, ("size", "mtime_ns", "inode"), strict=True):
-        if not _equal(values, ints(name)):
+    if etags.count(None) != len(etags) or None in mtimes:
+        return False  # S3 objects (size and ETag), or a file not stat'ed: the loop's
+    # the listing's sources are unique (one folder's walk, or several sources' with repeats
+    # dropped): equal to the source column, each row is its file's, in order
+    for name, values in (("source", sources), ("size", sizes), ("mtime_ns", mtimes)):
+        if not index.column_is(name, values):
             return False
-    # racy: a null ``checked_ns`` (the lowest int64) is racy too, so the loop decides; every
-    # file checked 2 s after the newest mtime: none racy, without a subtraction per file
-    checked = ints("checked_ns")
-    try:
-        if min(checked) - max(mtimes) >= RACY_NS:
+    if not index.column_is("inode", inodes):
+        return False
+    # racy (:data:`RACY_NS`): a null ``checked_ns`` (the lowest int64, or None when decoded)
+    # is left to the loop; every file checked 2 s after the newest mtime: none racy, without
+    # a subtraction per file
+    checked = index.ints("checked_ns")
+    try:  # (a None: TypeError)
+        if min(checked) - max(mtimes) >= RACY_NS:  # type: ignore[type-var]
             return True
         return min(map(operator.sub, checked, mtimes)) >= RACY_NS
-    except TypeError:  # a null in a decoded column (None)
+    except TypeError:
         return False
-
-
-def _equal(values: array[int], column: Sequence[int | None]) -> bool:
-    if isinstance(column, array):
-        return values == column
-    return values.tolist() == column
 
 
 #: a file modified this close before it was read ("racy", as git's index says it) is read
