@@ -13,9 +13,11 @@ Tables and columns: docs/catalog.md.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
+    from typing import Any
+
     from netfleet.catalog.cheatsheet import CheatSheetData, cheatsheet_data
     from netfleet.catalog.ingestion import BadFile, IngestReport, ingest
     from netfleet.catalog.layout import CATALOG_FORMAT, TABLES

@@ -25,9 +25,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from netfleet.errors import CatalogError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any
 
 CATALOG_FORMAT = 1
 META = "netfleet-catalog.json"

@@ -56,15 +56,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.layout import TEMP_PREFIX
 from netfleet.catalog.plain import Plain
 from netfleet.durable import atomic_write, write_temp
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
+    from typing import Any
+
     import duckdb
     import pyarrow as pa
 
@@ -242,9 +244,17 @@ _INTS = frozenset({"row_id", "size", "mtime_ns", "inode", "checked_ns"})
 #: columns held as codes into the head's list of their distinct values
 _CODED = frozenset({"campaign", "asked", "state"})
 _NULL = -(1 << 63)
+#: the characters JSON writes as they are (``ensure_ascii``): printable ASCII but quote, backslash
+_AS_IS = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\')
 
 
-class _Columns(dict[str, list[Any]]):
+if TYPE_CHECKING:
+    _ColumnsBase = dict[str, list[Any]]
+else:
+    _ColumnsBase = dict
+
+
+class _Columns(_ColumnsBase):
     """The index's columns, each decoded from the file when first asked (a no-op import asks
     only the stat columns, never the 64-hex ones). Rows appended to a column not decoded
     wait in ``tail``: written again, its bytes are copied and the tail's added after them."""
@@ -262,6 +272,10 @@ class _Columns(dict[str, list[Any]]):
         """A column not decoded: its bytes in the file and its coded values (or None)."""
         offset, length, values = self._where[name]
         return self._body[offset : offset + length], values
+
+    def raw_only(self, name: str) -> bool:
+        """Whether ``name`` is as the file holds it: not decoded, nothing appended."""
+        return name not in self and name not in self.tail and name in self._where
 
     def __missing__(self, name: str) -> list[Any]:
         if name not in self._where:
@@ -336,6 +350,47 @@ class Index(Plain):
         if isinstance(self.columns, _Columns):
             self.columns.every()
         return self.columns
+
+    def ints(self, name: str) -> Sequence[int | None]:
+        """An int column's values without making a Python list of them when it is as the file
+        holds it: an ``array`` of int64 (null: the lowest int64); else its list (null: None)."""
+        columns = self.columns
+        if not isinstance(columns, _Columns) or not columns.raw_only(name):
+            return columns[name]
+        from array import array
+
+        numbers = array("q")
+        numbers.frombytes(columns.raw(name)[0])
+        return numbers
+
+    def column_is(self, name: str, values: Sequence[Any]) -> bool:
+        """Whether column ``name`` holds exactly ``values``, in order (None: null). Compared
+        as the file holds it when it is so — an int column as int64 bytes, a text column as
+        its JSON when every value is printable ASCII without a quote or backslash (JSON
+        writes those as they are) — without decoding it (a no-op import, 10,000 rows: the
+        source column's decoding was 2 ms); else against the decoded column."""
+        columns = self.columns
+        if isinstance(columns, _Columns) and columns.raw_only(name) and name not in _CODED:
+            raw = columns.raw(name)[0]
+            if name in _INTS:
+                from array import array
+
+                try:
+                    numbers = array("q", values)
+                except (TypeError, OverflowError):
+                    numbers = array("q", [_NULL])  # a None (null), a value beyond int64
+                if _NULL not in numbers:  # (null's own value: decoded)
+                    return numbers.tobytes() == bytes(raw)
+            elif values:
+                try:
+                    joined = '", "'.join(values).encode()
+                except (TypeError, UnicodeEncodeError):  # not all text: decoded
+                    joined = b"\\"
+                # JSON writes printable ASCII but quote and backslash as it is: the separators'
+                # quotes are all that is left without those
+                if joined.translate(None, _AS_IS) == b'"' * (2 * len(values) - 2):
+                    return b'["' + joined + b'"]' == bytes(raw)
+        return list(values) == columns[name]
 
     def row(self, at: int) -> dict[str, Any]:
         return {name: self.columns[name][at] for name in INDEX_COLUMNS}

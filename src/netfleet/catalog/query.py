@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
 
 from netfleet.errors import CatalogError
 from netfleet.tabular import Tabular
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: a statement that names per-stream rows: the ``streams`` view, the ``stream_id`` column or
 #: the ``'stream'`` kind

@@ -35,13 +35,16 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
 from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
 # the same SHA-256 as ``hashlib``'s, without loading OpenSSL (``_hashlib``: 2.5 ms of the no-op,
 # issue 26): CPython's own module (``_sha256``; ``_sha2`` from 3.12), else ``hashlib``
@@ -55,7 +58,8 @@ except ImportError:
 
 #: what is cached: an object of plain values whose ``__slots__`` name its fields (the cheat
 #: sheet's ``CheatSheetData``)
-T = TypeVar("T")
+if TYPE_CHECKING:  # (annotations' only)
+    T = TypeVar("T")
 
 #: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
 CACHE_FORMAT = 3

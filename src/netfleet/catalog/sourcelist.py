@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.plain import Frozen, Plain
 from netfleet.errors import InputError, StoreError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     import re
+    from typing import Any
 
 
 class Options(Frozen):

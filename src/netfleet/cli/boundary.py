@@ -10,11 +10,11 @@ import errno
 import sys
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING
 
 from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.text import plain
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: how one flag of a command is read: the keyword it sets, whether it repeats (a list of
 #: values), its choices (None: any text) and whether it is a flag (no value: True) — a plain

@@ -12,11 +12,11 @@ values as parsed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from netfleet.errors import InputError, PartlyDone
 from netfleet.text import line, printable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from rich.console import Console
 

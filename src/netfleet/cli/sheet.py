@@ -14,10 +14,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING
 
 from netfleet.errors import NetfleetError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from netfleet.api import RegisterReport, Tabular
 

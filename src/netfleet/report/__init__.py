@@ -6,9 +6,10 @@ of them (issue 26)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
+    from typing import Any
+
     from netfleet.report.output import OutputFormat, Tabular, render
 
 __all__ = ["OutputFormat", "Tabular", "render"]

@@ -19,9 +19,12 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from netfleet.tabular import Tabular
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: what Rich reads from the environment when it draws (colour, width, terminal kind)
 RICH_ENV = ("FORCE_COLOR", "NO_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE",

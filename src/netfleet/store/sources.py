@@ -5,7 +5,6 @@ the label checks load the spec's rules when called)."""
 
 from __future__ import annotations
 
-import glob as globmod
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -36,7 +35,9 @@ def source_files(src: str, follow_links: bool = False) -> list[str]:
         found = _walk(src, follow_links)
     elif os.path.lexists(src):
         found = [src]
-    else:
+    else:  # a glob (``glob`` loaded here: its import and patterns were 0.6 ms of a no-op)
+        import glob as globmod
+
         found = sorted((p for p in globmod.glob(src, recursive=True) if not _is_dir(p)), key=_parts)
     if not found:
         raise InputError(
@@ -82,16 +83,23 @@ def _walk_in(
     above = above | {here}
     add = found.append
     for entry in entries:
-        name = entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=follow_links)
-            linked_dir = not follow_links and not is_dir and entry.is_symlink() and entry.is_dir()
         except OSError:
-            is_dir = linked_dir = False
+            is_dir = False
         if is_dir:
             _walk_in(entry.path, follow_links, above, found)
-        elif linked_dir or name.endswith(SUFFIXES):
+        elif entry.name.endswith(SUFFIXES) or _linked_dir(entry, follow_links):
             add(entry.path)
+
+
+def _linked_dir(entry: os.DirEntry[str], follow_links: bool) -> bool:
+    """A link to a folder, not followed (listed: refused when read). Asked only of a name
+    without an importable suffix (10,000 files' ``is_symlink``: 0.4 ms of a no-op)."""
+    try:
+        return not follow_links and entry.is_symlink() and entry.is_dir()
+    except OSError:
+        return False
 
 
 _name = attrgetter("name")
