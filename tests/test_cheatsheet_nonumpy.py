@@ -52,16 +52,34 @@ def test_the_import_and_its_sheet_load_no_numpy_and_print_the_same(
 
 
 def test_a_sheet_with_a_results_root_is_left_alone() -> None:
-    """A sheet whose results root is read (the store's note) is as it was; every other sheet,
-    with an import or without, keeps NumPy out."""
+    """In the command's own process, a sheet whose results root is read (the store's note) is
+    as it was; every other sheet, with an import or without, keeps NumPy out."""
     code = (
+        "import netfleet.cli.main as entry\n"
         "from netfleet.cli.sheet import _without_numpy\n"
         "import sys\n"
+        "entry.COMMAND = True  # as main() sets it\n"
         "with _without_numpy('results'):\n    assert 'numpy' not in sys.modules\n"
         "with _without_numpy(None):\n    assert sys.modules['numpy'] is None\n"
         "assert 'numpy' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_process_calling_the_app_keeps_its_numpy() -> None:
+    """A test or a script calling the Typer app in its own process (main() never ran) keeps
+    NumPy importable inside the sheet: a pyarrow it loads there still knows NumPy (xdist
+    workers ran the suite's later pyarrow tests on a NumPy-blind pyarrow before)."""
+    code = (
+        "from netfleet.cli.sheet import _without_numpy\n"
+        "import sys\n"
+        "with _without_numpy(None):\n"
+        "    assert sys.modules.get('numpy') is not None or 'numpy' not in sys.modules\n"
+        "    import pyarrow as pa\n"
+        "print(type(pa.array([1, 2]).to_numpy()).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "ndarray"
 
 
 def test_numpy_imports_afterwards_and_pyarrow_says_it_has_none() -> None:

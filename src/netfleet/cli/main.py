@@ -21,6 +21,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a
 if TYPE_CHECKING:
     from typing import Any
 
+#: True once :func:`main` runs: this process is the ``netfleet`` command's own, not a library
+#: user's or a test's calling the Typer app (:func:`netfleet.cli.sheet.numpy_kept_out`)
+COMMAND = False
+
 #: the Typer app's names, loaded on first use (tests and scripts import them from here)
 _APP_NAMES = frozenset({"app", "LAZY_COMMANDS", "load_command", "LazyGroup"})
 
@@ -32,6 +36,8 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    global COMMAND
+    COMMAND = True
     # Python's cycle collector every 10,000 new containers, not 700: a command makes its
     # modules' objects once, and a no-op's 12-16 collections walking them were 1.5-2 ms of
     # its 0.08 s (issue 26); cycles are still collected

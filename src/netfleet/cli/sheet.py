@@ -89,8 +89,13 @@ def _without_numpy(results: str | None) -> ContextManager[None]:
     """NumPy kept out of the import by reference and the sheet (:func:`numpy_kept_out`):
     neither uses it, and pyarrow — loaded to write the import's rows or to read a new batch
     into the kept sheet (:mod:`netfleet.catalog.sheetstate`) — would load it (0.1 s). A
-    results root's note reads the store: left as it is."""
-    return numpy_kept_out() if results is None else nullcontext()
+    results root's note reads the store: left as it is. Only in the ``netfleet`` command's own
+    process (:func:`netfleet.cli.main.main` started it): a test or a script calling the Typer
+    app in its own process keeps its pyarrow's NumPy."""
+    entry = sys.modules.get("netfleet.cli.main")
+    if results is None and getattr(entry, "COMMAND", False):
+        return numpy_kept_out()
+    return nullcontext()
 
 
 @contextmanager
