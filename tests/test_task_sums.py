@@ -2,7 +2,8 @@
 once (:class:`netfleet.catalog.typedsums.TaskSums`, issue 26): the reads and every table are
 those the per-file path gives, over the captured outputs and copies made to hit each edge —
 omitted intervals, the 3.12 repeated sum, ``sum_bidir_reverse``, ints beyond int64, missing
-fields, a long interval, a gap, a rate no link carries, a file twice."""
+fields, a long interval, a gap, a rate no link carries, an ``ends`` int beyond int64, a file
+twice; a task's ``runs`` and ``ends`` rows made as columns are the rows' own."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ def _edges() -> dict[str, dict[str, Any]]:
     doc["intervals"][1]["sum"] = {}
     doc = edge("big_int")
     _sums(doc)[0]["retransmits"] = 2**64
+    doc = edge("big_end")  # an ``ends`` int beyond int64 (as the row path: NULL)
+    doc["end"]["sum_sent"]["bytes"] = 2**64
     doc = edge("no_seconds")
     del _sums(doc)[1]["seconds"]
     doc = edge("no_start_no_rate")
@@ -296,3 +299,44 @@ def test_a_task_that_cannot_wait_or_check_at_once_is_the_per_file_path_s(
     assert got == want
     states = {Path(r["source"]).stem: r["state"] for r in got[0]}
     assert states["too_fast"] == "bad" and states["plain"] == "ok"
+
+
+def test_a_task_s_runs_and_ends_as_columns_are_the_rows_own() -> None:
+    """:meth:`_Batch.add_columns`' batches are those of the same runs as rows, in order after
+    the rows queued before them; a value Arrow refuses refuses its run alone."""
+    import pyarrow as pa
+
+    from netfleet.catalog.ingestion import _Batch
+    from netfleet.catalog.runrow import ColumnRows, imported_run_values
+    from netfleet.iperf3json import end_values
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+
+    runs = []
+    for n, doc in enumerate(json.loads(p.read_bytes()) for p in PLAIN):
+        _, fields = iperf3_fields(
+            Path(f"/x/{n}.json"), b"{}", checked_shape(doc), labels={}, found=[],
+            epoch_label=None, side="auto", mtime=1.5e9, digest=f"{n:064}", keep_bytes=False,
+        )  # fmt: skip
+        envelope = onepass._direct_envelope(f"r{n}", "camp", fields)
+        values = imported_run_values(envelope, "src")
+        assert values is not None
+        runs.append(ColumnRows(values, [end_values(f"r{n}", "client", envelope["result"])]))
+    bad = ColumnRows((*runs[1].run[:3], 2**70, *runs[1].run[4:]), runs[1].ends)  # ``repeat``
+    columns, rows = _Batch(), _Batch()
+    columns.add(runs[0].rows())
+    assert columns.add_columns([runs[0], bad, *runs[2:]]) == [(bad.rows(), _refused(bad))]
+    for run in (runs[0], runs[0], *runs[2:]):
+        rows.add(run.rows())
+    rows.convert()
+    for table in ("runs", "ends"):
+        got, want = (pa.Table.from_batches(b.parts[table]) for b in (columns, rows))
+        assert got.to_pylist() == want.to_pylist()
+        assert got.num_rows == len(runs)
+
+
+def _refused(run: Any) -> str:
+    from netfleet.catalog.ingestion import _Batch
+
+    batch = _Batch()
+    batch.add(run.rows())
+    return batch.convert()[0][1]

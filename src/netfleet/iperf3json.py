@@ -182,8 +182,24 @@ def _own_rtts(streams: list[Any]) -> Row:
     }
 
 
+#: an ``ends`` row's columns, in :func:`end_values`' order
+END_COLUMNS = ("run_id", "side", "error", "sum_sent_bytes", "sum_sent_bps", "sum_sent_seconds",
+               "sum_sent_retransmits", "sum_received_bytes", "sum_received_bps",
+               "sum_received_seconds", "sum_sent_bidir_reverse_bytes",
+               "sum_sent_bidir_reverse_bps", "sum_sent_bidir_reverse_retransmits",
+               "sum_received_bidir_reverse_bytes", "sum_received_bidir_reverse_bps",
+               "sender_tcp_congestion", "receiver_tcp_congestion", "jitter_ms", "lost_packets",
+               "packets", "lost_percent", "out_of_order", *_CPU, "min_rtt", "mean_rtt",
+               "max_rtt", "max_snd_cwnd")  # fmt: skip
+
+
 def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
     """One host's ``end`` summary and ``error``; every column is NULL when ``end`` is empty."""
+    return dict(zip(END_COLUMNS, end_values(run_id, side, doc), strict=True))
+
+
+def end_values(run_id: str, side: str, doc: Mapping[str, Any]) -> tuple[Any, ...]:
+    """:func:`end_row`'s values, in :data:`END_COLUMNS`' order (a task's rows as columns)."""
     end = obj(doc.get("end"))
     sent, received = obj(end.get("sum_sent")), obj(end.get("sum_received"))
     back_sent = obj(end.get("sum_sent_bidir_reverse"))
@@ -192,33 +208,31 @@ def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
     udp = obj(end.get("sum")) or received  # 3.12 UDP: `sum` holds the receiver's jitter and loss
     streams = _list(end.get("streams"))
     out_of_order = [as_int(obj(obj(s).get("udp")).get("out_of_order")) for s in streams]
-    row: Row = {
-        "run_id": run_id,
-        "side": side,
-        "error": as_str(doc.get("error")),
-        "sum_sent_bytes": as_int(sent.get("bytes")),
-        "sum_sent_bps": as_float(sent.get("bits_per_second")),
-        "sum_sent_seconds": as_float(sent.get("seconds")),
-        "sum_sent_retransmits": as_int(sent.get("retransmits")),
-        "sum_received_bytes": as_int(received.get("bytes")),
-        "sum_received_bps": as_float(received.get("bits_per_second")),
-        "sum_received_seconds": as_float(received.get("seconds")),
-        "sum_sent_bidir_reverse_bytes": as_int(back_sent.get("bytes")),
-        "sum_sent_bidir_reverse_bps": as_float(back_sent.get("bits_per_second")),
-        "sum_sent_bidir_reverse_retransmits": as_int(back_sent.get("retransmits")),
-        "sum_received_bidir_reverse_bytes": as_int(back_received.get("bytes")),
-        "sum_received_bidir_reverse_bps": as_float(back_received.get("bits_per_second")),
-        "sender_tcp_congestion": as_str(end.get("sender_tcp_congestion")),
-        "receiver_tcp_congestion": as_str(end.get("receiver_tcp_congestion")),
-        "jitter_ms": as_float(udp.get("jitter_ms")),
-        "lost_packets": as_int(udp.get("lost_packets")),
-        "packets": as_int(udp.get("packets")),
-        "lost_percent": as_float(udp.get("lost_percent")),
-        "out_of_order": sum(v for v in out_of_order if v is not None)
+    return (
+        run_id,
+        side,
+        as_str(doc.get("error")),
+        as_int(sent.get("bytes")),
+        as_float(sent.get("bits_per_second")),
+        as_float(sent.get("seconds")),
+        as_int(sent.get("retransmits")),
+        as_int(received.get("bytes")),
+        as_float(received.get("bits_per_second")),
+        as_float(received.get("seconds")),
+        as_int(back_sent.get("bytes")),
+        as_float(back_sent.get("bits_per_second")),
+        as_int(back_sent.get("retransmits")),
+        as_int(back_received.get("bytes")),
+        as_float(back_received.get("bits_per_second")),
+        as_str(end.get("sender_tcp_congestion")),
+        as_str(end.get("receiver_tcp_congestion")),
+        as_float(udp.get("jitter_ms")),
+        as_int(udp.get("lost_packets")),
+        as_int(udp.get("packets")),
+        as_float(udp.get("lost_percent")),
+        sum(v for v in out_of_order if v is not None)
         if any(v is not None for v in out_of_order)
         else None,
-    }
-    for name in _CPU:
-        row[name] = as_float(cpu.get(name))
-    row.update(_own_rtts(streams))
-    return row
+        *[as_float(cpu.get(name)) for name in _CPU],
+        *_own_rtts(streams).values(),
+    )

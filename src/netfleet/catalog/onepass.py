@@ -539,19 +539,31 @@ def _typed_rows(
     client's document and one for the server's JSON it carries; a text server's output never
     comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.runrow import RunRows, imported_run_row
+    from netfleet.catalog.runrow import (
+        ColumnRows,
+        RunRows,
+        imported_run_row,
+        imported_run_values,
+    )
     from netfleet.catalog.typedsums import columns
-    from netfleet.iperf3json import end_row
+    from netfleet.iperf3json import end_row, end_values
     from netfleet.values import as_bool, obj
 
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    run = imported_run_row(envelope, source)
-    ends = [end_row(run["run_id"], "client", result)]
     server_json = result.get("server_output_json")
-    if isinstance(server_json, Mapping):
-        ends.append(end_row(run["run_id"], "server", server_json))
-    rows = RunRows(run, [], ends)
+    values = imported_run_values(envelope, source) if deferred is not None else None
+    rows: RunRows | ColumnRows
+    if values is not None:  # a task's: its rows as values in column order, for the task's
+        ends = [end_values(values[0], "client", result)]
+        if isinstance(server_json, Mapping):
+            ends.append(end_values(values[0], "server", server_json))
+        rows = ColumnRows(values, ends)
+    else:
+        run = imported_run_row(envelope, source)
+        rows = RunRows(run, [], [end_row(run["run_id"], "client", result)])
+        if isinstance(server_json, Mapping):
+            rows.ends.append(end_row(run["run_id"], "server", server_json))
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))

@@ -72,16 +72,23 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
         else:
             spans[n] = (start, len(sums["run_id"]))
     settled = _settle(later, reads, sums, spans)
+    from netfleet.catalog.runrow import ColumnRows
+
     seen: set[str] = set()  # each run's rows once per task
+    as_columns: list[ColumnRows] = []  # consecutive runs whose rows are values in column order
     for read in reads:
         if read.rows is not None and read.rows.run_id in seen:
             read.rows = None  # the same run as a file before it: its rows are there
         if read.rows is not None:
             seen.add(read.rows.run_id)
-            for rows, why in batch.add(read.rows):
-                _refuse(reads, rows.run_id, why)
-    for rows, why in batch.convert():
-        _refuse(reads, rows.run_id, why)
+            if isinstance(read.rows, ColumnRows):
+                as_columns.append(read.rows)
+                continue
+            if as_columns:  # (the rows in the files' order)
+                _refuse_all(reads, batch.add_columns(as_columns))
+                as_columns = []
+            _refuse_all(reads, batch.add(read.rows))
+    _refuse_all(reads, batch.add_columns(as_columns))
     import pyarrow as pa
 
     from netfleet.catalog.schemas import SCHEMAS
@@ -209,6 +216,11 @@ def _sum_table(
         except (pa.ArrowException, OverflowError, TypeError) as exc:
             _refuse(reads, str(read.row.get("run_id")), f"a value does not fit its column: {exc}")
     return pa.concat_tables([schema.empty_table(), *good])
+
+
+def _refuse_all(reads: list[Read], rejected: list[tuple[Any, str]]) -> None:
+    for rows, why in rejected:
+        _refuse(reads, rows.run_id, why)
 
 
 def _refuse(reads: list[Read], run_id: str, why: str) -> None:
