@@ -28,24 +28,49 @@ reason it is refused; a bad file never stops the others.
 
 from __future__ import annotations
 
+# (every module a file's reading uses is imported here, once: an import in a function costs
+# ≈ 1 µs a call, ≈ 14 a file)
 import hashlib
 import os
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
+from isal import igzip_lib, isal_zlib
 
-from netfleet.catalog.runrow import json_encoder
+from netfleet.catalog.runrow import (
+    ColumnRows,
+    RunRows,
+    imported_run_row,
+    imported_run_values,
+    json_encoder,
+)
 from netfleet.catalog.sourcelist import Options, Read
+from netfleet.catalog.typedsums import (
+    DOCUMENT,
+    INTERVALS,
+    Deferred,
+    columns,
+    flags,
+    plain_segments,
+    plausible,
+)
 from netfleet.errors import StoreError
-from netfleet.store.import_base import ImportProblem, run_identity
+from netfleet.iperf3json import SUM_COLUMNS, end_row, end_values, sum_columns
+from netfleet.store.import_base import (
+    ImportProblem,
+    imported_envelope,
+    plain_envelope,
+    read_checked,
+    run_identity,
+)
+from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+from netfleet.store.import_labels import labels_of
 from netfleet.store.limits import BYTES_PER_VALUE, max_raw_bytes, too_large
-
-if TYPE_CHECKING:
-    from netfleet.catalog.typedsums import Deferred
+from netfleet.values import as_bool, obj
 
 
 class _Interval(msgspec.Struct):
@@ -78,8 +103,6 @@ def inflate(data: bytes) -> bytes:
 def _gunzip(data: bytes, most: int) -> bytes:
     """Every gzip member of ``data`` inflated, at most ``most`` bytes (ISA-L's inflate: a
     fifth of the time of gzip.GzipFile's, which reads through a file object)."""
-    from isal import igzip_lib, isal_zlib
-
     # the stubs declare it an instance; it is the exception class isal raises
     damaged = cast("type[Exception]", igzip_lib.IsalError)
     parts: list[bytes] = []
@@ -213,9 +236,6 @@ def _read(
     into: dict[str, list[Any]] | None,
     later: list[Deferred] | None = None,
 ) -> Read:
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
-    from netfleet.store.import_labels import labels_of
-
     # the path as text: a local source is a normalised absolute path already (os.path.abspath:
     # what a Path of it gives as_posix() and str(), without making one: 2 µs a file)
     s3 = source.startswith("s3://")
@@ -224,8 +244,6 @@ def _read(
     typed = typed_selective(plain, checked=later is None)
     deferred = None
     if typed is not None and later is not None:
-        from netfleet.catalog.typedsums import Deferred, plain_segments
-
         # (a text server's output: its rows are the engine's, its flags checked here)
         text = "server_output_text" in typed[0]
         segments = None if text else plain_segments(typed[1], typed[2])
@@ -318,8 +336,6 @@ def typed_selective(plain: bytes, checked: bool = True) -> Typed | None:
     the document is not one it reads exactly (then :func:`selective` and the dict path).
     ``checked=False``: the rates are left to the caller (:func:`_plausible`, or a task's
     :class:`~netfleet.catalog.typedsums.TaskSums`)."""
-    from netfleet.catalog.typedsums import INTERVALS
-
     if plain.lstrip()[:1] != b"{":
         return None
     found = _one_pass(plain, checked)
@@ -349,8 +365,6 @@ def typed_selective(plain: bytes, checked: bool = True) -> Typed | None:
 
 def _plausible(typed: Typed) -> bool:
     """Every rate of the typed sums one a link can carry (else the dict path's checks)."""
-    from netfleet.catalog.typedsums import plausible
-
     _, ivs, server_ivs = typed
     return plausible(ivs) and (server_ivs is None or plausible(server_ivs))
 
@@ -366,8 +380,6 @@ _TYPED_KEYS = frozenset({"intervals", "server_output_json"})
 def _one_pass(plain: bytes, checked: bool = True) -> Typed | None:
     """:func:`typed_selective` of a document with only iperf3's and the label keys at the top
     (:class:`~netfleet.catalog.typedsums.Document`), in one pass; None for any other."""
-    from netfleet.catalog.typedsums import DOCUMENT
-
     try:
         parsed = DOCUMENT.decode(plain)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -396,8 +408,6 @@ def _one_pass(plain: bytes, checked: bool = True) -> Typed | None:
 
 def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
     """The server's JSON a client carries: its keys, its sums typed."""
-    from netfleet.catalog.typedsums import INTERVALS
-
     try:
         inner = _TOP.decode(raw)
         server = {k: _ANY.decode(v) for k, v in inner.items() if k != "intervals"}
@@ -411,8 +421,6 @@ def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
 
 def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:
     """:func:`~netfleet.store.import_iperf3.check_intervals` over the typed sums."""
-    from netfleet.catalog.typedsums import flags
-
     _, ivs, server_ivs = typed
     found = flags(ivs, side)
     return found + (flags(server_ivs, "server") if server_ivs is not None else [])
@@ -424,8 +432,6 @@ def _direct_envelope(run_id: str, campaign: str, fields: dict[str, Any]) -> dict
     every field is JSON's values as the model keeps them, but the hosts' addresses, which the
     file gives — anything but text goes through the model, which refuses it as the import
     does."""
-    from netfleet.store.import_base import imported_envelope, plain_envelope
-
     if all(isinstance(fields[host]["address"], str) for host in ("client", "server")):
         return plain_envelope(run_id, campaign, **fields)
     return _plain_envelope(imported_envelope(run_id, campaign, **fields))
@@ -458,9 +464,6 @@ def _iperf3_rows(
     without its intervals) and its interval sums as columns (the same rows the parser gives),
     appended to ``into`` (else to columns of its own); a ``deferred`` file's sums are left to
     its task (where they go is noted on it)."""
-    from netfleet.iperf3json import sum_columns
-    from netfleet.values import as_bool, obj
-
     sums = _sum_columns(into)
     if typed is not None:
         return _typed_rows(envelope, source, typed, sums, deferred)
@@ -482,8 +485,6 @@ def _iperf3_rows(
 
 
 def _sum_columns(into: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
-    from netfleet.iperf3json import SUM_COLUMNS
-
     return into if into is not None else {name: [] for name in SUM_COLUMNS}
 
 
@@ -498,8 +499,6 @@ def read_local(
     """Read one local file (a regular file only, never through a link unless asked, never
     more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
     file changed while it was read (it is read again on the next import)."""
-    from netfleet.store.import_base import read_checked
-
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
@@ -539,16 +538,6 @@ def _typed_rows(
     client's document and one for the server's JSON it carries; a text server's output never
     comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.runrow import (
-        ColumnRows,
-        RunRows,
-        imported_run_row,
-        imported_run_values,
-    )
-    from netfleet.catalog.typedsums import columns
-    from netfleet.iperf3json import end_row, end_values
-    from netfleet.values import as_bool, obj
-
     _, ivs, server_ivs = typed
     result = envelope["result"]
     server_json = result.get("server_output_json")
