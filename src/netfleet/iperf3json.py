@@ -47,6 +47,16 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _CPU = ("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system")
 
 
+def fast_float(value: Any) -> float | None:
+    """:func:`~netfleet.values.as_float`, a finite float (JSON's common case) at once."""
+    return value if type(value) is float and value - value == 0.0 else as_float(value)
+
+
+def fast_int(value: Any) -> int | None:
+    """:func:`~netfleet.values.as_int`, an int of int64's range (JSON's common case) at once."""
+    return value if type(value) is int and _INT64_MIN <= value <= _INT64_MAX else as_int(value)
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -166,14 +176,14 @@ def _own_rtts(streams: list[Any]) -> Row:
     own = [
         s
         for s in (obj(obj(x).get("sender")) for x in streams)
-        if as_bool(s.get("sender")) and as_int(s.get("max_rtt"))
+        if as_bool(s.get("sender")) and fast_int(s.get("max_rtt"))
     ]
     if not own:
         return {"min_rtt": None, "mean_rtt": None, "max_rtt": None, "max_snd_cwnd": None}
-    mins = [v for v in (as_int(s.get("min_rtt")) for s in own) if v is not None]
-    means = [v for v in (as_float(s.get("mean_rtt")) for s in own) if v is not None]
-    maxes = [v for v in (as_int(s.get("max_rtt")) for s in own) if v is not None]
-    cwnds = [v for v in (as_int(s.get("max_snd_cwnd")) for s in own) if v is not None]
+    mins = [v for v in (fast_int(s.get("min_rtt")) for s in own) if v is not None]
+    means = [v for v in (fast_float(s.get("mean_rtt")) for s in own) if v is not None]
+    maxes = [v for v in (fast_int(s.get("max_rtt")) for s in own) if v is not None]
+    cwnds = [v for v in (fast_int(s.get("max_snd_cwnd")) for s in own) if v is not None]
     return {
         "min_rtt": min(mins) if mins else None,
         "mean_rtt": round(fmean(means)) if means else None,
@@ -207,32 +217,36 @@ def end_values(run_id: str, side: str, doc: Mapping[str, Any]) -> tuple[Any, ...
     cpu = obj(end.get("cpu_utilization_percent"))
     udp = obj(end.get("sum")) or received  # 3.12 UDP: `sum` holds the receiver's jitter and loss
     streams = _list(end.get("streams"))
-    out_of_order = [as_int(obj(obj(s).get("udp")).get("out_of_order")) for s in streams]
+    out_of_order = [  # (a stream without ``udp``: None, as no out_of_order)
+        fast_int(obj(obj(s).get("udp")).get("out_of_order"))
+        for s in streams
+        if type(s) is not dict or "udp" in s
+    ]
     return (
         run_id,
         side,
         as_str(doc.get("error")),
-        as_int(sent.get("bytes")),
-        as_float(sent.get("bits_per_second")),
-        as_float(sent.get("seconds")),
-        as_int(sent.get("retransmits")),
-        as_int(received.get("bytes")),
-        as_float(received.get("bits_per_second")),
-        as_float(received.get("seconds")),
-        as_int(back_sent.get("bytes")),
-        as_float(back_sent.get("bits_per_second")),
-        as_int(back_sent.get("retransmits")),
-        as_int(back_received.get("bytes")),
-        as_float(back_received.get("bits_per_second")),
+        fast_int(sent.get("bytes")),
+        fast_float(sent.get("bits_per_second")),
+        fast_float(sent.get("seconds")),
+        fast_int(sent.get("retransmits")),
+        fast_int(received.get("bytes")),
+        fast_float(received.get("bits_per_second")),
+        fast_float(received.get("seconds")),
+        fast_int(back_sent.get("bytes")),
+        fast_float(back_sent.get("bits_per_second")),
+        fast_int(back_sent.get("retransmits")),
+        fast_int(back_received.get("bytes")),
+        fast_float(back_received.get("bits_per_second")),
         as_str(end.get("sender_tcp_congestion")),
         as_str(end.get("receiver_tcp_congestion")),
-        as_float(udp.get("jitter_ms")),
-        as_int(udp.get("lost_packets")),
-        as_int(udp.get("packets")),
-        as_float(udp.get("lost_percent")),
+        fast_float(udp.get("jitter_ms")),
+        fast_int(udp.get("lost_packets")),
+        fast_int(udp.get("packets")),
+        fast_float(udp.get("lost_percent")),
         sum(v for v in out_of_order if v is not None)
         if any(v is not None for v in out_of_order)
         else None,
-        *[as_float(cpu.get(name)) for name in _CPU],
+        *[fast_float(cpu.get(name)) for name in _CPU],
         *_own_rtts(streams).values(),
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from netfleet.iperf3json import fast_float, fast_int
 from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
@@ -263,8 +264,8 @@ def imported_run_values(doc: Mapping[str, Any], source: str) -> tuple[Any, ...] 
         run_id,
         as_str(doc.get("run_key")),
         as_str(doc.get("campaign")),
-        as_int(doc.get("repeat")),
-        as_int(doc.get("sequence")),
+        fast_int(doc.get("repeat")),
+        fast_int(doc.get("sequence")),
         as_str(doc.get("status")),
         as_str(doc.get("reason")),
         as_str(result.get("error")),
@@ -273,7 +274,7 @@ def imported_run_values(doc: Mapping[str, Any], source: str) -> tuple[Any, ...] 
         started.date(),
         started,
         ended,
-        as_float(doc.get("duration_s")),
+        fast_float(doc.get("duration_s")),
         as_str(engine.get("name")),
         as_str(engine.get("version")),
         as_str(doc.get("netfleet_version")),
@@ -284,10 +285,10 @@ def imported_run_values(doc: Mapping[str, Any], source: str) -> tuple[Any, ...] 
         as_str(server.get("kind")),
         as_str(server.get("address")),
         _protocol(params, test_start),
-        as_int(_param(params, test_start, "parallel", "num_streams")),
+        fast_int(_param(params, test_start, "parallel", "num_streams")),
         _reverse(params, test_start, doc.get("subject")),
-        as_float(_param(params, test_start, "duration", "duration")),
-        as_float(_param(params, test_start, "omit", "omit")),
+        fast_float(_param(params, test_start, "duration", "duration")),
+        fast_float(_param(params, test_start, "omit", "omit")),
         _as_json(params),
         _as_json(labels),
         _as_json(catalog_notes(doc.get("notes"))),

@@ -37,7 +37,12 @@ class ImportProblem(Exception):
 
 
 def stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``%Y-%m-%dT%H:%M:%S.%fZ`` of the UTC time (by ``isoformat``: half ``strftime``'s time;
+    ``strftime``'s own below year 1000, whose ``%Y`` it does not pad)."""
+    moment = datetime.fromtimestamp(epoch, UTC).replace(tzinfo=None)
+    if moment.year < 1000:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 def rate_flag(
