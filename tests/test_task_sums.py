@@ -340,3 +340,26 @@ def _refused(run: Any) -> str:
     batch = _Batch()
     batch.add(run.rows())
     return batch.convert()[0][1]
+
+
+def test_a_document_s_shape_is_checked_as_before() -> None:
+    """:func:`checked_shape`'s shortcut for a plain document (each field absent, null or of its
+    type) lets through only what the walk over its fields lets through, and a field of another
+    type anywhere is refused by the walk, naming it."""
+    from netfleet.store.import_base import ImportProblem
+    from netfleet.store.import_iperf3 import _SHAPE, checked_shape
+
+    for path, kind in _SHAPE:
+        for value in (None, [] if kind is dict else {}, "x", 3):
+            doc = copy.deepcopy(BASE)
+            doc.setdefault("end", {}).setdefault("sum", {})
+            doc.setdefault("server_output_json", {})
+            node = doc
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            if value is None:
+                assert checked_shape(doc) is doc
+                continue
+            with pytest.raises(ImportProblem, match=rf"^{'.'.join(path)} is "):
+                checked_shape(doc)
