@@ -363,3 +363,33 @@ def test_a_document_s_shape_is_checked_as_before() -> None:
                 continue
             with pytest.raises(ImportProblem, match=rf"^{'.'.join(path)} is "):
                 checked_shape(doc)
+
+
+def test_a_task_reads_the_byte_limit_once_and_holds_each_file_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The raw-result limit a task reads from the environment holds for each of its files:
+    one larger on disk, and one whose gzip inflates past it, are refused with the limit."""
+    import gzip
+
+    text = json.dumps(BASE).encode()
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "big.json").write_bytes(text)
+    (folder / "inflates.json.gz").write_bytes(gzip.compress(text))
+    (folder / "small.json").write_bytes(json.dumps(_one_interval()).encode())
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", str(len(text) - 1))
+    assert len(gzip.compress(text)) < len(text) - 1
+    items = list(listed([str(folder)], False))
+    reads, _ = readtasks.read_task(items, Options("c", {}, None), False)
+    got = {Path(r.row["source"]).name: r.row for r in reads}
+    assert "NETFLEET_MAX_RAW_BYTES" in got["big.json"]["reason"]
+    assert "inflates to more than" in got["inflates.json.gz"]["reason"]
+    assert got["small.json"]["state"] == "ok"
+
+
+def _one_interval() -> dict[str, Any]:
+    """The captured client's document with one interval (under the limit above)."""
+    doc = copy.deepcopy(BASE)
+    doc["intervals"] = doc["intervals"][:1]
+    return doc

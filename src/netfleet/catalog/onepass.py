@@ -85,11 +85,12 @@ _INTERVALS = msgspec.json.Decoder(list[_Interval])
 _ANY = msgspec.json.Decoder()
 
 
-def inflate(data: bytes) -> bytes:
+def inflate(data: bytes, limit: int | None = None) -> bytes:
     """The file's content, gunzipped (ISA-L) when it is gzip; refused when it breaks the
-    raw-result limit, counted before it is parsed."""
+    raw-result limit (``limit``: it, else read from the environment), counted before it is
+    parsed."""
     out = data
-    limit = max_raw_bytes()
+    limit = max_raw_bytes() if limit is None else limit
     if data[:2] == b"\x1f\x8b":
         out = _gunzip(data, limit + 1)
     if len(out) < max(1, limit // BYTES_PER_VALUE):  # too_large's own shortcut, its limit
@@ -188,6 +189,7 @@ def read_file(
     mtime: float | None = None,
     sums: dict[str, list[Any]] | None = None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
     ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
@@ -196,7 +198,9 @@ def read_file(
     files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``);
     ``later``: a task's files whose checks and sum columns it makes at once
     (:class:`~netfleet.catalog.typedsums.TaskSums`): a plain typed document's rows are made
-    as if its checks find nothing, and it is appended there (with how to read it again)."""
+    as if its checks find nothing, and it is appended there (with how to read it again);
+    ``limit``: the raw-result limit, read from the environment once for a task's files (else
+    here)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -207,7 +211,7 @@ def read_file(
     }
     waiting = len(later) if later is not None else 0
     try:
-        read = _read(source, data, digest, row, opts, mtime, sums, later)
+        read = _read(source, data, digest, row, opts, mtime, sums, later, limit)
         if later is not None:
             for deferred in later[waiting:]:
                 deferred.read = read
@@ -235,12 +239,13 @@ def _read(
     mtime: float | None,
     into: dict[str, list[Any]] | None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
     # the path as text: a local source is a normalised absolute path already (os.path.abspath:
     # what a Path of it gives as_posix() and str(), without making one: 2 µs a file)
     s3 = source.startswith("s3://")
     where = Path(source.removeprefix("s3:/")).as_posix() if s3 else source
-    plain = inflate(data)
+    plain = inflate(data, limit)
     typed = typed_selective(plain, checked=later is None)
     deferred = None
     if typed is not None and later is not None:
@@ -495,21 +500,23 @@ def read_local(
     known: dict[str, Any],
     sums: dict[str, list[Any]] | None = None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
     """Read one local file (a regular file only, never through a link unless asked, never
-    more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
-    file changed while it was read (it is read again on the next import)."""
+    more than the byte limit, ``limit`` when given) and :func:`read_file` it; a second stat
+    after the read catches a file changed while it was read (it is read again on the next
+    import)."""
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
-        data, st = read_checked(path, follow_links)
+        data, st = read_checked(path, follow_links, limit)
     except ImportProblem as exc:
         return Read({"source": source, "state": "bad", "reason": str(exc), **known})
     except OSError as exc:
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
-    read = read_file(source, data, meta, opts, st.st_mtime, sums, later)
+    read = read_file(source, data, meta, opts, st.st_mtime, sums, later, limit)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (

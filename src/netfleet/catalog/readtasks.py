@@ -47,6 +47,7 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     sums are appended to one set of columns for the task (no list per file to join)."""
     from netfleet.catalog.onepass import read_local
     from netfleet.iperf3json import SUM_COLUMNS
+    from netfleet.store.limits import max_raw_bytes
 
     reads: list[Read] = []
     batch = _Batch()
@@ -54,6 +55,7 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     spans: dict[int, tuple[int, int]] = {}  # a file's sums: rows start:stop of ``sums``
     later: list[Deferred] = []
     deferred_rows = 0
+    limit = max_raw_bytes()  # (the environment read once a task, not twice a file)
     for n, item in enumerate(items):
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
         start, waiting = len(sums["run_id"]), len(later)
@@ -61,7 +63,7 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
             read = _read_s3(item, opts, sums)
         else:
             defer = later if deferred_rows < DEFERRED_ROWS else None
-            read = read_local(item.path, follow_links, opts, known, sums, defer)
+            read = read_local(item.path, follow_links, opts, known, sums, defer, limit)
         for deferred in later[waiting:]:
             deferred.at = n
             deferred_rows += sum(len(rows) for _, rows, _ in deferred.segments)
