@@ -393,3 +393,20 @@ def _one_interval() -> dict[str, Any]:
     doc = copy.deepcopy(BASE)
     doc["intervals"] = doc["intervals"][:1]
     return doc
+
+
+def test_the_fast_numbers_are_the_values_own() -> None:
+    """``fast_float`` and ``fast_int`` (the ``runs``/``ends`` values' shortcut) give what
+    ``as_float`` and ``as_int`` give, of the same type, for every kind of JSON value."""
+    import math
+
+    from netfleet.iperf3json import fast_float, fast_int
+    from netfleet.values import as_float, as_int
+
+    values = [None, True, False, 0, 1, -1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64,
+              0.0, -0.0, 1.5, 1e308, float(2**63), math.nan, math.inf, -math.inf, "7", " 8 ",
+              "1.5", "x", "", [], {}]  # fmt: skip
+    for value in values:
+        for fast, plain in ((fast_float, as_float), (fast_int, as_int)):
+            got, want = fast(value), plain(value)
+            assert type(got) is type(want) and got == want, (fast.__name__, value)

@@ -48,13 +48,19 @@ _CPU = ("host_total", "host_user", "host_system", "remote_total", "remote_user",
 
 
 def fast_float(value: Any) -> float | None:
-    """:func:`~netfleet.values.as_float`, a finite float (JSON's common case) at once."""
-    return value if type(value) is float and value - value == 0.0 else as_float(value)
+    """:func:`~netfleet.values.as_float`, a finite float or None (JSON's common cases) at
+    once."""
+    if type(value) is float and value - value == 0.0:
+        return value
+    return None if value is None else as_float(value)
 
 
 def fast_int(value: Any) -> int | None:
-    """:func:`~netfleet.values.as_int`, an int of int64's range (JSON's common case) at once."""
-    return value if type(value) is int and _INT64_MIN <= value <= _INT64_MAX else as_int(value)
+    """:func:`~netfleet.values.as_int`, an int of int64's range or None (JSON's common cases)
+    at once."""
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return None if value is None else as_int(value)
 
 
 def _list(value: Any) -> list[Any]:
