@@ -410,3 +410,39 @@ def test_the_fast_numbers_are_the_values_own() -> None:
         for fast, plain in ((fast_float, as_float), (fast_int, as_int)):
             got, want = fast(value), plain(value)
             assert type(got) is type(want) and got == want, (fast.__name__, value)
+
+
+def test_a_task_pauses_the_collector_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The garbage collector is off while a task reads its files and as it was after (on, or
+    off when the caller had turned it off), also when a read raises; a task's reads leave no
+    cycle behind for it."""
+    import gc
+
+    _write(tmp_path / "t", {"plain": BASE, "other": _one_interval()})
+    items = list(listed([str(tmp_path / "t")], False))
+    alone = onepass.read_local
+    seen: list[bool] = []
+
+    def read_local(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return alone(*args)
+
+    monkeypatch.setattr(onepass, "read_local", read_local)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            gc.enable() if enabled else gc.disable()
+            gc.collect()
+            readtasks.read_task(items, Options("c", {}, None), False)
+            assert gc.isenabled() is enabled
+            assert gc.collect() == 0
+        assert seen == [False] * 4
+        gc.enable()
+        monkeypatch.setattr(onepass, "read_local", lambda *_: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            readtasks.read_task(items, Options("c", {}, None), False)
+        assert gc.isenabled()
+    finally:
+        gc.enable() if was else gc.disable()
