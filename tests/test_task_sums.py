@@ -2,7 +2,8 @@
 once (:class:`netfleet.catalog.typedsums.TaskSums`, issue 26): the reads and every table are
 those the per-file path gives, over the captured outputs and copies made to hit each edge —
 omitted intervals, the 3.12 repeated sum, ``sum_bidir_reverse``, ints beyond int64, missing
-fields, a long interval, a gap, a rate no link carries, a file twice."""
+fields, a long interval, a gap, a rate no link carries, an ``ends`` int beyond int64, a file
+twice; a task's ``runs`` and ``ends`` rows made as columns are the rows' own."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ def _edges() -> dict[str, dict[str, Any]]:
     doc["intervals"][1]["sum"] = {}
     doc = edge("big_int")
     _sums(doc)[0]["retransmits"] = 2**64
+    doc = edge("big_end")  # an ``ends`` int beyond int64 (as the row path: NULL)
+    doc["end"]["sum_sent"]["bytes"] = 2**64
     doc = edge("no_seconds")
     del _sums(doc)[1]["seconds"]
     doc = edge("no_start_no_rate")
@@ -296,3 +299,150 @@ def test_a_task_that_cannot_wait_or_check_at_once_is_the_per_file_path_s(
     assert got == want
     states = {Path(r["source"]).stem: r["state"] for r in got[0]}
     assert states["too_fast"] == "bad" and states["plain"] == "ok"
+
+
+def test_a_task_s_runs_and_ends_as_columns_are_the_rows_own() -> None:
+    """:meth:`_Batch.add_columns`' batches are those of the same runs as rows, in order after
+    the rows queued before them; a value Arrow refuses refuses its run alone."""
+    import pyarrow as pa
+
+    from netfleet.catalog.ingestion import _Batch
+    from netfleet.catalog.runrow import ColumnRows, imported_run_values
+    from netfleet.iperf3json import end_values
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+
+    runs = []
+    for n, doc in enumerate(json.loads(p.read_bytes()) for p in PLAIN):
+        _, fields = iperf3_fields(
+            Path(f"/x/{n}.json"), b"{}", checked_shape(doc), labels={}, found=[],
+            epoch_label=None, side="auto", mtime=1.5e9, digest=f"{n:064}", keep_bytes=False,
+        )  # fmt: skip
+        envelope = onepass._direct_envelope(f"r{n}", "camp", fields)
+        values = imported_run_values(envelope, "src")
+        assert values is not None
+        runs.append(ColumnRows(values, [end_values(f"r{n}", "client", envelope["result"])]))
+    bad = ColumnRows((*runs[1].run[:3], 2**70, *runs[1].run[4:]), runs[1].ends)  # ``repeat``
+    columns, rows = _Batch(), _Batch()
+    columns.add(runs[0].rows())
+    assert columns.add_columns([runs[0], bad, *runs[2:]]) == [(bad.rows(), _refused(bad))]
+    for run in (runs[0], runs[0], *runs[2:]):
+        rows.add(run.rows())
+    rows.convert()
+    for table in ("runs", "ends"):
+        got, want = (pa.Table.from_batches(b.parts[table]) for b in (columns, rows))
+        assert got.to_pylist() == want.to_pylist()
+        assert got.num_rows == len(runs)
+
+
+def _refused(run: Any) -> str:
+    from netfleet.catalog.ingestion import _Batch
+
+    batch = _Batch()
+    batch.add(run.rows())
+    return batch.convert()[0][1]
+
+
+def test_a_document_s_shape_is_checked_as_before() -> None:
+    """:func:`checked_shape`'s shortcut for a plain document (each field absent, null or of its
+    type) lets through only what the walk over its fields lets through, and a field of another
+    type anywhere is refused by the walk, naming it."""
+    from netfleet.store.import_base import ImportProblem
+    from netfleet.store.import_iperf3 import _SHAPE, checked_shape
+
+    for path, kind in _SHAPE:
+        for value in (None, [] if kind is dict else {}, "x", 3):
+            doc = copy.deepcopy(BASE)
+            doc.setdefault("end", {}).setdefault("sum", {})
+            doc.setdefault("server_output_json", {})
+            node = doc
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            if value is None:
+                assert checked_shape(doc) is doc
+                continue
+            with pytest.raises(ImportProblem, match=rf"^{'.'.join(path)} is "):
+                checked_shape(doc)
+
+
+def test_a_task_reads_the_byte_limit_once_and_holds_each_file_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The raw-result limit a task reads from the environment holds for each of its files:
+    one larger on disk, and one whose gzip inflates past it, are refused with the limit."""
+    import gzip
+
+    text = json.dumps(BASE).encode()
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "big.json").write_bytes(text)
+    (folder / "inflates.json.gz").write_bytes(gzip.compress(text))
+    (folder / "small.json").write_bytes(json.dumps(_one_interval()).encode())
+    monkeypatch.setenv("NETFLEET_MAX_RAW_BYTES", str(len(text) - 1))
+    assert len(gzip.compress(text)) < len(text) - 1
+    items = list(listed([str(folder)], False))
+    reads, _ = readtasks.read_task(items, Options("c", {}, None), False)
+    got = {Path(r.row["source"]).name: r.row for r in reads}
+    assert "NETFLEET_MAX_RAW_BYTES" in got["big.json"]["reason"]
+    assert "inflates to more than" in got["inflates.json.gz"]["reason"]
+    assert got["small.json"]["state"] == "ok"
+
+
+def _one_interval() -> dict[str, Any]:
+    """The captured client's document with one interval (under the limit above)."""
+    doc = copy.deepcopy(BASE)
+    doc["intervals"] = doc["intervals"][:1]
+    return doc
+
+
+def test_the_fast_numbers_are_the_values_own() -> None:
+    """``fast_float`` and ``fast_int`` (the ``runs``/``ends`` values' shortcut) give what
+    ``as_float`` and ``as_int`` give, of the same type, for every kind of JSON value."""
+    import math
+
+    from netfleet.iperf3json import fast_float, fast_int
+    from netfleet.values import as_float, as_int
+
+    values = [None, True, False, 0, 1, -1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64,
+              0.0, -0.0, 1.5, 1e308, float(2**63), math.nan, math.inf, -math.inf, "7", " 8 ",
+              "1.5", "x", "", [], {}]  # fmt: skip
+    for value in values:
+        for fast, plain in ((fast_float, as_float), (fast_int, as_int)):
+            got, want = fast(value), plain(value)
+            assert type(got) is type(want) and got == want, (fast.__name__, value)
+
+
+def test_a_task_pauses_the_collector_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The garbage collector is off while a task reads its files and as it was after (on, or
+    off when the caller had turned it off), also when a read raises; a task's reads leave no
+    cycle behind for it."""
+    import gc
+
+    _write(tmp_path / "t", {"plain": BASE, "other": _one_interval()})
+    items = list(listed([str(tmp_path / "t")], False))
+    alone = onepass.read_local
+    seen: list[bool] = []
+
+    def read_local(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return alone(*args)
+
+    monkeypatch.setattr(onepass, "read_local", read_local)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            gc.enable() if enabled else gc.disable()
+            gc.collect()
+            readtasks.read_task(items, Options("c", {}, None), False)
+            assert gc.isenabled() is enabled
+            assert gc.collect() == 0
+        assert seen == [False] * 4
+        gc.enable()
+        monkeypatch.setattr(onepass, "read_local", lambda *_: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            readtasks.read_task(items, Options("c", {}, None), False)
+        assert gc.isenabled()
+    finally:
+        gc.enable() if was else gc.disable()

@@ -47,6 +47,22 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _CPU = ("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system")
 
 
+def fast_float(value: Any) -> float | None:
+    """:func:`~netfleet.values.as_float`, a finite float or None (JSON's common cases) at
+    once."""
+    if type(value) is float and value - value == 0.0:
+        return value
+    return None if value is None else as_float(value)
+
+
+def fast_int(value: Any) -> int | None:
+    """:func:`~netfleet.values.as_int`, an int of int64's range or None (JSON's common cases)
+    at once."""
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return None if value is None else as_int(value)
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -166,14 +182,14 @@ def _own_rtts(streams: list[Any]) -> Row:
     own = [
         s
         for s in (obj(obj(x).get("sender")) for x in streams)
-        if as_bool(s.get("sender")) and as_int(s.get("max_rtt"))
+        if as_bool(s.get("sender")) and fast_int(s.get("max_rtt"))
     ]
     if not own:
         return {"min_rtt": None, "mean_rtt": None, "max_rtt": None, "max_snd_cwnd": None}
-    mins = [v for v in (as_int(s.get("min_rtt")) for s in own) if v is not None]
-    means = [v for v in (as_float(s.get("mean_rtt")) for s in own) if v is not None]
-    maxes = [v for v in (as_int(s.get("max_rtt")) for s in own) if v is not None]
-    cwnds = [v for v in (as_int(s.get("max_snd_cwnd")) for s in own) if v is not None]
+    mins = [v for v in (fast_int(s.get("min_rtt")) for s in own) if v is not None]
+    means = [v for v in (fast_float(s.get("mean_rtt")) for s in own) if v is not None]
+    maxes = [v for v in (fast_int(s.get("max_rtt")) for s in own) if v is not None]
+    cwnds = [v for v in (fast_int(s.get("max_snd_cwnd")) for s in own) if v is not None]
     return {
         "min_rtt": min(mins) if mins else None,
         "mean_rtt": round(fmean(means)) if means else None,
@@ -182,8 +198,24 @@ def _own_rtts(streams: list[Any]) -> Row:
     }
 
 
+#: an ``ends`` row's columns, in :func:`end_values`' order
+END_COLUMNS = ("run_id", "side", "error", "sum_sent_bytes", "sum_sent_bps", "sum_sent_seconds",
+               "sum_sent_retransmits", "sum_received_bytes", "sum_received_bps",
+               "sum_received_seconds", "sum_sent_bidir_reverse_bytes",
+               "sum_sent_bidir_reverse_bps", "sum_sent_bidir_reverse_retransmits",
+               "sum_received_bidir_reverse_bytes", "sum_received_bidir_reverse_bps",
+               "sender_tcp_congestion", "receiver_tcp_congestion", "jitter_ms", "lost_packets",
+               "packets", "lost_percent", "out_of_order", *_CPU, "min_rtt", "mean_rtt",
+               "max_rtt", "max_snd_cwnd")  # fmt: skip
+
+
 def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
     """One host's ``end`` summary and ``error``; every column is NULL when ``end`` is empty."""
+    return dict(zip(END_COLUMNS, end_values(run_id, side, doc), strict=True))
+
+
+def end_values(run_id: str, side: str, doc: Mapping[str, Any]) -> tuple[Any, ...]:
+    """:func:`end_row`'s values, in :data:`END_COLUMNS`' order (a task's rows as columns)."""
     end = obj(doc.get("end"))
     sent, received = obj(end.get("sum_sent")), obj(end.get("sum_received"))
     back_sent = obj(end.get("sum_sent_bidir_reverse"))
@@ -191,34 +223,36 @@ def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
     cpu = obj(end.get("cpu_utilization_percent"))
     udp = obj(end.get("sum")) or received  # 3.12 UDP: `sum` holds the receiver's jitter and loss
     streams = _list(end.get("streams"))
-    out_of_order = [as_int(obj(obj(s).get("udp")).get("out_of_order")) for s in streams]
-    row: Row = {
-        "run_id": run_id,
-        "side": side,
-        "error": as_str(doc.get("error")),
-        "sum_sent_bytes": as_int(sent.get("bytes")),
-        "sum_sent_bps": as_float(sent.get("bits_per_second")),
-        "sum_sent_seconds": as_float(sent.get("seconds")),
-        "sum_sent_retransmits": as_int(sent.get("retransmits")),
-        "sum_received_bytes": as_int(received.get("bytes")),
-        "sum_received_bps": as_float(received.get("bits_per_second")),
-        "sum_received_seconds": as_float(received.get("seconds")),
-        "sum_sent_bidir_reverse_bytes": as_int(back_sent.get("bytes")),
-        "sum_sent_bidir_reverse_bps": as_float(back_sent.get("bits_per_second")),
-        "sum_sent_bidir_reverse_retransmits": as_int(back_sent.get("retransmits")),
-        "sum_received_bidir_reverse_bytes": as_int(back_received.get("bytes")),
-        "sum_received_bidir_reverse_bps": as_float(back_received.get("bits_per_second")),
-        "sender_tcp_congestion": as_str(end.get("sender_tcp_congestion")),
-        "receiver_tcp_congestion": as_str(end.get("receiver_tcp_congestion")),
-        "jitter_ms": as_float(udp.get("jitter_ms")),
-        "lost_packets": as_int(udp.get("lost_packets")),
-        "packets": as_int(udp.get("packets")),
-        "lost_percent": as_float(udp.get("lost_percent")),
-        "out_of_order": sum(v for v in out_of_order if v is not None)
+    out_of_order = [  # (a stream without ``udp``: None, as no out_of_order)
+        fast_int(obj(obj(s).get("udp")).get("out_of_order"))
+        for s in streams
+        if type(s) is not dict or "udp" in s
+    ]
+    return (
+        run_id,
+        side,
+        as_str(doc.get("error")),
+        fast_int(sent.get("bytes")),
+        fast_float(sent.get("bits_per_second")),
+        fast_float(sent.get("seconds")),
+        fast_int(sent.get("retransmits")),
+        fast_int(received.get("bytes")),
+        fast_float(received.get("bits_per_second")),
+        fast_float(received.get("seconds")),
+        fast_int(back_sent.get("bytes")),
+        fast_float(back_sent.get("bits_per_second")),
+        fast_int(back_sent.get("retransmits")),
+        fast_int(back_received.get("bytes")),
+        fast_float(back_received.get("bits_per_second")),
+        as_str(end.get("sender_tcp_congestion")),
+        as_str(end.get("receiver_tcp_congestion")),
+        fast_float(udp.get("jitter_ms")),
+        fast_int(udp.get("lost_packets")),
+        fast_int(udp.get("packets")),
+        fast_float(udp.get("lost_percent")),
+        sum(v for v in out_of_order if v is not None)
         if any(v is not None for v in out_of_order)
         else None,
-    }
-    for name in _CPU:
-        row[name] = as_float(cpu.get(name))
-    row.update(_own_rtts(streams))
-    return row
+        *[fast_float(cpu.get(name)) for name in _CPU],
+        *_own_rtts(streams).values(),
+    )

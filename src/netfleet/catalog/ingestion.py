@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
     from netfleet.catalog.fastpath import Columnar
     from netfleet.catalog.rows import RunRows
+    from netfleet.catalog.runrow import ColumnRows
 
 # pyarrow, pydantic and the row parsers are imported where rows are made: a no-op ingest
 # (everything already in the catalog) needs none of them
@@ -147,6 +148,26 @@ class _Batch:
         if len(self.pending) >= self.PENDING_RUNS or self.pending_rows >= self.PENDING_ROWS:
             return self.convert()
         return []
+
+    def add_columns(self, runs: list[ColumnRows]) -> list[tuple[RunRows, str]]:
+        """Runs whose ``runs`` and ``ends`` rows are values in column order (an import by
+        reference's task: :class:`~netfleet.catalog.runrow.ColumnRows`), after the runs
+        queued before them: one Arrow batch per table, the columns every such run holds the
+        same made once; should Arrow refuse a value, each run is queued as rows (refused
+        alone). Returns the runs rejected."""
+        rejected = self.convert()
+        if not runs:
+            return rejected
+        try:
+            converted = _column_batches(runs)
+        except _conversion_errors():
+            for run in runs:
+                rejected += self.add(run.rows())
+            return rejected + self.convert()
+        for table, records in converted.items():
+            self.parts[table].append(records)
+        self.runs += len(runs)
+        return rejected
 
     def convert(self) -> list[tuple[RunRows, str]]:
         pending, self.pending, self.pending_rows = self.pending, [], 0
@@ -248,6 +269,29 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
         return empty
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
     return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _column_batches(runs: list[ColumnRows]) -> dict[str, pa.RecordBatch]:
+    """The ``runs`` and ``ends`` batches of :meth:`_Batch.add_columns`' runs."""
+    import pyarrow as pa
+
+    from netfleet.catalog.runrow import IMPORTED_FILLED, IMPORTED_SAME
+    from netfleet.catalog.schemas import SCHEMAS
+    from netfleet.iperf3json import END_COLUMNS
+
+    count = len(runs)
+    run_columns: dict[str, Any] = {name: [value] * count for name, value in IMPORTED_SAME.items()}
+    run_columns.update(
+        zip(IMPORTED_FILLED, zip(*(run.run for run in runs), strict=True), strict=True)
+    )
+    ends = [end for run in runs for end in run.ends]
+    end_columns = dict(zip(END_COLUMNS, zip(*ends, strict=True), strict=True)) if ends else {}
+    return {
+        "runs": pa.RecordBatch.from_pydict(run_columns, schema=SCHEMAS["runs"]),
+        "ends": pa.RecordBatch.from_pydict(end_columns, schema=SCHEMAS["ends"])
+        if ends
+        else _record_batch("ends", []),
+    }
 
 
 #: each table's empty batch (a RecordBatch is immutable: one serves every batch)

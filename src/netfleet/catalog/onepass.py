@@ -28,24 +28,49 @@ reason it is refused; a bad file never stops the others.
 
 from __future__ import annotations
 
+# (every module a file's reading uses is imported here, once: an import in a function costs
+# ≈ 1 µs a call, ≈ 14 a file)
 import hashlib
 import os
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
+from isal import igzip_lib, isal_zlib
 
-from netfleet.catalog.runrow import json_encoder
+from netfleet.catalog.runrow import (
+    ColumnRows,
+    RunRows,
+    imported_run_row,
+    imported_run_values,
+    json_encoder,
+)
 from netfleet.catalog.sourcelist import Options, Read
+from netfleet.catalog.typedsums import (
+    DOCUMENT,
+    INTERVALS,
+    Deferred,
+    columns,
+    flags,
+    plain_segments,
+    plausible,
+)
 from netfleet.errors import StoreError
-from netfleet.store.import_base import ImportProblem, run_identity
+from netfleet.iperf3json import SUM_COLUMNS, end_row, end_values, sum_columns
+from netfleet.store.import_base import (
+    ImportProblem,
+    imported_envelope,
+    plain_envelope,
+    read_checked,
+    run_identity,
+)
+from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+from netfleet.store.import_labels import labels_of
 from netfleet.store.limits import BYTES_PER_VALUE, max_raw_bytes, too_large
-
-if TYPE_CHECKING:
-    from netfleet.catalog.typedsums import Deferred
+from netfleet.values import as_bool, obj
 
 
 class _Interval(msgspec.Struct):
@@ -60,11 +85,12 @@ _INTERVALS = msgspec.json.Decoder(list[_Interval])
 _ANY = msgspec.json.Decoder()
 
 
-def inflate(data: bytes) -> bytes:
+def inflate(data: bytes, limit: int | None = None) -> bytes:
     """The file's content, gunzipped (ISA-L) when it is gzip; refused when it breaks the
-    raw-result limit, counted before it is parsed."""
+    raw-result limit (``limit``: it, else read from the environment), counted before it is
+    parsed."""
     out = data
-    limit = max_raw_bytes()
+    limit = max_raw_bytes() if limit is None else limit
     if data[:2] == b"\x1f\x8b":
         out = _gunzip(data, limit + 1)
     if len(out) < max(1, limit // BYTES_PER_VALUE):  # too_large's own shortcut, its limit
@@ -78,8 +104,6 @@ def inflate(data: bytes) -> bytes:
 def _gunzip(data: bytes, most: int) -> bytes:
     """Every gzip member of ``data`` inflated, at most ``most`` bytes (ISA-L's inflate: a
     fifth of the time of gzip.GzipFile's, which reads through a file object)."""
-    from isal import igzip_lib, isal_zlib
-
     # the stubs declare it an instance; it is the exception class isal raises
     damaged = cast("type[Exception]", igzip_lib.IsalError)
     parts: list[bytes] = []
@@ -165,6 +189,7 @@ def read_file(
     mtime: float | None = None,
     sums: dict[str, list[Any]] | None = None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
     """One file's bytes (already read, within the byte limit) → its manifest row and rows.
     ``meta``: the manifest columns known before reading (size, mtime_ns, inode, etag …);
@@ -173,7 +198,9 @@ def read_file(
     files: :func:`netfleet.catalog.readtasks.read_task`), else its own (``Read.sums``);
     ``later``: a task's files whose checks and sum columns it makes at once
     (:class:`~netfleet.catalog.typedsums.TaskSums`): a plain typed document's rows are made
-    as if its checks find nothing, and it is appended there (with how to read it again)."""
+    as if its checks find nothing, and it is appended there (with how to read it again);
+    ``limit``: the raw-result limit, read from the environment once for a task's files (else
+    here)."""
     digest = hashlib.sha256(data).hexdigest()
     row: dict[str, Any] = {
         **meta,
@@ -184,7 +211,7 @@ def read_file(
     }
     waiting = len(later) if later is not None else 0
     try:
-        read = _read(source, data, digest, row, opts, mtime, sums, later)
+        read = _read(source, data, digest, row, opts, mtime, sums, later, limit)
         if later is not None:
             for deferred in later[waiting:]:
                 deferred.read = read
@@ -212,20 +239,16 @@ def _read(
     mtime: float | None,
     into: dict[str, list[Any]] | None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
-    from netfleet.store.import_labels import labels_of
-
     # the path as text: a local source is a normalised absolute path already (os.path.abspath:
     # what a Path of it gives as_posix() and str(), without making one: 2 µs a file)
     s3 = source.startswith("s3://")
     where = Path(source.removeprefix("s3:/")).as_posix() if s3 else source
-    plain = inflate(data)
+    plain = inflate(data, limit)
     typed = typed_selective(plain, checked=later is None)
     deferred = None
     if typed is not None and later is not None:
-        from netfleet.catalog.typedsums import Deferred, plain_segments
-
         # (a text server's output: its rows are the engine's, its flags checked here)
         text = "server_output_text" in typed[0]
         segments = None if text else plain_segments(typed[1], typed[2])
@@ -318,8 +341,6 @@ def typed_selective(plain: bytes, checked: bool = True) -> Typed | None:
     the document is not one it reads exactly (then :func:`selective` and the dict path).
     ``checked=False``: the rates are left to the caller (:func:`_plausible`, or a task's
     :class:`~netfleet.catalog.typedsums.TaskSums`)."""
-    from netfleet.catalog.typedsums import INTERVALS
-
     if plain.lstrip()[:1] != b"{":
         return None
     found = _one_pass(plain, checked)
@@ -349,8 +370,6 @@ def typed_selective(plain: bytes, checked: bool = True) -> Typed | None:
 
 def _plausible(typed: Typed) -> bool:
     """Every rate of the typed sums one a link can carry (else the dict path's checks)."""
-    from netfleet.catalog.typedsums import plausible
-
     _, ivs, server_ivs = typed
     return plausible(ivs) and (server_ivs is None or plausible(server_ivs))
 
@@ -366,8 +385,6 @@ _TYPED_KEYS = frozenset({"intervals", "server_output_json"})
 def _one_pass(plain: bytes, checked: bool = True) -> Typed | None:
     """:func:`typed_selective` of a document with only iperf3's and the label keys at the top
     (:class:`~netfleet.catalog.typedsums.Document`), in one pass; None for any other."""
-    from netfleet.catalog.typedsums import DOCUMENT
-
     try:
         parsed = DOCUMENT.decode(plain)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
@@ -396,8 +413,6 @@ def _one_pass(plain: bytes, checked: bool = True) -> Typed | None:
 
 def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
     """The server's JSON a client carries: its keys, its sums typed."""
-    from netfleet.catalog.typedsums import INTERVALS
-
     try:
         inner = _TOP.decode(raw)
         server = {k: _ANY.decode(v) for k, v in inner.items() if k != "intervals"}
@@ -411,8 +426,6 @@ def _typed_inner(raw: msgspec.Raw) -> tuple[dict[str, Any], list[Any]] | None:
 
 def _typed_flags(typed: Typed, side: str) -> list[dict[str, Any]]:
     """:func:`~netfleet.store.import_iperf3.check_intervals` over the typed sums."""
-    from netfleet.catalog.typedsums import flags
-
     _, ivs, server_ivs = typed
     found = flags(ivs, side)
     return found + (flags(server_ivs, "server") if server_ivs is not None else [])
@@ -424,8 +437,6 @@ def _direct_envelope(run_id: str, campaign: str, fields: dict[str, Any]) -> dict
     every field is JSON's values as the model keeps them, but the hosts' addresses, which the
     file gives — anything but text goes through the model, which refuses it as the import
     does."""
-    from netfleet.store.import_base import imported_envelope, plain_envelope
-
     if all(isinstance(fields[host]["address"], str) for host in ("client", "server")):
         return plain_envelope(run_id, campaign, **fields)
     return _plain_envelope(imported_envelope(run_id, campaign, **fields))
@@ -458,9 +469,6 @@ def _iperf3_rows(
     without its intervals) and its interval sums as columns (the same rows the parser gives),
     appended to ``into`` (else to columns of its own); a ``deferred`` file's sums are left to
     its task (where they go is noted on it)."""
-    from netfleet.iperf3json import sum_columns
-    from netfleet.values import as_bool, obj
-
     sums = _sum_columns(into)
     if typed is not None:
         return _typed_rows(envelope, source, typed, sums, deferred)
@@ -482,8 +490,6 @@ def _iperf3_rows(
 
 
 def _sum_columns(into: dict[str, list[Any]] | None) -> dict[str, list[Any]]:
-    from netfleet.iperf3json import SUM_COLUMNS
-
     return into if into is not None else {name: [] for name in SUM_COLUMNS}
 
 
@@ -494,23 +500,23 @@ def read_local(
     known: dict[str, Any],
     sums: dict[str, list[Any]] | None = None,
     later: list[Deferred] | None = None,
+    limit: int | None = None,
 ) -> Read:
     """Read one local file (a regular file only, never through a link unless asked, never
-    more than the byte limit) and :func:`read_file` it; a second stat after the read catches a
-    file changed while it was read (it is read again on the next import)."""
-    from netfleet.store.import_base import read_checked
-
+    more than the byte limit, ``limit`` when given) and :func:`read_file` it; a second stat
+    after the read catches a file changed while it was read (it is read again on the next
+    import)."""
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
-        data, st = read_checked(path, follow_links)
+        data, st = read_checked(path, follow_links, limit)
     except ImportProblem as exc:
         return Read({"source": source, "state": "bad", "reason": str(exc), **known})
     except OSError as exc:
         reason = f"unreadable ({exc.strerror or exc})"
         return Read({"source": source, "state": "bad", "reason": reason, **known})
     meta = {"mtime_ns": st.st_mtime_ns, "inode": st.st_ino, "checked_ns": known["checked_ns"]}
-    read = read_file(source, data, meta, opts, st.st_mtime, sums, later)
+    read = read_file(source, data, meta, opts, st.st_mtime, sums, later, limit)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
         same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
@@ -539,19 +545,21 @@ def _typed_rows(
     client's document and one for the server's JSON it carries; a text server's output never
     comes here), made without the engine registry; the sums come from the structs, filed
     under the side the dict path files them (a server's own file: ``server``)."""
-    from netfleet.catalog.runrow import RunRows, imported_run_row
-    from netfleet.catalog.typedsums import columns
-    from netfleet.iperf3json import end_row
-    from netfleet.values import as_bool, obj
-
     _, ivs, server_ivs = typed
     result = envelope["result"]
-    run = imported_run_row(envelope, source)
-    ends = [end_row(run["run_id"], "client", result)]
     server_json = result.get("server_output_json")
-    if isinstance(server_json, Mapping):
-        ends.append(end_row(run["run_id"], "server", server_json))
-    rows = RunRows(run, [], ends)
+    values = imported_run_values(envelope, source) if deferred is not None else None
+    rows: RunRows | ColumnRows
+    if values is not None:  # a task's: its rows as values in column order, for the task's
+        ends = [end_values(values[0], "client", result)]
+        if isinstance(server_json, Mapping):
+            ends.append(end_values(values[0], "server", server_json))
+        rows = ColumnRows(values, ends)
+    else:
+        run = imported_run_row(envelope, source)
+        rows = RunRows(run, [], [end_row(run["run_id"], "client", result)])
+        if isinstance(server_json, Mapping):
+            rows.ends.append(end_row(run["run_id"], "server", server_json))
     reverse = as_bool(obj(envelope.get("params")).get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from netfleet.iperf3json import fast_float, fast_int
 from netfleet.values import as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
@@ -47,6 +48,13 @@ def _timestamp(text: Any, what: str) -> datetime:
     """An ISO 8601 instant as a naive UTC datetime (the catalog stores UTC, see docs)."""
     if not isinstance(text, str):
         raise RowError(f"{what} must be an ISO 8601 string, not {type(text).__name__}")
+    if len(text) == 27 and text[26] == "Z" and text[10] == "T":  # an import's stamp: UTC
+        try:  # (its time without the Z, read as naive: a third of the time)
+            naive = datetime.fromisoformat(text[:26])
+        except ValueError:
+            naive = None
+        if naive is not None and naive.tzinfo is None:
+            return naive
     try:
         moment = datetime.fromisoformat(text)
     except ValueError as exc:
@@ -202,12 +210,41 @@ def run_row(doc: Mapping[str, Any], source: str) -> Row:
 _IMPORTED_PARAMS = frozenset({"protocol", "parallel", "duration", "omit"})
 
 
+#: the ``runs`` columns :func:`imported_run_values` gives, in its order
+IMPORTED_FILLED = ("run_id", "run_key", "campaign", "repeat", "sequence", "status", "reason",
+                   "error", "direction", "subject", "d", "started_at", "ended_at", "duration_s",
+                   "engine", "engine_version", "netfleet_version", "client", "client_kind",
+                   "client_address", "server", "server_kind", "server_address", "protocol",
+                   "parallel", "reverse", "duration", "omit", "params", "labels", "notes",
+                   "source")  # fmt: skip
+#: the ``runs`` columns every imported iperf3 document's envelope holds the same (no state,
+#: no host facts, no interval or bidir param, the test's name)
+IMPORTED_SAME: dict[str, Any] = {
+    "test": "imported",
+    **dict.fromkeys(("bidir", "interval", "client_mtu", "server_mtu", "client_cpus",
+                     "server_cpus", "client_zone_id", "server_zone_id", "client_ena_express",
+                     "server_ena_express", "client_bandwidth_weighting",
+                     "server_bandwidth_weighting", "rules_as_of", "state")),
+}  # fmt: skip
+
+
 def imported_run_row(doc: Mapping[str, Any], source: str) -> Row:
     """:func:`run_row` of an imported iperf3 document's envelope made without the model
     (``import_base.plain_envelope``; import by reference's workers make thousands): the same
-    row, the columns every such envelope holds the same — no state, no host facts, no
-    interval or bidir param, the test's constants — not looked up one by one; any other
-    envelope is :func:`run_row`'s."""
+    row, the columns every such envelope holds the same (:data:`IMPORTED_SAME`) not looked up
+    one by one; any other envelope is :func:`run_row`'s."""
+    values = imported_run_values(doc, source)
+    if values is None:
+        return run_row(doc, source)
+    row = dict(IMPORTED_SAME)
+    row.update(zip(IMPORTED_FILLED, values, strict=True))
+    return row
+
+
+def imported_run_values(doc: Mapping[str, Any], source: str) -> tuple[Any, ...] | None:
+    """:func:`imported_run_row`'s values of :data:`IMPORTED_FILLED`, in its order (a task's
+    ``runs`` rows as columns: :class:`ColumnRows`); None for an envelope that is not an
+    imported document's (state, host facts, other params …: :func:`run_row`'s)."""
     params, client, server = doc.get("params"), doc.get("client"), doc.get("server")
     labels, engine = doc.get("labels"), doc.get("engine")
     if (
@@ -222,7 +259,7 @@ def imported_run_row(doc: Mapping[str, Any], source: str) -> Row:
         or type(engine) is not dict
         or doc.get("test") != "imported"
     ):
-        return run_row(doc, source)
+        return None
     run_id = doc.get("run_id")
     if not isinstance(run_id, str) or not run_id:
         raise RowError("the envelope has no run_id")
@@ -230,55 +267,66 @@ def imported_run_row(doc: Mapping[str, Any], source: str) -> Row:
     test_start = obj(obj(result.get("start")).get("test_start"))
     started = _timestamp(doc.get("started_at"), "started_at")
     ended = _timestamp(doc.get("ended_at"), "ended_at")
-    return {
-        "run_id": run_id,
-        "run_key": as_str(doc.get("run_key")),
-        "campaign": as_str(doc.get("campaign")),
-        "test": "imported",
-        "repeat": as_int(doc.get("repeat")),
-        "sequence": as_int(doc.get("sequence")),
-        "status": as_str(doc.get("status")),
-        "reason": as_str(doc.get("reason")),
-        "error": as_str(result.get("error")),
-        "direction": as_str(doc.get("direction")),
-        "subject": as_str(doc.get("subject")),
-        "d": started.date(),
-        "started_at": started,
-        "ended_at": ended,
-        "duration_s": as_float(doc.get("duration_s")),
-        "engine": as_str(engine.get("name")),
-        "engine_version": as_str(engine.get("version")),
-        "netfleet_version": as_str(doc.get("netfleet_version")),
-        "client": as_str(client.get("name")),
-        "client_kind": as_str(client.get("kind")),
-        "client_address": as_str(client.get("address")),
-        "server": as_str(server.get("name")),
-        "server_kind": as_str(server.get("kind")),
-        "server_address": as_str(server.get("address")),
-        "protocol": _protocol(params, test_start),
-        "parallel": as_int(_param(params, test_start, "parallel", "num_streams")),
-        "reverse": _reverse(params, test_start, doc.get("subject")),
-        "bidir": None,
-        "duration": as_float(_param(params, test_start, "duration", "duration")),
-        "omit": as_float(_param(params, test_start, "omit", "omit")),
-        "interval": None,
-        "client_mtu": None,
-        "server_mtu": None,
-        "client_cpus": None,
-        "server_cpus": None,
-        "params": _as_json(params),
-        "labels": _as_json(labels),
-        "notes": _as_json(catalog_notes(doc.get("notes"))),
-        "source": source,
-        "client_zone_id": None,
-        "server_zone_id": None,
-        "client_ena_express": None,
-        "server_ena_express": None,
-        "client_bandwidth_weighting": None,
-        "server_bandwidth_weighting": None,
-        "rules_as_of": None,
-        "state": None,
-    }
+    return (
+        run_id,
+        as_str(doc.get("run_key")),
+        as_str(doc.get("campaign")),
+        fast_int(doc.get("repeat")),
+        fast_int(doc.get("sequence")),
+        as_str(doc.get("status")),
+        as_str(doc.get("reason")),
+        as_str(result.get("error")),
+        as_str(doc.get("direction")),
+        as_str(doc.get("subject")),
+        started.date(),
+        started,
+        ended,
+        fast_float(doc.get("duration_s")),
+        as_str(engine.get("name")),
+        as_str(engine.get("version")),
+        as_str(doc.get("netfleet_version")),
+        as_str(client.get("name")),
+        as_str(client.get("kind")),
+        as_str(client.get("address")),
+        as_str(server.get("name")),
+        as_str(server.get("kind")),
+        as_str(server.get("address")),
+        _protocol(params, test_start),
+        fast_int(_param(params, test_start, "parallel", "num_streams")),
+        _reverse(params, test_start, doc.get("subject")),
+        fast_float(_param(params, test_start, "duration", "duration")),
+        fast_float(_param(params, test_start, "omit", "omit")),
+        _as_json(params),
+        _as_json(labels),
+        _as_json(catalog_notes(doc.get("notes"))),
+        source,
+    )
+
+
+class ColumnRows:
+    """One imported run's ``runs`` and ``ends`` rows as values in column order — ``run``:
+    :func:`imported_run_values`, each of ``ends``:
+    :func:`~netfleet.iperf3json.end_values` — for a task's rows made as columns (one Arrow
+    batch per table for the task, :meth:`netfleet.catalog.ingestion._Batch.add_columns`);
+    :meth:`rows` is the same run as :class:`RunRows`."""
+
+    __slots__ = ("ends", "run")
+
+    def __init__(self, run: tuple[Any, ...], ends: list[tuple[Any, ...]]) -> None:
+        self.run = run
+        self.ends = ends
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run[0])
+
+    def rows(self) -> RunRows:
+        from netfleet.iperf3json import END_COLUMNS
+
+        run = dict(IMPORTED_SAME)
+        run.update(zip(IMPORTED_FILLED, self.run, strict=True))
+        ends = [dict(zip(END_COLUMNS, end, strict=True)) for end in self.ends]
+        return RunRows(run, [], ends)
 
 
 def _day(text: Any) -> date | None:

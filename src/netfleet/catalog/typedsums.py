@@ -21,6 +21,7 @@ back to it.
 from __future__ import annotations
 
 from contextlib import suppress
+from operator import attrgetter
 from statistics import median
 from typing import Any, cast
 
@@ -272,6 +273,9 @@ class Deferred:
         self.at = -1
 
 
+_SUM, _BIDIR = attrgetter("sum"), attrgetter("sum_bidir_reverse")
+
+
 def plain_segments(
     ivs: list[Interval], server_ivs: list[Interval] | None
 ) -> list[tuple[list[Interval], list[Row]]] | None:
@@ -283,8 +287,8 @@ def plain_segments(
     for side in (ivs, server_ivs):
         if side is None:
             continue
-        sums = [iv.sum for iv in side]
-        if None in sums or [iv.sum_bidir_reverse for iv in side].count(None) != len(side):
+        sums = list(map(_SUM, side))
+        if None in sums or list(map(_BIDIR, side)).count(None) != len(side):
             return None
         out.append((side, list(map(astuple, cast("list[Sum]", sums)))))
     return out

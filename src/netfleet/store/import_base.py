@@ -37,7 +37,12 @@ class ImportProblem(Exception):
 
 
 def stamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """``%Y-%m-%dT%H:%M:%S.%fZ`` of the UTC time (by ``isoformat``: half ``strftime``'s time;
+    ``strftime``'s own below year 1000, whose ``%Y`` it does not pad)."""
+    moment = datetime.fromtimestamp(epoch, UTC).replace(tzinfo=None)
+    if moment.year < 1000:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 def rate_flag(
@@ -181,9 +186,12 @@ def direction_of(subject_sends: bool) -> str:
     return "out" if subject_sends else "in"
 
 
-def read_checked(path: Path | str, follow_links: bool) -> tuple[bytes, os.stat_result]:
+def read_checked(
+    path: Path | str, follow_links: bool, limit: int | None = None
+) -> tuple[bytes, os.stat_result]:
     """The file's bytes and its stat when opened: a regular file only, never through a link
-    unless asked, never more than the raw-result limit."""
+    unless asked, never more than the raw-result limit (``limit``: it, read by the caller
+    from the environment once for many files)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -202,7 +210,7 @@ def read_checked(path: Path | str, follow_links: bool) -> tuple[bytes, os.stat_r
                 else _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
             )
             raise ImportProblem(f"not a regular file ({what})")
-        limit = max_raw_bytes()
+        limit = max_raw_bytes() if limit is None else limit
         if st.st_size > limit:
             raise ImportProblem(
                 f"{st.st_size:,} bytes: more than {limit:,} (NETFLEET_MAX_RAW_BYTES)"

@@ -111,15 +111,8 @@ LONGEST_RUN = 10 * 86_400
 def checked_shape(doc: dict[str, Any]) -> dict[str, Any]:
     """Refuse a document whose objects are of the wrong type or whose times are not plausible
     numbers (NaN, infinite, negative, past 2100): each reason names the field."""
-    for path, kind in _SHAPE:
-        node: Any = doc
-        for key in path:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is not None and not isinstance(node, kind):
-            raise ImportProblem(
-                f"{'.'.join(path)} is {type(node).__name__} {str(node)[:32]!r}, "
-                f"not {_TYPE_NAMES[kind]}: not iperf3 output"
-            )
+    if not _plain_shape(doc):
+        _check_shape(doc)
     start = doc.get("start") or {}
     secs = (start.get("timestamp") or {}).get("timesecs")
     _plausible("start.timestamp.timesecs", secs, LAST_EPOCH, "a time")
@@ -133,6 +126,37 @@ def checked_shape(doc: dict[str, Any]) -> dict[str, Any]:
     if isinstance(server, dict):
         _check_rates(server, "server_output_json.")
     return doc
+
+
+def _check_shape(doc: dict[str, Any]) -> None:
+    for path, kind in _SHAPE:
+        node: Any = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None and not isinstance(node, kind):
+            raise ImportProblem(
+                f"{'.'.join(path)} is {type(node).__name__} {str(node)[:32]!r}, "
+                f"not {_TYPE_NAMES[kind]}: not iperf3 output"
+            )
+
+
+def _plain_shape(doc: dict[str, Any]) -> bool:
+    """:func:`_check_shape` finds nothing, surely (each of :data:`_SHAPE`'s fields absent,
+    null or a plain dict or list): at once, without walking its paths; False: ask it."""
+    start, end = doc.get("start"), doc.get("end")
+    if type(start) is not dict or (end is not None and type(end) is not dict):
+        return False
+    for key in ("timestamp", "test_start", "connecting_to", "accepted_connection"):
+        if (value := start.get(key)) is not None and type(value) is not dict:
+            return False
+    if end is not None:
+        for key in ("sum_received", "sum"):
+            if (value := end.get(key)) is not None and type(value) is not dict:
+                return False
+    intervals, server = doc.get("intervals"), doc.get("server_output_json")
+    return (intervals is None or type(intervals) is list) and (
+        server is None or type(server) is dict
+    )
 
 
 def _check_rates(doc: dict[str, Any], where: str) -> None:

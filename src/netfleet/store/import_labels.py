@@ -34,6 +34,8 @@ KNOWN_KEYS = {
 def file_labels(doc: dict[str, Any]) -> dict[str, str]:
     """The known top-level keys of ``doc`` with a text value, as labels."""
     out: dict[str, str] = {}
+    if not doc.keys() & KNOWN_KEYS.keys():  # (most files: none of them, at once)
+        return out
     for key, label in KNOWN_KEYS.items():
         value = doc.get(key)
         if isinstance(value, str) and value.strip():
