@@ -446,3 +446,21 @@ def test_a_task_pauses_the_collector_and_gives_it_back(
         assert gc.isenabled()
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_task_without_numpy_checks_its_files_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where NumPy is kept out (the cheatsheet command's own process), a task defers no file
+    to the task-wide checks (they need NumPy) and gives the per-file path's reads and tables."""
+    _write(tmp_path / "src", {**_edges(), **{p.name: json.loads(p.read_bytes()) for p in PLAIN}})
+    with monkeypatch.context() as m:
+        _by_file_path(m)
+        want = _task(tmp_path / "src")
+
+    def no_task_sums(*_: Any) -> Any:
+        raise AssertionError("a task deferred a file although NumPy is kept out")
+
+    monkeypatch.setattr("netfleet.catalog.typedsums.TaskSums", no_task_sums)
+    monkeypatch.setitem(__import__("sys").modules, "numpy", None)
+    assert _task(tmp_path / "src") == want

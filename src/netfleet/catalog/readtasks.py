@@ -67,6 +67,13 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _numpy_kept_out() -> bool:
+    """Whether ``import numpy`` is refused in this process (``sys.modules["numpy"]`` is None)."""
+    import sys
+
+    return "numpy" in sys.modules and sys.modules["numpy"] is None
+
+
 def _read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     from netfleet.catalog.onepass import read_local
     from netfleet.iperf3json import SUM_COLUMNS
@@ -77,7 +84,9 @@ def _read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
     spans: dict[int, tuple[int, int]] = {}  # a file's sums: rows start:stop of ``sums``
     later: list[Deferred] = []
-    deferred_rows = 0
+    # the task-wide checks need NumPy; the cheatsheet command keeps it out of its own process
+    # (netfleet.cli.sheet.numpy_kept_out), where files are checked one by one
+    deferred_rows = DEFERRED_ROWS if _numpy_kept_out() else 0
     limit = max_raw_bytes()  # (the environment read once a task, not twice a file)
     for n, item in enumerate(items):
         known = {"size": item.size, "mtime_ns": item.mtime_ns, "inode": item.inode}
