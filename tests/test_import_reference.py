@@ -188,6 +188,10 @@ def test_import_again_opens_only_what_changed_and_reports_changed_corrupt_delete
     assert report.missing == [str(deleted)] and report.touched == [str(touched)]
     assert report.unchanged == 1 and report.registered == [str(changed)]
     assert report.generation == 2 == current_generation(cat)
+    said = _details(report)  # what the import prints of each: a refused change is no new run
+    assert f"changed {changed}: a new run; the old one retired" in said
+    assert f"changed {corrupt}: refused now (below); the old one retired" in said
+    assert f"not imported {corrupt}: " in said and f"missing {deleted}: " in said
     states = _states(cat)
     assert states[changed.name] == ["retired", "ok"]
     assert states[corrupt.name] == ["retired", "bad"]
@@ -208,6 +212,18 @@ def test_import_again_opens_only_what_changed_and_reports_changed_corrupt_delete
     # the CLI says so, exit 3 (a file refused, the others imported)
     corrupt.write_bytes(b"\x1f\x8b damaged again")
     assert cli("import", str(src), "--catalog", str(cat), "--pattern", "{name}.json.gz") == 3
+
+
+def _details(report: Any) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from netfleet.cli.registered import details
+
+    out = Console(file=StringIO(), width=400, color_system=None)
+    details(report, out)
+    return str(out.file.getvalue())
 
 
 def _run_of(cat: Path, path: Path) -> str:

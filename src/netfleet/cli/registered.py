@@ -55,8 +55,10 @@ def has_details(report: RegisterReport) -> bool:
 
 def details(report: RegisterReport, out: Console) -> None:
     """The files of an import by reference where something happened, one line each."""
+    refused = {path for path, _ in report.bad}
     for path in report.changed:
-        out.print(f"  [yellow]changed[/] {line(path)}: a new run; the old one retired")
+        now = "refused now (below)" if path in refused else "a new run"
+        out.print(f"  [yellow]changed[/] {line(path)}: {now}; the old one retired")
     for path in report.missing:
         out.print(f"  [yellow]missing[/] {line(path)}: gone from its source (runs kept)")
     per_file(report, "already in the catalog as", "the manifest's flags", out)
