@@ -29,6 +29,7 @@ RANKS: dict[str, int] = {
     "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it
     "aws": 0,  # base: the one boto3 client factory
     "tabular": 0,  # base: the neutral table value type every layer may return
+    "plain": 0,  # base: value classes that behave as dataclasses, without dataclasses
     "durable": 0,  # base: fsync + atomic write-and-rename
     "text": 0,  # base: safe terminal text
     "pricetable": 0,  # base: the dated price table (JSON + model), read by report and cloud
@@ -467,6 +468,7 @@ def test_help_loads_no_heavy_library() -> None:
                 "netfleet.errors",
                 "netfleet.text",
                 "netfleet.tabular",
+                "netfleet.plain",  # (Tabular's base class)
                 "netfleet.units",
                 "netfleet.children",
             )

@@ -6,16 +6,18 @@ Rendering it (terminal table, JSON, CSV, markdown) is the report layer's job
 
 from __future__ import annotations
 
+from netfleet.plain import Plain
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from typing import Any
 
 
-class Tabular:
+class Tabular(Plain):
     """Columns and rows, plus a title and notes shown under a terminal table. (A plain class
     that behaves as the dataclass it was — fields, order, defaults, ``==``, ``repr`` —: a
     dataclass costs every process that loads it half a millisecond to define, and loads
-    ``inspect``; issue 26.)"""
+    ``inspect``; issue 26; :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("columns", "rows", "title", "notes", "decimals")  # noqa: RUF023
@@ -40,22 +42,6 @@ class Tabular:
         self.title = title
         self.notes = [] if notes is None else notes
         self.decimals = decimals
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (self.columns, self.rows, self.title, self.notes, self.decimals)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Tabular) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__qualname__}(columns={self.columns!r}, rows={self.rows!r}, "
-            f"title={self.title!r}, notes={self.notes!r}, decimals={self.decimals!r})"
-        )
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from netfleet.catalog.layout import is_s3
-from netfleet.catalog.plain import Frozen
 from netfleet.errors import CatalogError
+from netfleet.plain import Frozen
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
@@ -77,7 +77,7 @@ class _Sql:
 class CheatSheetData(Frozen):
     """What the cheat sheet query found: one row per group (group key values, runs, intervals,
     then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes.
-    (A plain class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
+    (A plain class, as the frozen dataclass it was: :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023

@@ -60,8 +60,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from netfleet.catalog.layout import TEMP_PREFIX
-from netfleet.catalog.plain import Plain
 from netfleet.durable import atomic_write, write_temp
+from netfleet.plain import Plain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class _Columns(_ColumnsBase):
 class Index(Plain):
     """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
     with the manifest's generation and the next free ``row_id``. (A plain class, as the
-    dataclass it was: :mod:`netfleet.catalog.plain`.)"""
+    dataclass it was: :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("generation", "next_row", "columns", "size", "files")  # noqa: RUF023

@@ -1,4 +1,5 @@
-"""Memory a process freed, handed back to the system (issue 26).
+"""Memory a process freed, handed back to the system; the cycle collector paused where it
+would only walk objects that hold no cycle (issue 26).
 
 Freed, it stays the process's — glibc's heap, Arrow's mimalloc pages — and what is allocated
 next goes beside it: an import of 100,000 files kept a written batch's worth more than it used
@@ -9,6 +10,28 @@ query would add its peak to the import's. Under 5 ms.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for the block, on again after it if it was (nested blocks
+    leave it to the outermost). For work that makes many objects and no cycles: an import's
+    listing (a tuple a file: 1.5-4 ms of collections in a no-op import of 10,000 files) and a
+    worker's task (its decoded documents: 5 % of a worker's CPU)."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def give_back() -> None:

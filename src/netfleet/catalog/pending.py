@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from netfleet.catalog.layout import committed_run_ids
-from netfleet.catalog.plain import Frozen
 from netfleet.errors import NetfleetError
+from netfleet.plain import Frozen
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ RAW_SUFFIX = ".json.gz"
 
 class Pending(Frozen):
     """How many raw files under ``root`` have no run in the catalog. (Read-only: a plain
-    class, as the frozen dataclass it was: :mod:`netfleet.catalog.plain`.)"""
+    class, as the frozen dataclass it was: :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("root", "count")  # noqa: RUF023

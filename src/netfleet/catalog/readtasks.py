@@ -49,22 +49,10 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     The garbage collector waits for the task's end: its passes over the task's decoded
     documents — thousands of dicts and lists, alive until the task's tables are made, freed
     by their counts, none in a cycle — cost 5 % of a worker's CPU (0.02 ms a file)."""
-    with _collector_paused():
+    from netfleet.catalog.memory import collector_paused
+
+    with collector_paused():
         return _read_task(items, opts, follow_links)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """:mod:`gc`'s automatic passes off for the block (on again after it, if they were)."""
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _numpy_kept_out() -> bool:
@@ -414,15 +402,6 @@ def _nulls(kind: pa.DataType, rows: int) -> pa.Array:
     if have is None or len(have) < rows:
         have = _NULLS[kind] = pa.nulls(max(rows, 8192), kind)
     return have.slice(0, rows)
-
-
-def _quiet_worker() -> None:
-    """Ctrl-C is the importing process's to handle: it stops handing out files and keeps what
-    is written (as :mod:`netfleet.store.imports`' workers; not imported from there: it loads
-    pydantic and the engines, which this process does not need)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _warm() -> None:

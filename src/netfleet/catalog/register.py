@@ -26,7 +26,6 @@ catalog and records them.
 from __future__ import annotations
 
 import fnmatch
-import gc
 import json
 import operator
 import os
@@ -48,10 +47,10 @@ from netfleet.catalog.manifest import (
     write_index,
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
-from netfleet.catalog.memory import give_back
-from netfleet.catalog.plain import Plain
+from netfleet.catalog.memory import collector_paused, give_back
 from netfleet.catalog.sourcelist import Found, Options
 from netfleet.errors import InputError
+from netfleet.plain import Plain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ BATCH_RUNS = 10_000
 
 class RegisterReport(Plain):
     """What one import by reference did. (A plain class, as the dataclass it was:
-    :mod:`netfleet.catalog.plain`.)"""
+    :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
@@ -183,9 +182,7 @@ def register(
     # Python's cycle collector paused while the files are listed and compared: the listing's
     # tuples (one a file) would be walked by each collection meanwhile, and by the first after
     # — 1.5-4 ms of a no-op import of 10,000 files; they hold no cycles (issue 26)
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         found = list(sourcelist.listed(sources, follow_links))
         catalog = Path(catalog_dir)
         report = RegisterReport(catalog)
@@ -210,9 +207,6 @@ def register(
                 found.clear()  # freed before the collector resumes: none of it walked
                 return report
             seen = (index, active, todo, gone)
-    finally:
-        if collecting:
-            gc.enable()
     from netfleet.catalog import readtasks
 
     with readtasks.pool(workers, len(todo)) as pool:
@@ -397,10 +391,8 @@ def _unchanged(found: list[Found], index: Index, campaign: str, asked: str) -> b
         return False  # S3 objects (size and ETag), or a file not stat'ed: the loop's
     # the listing's sources are unique (one folder's walk, or several sources' with repeats
     # dropped): equal to the source column, each row is its file's, in order
-    for name, values in (("source", sources), ("size", sizes), ("mtime_ns", mtimes)):
-        if not index.column_is(name, values):
-            return False
-    if not index.column_is("inode", inodes):
+    columns = (("source", sources), ("size", sizes), ("mtime_ns", mtimes), ("inode", inodes))
+    if not all(index.column_is(name, values) for name, values in columns):
         return False
     # racy (:data:`RACY_NS`): a null ``checked_ns`` (the lowest int64, or None when decoded)
     # is left to the loop; every file checked 2 s after the newest mtime: none racy, without

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from netfleet.catalog.plain import Frozen, Plain
 from netfleet.errors import InputError, StoreError
+from netfleet.plain import Frozen, Plain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 class Options(Frozen):
     """What every file of one import shares. (Read-only. Plain classes, these two, as the
-    dataclasses they were: :mod:`netfleet.catalog.plain`.)"""
+    dataclasses they were: :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("campaign", "labels", "pattern", "side")
@@ -132,10 +132,8 @@ def _local_listed(local: list[str], follow_links: bool) -> list[Found]:
     """:func:`listed` of local sources. The loop is the no-op import's: each ``Found`` made by
     ``tuple.__new__`` (its class call with defaults was a tenth of listing 10,000 files) into
     one list, paths checked for repeats only when more than one source could name a file
-    twice, and Python's cycle collector paused meanwhile: the loop makes no cycles, only
-    tuples — and 13 collections of them cost a no-op import of 10,000 files 1.5 ms (issue 26).
-    """
-    import gc
+    twice (its caller, :func:`netfleet.catalog.register.register`, pauses the cycle
+    collector meanwhile: the loop makes no cycles, only tuples; issue 26)."""
     from stat import S_ISREG
 
     from netfleet.store.sources import source_files
@@ -143,27 +141,21 @@ def _local_listed(local: list[str], follow_links: bool) -> list[Found]:
     out: list[Found] = []
     add, stat, make = out.append, os.stat, tuple.__new__
     seen: set[str] | None = set() if len(local) > 1 else None
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for src in local:
-            for source in source_files(os.path.abspath(src), follow_links):
-                if seen is not None:
-                    if source in seen:
-                        continue
-                    seen.add(source)
-                try:
-                    st = stat(source, follow_symlinks=follow_links)
-                except OSError:
-                    add(Found(source, source, None))
+    for src in local:
+        for source in source_files(os.path.abspath(src), follow_links):
+            if seen is not None:
+                if source in seen:
                     continue
-                if S_ISREG(st.st_mode):
-                    add(make(Found, (source, source, st.st_size, st.st_mtime_ns, st.st_ino, None)))
-                else:  # never opened at listing: refused when read
-                    add(Found(source, source, st.st_size))
-    finally:
-        if collecting:
-            gc.enable()
+                seen.add(source)
+            try:
+                st = stat(source, follow_symlinks=follow_links)
+            except OSError:
+                add(Found(source, source, None))
+                continue
+            if S_ISREG(st.st_mode):
+                add(make(Found, (source, source, st.st_size, st.st_mtime_ns, st.st_ino, None)))
+            else:  # never opened at listing: refused when read
+                add(Found(source, source, st.st_size))
     return out
 
 
