@@ -300,8 +300,10 @@ def start_background(catalog_dir: Path) -> subprocess.Popen[bytes] | None:
     if it is stopped."""
     if not has_manifest(catalog_dir):
         return None
-    return subprocess.Popen(  # our interpreter, our module, a path argument
-        [sys.executable, "-m", "netfleet.catalog.lazystreams_build", str(catalog_dir)],
+    from netfleet.workers import SAFE_PYTHON
+
+    return subprocess.Popen(  # our interpreter (-P: not the cwd), our module, a path argument
+        [*SAFE_PYTHON, "-m", "netfleet.catalog.lazystreams_build", str(catalog_dir)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
