@@ -124,11 +124,14 @@ def rename_in(dfd: int, src: str, dst: str) -> None:
     os.rename(src, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
 
 
-def atomic_write_in(dfd: int, name: str, data: bytes, prefix: str = ".tmp-") -> None:
-    """:func:`atomic_write` into the directory open as ``dfd``: temp file (``O_EXCL``), fsync,
-    rename, fsync the directory — every step through the descriptor, none through a path."""
+def atomic_write_in(
+    dfd: int, name: str, data: bytes, prefix: str = ".tmp-", mode: int = 0o644
+) -> None:
+    """:func:`atomic_write` into the directory open as ``dfd``: temp file (``O_EXCL``, a random
+    name, ``mode``), fsync, rename, fsync the directory — every step through the descriptor,
+    none through a path."""
     temp = f"{prefix}{os.urandom(8).hex()}.part"
-    fd = create_in(dfd, temp)
+    fd = create_in(dfd, temp, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -45,7 +45,8 @@ def import_(
     only the files whose stat changed. Returns a ``RegisterReport`` (registered, unchanged,
     changed, touched, missing, bad, duplicates, already, retired runs, the manifest's
     generation). ``keep_copy``: a folder or ``s3://`` prefix where each file read is kept as it
-    is (hardlink, reflink or copy; S3 to S3 server-side), named by its SHA-256.
+    is (a root-owned copy or reflink, a hardlink only to a file the user owns; S3 to S3
+    server-side), named by its SHA-256; a file no longer the one read is refused.
 
     ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
     labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that

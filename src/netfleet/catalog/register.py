@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from netfleet.catalog.ingestion import _Batch
+    from netfleet.catalog.keepcopy import Keeper
 
 
 # the readers (msgspec, isal, the import's builders, pyarrow) and the catalog's writing
@@ -238,6 +239,7 @@ def _register(
     """:func:`register`'s work once something is to be read or marked."""
     from netfleet.catalog import readtasks
     from netfleet.catalog.ingestion import _prepared
+    from netfleet.catalog.keepcopy import Keeper
     from netfleet.catalog.retire import finish_retire, retire
 
     with _prepared(catalog, None) as (local, known):
@@ -260,6 +262,7 @@ def _register(
         _load_writer()  # (while the workers start: readtasks.pool)
         tasks = readtasks.reads(todo, opts, follow_links, pool)  # handed out to the workers
         state = _State(index, active, index.generation, asked)
+        keep = Keeper(keep_copy, follow_links) if keep_copy else None
         generation = state.generation + 1
         writer = _Writer(local, known)
         done = 0
@@ -267,7 +270,7 @@ def _register(
             if writer.runs >= BATCH_RUNS:  # between two tasks' rows
                 writer.flush()
                 give_back()  # the batch's memory (netfleet.catalog.memory)
-            _settle_task(items, columns, tables, state, writer, report, keep_copy)
+            _settle_task(items, columns, tables, state, writer, report, keep)
             done += len(items)
             if progress is not None:
                 progress(report.unchanged + done, len(found))
@@ -532,7 +535,7 @@ def _settle_task(
     state: _State,
     writer: _Writer,
     report: RegisterReport,
-    keep_copy: str | None,
+    keep: Keeper | None,
 ) -> None:
     """One task's reads into the manifest, the report and the writer. The common case —
     every file new to the manifest, read ok, its run new to this import and to the catalog —
@@ -546,7 +549,7 @@ def _settle_task(
         columns["checked_ns"] = [now if c is None else c for c in checked]
     sources = [item.source for item in items]
     runs = columns["run_id"]
-    if not keep_copy and _all_new(sources, columns, state, writer):
+    if keep is None and _all_new(sources, columns, state, writer):
         writer.keep_all(runs)
         writer.first.update(zip(runs, sources, strict=True))
         report.registered += sources
@@ -560,7 +563,7 @@ def _settle_task(
     names = list(columns)
     for at, item in enumerate(items):
         row = {name: columns[name][at] for name in names}
-        _settle(item, row, state, writer, report, keep_copy)
+        _settle(item, row, state, writer, report, keep)
 
 
 def _all_new(
@@ -584,7 +587,7 @@ def _settle(
     state: _State,
     writer: _Writer,
     report: RegisterReport,
-    keep_copy: str | None,
+    keep: Keeper | None,
 ) -> None:
     """One file's read (its manifest row) into the manifest, the report and the writer."""
     old = state.old(item.source)
@@ -609,6 +612,13 @@ def _settle(
         if old.get("run_id"):
             state.retire.add(old["run_id"])
         report.changed.append(item.source)
+    if keep is not None and row["state"] == "ok":
+        from netfleet.catalog.keepcopy import NotKept
+
+        try:  # before it counts as read: a file not kept as read is not imported
+            row["kept"] = keep.keep(item, row)
+        except NotKept as exc:
+            row.update(state="bad", reason=str(exc))
     if row["state"] != "ok":
         report.bad.append((item.source, str(row.get("reason"))))
         state.add(row)
@@ -626,10 +636,6 @@ def _settle(
         writer.first[run_id] = item.source
         writer.keep(run_id)
         report.registered.append(item.source)
-    if keep_copy:
-        from netfleet.catalog import keepcopy
-
-        row["kept"] = keepcopy.keep(item, row["file_id"], keep_copy)
     state.add(row)
 
 
