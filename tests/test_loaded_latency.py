@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from netfleet import api
+from netfleet.advice import advise
 from netfleet.catalog import ingest, query
 from netfleet.catalog.rows import TABLE_PARSERS
 from netfleet.engines import ENGINES
 from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose, link_rate
-from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, samples
+from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, rpm, samples
 from netfleet.engines.probes import ToolsInfo
 from netfleet.lab import load_lab
 from netfleet.lab.models import Shaper
@@ -221,6 +223,23 @@ def test_deep_queue_inflates_by_queue_over_rate_shallow_little(tmp_path: Path) -
     assert 0.7 * d_expected < d_send and abs(d_recv) < 0.1 * d_expected
     assert s_inf < 1.5 * s_expected and s_inf < 0.25 * d_inf, (s_inf, s_expected)
     assert d_reached is True and d_bps > 0.85 * 40e6
+    # responsiveness: a minute over the phase's round trips (idle, then idle + the queue)
+    rpms = dict(
+        query(
+            catalog,
+            "SELECT r.test || ' ' || p.phase, p.rpm FROM runs r JOIN latency_phases p "
+            "USING (run_id)",
+        ).rows
+    )
+    idle_ms = 60e3 / rpms["deep idle"]
+    assert idle_ms < 5, idle_ms  # a lab link: well under a millisecond, noise aside
+    up_ms = 60e3 / rpms["deep up"]
+    assert 0.7 * d_expected / 1e3 < up_ms - idle_ms < 1.2 * d_expected / 1e3, (up_ms, idle_ms)
+    table = api.report_loaded(catalog=catalog)
+    assert "rpm" in table.columns and len(table.rows) == 4
+    assert any("round trips per minute" in n for n in table.notes)
+    rpm_at = table.columns.index("rpm")
+    assert sorted(r[rpm_at] for r in table.rows) == sorted(rpms.values())
     n = query(catalog, "SELECT count(*) FROM latency_samples WHERE phase = 'up'").rows[0][0]
     assert n > 2 * 150  # two runs × ≥ (3 − 1) s at 10 ms
     section = build_document(catalog).section("loaded")
@@ -229,3 +248,51 @@ def test_deep_queue_inflates_by_queue_over_rate_shallow_little(tmp_path: Path) -
     tables = [b for b in section.blocks if isinstance(b, Table)]
     assert len(figures) == 2 and all(pngkit.variance(f.png) > 100 for f in figures)
     assert len(tables) == 1 and len(tables[0].data.rows) == 4  # idle + up, two runs
+
+
+def test_rpm_is_a_minute_over_the_single_sided_trimmed_mean() -> None:
+    """The draft's responsiveness: the slowest 5 % of round trips are left out, the rest
+    averaged; a minute over that mean. A heavy tail moves the mean, not the RPM."""
+    tail = [10_000.0] * 95 + [1_000_000.0] * 5  # 10 ms, and 5 % at 1 s
+    assert rpm(tail) == pytest.approx(6000.0)
+    kept_one = 60_000 / ((94 * 10 + 1000) / 95)  # 6 % slow: one of them is kept
+    assert rpm([10_000.0] * 94 + [1_000_000.0] * 6) == pytest.approx(kept_one)
+    assert rpm([250.0]) == pytest.approx(240_000.0)
+    assert rpm([]) is None and rpm([0.0]) is None
+
+
+@pytest.mark.parametrize("name", ["irtt_deep", "ping_deep"])
+def test_each_phase_s_rpm_comes_from_its_own_round_trips(name: str) -> None:
+    """On captured runs (a 20 Mbit/s tbf holding 100 ms on the way up): the loaded phase's RPM
+    is a minute over idle + the queue's delay, within the capture's spread; the run line says
+    it."""
+    doc = _fixture(name)
+    result, params = doc["result"], doc["params"]
+    assert isinstance(result, dict) and isinstance(params, dict)
+    by = {p["phase"]: p for p in phase_stats(result, params["interval"], params["settle"], 0.85)}
+    expected_up = 60e6 / (by["idle"]["p50_us"] + doc["queue_delay_s"] * 1e6)
+    assert 0.7 * expected_up < by["up"]["rpm"] < 1.5 * expected_up, (by["up"]["rpm"], expected_up)
+    assert by["idle"]["rpm"] > 20 * by["up"]["rpm"]
+    assert by["down"]["rpm"] > 10 * by["up"]["rpm"]  # the queue is on the way up only
+    line = one_line(list(by.values()))
+    assert f"({by['up']['rpm']:,.0f} RPM)" in line and f"({by['idle']['rpm']:,.0f} RPM)" in line
+
+
+@pytest.mark.parametrize("name", ["irtt_deep", "ping_deep"])
+def test_bufferbloat_advice_estimates_the_queue_from_delay_and_rate(name: str) -> None:
+    """The captured shaper's queue held 250 kB (100 ms at 20 Mbit/s) on the way up: the advice
+    names the up phase, not down, and its queue estimate (added delay × goodput) lands near
+    it; with irtt the one-way delay up is used."""
+    doc = _fixture(name)
+    env = {
+        "run_id": "r1", "status": "ok", "engine": {"name": "latency-under-load"},
+        "params": doc["params"], "result": doc["result"],
+        "client": {"name": "a"}, "server": {"name": "deep"},
+    }  # fmt: skip
+    found = [a for a in advise([env]) if a.code == "bufferbloat"]
+    assert [a.evidence["phase"] for a in found] == ["up"]
+    queue = found[0].evidence["queues"]["up"]["bytes"]
+    assert 0.5 * 250e3 < queue < 1.3 * 250e3, queue
+    assert "RPM" in found[0].message and "kB" in found[0].message
+    quiet = {**env, "result": {**doc["result"], "phases": doc["result"]["phases"][:1]}}
+    assert [a for a in advise([quiet]) if a.code == "bufferbloat"] == []

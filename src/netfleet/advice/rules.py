@@ -20,6 +20,8 @@ FLOW_CAP_RATIO = 1.8
 ASYMMETRY_RATIO = 1.5
 #: retransmitted segments / segments sent
 RETRANSMIT_RATE = 0.01
+#: a loaded phase whose median round trip grows by more than this over idle (ms): bufferbloat
+BLOAT_MS = 5.0
 
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -146,6 +148,87 @@ def ena_exceeded(env: Mapping[str, Any]) -> list[Advice]:
     return out
 
 
+def _ms(us: float) -> str:
+    return f"{us / 1000:.3g} ms"
+
+
+def bufferbloat(env: Mapping[str, Any]) -> list[Advice]:
+    """A latency-under-load run whose load grows the median round trip by more than
+    :data:`BLOAT_MS` over idle: a queue fills at the bottleneck. Its size ≈ the one-way delay
+    the load adds (irtt's; the round trip's with ping) × the rate through it."""
+    if ev.engine(env) != "latency-under-load" or env.get("status") != "ok":
+        return []
+    from netfleet.engines.loaded_latency import summarize
+
+    result = env.get("result")
+    if not isinstance(result, Mapping):
+        return []
+    phases = summarize(result, ev.params(env))["phases"]
+    idle = next((p for p in phases if p["phase"] == "idle"), None)
+    if idle is None or idle.get("p50_us") is None:
+        return []
+    out = []
+    for p in phases:
+        inflation = p.get("inflation_p50_us")
+        if p["phase"] == "idle" or inflation is None or inflation < BLOAT_MS * 1000:
+            continue
+        queues: dict[str, dict[str, float]] = {}
+        for way, delay_key, rate_key in (
+            ("up", "inflation_send_us", "up_bps"),
+            ("down", "inflation_receive_us", "down_bps"),
+        ):
+            rate = p.get(rate_key)
+            if p["phase"] not in (way, "both") or not rate:
+                continue
+            delay = p.get(delay_key)
+            delay = inflation if delay is None else delay  # ping: the round trip's growth
+            if delay > 0:
+                queues[way] = {
+                    "goodput_bps": rate,
+                    "delay_us": delay,
+                    "bytes": delay / 1e6 * rate / 8,
+                }
+        where = "; ".join(
+            f"{way}: ≈ {q['bytes'] / 1e3:,.0f} kB "
+            f"({_ms(q['delay_us'])} × {fmt_rate(q['goodput_bps'])} goodput)"
+            for way, q in queues.items()
+        )
+        rpm = (idle.get("rpm"), p.get("rpm"))
+        rpm_words = f"; {rpm[0]:,.0f} → {rpm[1]:,.0f} RPM" if None not in rpm else ""
+        short = (
+            " The load did not fill the path: the queue can hold more."
+            if p.get("reached") is False
+            else ""
+        )
+        out.append(
+            Advice(
+                "bufferbloat",
+                "warn",
+                f"{ev.host(env, 'client')}→{ev.host(env, 'server')} {p['phase']}: the load adds "
+                f"{_ms(inflation)} to the median round trip ({_ms(idle['p50_us'])} idle → "
+                f"{_ms(p['p50_us'])}{rpm_words}): a queue fills at the bottleneck"
+                + (f" — {where} (added delay × rate)" if where else "")
+                + "."
+                + short,
+                "a queue that holds less time: an AQM (fq_codel, cake) or a smaller queue on the "
+                "bottleneck (a shaper's limit); from the senders, fewer bytes in flight (BBR, "
+                "smaller windows); latency-sensitive traffic on another path",
+                {
+                    "phase": p["phase"],
+                    "idle_p50_us": idle["p50_us"],
+                    "loaded_p50_us": p["p50_us"],
+                    "inflation_p50_us": inflation,
+                    "idle_rpm": rpm[0],
+                    "loaded_rpm": rpm[1],
+                    "queues": queues,
+                    "load_reached_link": p.get("reached"),
+                },
+                (str(env.get("run_id")),),
+            )
+        )
+    return out
+
+
 def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
     """One stream against the fewest streams above one between the same hosts, direction and
     protocol: n streams giving ≥ :data:`FLOW_CAP_RATIO`/2 × n times one stream's rate means
@@ -223,15 +306,15 @@ def asymmetry(envs: list[Mapping[str, Any]]) -> list[Advice]:
 
 
 def advise(envelopes: Iterable[Mapping[str, Any]]) -> list[Advice]:
-    """Every finding over these runs: per run (CPU, path MTU, retransmits, ENA) and across
-    runs (per-flow cap, asymmetry)."""
+    """Every finding over these runs: per run (CPU, path MTU, retransmits, ENA, bufferbloat)
+    and across runs (per-flow cap, asymmetry)."""
     envs = list(envelopes)
     ok = _ok_throughput(envs)
     items: list[Advice] = []
     for e in ok:
         items += cpu_bound(e) + gateway_mtu(e) + retransmits(e)
     for e in envs:
-        items += ena_exceeded(e)
+        items += ena_exceeded(e) + bufferbloat(e)
     items += flow_cap(ok) + asymmetry(ok) + impossible_rates(envs)
     return items
 

@@ -28,6 +28,19 @@ def report_topology(
     return topology_table(catalog_dir(catalog), by, campaign, results=results_url(results))
 
 
+def report_loaded(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    campaign: Sequence[str] = (),
+) -> Tabular:
+    """Latency under load: every phase of every ``latency-under-load`` run (idle, up, down,
+    both) with its RTT percentiles, inflation over idle, responsiveness in round trips per
+    minute (RPM), one-way medians, loss and the load's goodput (``campaign``: only those)."""
+    from netfleet.report.loaded_latency import loaded_table
+
+    return loaded_table(catalog_dir(catalog), tuple(campaign))
+
+
 def report_html(
     *,
     catalog: str | os.PathLike[str] | None = None,

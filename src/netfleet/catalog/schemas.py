@@ -167,6 +167,7 @@ LATENCY_PHASES_SCHEMA = pa.schema(
         ("p99_us", pa.float64()),
         ("max_us", pa.float64()),
         ("mean_us", pa.float64()),
+        ("rpm", pa.float64()),
         ("send_p50_us", pa.float64()),
         ("receive_p50_us", pa.float64()),
         ("inflation_p50_us", pa.float64()),

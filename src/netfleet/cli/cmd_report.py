@@ -1,4 +1,5 @@
-"""``netfleet report topology`` (seed 001's table) and ``netfleet report advice``."""
+"""``netfleet report topology`` (seed 001's table), ``report loaded`` (latency under load and
+responsiveness) and ``netfleet report advice``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ def topology(
     """Seed 001's summary: request/response latency, ping and throughput per topology label."""
     table = api.report_topology(catalog=catalog, results=results, by=by, campaign=campaign)
     emit(table, fmt)
+
+
+@app.command()
+def loaded(
+    catalog: CatalogOpt = None,
+    campaign: Annotated[
+        list[str] | None, typer.Option(help="only this campaign (repeatable)")
+    ] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Latency under load per phase (idle, up, down, both): RTT percentiles, inflation over
+    idle, responsiveness in round trips per minute (RPM), loss, the load's goodput."""
+    emit(api.report_loaded(catalog=catalog, campaign=campaign or ()), fmt)
 
 
 @app.command()

@@ -8,9 +8,22 @@ it), so the summary and the catalog rows can always be re-derived from the raw o
   time, RTT and the one-way delays, lost up or down) or ping's ``-D`` lines (RTT only; a missing
   ``icmp_seq`` is a loss);
 * :func:`phase_stats` — per phase (``idle`` then the loaded ones): p50/p90/p99/max RTT, the
-  one-way medians, inflation = p50 (p99) − idle p50 (p99), loss, the load's received rates up and
-  down and whether they reached ``reach`` × the link's rate (else a warning: the phase's latency
-  reads too good because the queue was not filled).
+  one-way medians, inflation = p50 (p99) − idle p50 (p99), responsiveness in round trips per
+  minute (:func:`rpm`), loss, the load's received rates up and down and whether they reached
+  ``reach`` × the link's rate (else a warning: the phase's latency reads too good because the
+  queue was not filled).
+
+Responsiveness (:func:`rpm`) follows the IETF IPPM draft "Responsiveness under Working
+Conditions" (draft-ietf-ippm-responsiveness) and Apple's networkQuality: 60 s over the
+single-sided trimmed mean of the round trips (the slowest 5 % left out, TMP = 95 %). The
+draft's Responsiveness averages two figures: *foreign* probes (new connections beside the load:
+TCP and TLS handshakes, an HTTP GET) and *self* probes (requests on the load's own
+connections). netfleet's probe (irtt's UDP packets, or ping) is a foreign probe on a flow of its
+own; iperf3's load connections carry no probes, so the figure is the draft's foreign
+responsiveness only, measured with UDP/ICMP round trips, over each phase's window (after
+``settle``) rather than the draft's last moving-average intervals. Behind a flow-queuing AQM
+(fq_codel, cake) foreign probes skip the load's queue and read better than self probes would;
+the lab has none (this kernel has no fq_codel).
 
 Times are seconds since netfleet started the probe (``probe_started``, netfleet's wall clock):
 the phases' from netfleet's clock, the samples' from the probe's own time stamps (the client
@@ -22,6 +35,7 @@ TCP fills the queue.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +47,9 @@ PING_REPLY = re.compile(r"^\[(\d+\.\d+)\] .*?icmp_seq=(\d+) .*?time=([\d.]+) ms"
 PING_SENT = re.compile(r"(\d+) packets transmitted")
 #: a probe's first packet later than this after netfleet started it means the clocks disagree
 CLOCK_SLACK_S = 5.0
+#: responsiveness: the share of round trips kept by the single-sided trimmed mean (the draft's
+#: TMP, 95 %: the slowest 5 % are left out)
+RPM_TRIM = 0.95
 
 
 @dataclass(frozen=True)
@@ -134,6 +151,17 @@ def _pct(values: Sequence[float], p: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=float), p))
 
 
+def rpm(rtts_us: Sequence[float]) -> float | None:
+    """Responsiveness in round trips per minute: 60 s over the trimmed mean of ``rtts_us`` (µs),
+    the slowest ``1 − RPM_TRIM`` of them left out (the draft's single-sided trimmed mean; at
+    least one kept). None without a round trip (or none above zero)."""
+    if not rtts_us:
+        return None
+    kept = sorted(rtts_us)[: max(1, math.floor(len(rtts_us) * RPM_TRIM))]
+    mean_us = sum(kept) / len(kept)
+    return 60e6 / mean_us if mean_us > 0 else None
+
+
 def _sub(a: float | None, b: float | None) -> float | None:
     return a - b if a is not None and b is not None else None
 
@@ -211,7 +239,7 @@ def phase_stats(
             "loss_percent": 100 * lost / len(window) if window else None,
             "p50_us": _pct(rtts, 50), "p90_us": _pct(rtts, 90), "p99_us": _pct(rtts, 99),
             "max_us": max(rtts) if rtts else None,
-            "mean_us": sum(rtts) / len(rtts) if rtts else None,
+            "mean_us": sum(rtts) / len(rtts) if rtts else None, "rpm": rpm(rtts),
             "send_p50_us": _pct(sends, 50), "receive_p50_us": _pct(recvs, 50),
             "up_bps": up, "down_bps": down, "link_bps": link_bps, "reached": reached,
             "warning": warning or phase.get("load_error"),
@@ -227,14 +255,19 @@ def phase_stats(
     return out
 
 
+def _rpm_words(value: Any) -> str:
+    return f" ({value:,.0f} RPM)" if isinstance(value, int | float) else ""
+
+
 def one_line(phases: Sequence[Mapping[str, Any]]) -> str:
-    """``idle p50 52 µs; up +98.1 ms; down +0.3 ms; both +97.6 ms`` (p50 inflation)."""
+    """``idle p50 52 µs (1,150,000 RPM); up +98.1 ms (610 RPM); …`` (p50 inflation,
+    responsiveness in round trips per minute)."""
     if not phases or phases[0].get("p50_us") is None:
         return "no round trips"
-    words = [f"idle p50 {phases[0]['p50_us']:.0f} µs"]
+    words = [f"idle p50 {phases[0]['p50_us']:.0f} µs{_rpm_words(phases[0].get('rpm'))}"]
     for p in phases[1:]:
         inf = p.get("inflation_p50_us")
-        text = "no samples" if inf is None else f"{inf / 1000:+.1f} ms"
+        text = "no samples" if inf is None else f"{inf / 1000:+.1f} ms{_rpm_words(p.get('rpm'))}"
         words.append(
             f"{p['phase']} {text}{' (load short of the link)' if p.get('warning') else ''}"
         )
