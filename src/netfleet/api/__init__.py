@@ -63,6 +63,7 @@ _HOME = {
     "results_url": "netfleet.api._paths",
     "report_html": "netfleet.api._report",
     "report_loaded": "netfleet.api._report",
+    "report_pps": "netfleet.api._report",
     "report_price": "netfleet.api._report",
     "report_topology": "netfleet.api._report",
     "IMPORT_PRESETS": "netfleet.api._results",
@@ -108,7 +109,13 @@ if TYPE_CHECKING:
     from netfleet.api._inventory import inventory_check, inventory_import_terraform, inventory_show
     from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
     from netfleet.api._paths import catalog_dir, results_url
-    from netfleet.api._report import report_html, report_loaded, report_price, report_topology
+    from netfleet.api._report import (
+        report_html,
+        report_loaded,
+        report_pps,
+        report_price,
+        report_topology,
+    )
     from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
     from netfleet.api._spec import plan, schema
     from netfleet.api._watch import watch
@@ -187,6 +194,7 @@ __all__ = [
     "plan",
     "report_html",
     "report_loaded",
+    "report_pps",
     "report_price",
     "report_topology",
     "results_url",

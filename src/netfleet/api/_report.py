@@ -41,6 +41,18 @@ def report_loaded(
     return loaded_table(catalog_dir(catalog), tuple(campaign))
 
 
+def report_pps(*, results: str | None = None, campaign: str | None = None) -> Tabular:
+    """Packets per second: every ``pps`` run's sent and delivered pps, loss, what limited it
+    (sender or path) and its hosts' ENA allowance deltas, read from the raw results (of one
+    campaign, or all)."""
+    from netfleet.report.pps import pps_table
+    from netfleet.store import open_root
+
+    root = open_root(results_url(results))
+    docs = [root.read(p) for p in root.files()]
+    return pps_table(d for d in docs if not campaign or d.get("campaign") == campaign)
+
+
 def report_html(
     *,
     catalog: str | os.PathLike[str] | None = None,

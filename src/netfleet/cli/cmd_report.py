@@ -1,5 +1,5 @@
 """``netfleet report topology`` (seed 001's table), ``report loaded`` (latency under load and
-responsiveness) and ``netfleet report advice``."""
+responsiveness), ``report pps`` (packets per second) and ``netfleet report advice``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ def loaded(
     """Latency under load per phase (idle, up, down, both): RTT percentiles, inflation over
     idle, responsiveness in round trips per minute (RPM), loss, the load's goodput."""
     emit(api.report_loaded(catalog=catalog, campaign=campaign or ()), fmt)
+
+
+@app.command()
+def pps(
+    results: ResultsOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Packets per second of every pps run: sent and delivered, loss, sender- or path-limited,
+    and the ENA allowance deltas (pps, conntrack, linklocal) around each run."""
+    emit(api.report_pps(results=results, campaign=campaign), fmt)
 
 
 @app.command()

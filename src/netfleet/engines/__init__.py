@@ -29,6 +29,7 @@ from netfleet.engines.irtt import Irtt
 from netfleet.engines.latency import Latency
 from netfleet.engines.loaded_latency import LoadedLatency
 from netfleet.engines.ping import Ping
+from netfleet.engines.pps import Pps
 from netfleet.engines.throughput import Throughput
 
 ENGINES: dict[str, Engine] = {
@@ -41,6 +42,7 @@ ENGINES: dict[str, Engine] = {
     "ping": Ping(),
     "irtt": Irtt(),
     "latency-under-load": LoadedLatency(),
+    "pps": Pps(),
 }
 
 

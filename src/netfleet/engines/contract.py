@@ -48,8 +48,8 @@ Row = dict[str, Any]
 #: table name (``runs``, ``intervals``, ``ends``, ``latency``, ...) → rows
 TableRows = dict[str, list[Row]]
 #: what a test measures: which reports read it (cheat sheet/topology: throughput; latency
-#: tables: latency; the credit model: credit)
-Measure = Literal["throughput", "latency", "credit"]
+#: tables: latency; the credit model: credit; ``report pps``: packets)
+Measure = Literal["throughput", "latency", "credit", "packets"]
 
 
 @dataclass(frozen=True)

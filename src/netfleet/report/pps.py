@@ -1,0 +1,73 @@
+"""``netfleet report pps``: every ``pps`` run — packets per second sent and delivered, loss, what
+limited it, and the ENA allowance deltas the runner recorded around it (hosts with the
+counters: ``pps_allowance_exceeded`` and the others), read from the raw results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from netfleet.tabular import Tabular
+
+#: the ENA counters a packet-rate run can drive (``bw_*`` are the bandwidth allowances)
+ENA_PACKET_COUNTERS = (
+    "pps_allowance_exceeded",
+    "conntrack_allowance_exceeded",
+    "linklocal_allowance_exceeded",
+)
+
+COLUMNS = [
+    "run", "client", "server", "direction", "tool", "size_bytes", "streams", "offered_kpps",
+    "sent_kpps", "delivered_kpps", "loss_percent", "limit", "ena_deltas",
+]  # fmt: skip
+
+NOTES = [
+    "kpps: thousands of UDP datagrams per second (payload size_bytes each): sent by the sender, "
+    "delivered = what the receiver counted less what it missed.",
+    "limit: path = more than loss_ok % lost (the path, a policer or the receiver dropped: the "
+    "ceiling is what was delivered); sender = the sender offered all it could (or less than "
+    "asked) and nearly all arrived: the ceiling is at least what was delivered; none = the "
+    "offered rate was delivered.",
+    "ena_deltas: growth of the ENA allowance counters during the run, per host (AWS ENA only; "
+    "a positive pps_allowance_exceeded = the instance's packet-rate allowance, not the "
+    "network).",
+]
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _k(value: Any) -> float | None:
+    return float(value) / 1e3 if isinstance(value, int | float) else None
+
+
+def ena_deltas(env: Mapping[str, Any]) -> str:
+    """``a: pps_allowance_exceeded +12`` per host with the counters; "" where none."""
+    deltas = _obj(_obj(env.get("notes")).get("ena_allowance_deltas"))
+    words = []
+    for host, counters in sorted(deltas.items()):
+        found = _obj(counters)
+        parts = [f"{k} +{found[k]}" for k in ENA_PACKET_COUNTERS if isinstance(found.get(k), int)]
+        if parts:
+            words.append(f"{host}: {', '.join(parts)}")
+    return "; ".join(words)
+
+
+def pps_table(envelopes: Iterable[Mapping[str, Any]]) -> Tabular:
+    """One row per ``pps`` run (in the order given)."""
+    rows = []
+    for env in envelopes:
+        if _obj(env.get("engine")).get("name") != "pps":
+            continue
+        result = _obj(env.get("result"))
+        s = _obj(result.get("summary"))
+        rows.append([
+            env.get("run_id"), _obj(env.get("client")).get("name"),
+            _obj(env.get("server")).get("name"), env.get("direction"), result.get("chosen"),
+            s.get("size_bytes"), s.get("streams"), _k(s.get("offered_pps")),
+            _k(s.get("sent_pps")), _k(s.get("delivered_pps")), s.get("loss_percent"),
+            s.get("limit") or f"no counts ({env.get('status')})", ena_deltas(env),
+        ])  # fmt: skip
+    notes = list(NOTES) if rows else ["no pps runs"]
+    return Tabular(list(COLUMNS), rows, title="Packets per second", notes=notes)
