@@ -470,14 +470,33 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
             return lambda: fleet.run(wait)
 
+        def answers() -> bool:  # sshd is up: an independent login runs a command
+            async def probe() -> bool:
+                h = SshHost(
+                    name="vm", address=fleet.addresses["vm"], user="root",
+                    key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=2,
+                )  # fmt: skip
+                try:
+                    return (await h.run(["true"], timeout=5)).returncode == 0
+                except HostError:
+                    return False
+                finally:
+                    await h.close()
+
+            return fleet.run(probe)
+
         with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(ready(20))
+            waiting = pool.submit(ready(40))
             time.sleep(0.5)
             fleet.start("vm")
-            time.sleep(0.5)
+            up_by = time.monotonic() + 20
+            while not answers():  # on a loaded machine sshd takes its time
+                assert time.monotonic() < up_by, "sshd never answered"
+                time.sleep(0.2)
+            time.sleep(3)  # the waiter (every 0.3 s) sees sshd answer and the marker missing
             assert not waiting.done()  # sshd answers with the pinned key; cloud-init is not done
             marker.touch()
-            seen = waiting.result(timeout=20)
+            seen = waiting.result(timeout=40)
         assert len(seen) == 3 and seen[0].startswith("sshd to answer") and "refused" in seen[0]
         assert seen[1].startswith("cloud-init to finish") and seen[2] == "ready", seen
         marker.unlink()
