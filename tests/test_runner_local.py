@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -121,3 +122,57 @@ def test_ctrl_c_stops_cleanly_and_keeps_completed_results(tmp_path: Path) -> Non
     assert str(os.getpid()) not in [
         line.split()[1] for line in out.splitlines()[1:] if line.split()[2] == "iperf3"
     ]
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_a_port_someone_else_listens_on_is_never_taken_for_our_server(tmp_path: Path) -> None:
+    """Another process (someone else's server, another campaign's) listens on the first port
+    the run's server would take: ours cannot bind there, and the client must not measure
+    against theirs — the server moves to another port and the run measures iperf3."""
+    from netfleet.lab.state import host_namespace
+    from netfleet.runner.session import PORT_BASE
+    from tests.labkit import lab_up, run, write_spec
+
+    squatter = textwrap.dedent(f"""\
+        import socket, sys
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", {PORT_BASE})); s.listen(16)
+        print("listening", flush=True)
+        conns = []
+        s.settimeout(60)
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                break
+            conns.append(c)
+            print("accepted", flush=True)
+    """)
+    with lab_up(tmp_path, "subnet: 198.18.84.0/24\nhosts:\n  a: {}\n  b: {}\n", "pq") as (
+        name,
+        state,
+    ):
+        held = subprocess.Popen(
+            ["ip", "netns", "exec", host_namespace(name, "b"), sys.executable, "-c", squatter],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert held.stdout is not None and held.stdout.readline().strip() == "listening"
+            spec = write_spec(
+                tmp_path,
+                f"""\
+                campaign: squat
+                hosts:
+                  a: {{kind: netns, lab: {name}, host: a}}
+                  b: {{kind: netns, lab: {name}, host: b}}
+                tests:
+                  - {{name: t, client: a, server: b, params: {{duration: 1}}}}
+                """,
+            )
+            result = run(spec, tmp_path / "results", state)
+        finally:
+            held.kill()
+            out, _ = held.communicate()
+    assert "accepted" not in out  # the client never connected to the squatter
+    assert result.ok == result.total == 1, [(e.test, e.reason) for e in result.failed]

@@ -9,6 +9,7 @@ deadline, handing output lines to the engine as they arrive.
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -91,14 +92,21 @@ class RunSession:
         raise HostError(f"host {self.server.name}: the server did not start: {last or 'no output'}")
 
     async def _wait_listening(self, proc: Process, port: int, protocol: str) -> bool:
+        """Whether ``proc`` listens on ``port``: a socket there is ours only when ``ss -p``
+        names our process (or names none: no process information). Another process's socket
+        on the port — someone else's server, another campaign's on the same host — is not:
+        ours cannot bind, exits, and the caller tries another port, so a client never measures
+        against a server netfleet did not start for it."""
         deadline = time.monotonic() + SERVER_READY_S
-        flag = "-Hltn" if protocol == "tcp" else "-Hlun"
+        flag = "-Hltnp" if protocol == "tcp" else "-Hlunp"
         while time.monotonic() < deadline:
             if proc.returncode is not None:
                 return False
             res = await self.server.run(["ss", flag, f"sport = :{port}"], timeout=10)
             if res.returncode == 0 and res.stdout.strip():
-                return True
+                owners = {int(p) for p in re.findall(r"pid=(\d+)", res.stdout)}
+                if not owners or not proc.pid or proc.pid in owners:
+                    return True
             await asyncio.sleep(0.05)
         return False
 
