@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.console import console
+from netfleet.cli import registered
+from netfleet.cli.console import bar_when_needed, console
 from netfleet.cli.options import CatalogOpt, ResultsOpt
-from netfleet.cli.registered import run_import
 from netfleet.errors import PartlyDone
 from netfleet.text import line
 
@@ -61,17 +61,31 @@ def import_(
     Links and special files are refused unless --follow-links. With --catalog, files are
     registered by reference (docs/import.md). Exit 3 if some files could not be imported (the
     others are), 2 if none could."""
-    run_import(
-        sources=sources,
-        results=results,
-        campaign=campaign,
-        label=label or (),
-        pattern=pattern,
-        side=side,
-        follow_links=follow_links,
-        catalog=catalog,
-        keep_copy=keep_copy,
-    )
+    with bar_when_needed("import") as tick:
+        report = api.import_(
+            sources,
+            results=results,
+            campaign=campaign,
+            label=label or (),
+            pattern=pattern,
+            side=side,
+            progress=tick,
+            follow_links=follow_links,
+            catalog=catalog,
+            keep_copy=keep_copy,
+        )
+    if isinstance(report, api.RegisterReport):  # by reference
+        print(registered.summary(report), flush=True)
+        if registered.has_details(report):
+            registered.details(report, console)
+        registered.registered_outcome(report)
+        return
+    dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
+    dups += f", {len(report.already)} already imported" if report.already else ""
+    url = line(api.results_url(results))
+    console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
+    registered.per_file(report, "already imported as", "notes.imported.flags", console)
+    registered.outcome(report.bad, bool(report.imported or report.duplicates or report.already))
 
 
 def verify(catalog: CatalogOpt = None) -> None:
