@@ -67,8 +67,9 @@ _HOME = {
     "report_topology": "netfleet.api._report",
     "IMPORT_PRESETS": "netfleet.api._results",
     "IMPORT_SIDES": "netfleet.api._results",
-    "import_": "netfleet.api._results",
+    "import_files": "netfleet.api._results",
     "ingest": "netfleet.api._results",
+    "register": "netfleet.api._results",
     "verify": "netfleet.api._results",
     "plan": "netfleet.api._spec",
     "schema": "netfleet.api._spec",
@@ -106,7 +107,14 @@ if TYPE_CHECKING:
     from netfleet.api._lab import LabUp, lab_down, lab_profiles, lab_status, lab_up
     from netfleet.api._paths import catalog_dir, results_url
     from netfleet.api._report import report_html, report_price, report_topology
-    from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
+    from netfleet.api._results import (
+        IMPORT_PRESETS,
+        IMPORT_SIDES,
+        import_files,
+        ingest,
+        register,
+        verify,
+    )
     from netfleet.api._spec import plan, schema
     from netfleet.api._watch import watch
     from netfleet.catalog.register import RegisterReport as RegisterReport
@@ -170,7 +178,7 @@ __all__ = [
     "demo",
     "doctor",
     "export",
-    "import_",
+    "import_files",
     "ingest",
     "inventory_check",
     "inventory_import_terraform",
@@ -182,6 +190,7 @@ __all__ = [
     "load_cloud_spec",
     "measured_bucket",
     "plan",
+    "register",
     "report_html",
     "report_price",
     "report_topology",
