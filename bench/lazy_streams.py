@@ -177,7 +177,7 @@ def main() -> int:
         print(f"{args.files} seed-002 files: import {imported:.2f} s, ingest {took:.2f} s (eager)")
         lazy = work / "lazy"
         t = time.perf_counter()
-        registered = netfleet.api.import_([str(p) for p in sources], catalog=lazy)
+        registered = netfleet.api.register([str(p) for p in sources], catalog=lazy)
         assert not registered.bad, registered.bad
         print(f"imported by reference (runs, ends, sums): {time.perf_counter() - t:.2f} s")
         eager_totals = totals(work / "eager")

@@ -23,6 +23,7 @@ import secrets
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 A, B = "198.18.200.1", "198.18.200.2"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -54,7 +55,7 @@ def pair() -> Iterator[tuple[str, str]]:
 
 
 def cpu_s(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 

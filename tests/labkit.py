@@ -1,14 +1,17 @@
 """Helpers for tests that run real campaigns in a real lab: a lab from YAML text (always torn
-down), a spec file from text, a campaign run to completion."""
+down), a campaign spec over a lab's hosts, a spec file from text, a campaign run to
+completion."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from netfleet import lab
 from netfleet.runner import CampaignResult, run_campaign
@@ -34,6 +37,19 @@ def lab_up(tmp_path: Path, body: str, prefix: str = "t") -> Iterator[tuple[str, 
         yield name, state
     finally:
         lab.down(name, state_dir=state)
+
+
+def lab_campaign(
+    lab: str, campaign: str, hosts: Mapping[str, str | Mapping[str, Any]], rest: str
+) -> str:
+    """A campaign spec's text over the hosts of lab ``lab``: ``hosts`` maps each of the spec's
+    hosts to its lab host's name, or to its fields (``host`` and ``via``, ``labels``,
+    ``chroot`` …); ``rest`` is the YAML after the hosts (``tests:`` and any other key)."""
+    lines = [f"campaign: {campaign}", "hosts:"]
+    for key, value in hosts.items():
+        fields = {"host": value} if isinstance(value, str) else dict(value)
+        lines.append(f"  {key}: {json.dumps({'kind': 'netns', 'lab': lab, **fields})}")
+    return "\n".join(lines) + "\n" + textwrap.dedent(rest)
 
 
 def write_spec(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:

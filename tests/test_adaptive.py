@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from netfleet.catalog import connect, ingest
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -35,14 +35,14 @@ def credit_lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def spec(tmp_path: Path, name: str, chroot: str = "", tolerance: float = 0.05) -> Path:
-    extra = f", chroot: {chroot}" if chroot else ""
+    cr: dict[str, str] = {"host": "cr", **({"chroot": str(chroot)} if chroot else {})}
     return write_spec(
         tmp_path,
-        f"""\
-        campaign: adaptive
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cr: {{kind: netns, lab: {name}, host: cr{extra}}}
+        lab_campaign(
+            name,
+            "adaptive",
+            {"srv": "srv", "cr": cr},
+            f"""\
         tests:
           - name: a
             client: cr
@@ -50,6 +50,7 @@ def spec(tmp_path: Path, name: str, chroot: str = "", tolerance: float = 0.05) -
             params: {{duration: 60, until_steady: 4, min_duration: 30,
                       steady_tolerance: {tolerance}}}
         """,
+        ),
     )
 
 

@@ -20,7 +20,7 @@ from netfleet.analysis.analyze import RunAnalysis
 from netfleet.analysis.sources import analyze_file
 from netfleet.catalog import ingest
 from netfleet.report.topology import topology_table
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -49,21 +49,15 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def spec(tmp_path: Path, name: str, client: str, params: str) -> Path:
-    return write_spec(
-        tmp_path,
-        f"""\
-        campaign: evidence
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          {client}: {{kind: netns, lab: {name}, host: {client}}}
+    tests = f"""\
         tests:
           - name: a
             client: {client}
             server: srv
             params: {params}
-        """,
-        name=f"{client}.yaml",
-    )
+        """
+    hosts = {"srv": "srv", client: client}
+    return write_spec(tmp_path, lab_campaign(name, "evidence", hosts, tests), f"{client}.yaml")
 
 
 def one_run(
@@ -123,21 +117,15 @@ def test_a_burst_test_right_after_traffic_records_a_possibly_partial_bucket(
     """Issue 9 case 3 for real: a burst test minutes (here: seconds) after other traffic on the
     credit host is recorded as ``bucket_state: possibly-partial`` and analyze says so."""
     name, state = lab
-    path = write_spec(
-        tmp_path,
-        f"""\
-        campaign: partial
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cr: {{kind: netns, lab: {name}, host: cr}}
+    tests = """\
         tests:
-          - {{name: first, client: cr, server: srv, params: {{duration: 3}}}}
+          - {name: first, client: cr, server: srv, params: {duration: 3}}
           - name: burst
             client: cr
             server: srv
-            params: {{duration: 8, until_steady: 6, min_duration: 0}}
-        """,
-    )
+            params: {duration: 8, until_steady: 6, min_duration: 0}
+        """
+    path = write_spec(tmp_path, lab_campaign(name, "partial", {"srv": "srv", "cr": "cr"}, tests))
     result = run(path, tmp_path / "r", state)
     first, burst = result.envelopes
     assert "bucket_state" not in first.notes  # not a burst test

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ def test_constants_the_cli_help_names_match_the_library() -> None:
 FACADE = {
     ("plan",): "plan",
     ("run",): "run",
-    ("import",): "import_",
+    ("import",): ("import_files", "register"),  # envelopes, or --catalog: by reference
     ("ingest",): "ingest",
     ("verify",): "verify",
     ("cheatsheet",): "cheatsheet",
@@ -131,7 +132,11 @@ def test_every_command_has_its_api_function() -> None:
 
     commands = {leaf for name in LAZY_COMMANDS for leaf in leaves(load_command(name), (name,))}
     assert commands == set(FACADE)
-    assert all(callable(getattr(netfleet.api, fn)) for fn in FACADE.values())
+    assert all(callable(getattr(netfleet.api, fn)) for fn in _functions(FACADE.values()))
+
+
+def _functions(names: Iterable[str | tuple[str, ...]]) -> list[str]:
+    return [n for name in names for n in ((name,) if isinstance(name, str) else name)]
 
 
 @pytest.mark.parametrize("path", sorted(FACADE), ids=" ".join)
@@ -143,18 +148,32 @@ def test_every_cli_option_is_a_keyword_of_its_api_function(path: tuple[str, ...]
     cmd: Any = load_command(path[0])
     for name in path[1:]:
         cmd = cmd.commands[name]
-    fn = getattr(netfleet.api, FACADE[path])
-    params = inspect.signature(fn).parameters
+    fns = [getattr(netfleet.api, name) for name in _functions([FACADE[path]])]
     for opt in cmd.params:
         flags = [f for f in opt.opts if f.startswith("--")]
         if not flags or flags[0] in SHOWN_ONLY | SHOWN_BY.get(path, set()):
             continue  # an argument (positional), or how the answer is shown
         name = flags[0][2:].replace("-", "_")
-        assert name in params, (
-            f"{' '.join(path)} {flags[0]}: no keyword {name!r} in api.{fn.__name__}"
-        )
-        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (path, name)
-    assert fn.__doc__, fn.__name__
+        # an option of a command that calls one of several functions: a keyword of one of them
+        params = [p[name] for fn in fns if name in (p := inspect.signature(fn).parameters)]
+        assert params, f"{' '.join(path)} {flags[0]}: no keyword {name!r} in api.{FACADE[path]}"
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), (path, name)
+    assert all(fn.__doc__ for fn in fns), FACADE[path]
+
+
+def test_each_function_returns_one_kind_of_report() -> None:
+    """No facade function answers with one report or another (the caller branching on
+    ``isinstance``): an import into a results root and one by reference are two functions."""
+    import inspect
+    import re
+
+    for name in netfleet.api.__all__:
+        fn = getattr(netfleet.api, name)
+        if inspect.isfunction(fn):
+            returned = str(inspect.signature(fn).return_annotation)
+            assert len(set(re.findall(r"\w+Report\b", returned))) <= 1, (name, returned)
+    assert "ImportReport" in str(inspect.signature(netfleet.api.import_files).return_annotation)
+    assert "RegisterReport" in str(inspect.signature(netfleet.api.register).return_annotation)
 
 
 def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from netfleet.catalog.rows import run_row
 from netfleet.hosts import ena, srd
 from netfleet.store.envelope import ConfigState, Envelope
 from tests import labkit
-from tests.labkit import lab_up, write_spec
+from tests.labkit import lab_campaign, lab_up, write_spec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ethtool"
 
@@ -186,19 +186,15 @@ def test_a_lab_run_fills_the_state_columns_on_both_ingest_paths(
         """
     results = tmp_path / "results"
     with lab_up(tmp_path, body, prefix="st") as (name, state_dir):
-        spec = write_spec(
-            tmp_path,
-            f"""\
-            campaign: statecheck
-            hosts:
-              srv: {{kind: netns, lab: {name}, host: srv}}
-              cli: {{kind: netns, lab: {name}, host: cli}}
+        tests = """\
             tests:
               - name: tput
                 client: cli
                 server: srv
-                params: {{duration: 1, omit: 0, interval: 1}}
-            """,
+                params: {duration: 1, omit: 0, interval: 1}
+            """
+        spec = write_spec(
+            tmp_path, lab_campaign(name, "statecheck", {"srv": "srv", "cli": "cli"}, tests)
         )
         done = labkit.run(spec, results, state_dir)
         assert done.ok == 1, [e.reason for e in done.envelopes]

@@ -12,7 +12,7 @@ import pytest
 
 from netfleet.analysis import analyze_file
 from netfleet.engines.params.credit import CreditParams
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -37,11 +37,11 @@ def test_a_drain_that_starts_at_the_baseline_ends_early_and_measures_the_refill(
     with lab_up(tmp_path, body, prefix="cb") as (name, state):
         spec = write_spec(
             tmp_path,
-            f"""\
-            campaign: refill-after-burst
-            hosts:
-              srv: {{kind: netns, lab: {name}, host: srv}}
-              cr: {{kind: netns, lab: {name}, host: cr}}
+            lab_campaign(
+                name,
+                "refill-after-burst",
+                {"srv": "srv", "cr": "cr"},
+                f"""\
             tests:
               - name: burst            # empties the bucket (2 s at peak, then the baseline)
                 engine: iperf3
@@ -54,6 +54,7 @@ def test_a_drain_that_starts_at_the_baseline_ends_early_and_measures_the_refill(
                 server: srv
                 params: {PARAMS}
             """,
+            ),
         )
         t0 = time.monotonic()
         result = run(spec, tmp_path / "r", state)

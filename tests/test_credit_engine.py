@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from netfleet.engines.iperf3_live import parse_text_intervals
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -35,19 +35,20 @@ def test_credit_phases_measure_refill_and_cap(tmp_path: Path) -> None:
     with lab_up(tmp_path, body, prefix="c") as (name, state):
         spec = write_spec(
             tmp_path,
-            f"""\
-            campaign: refill
-            hosts:
-              srv: {{kind: netns, lab: {name}, host: srv}}
-              cr: {{kind: netns, lab: {name}, host: cr}}
+            lab_campaign(
+                name,
+                "refill",
+                {"srv": "srv", "cr": "cr"},
+                """\
             tests:
               - name: refill
                 engine: credit
                 client: cr
                 server: srv
-                params: {{duration: 30, idle: [2, 12], until_steady: 3, burst_max: 30,
-                          parallel: 1}}
+                params: {duration: 30, idle: [2, 12], until_steady: 3, burst_max: 30,
+                          parallel: 1}
             """,
+            ),
         )
         result = run(spec, tmp_path / "r", state)
     [env] = result.envelopes

@@ -14,7 +14,7 @@ from netfleet.engines import ENGINES
 from netfleet.engines.irtt import Irtt, IrttParams, one_line, summarize, table_rows
 from netfleet.hosts.packages import package_table
 from netfleet.spec.models import TEST_KINDS
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 FIX = Path(__file__).parent / "fixtures" / "irtt"
 
@@ -56,18 +56,12 @@ def test_irtt_in_a_lab_lands_in_the_latency_table(tmp_path: Path) -> None:
         name,
         state,
     ):
-        spec = write_spec(
-            tmp_path,
-            f"""\
-            campaign: irtt
-            hosts:
-              a: {{kind: netns, lab: {name}, host: a}}
-              b: {{kind: netns, lab: {name}, host: b}}
+        tests = """\
             tests:
-              - {{name: iso, engine: irtt, client: a, server: b,
-                  params: {{duration: 1, interval: 0.02, length: 100}}}}
-            """,
-        )
+              - {name: iso, engine: irtt, client: a, server: b,
+                 params: {duration: 1, interval: 0.02, length: 100}}
+            """
+        spec = write_spec(tmp_path, lab_campaign(name, "irtt", {"a": "a", "b": "b"}, tests))
         result = run(spec, tmp_path / "results", state)
     assert result.ok == result.total == 1, [(e.test, e.reason) for e in result.failed]
     catalog = tmp_path / "catalog"

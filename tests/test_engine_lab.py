@@ -28,6 +28,7 @@ from netfleet.report.topology import topology_table
 from netfleet.runner import run_campaign
 from netfleet.spec import load_spec
 from netfleet.store import ResultsRoot
+from tests.labkit import lab_campaign
 
 pytestmark = [
     pytest.mark.netns,
@@ -145,19 +146,18 @@ def test_every_engine_end_to_end(gw_lab: tuple[str, Path], trixie: Path, tmp_pat
 def test_doctor_flags_the_gateway_mtu(gw_lab: tuple[str, Path], tmp_path: Path) -> None:
     name, state = gw_lab
     spec_path = tmp_path / "d.yaml"
-    spec_path.write_text(
-        textwrap.dedent(f"""\
-        campaign: doc
-        hosts:
-          a: {{kind: netns, lab: {name}, host: a}}
-          b: {{kind: netns, lab: {name}, host: b}}
-          apub: {{kind: netns, lab: {name}, host: a, via: gateway}}
-          bpub: {{kind: netns, lab: {name}, host: b, via: gateway}}
+    hosts = {
+        "a": "a",
+        "b": "b",
+        "apub": {"host": "a", "via": "gateway"},
+        "bpub": {"host": "b", "via": "gateway"},
+    }
+    tests = """\
         tests:
-          - {{name: direct, client: a, server: b}}
-          - {{name: public, client: apub, server: bpub}}
-        """)
-    )
+          - {name: direct, client: a, server: b}
+          - {name: public, client: apub, server: bpub}
+        """
+    spec_path.write_text(lab_campaign(name, "doc", hosts, tests))
     report = asyncio.run(doctor(load_spec(spec_path), state))
     pairs = {(p["client"], p["server"]): p for p in report.pairs}
     assert pairs[("a", "b")]["path_mtu"] == 9000 and pairs[("apub", "bpub")]["path_mtu"] == 1500

@@ -10,9 +10,9 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +20,7 @@ from netfleet.errors import HostError
 from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec.models import LocalHostSpec
+from tests.killkit import killed_mid_run, run_processes
 from tests.leasekit import ENV_DIR, ENV_FAIL, TmpdirProvider, owned, released
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,26 +138,15 @@ def test_failed_acquire_releases_and_exits_4(tmp_path: Path) -> None:
     assert not list((tmp_path / "res").rglob("*.json.gz"))  # no run started
 
 
-def wait_for_long_run(tmp_path: Path, proc: subprocess.Popen[str]) -> list[int]:
-    journal = journal_path(tmp_path / "res", "lease")
-    deadline = time.monotonic() + 60
-    pids: list[int] = []
-    while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
-        recs = read_records(journal)
-        key = next(
-            (r["run_key"] for r in recs if r["event"] == "run_started" and r["sequence"] == 1),
-            None,
-        )
-        pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] == key]
-        time.sleep(0.1)
-    assert len(pids) == 2, "the long run never started"
-    return pids
+def long_run(record: dict[str, Any]) -> bool:
+    """The long run of the campaign :func:`launch` runs (its second): true for its start."""
+    return bool(record["sequence"] == 1)
 
 
 def test_sigterm_releases_every_host_once(tmp_path: Path) -> None:
     proc = launch(tmp_path, long=60)
     try:
-        wait_for_long_run(tmp_path, proc)
+        run_processes(journal_path(tmp_path / "res", "lease"), proc, long_run)
         assert len(owned(tmp_path / "owned")) == 2
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
@@ -171,15 +161,9 @@ def test_sigterm_releases_every_host_once(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_after_kill_9_resume_releases_what_the_dead_controller_acquired(tmp_path: Path) -> None:
     proc = launch(tmp_path, long=4)
-    try:
-        pids = wait_for_long_run(tmp_path, proc)
-        proc.kill()  # SIGKILL: no cleanup of any kind
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
+    journal = journal_path(tmp_path / "res", "lease")
     base = tmp_path / "owned"
-    try:
+    with killed_mid_run(proc, journal, long_run):
         left = owned(base)
         assert len(left) == 2 and released(base) == []  # nothing released by the dead one
         before = set(lease_records(tmp_path))
@@ -190,7 +174,7 @@ def test_after_kill_9_resume_releases_what_the_dead_controller_acquired(tmp_path
         leases = assert_all_released_once(tmp_path)  # the dead session's and the new one's
         assert len(leases) == 4 and before < set(leases)
         # the dead session's leases were released before the new session acquired its own
-        recs = read_records(journal_path(tmp_path / "res", "lease"))
+        recs = read_records(journal)
         old_released = [
             i for i, r in enumerate(recs) if r["event"] == "host_released" and r["lease"] in before
         ]
@@ -200,10 +184,6 @@ def test_after_kill_9_resume_releases_what_the_dead_controller_acquired(tmp_path
             if r["event"] == "host_intent" and r["lease"] not in before
         ]
         assert len(old_released) == 2 and max(old_released) < min(new_intents)
-    finally:
-        for pid in pids:
-            if Path(f"/proc/{pid}").exists():
-                os.kill(pid, signal.SIGKILL)
 
 
 EARLY = """\

@@ -332,6 +332,26 @@ def test_a_keep_copy_that_cannot_be_written_is_refused_before_anything(tmp_path:
     assert not (tmp_path / "cat").exists()
 
 
+def test_the_import_command_calls_one_function_per_kind_of_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``netfleet import`` without --catalog makes envelopes (``api.import_files``), with it
+    registers by reference (``api.register``); --keep-copy without --catalog is refused before
+    anything is written."""
+    src = _folder(tmp_path, RUNS[:2])
+    results, cat = tmp_path / "results", tmp_path / "cat"
+    refused = cli("import", str(src), "--results", str(results), "--keep-copy", str(tmp_path))
+    assert refused == ExitStatus.INVALID_INPUT
+    assert "--keep-copy is for an import by reference" in capsys.readouterr().err
+    assert not results.exists()
+    assert cli("import", str(src), "--results", str(results)) == 0
+    assert capsys.readouterr().out.startswith("imported 2 file(s)")
+    assert len(list(results.rglob("*.json.gz"))) == 2 and not cat.exists()
+    assert cli("import", str(src), "--catalog", str(cat)) == 0
+    assert capsys.readouterr().out.startswith("registered 2 file(s)")
+    assert len(read_manifest(cat).to_pylist()) == 2
+
+
 def test_s3_sources_listed_for_changes_read_once_and_copied_server_side(
     tmp_path: Path,
 ) -> None:

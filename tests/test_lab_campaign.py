@@ -20,7 +20,7 @@ from netfleet.runner import run_campaign
 from netfleet.spec import load_spec
 from netfleet.store import ResultsRoot
 from netfleet.units import goodput_ratio
-from tests.labkit import lab_up, unique_name
+from tests.labkit import lab_campaign, lab_up, unique_name
 
 pytestmark = [
     pytest.mark.netns,
@@ -51,20 +51,15 @@ def test_cheatsheet_of_a_shaped_link_matches_the_shaper(
 ) -> None:
     name, state = shaped_lab
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(
-        textwrap.dedent(f"""\
-        campaign: shaped
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cli: {{kind: netns, lab: {name}, host: cli}}
+    tests = """\
         tests:
           - name: tput
             client: cli
             server: srv
-            params: {{duration: 4, omit: 1, interval: 1}}
-            matrix: {{direction: [out, in]}}
-        """)
-    )
+            params: {duration: 4, omit: 1, interval: 1}
+            matrix: {direction: [out, in]}
+        """
+    spec_path.write_text(lab_campaign(name, "shaped", {"srv": "srv", "cli": "cli"}, tests))
     spec = load_spec(spec_path)
     root = ResultsRoot(tmp_path / "results")
     result = asyncio.run(run_campaign(spec, root, lab_state_dir=state))

@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import textwrap
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from netfleet.lab import Shaper
 from netfleet.lab.shaping import tbf_args
 from netfleet.watch.loop import ALERT_LOG, RoundResult
 from tests.hookkit import webhook_receiver
-from tests.labkit import lab_up
+from tests.labkit import lab_campaign, lab_up
 
 pytestmark = [
     pytest.mark.netns,
@@ -102,20 +101,21 @@ def test_a_shrunk_bucket_raises_and_clears_an_alert_and_noise_does_not(
     name, labstate = lab
     params = f"{{duration: {DURATION}, interval: 0.5}}"
     spec = tmp_path / "w.yaml"
+    hosts = {"srv": "srv", "cred": "cred", "steady": "steady"}
     spec.write_text(
-        textwrap.dedent(f"""\
-        campaign: watched
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          cred: {{kind: netns, lab: {name}, host: cred}}
-          steady: {{kind: netns, lab: {name}, host: steady}}
+        lab_campaign(
+            name,
+            "watched",
+            hosts,
+            f"""\
         tests:
           - {{name: credit, client: cred, server: srv, params: {params}}}
           - {{name: flat, client: steady, server: srv, params: {params}}}
         concurrency: 2
         allow_host_overlap: [srv]
         watch: {{every: 1s, threshold: 10%, window: 8}}
-        """)
+        """,
+        )
     )
     expected_drop = mean_goodput(SMALL_BUCKET) / mean_goodput(BUCKET) - 1
     expected_base_drop = mean_goodput(BUCKET, LOW_RATE) / mean_goodput(BUCKET) - 1

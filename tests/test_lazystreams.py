@@ -6,7 +6,6 @@ streams get them."""
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import shutil
 import subprocess
@@ -269,11 +268,9 @@ def test_files_imported_by_reference_give_the_eager_streams(tmp_path: Path) -> N
     there): every fixture registered, its per-stream rows made lazily equal those an eager
     ingest of the same files' envelopes gives (run ids aside: the two imports name runs
     differently)."""
-    if "catalog" not in inspect.signature(netfleet.api.import_).parameters:
-        pytest.skip("import by reference (issue 26.1) is not on this branch")
     files = copy_sources(tmp_path)
     eager = eager_catalog(tmp_path, files, labels=False)
-    report = netfleet.api.import_([str(f) for f in files], catalog=tmp_path / "ref")
+    report = netfleet.api.register([str(f) for f in files], catalog=tmp_path / "ref")
     assert not report.bad
 
     def without_run_id(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
@@ -319,7 +316,7 @@ def test_a_stream_rate_no_link_can_carry(tmp_path: Path) -> None:
     doc["intervals"][1]["streams"][0]["bits_per_second"] = 1e308
     forged = tmp_path / "forged.json"
     forged.write_text(json.dumps(doc))
-    report = netfleet.api.import_([str(forged)], catalog=tmp_path / "c")
+    report = netfleet.api.register([str(forged)], catalog=tmp_path / "c")
     assert not report.bad
     con = connect(tmp_path / "c", streams=True)
     try:

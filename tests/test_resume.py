@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,14 +24,7 @@ from netfleet.runner.strays import identity, sweep
 from netfleet.spec import load_spec
 from netfleet.spec.scheduling import RetryPolicy
 from netfleet.store import ResultsRoot
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
+from tests.killkit import alive, killed_mid_run
 
 
 @pytest.fixture
@@ -219,26 +210,7 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    pids: list[int] = []
-    try:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and len(pids) < 2:
-            recs = read_records(journal)
-            long_key = next(
-                (r["run_key"] for r in recs if r["event"] == "run_started" and r["sequence"] == 1),
-                None,
-            )
-            pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] == long_key]
-            time.sleep(0.1)
-        assert len(pids) == 2, "the long run never started"
-        time.sleep(1)
-        proc.kill()  # SIGKILL: no cleanup of any kind
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    try:
+    with killed_mid_run(proc, journal, lambda r: r["sequence"] == 1, timeout=40, settle=1) as pids:
         assert all(alive(pid) for pid in pids), "server and client outlive the controller"
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert [(d["test"], d["status"]) for d in docs] == [("quick", "ok")]
@@ -258,10 +230,6 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         assert {r["outcome"] for r in strays} <= {"killed", "gone"}
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert sorted((d["test"], d["status"]) for d in docs) == [("long", "ok"), ("quick", "ok")]
-    finally:
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_results_root_stays_clean_for_readers(tmp_path: Path) -> None:

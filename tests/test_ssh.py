@@ -25,6 +25,7 @@ from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec import load_spec
 from netfleet.spec.ssh import SshJump
 from netfleet.store import ResultsRoot
+from tests.killkit import alive, killed_mid_run
 from tests.sshlab import SshLab, ssh_lab
 
 pytestmark = [
@@ -47,14 +48,6 @@ def ssh_host(fleet: SshLab, name: str, **extra: Any) -> SshHost:
     spec.pop("kind")
     labels = spec.pop("labels")
     return SshHost(name=name, labels=labels, **spec)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 # ------------------------------------------------------------------------------- the host kind
@@ -310,25 +303,7 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    pids: list[int] = []
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(pids) < 2:
-            recs = read_records(journal)
-            long_keys = {
-                r["run_key"] for r in recs if r["event"] == "run_started" and "long" in r["run_key"]
-            }
-            pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] in long_keys]
-            time.sleep(0.1)
-        assert len(pids) == 2, "the long run never started"
-        time.sleep(1)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    try:
+    with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1) as pids:
         assert all(alive(p) for p in pids), "remote server and client outlive the controller"
         res = subprocess.run(
             fleet.netfleet("run", str(spec_path), "--results", str(results), "--resume"),
@@ -344,10 +319,6 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
         assert not any(alive(p) for p in pids)
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert sorted((d["test"], d["status"]) for d in docs) == [("long", "ok"), ("quick", "ok")]
-    finally:
-        for p in pids:
-            if alive(p):
-                os.kill(p, signal.SIGKILL)
 
 
 def test_inventory_check_reports_each_host(fleet: SshLab, tmp_path: Path) -> None:

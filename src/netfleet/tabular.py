@@ -6,11 +6,9 @@ Rendering it (terminal table, JSON, CSV, markdown) is the report layer's job
 
 from __future__ import annotations
 
-from netfleet.plain import Plain
+from typing import Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
-if TYPE_CHECKING:
-    from typing import Any
+from netfleet.plain import Plain
 
 
 class Tabular(Plain):

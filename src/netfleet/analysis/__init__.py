@@ -68,10 +68,15 @@ from netfleet.analysis.series import (
 )
 from netfleet.analysis.sources import (
     analyze_catalog,
+    analyze_document,
     analyze_file,
     analyze_run,
+    analyzed_raw,
+    catalog_documents,
     catalog_runs,
     find_run,
+    registered_documents,
+    run_document,
 )
 
 __all__ = [
@@ -95,6 +100,7 @@ __all__ = [
     "SeriesUnavailable",
     "accrual_rate",
     "analyze_catalog",
+    "analyze_document",
     "analyze_file",
     "analyze_group",
     "analyze_phases",
@@ -102,9 +108,11 @@ __all__ = [
     "analyze_rows",
     "analyze_run",
     "analyze_series",
+    "analyzed_raw",
     "bucket_from_series",
     "burst_period",
     "burst_seconds",
+    "catalog_documents",
     "catalog_runs",
     "combine",
     "duty_cycle",
@@ -116,7 +124,9 @@ __all__ = [
     "refill_points",
     "refill_seconds",
     "regained_credit",
+    "registered_documents",
     "rule_of_thumb_period",
+    "run_document",
     "run_from_envelope",
     "segment",
     "series_from_rows",

@@ -15,6 +15,7 @@ docs/api-reference.md lists every signature.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 # each name is imported from its module on first use: ``api.cheatsheet`` loads ``_catalog``,
 # not the cloud's or the analysis' facade (a no-op import and its cached cheat sheet are a
@@ -68,18 +69,16 @@ _HOME = {
     "report_topology": "netfleet.api._report",
     "IMPORT_PRESETS": "netfleet.api._results",
     "IMPORT_SIDES": "netfleet.api._results",
-    "import_": "netfleet.api._results",
+    "import_files": "netfleet.api._results",
     "ingest": "netfleet.api._results",
+    "register": "netfleet.api._results",
     "verify": "netfleet.api._results",
     "plan": "netfleet.api._spec",
     "schema": "netfleet.api._spec",
     "watch": "netfleet.api._watch",
 }
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
-    from typing import Any
-
     from netfleet.api._analysis import (
         CALC_GROUP_KEYS,
         COMPARE_METRICS,
@@ -116,7 +115,14 @@ if TYPE_CHECKING:
         report_price,
         report_topology,
     )
-    from netfleet.api._results import IMPORT_PRESETS, IMPORT_SIDES, import_, ingest, verify
+    from netfleet.api._results import (
+        IMPORT_PRESETS,
+        IMPORT_SIDES,
+        import_files,
+        ingest,
+        register,
+        verify,
+    )
     from netfleet.api._spec import plan, schema
     from netfleet.api._watch import watch
     from netfleet.catalog.register import RegisterReport as RegisterReport
@@ -180,7 +186,7 @@ __all__ = [
     "demo",
     "doctor",
     "export",
-    "import_",
+    "import_files",
     "ingest",
     "inventory_check",
     "inventory_import_terraform",
@@ -192,6 +198,7 @@ __all__ = [
     "load_cloud_spec",
     "measured_bucket",
     "plan",
+    "register",
     "report_html",
     "report_loaded",
     "report_pps",

@@ -77,15 +77,18 @@ def analyze(
     """Segment each run's receiver series (steady, burst-then-baseline, erratic, inconclusive)
     and estimate the credit bucket: peak, baseline, time at peak, credit, each with ±.
 
-    One run (``run_id``: its id under ``results``, or a raw ``.json.gz`` file), or every group
-    of ``by`` in the catalog (``campaign`` and ``match`` narrow it). ``plot``: also write a
-    plot of the series, levels and burst end there (.svg or .png, in ``rate``/``unit``)."""
+    One run (``run_id``: its id under ``results`` or in the catalog — a run imported by
+    reference is read from its file, checked against the manifest's SHA-256 — or a raw
+    ``.json.gz`` file), or every group of ``by`` in the catalog (``campaign`` and ``match``
+    narrow it). ``plot``: also write a plot of the series, levels and burst end there (.svg or
+    .png, in ``rate``/``unit``)."""
     from netfleet.analysis import analyze_catalog, analyze_run
     from netfleet.errors import InputError
 
     group_keys = keys(by)
     if run_id is not None:
-        found = Analysis(group_keys, [analyze_run(results_url(results), run_id)])
+        one = analyze_run(results_url(results), run_id, catalog_dir=catalog_dir(catalog))
+        found = Analysis(group_keys, [one])
     else:
         from netfleet.catalog.pending import catalog_notes
 
@@ -137,7 +140,7 @@ def _measured(
     from netfleet.report.labscale import common_scale, scale_of
 
     if run_id is not None:
-        found = analyze_run(results_url(results), run_id)
+        found = analyze_run(results_url(results), run_id, catalog_dir=catalog_dir(catalog))
         est = found.estimate(rate)
         lab = scale_of(found.run.labels)
         what = f"run {run_id}"

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netfleet.api._paths import results_url
+from netfleet.api._paths import catalog_dir, results_url
 
 if TYPE_CHECKING:
     from netfleet.advice import Advice
@@ -40,14 +40,25 @@ def _campaign_results(url: str, campaign: str) -> list[dict[str, Any]]:
     return [root.read(p) for p in root.glob(f"d=*/campaign={campaign}/*.json.gz")]
 
 
-def advice(*, results: str | None = None, campaign: str | None = None) -> list[Advice]:
+def advice(
+    *,
+    results: str | None = None,
+    catalog: str | os.PathLike[str] | None = None,
+    campaign: str | None = None,
+) -> list[Advice]:
     """Advice with evidence over the raw results (of one campaign, or all): CPU-bound runs,
-    per-flow caps, gateway MTU, in/out asymmetry, retransmits, ENA allowances."""
+    per-flow caps, gateway MTU, in/out asymmetry, retransmits, ENA allowances. The runs of
+    ``results`` and those ``catalog`` holds by reference (``netfleet import … --catalog``: each
+    read from its file, checked against the manifest's SHA-256; a missing or changed file is an
+    error naming it)."""
     from netfleet.advice import advise
-    from netfleet.store import open_root
+    from netfleet.analysis import registered_documents
+    from netfleet.store import ResultsRoot, open_root
 
     root = open_root(results_url(results))
-    docs = [root.read(p) for p in root.files()]
+    docs = []
+    if not isinstance(root, ResultsRoot) or root.path.is_dir():
+        docs = [root.read(p) for p in root.files()]
     if campaign:
         docs = [d for d in docs if d.get("campaign") == campaign]
-    return advise(docs)
+    return advise(docs + registered_documents(catalog_dir(catalog), campaign))

@@ -1,28 +1,30 @@
-"""``import_`` and ``ingest``: results netfleet did not run, and raw results → the catalog."""
+"""``import_files``, ``register``, ``ingest`` and ``verify``: results netfleet did not run, and raw
+results → the catalog."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from netfleet.api._paths import catalog_dir, results_url
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from netfleet.catalog.ingestion import IngestReport
     from netfleet.catalog.register import RegisterReport
     from netfleet.catalog.verify import VerifyReport
     from netfleet.store.imports import ImportReport
 
-#: the path presets and sides ``import_`` knows (``netfleet.store.imports``; a test keeps them
-#: equal — the CLI's help names them without importing the store)
+#: the path presets and sides :func:`import_files` and :func:`register` know
+#: (``netfleet.store.imports``; a test keeps them equal — the CLI's help names them without
+#: importing the store)
 IMPORT_PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 IMPORT_SIDES = ("auto", "client", "server")
 #: ``progress(done, total)``, called as files are handled (the total is known once it starts)
 Progress = Callable[[int, int], None]
 
 
-def import_(
+def import_files(
     sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     results: str | None = None,
@@ -33,20 +35,10 @@ def import_(
     workers: int | None = None,
     progress: Progress | None = None,
     follow_links: bool = False,
-    catalog: str | os.PathLike[str] | None = None,
-    keep_copy: str | None = None,
-) -> ImportReport | RegisterReport:
+) -> ImportReport:
     """Import iperf3 JSON (-J or --json-stream) and iperf 2 output (-y C CSV, -e or plain text),
-    client or server side, .gz or not, keeping each file's bytes untouched inside an envelope.
-
-    With ``catalog``: import by reference instead (docs/import.md) — no envelope; each file is
-    read once and registered in the catalog's manifest, its run's rows (runs, ends, interval
-    sums) written into the catalog; sources may be ``s3://`` prefixes; importing again reads
-    only the files whose stat changed. Returns a ``RegisterReport`` (registered, unchanged,
-    changed, touched, missing, bad, duplicates, already, retired runs, the manifest's
-    generation). ``keep_copy``: a folder or ``s3://`` prefix where each file read is kept as it
-    is (a root-owned copy or reflink, a hardlink only to a file the user owns; S3 to S3
-    server-side), named by its SHA-256; a file no longer the one read is refused.
+    client or server side, .gz or not, into the results root: each file's bytes kept untouched
+    inside an envelope, which :func:`ingest` then turns into catalog rows.
 
     ``sources``: files, folders or globs. ``label``: ``key=value`` for every run. ``pattern``:
     labels from the path (a preset such as ``seed002``, or ``{name}`` placeholders). A file that
@@ -54,40 +46,14 @@ def import_(
     imported (links and special files are refused unless ``follow_links``). A file repeating
     another of this import (same bytes, campaign and labels) is in ``ImportReport.duplicates``,
     one whose run an earlier import wrote in ``ImportReport.already`` (with its run id); neither
-    is written again. ``workers``
-    default: one per CPU, at most 4 (a script must then guard its entry point with
-    ``if __name__ == "__main__"``)."""
+    is written again. ``workers`` default: one per CPU, at most 4 (a script must then guard its
+    entry point with ``if __name__ == "__main__"``)."""
+    from netfleet.store import open_root
+    from netfleet.store.imports import import_files as run_import
     from netfleet.store.sources import default_workers
 
-    if isinstance(sources, (str, os.PathLike)):
-        sources = [sources]
-    if catalog is not None:
-        from netfleet.catalog.register import register
-
-        return register(
-            [os.fspath(s) for s in sources],
-            catalog,
-            campaign=campaign,
-            labels=label,
-            pattern=pattern,
-            side=side,
-            workers=default_workers() if workers is None else workers,
-            follow_links=follow_links,
-            keep_copy=keep_copy,
-            progress=progress,
-        )
-    if keep_copy is not None:
-        from netfleet.errors import InputError
-
-        raise InputError(
-            "--keep-copy is for an import by reference",
-            hint="add --catalog DIR (an envelope import keeps the bytes in the envelope)",
-        )
-    from netfleet.store import open_root
-    from netfleet.store.imports import import_files
-
-    return import_files(
-        [os.fspath(s) for s in sources],
+    return run_import(
+        _paths(sources),
         open_root(results_url(results)),
         campaign=campaign,
         labels=label,
@@ -97,6 +63,52 @@ def import_(
         workers=default_workers() if workers is None else workers,
         follow_links=follow_links,
     )
+
+
+def register(
+    sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    campaign: str = "imported",
+    label: Iterable[str] = (),
+    pattern: str | None = None,
+    side: str = "auto",
+    workers: int | None = None,
+    progress: Progress | None = None,
+    follow_links: bool = False,
+    keep_copy: str | None = None,
+) -> RegisterReport:
+    """Import the same files by reference into ``catalog`` (docs/import.md): no envelope; each
+    file is read once and registered in the catalog's manifest, its run's rows (runs, ends,
+    interval sums) written into the catalog; sources may be ``s3://`` prefixes; importing
+    again reads only the files whose stat changed. Options as :func:`import_files`'s.
+
+    Returns a ``RegisterReport`` (registered, unchanged, changed, touched, missing, bad,
+    duplicates, already, retired runs, the manifest's generation). ``keep_copy``: a folder or
+    ``s3://`` prefix where each file read is kept as it is (a root-owned copy or reflink, a
+    hardlink only to a file the user owns; S3 to S3 server-side), named by its SHA-256; a file
+    no longer the one read is refused."""
+    from netfleet.catalog.register import register as run_register
+    from netfleet.store.sources import default_workers
+
+    return run_register(
+        _paths(sources),
+        catalog_dir(catalog),
+        campaign=campaign,
+        labels=label,
+        pattern=pattern,
+        side=side,
+        workers=default_workers() if workers is None else workers,
+        follow_links=follow_links,
+        keep_copy=keep_copy,
+        progress=progress,
+    )
+
+
+def _paths(sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    return [os.fspath(s) for s in sources]
 
 
 def ingest(

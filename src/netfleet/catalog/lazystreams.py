@@ -135,17 +135,19 @@ def verified(run: SourceRun, data: bytes) -> bytes:
     if digest != run.file_id:
         raise CatalogError(
             f"{run.source}: changed since it was imported (sha256 {digest[:16]}…, registered "
-            f"{run.file_id[:16]}… for run {run.run_id}): its per-stream rows would not be the "
-            "run's",
+            f"{run.file_id[:16]}… for run {run.run_id}): what it holds now is not that run",
             hint="run netfleet import again on it (a changed file is a new run; the old one "
             "retires), or put the original back",
         )
     return data
 
 
-def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
+def envelope_of(
+    run: SourceRun, data: bytes, *, campaign: str = "imported", labels: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The envelope of one file: netfleet's own as it is, an imported file as ``netfleet
-    import`` builds it (the reader of whichever engine claims it)."""
+    import`` builds it (the reader of whichever engine claims it), filed under ``campaign``
+    with ``labels`` (the per-stream rows depend on neither) and the manifest's run id."""
     from netfleet.store.import_base import ImportProblem
     from netfleet.store.imports import build_envelope
 
@@ -159,21 +161,24 @@ def _document(run: SourceRun, data: bytes) -> dict[str, Any]:
             from netfleet.store.envelope import upgrade
 
             return upgrade(decode_raw(io.BytesIO(data), run.source), run.source)
-    # no labels, no pattern: per-stream rows depend on neither; a start time from the path or
-    # the clock (mtime) changes no row either
+    # no pattern: the labels are the run's already; a start time from the path or the clock
+    # (mtime) changes no row
     common: dict[str, Any] = {
-        "campaign": "imported",
+        "campaign": campaign,
         "side": run.side if run.side in ("client", "server") else "auto",
         "mtime": 0.0,
     }
     try:
-        envelope = build_envelope(Path(run.source), data, labels={}, pattern=None, **common)
+        envelope = build_envelope(
+            Path(run.source), data, labels=dict(labels or {}), pattern=None, **common
+        )
     except ImportProblem as exc:
         if ".streams[" not in str(exc):
             raise
-        envelope = _unchecked_streams(run, data, common)
+        envelope = _unchecked_streams(run, data, {**common, "labels": dict(labels or {})})
     doc = envelope.model_dump(mode="json", exclude={"result"})
     doc["result"] = envelope.result  # the file's parsed JSON as it is: not copied again
+    doc["run_id"] = doc["run_key"] = run.run_id
     return doc
 
 
@@ -191,9 +196,7 @@ def _unchecked_streams(run: SourceRun, data: bytes, common: dict[str, Any]) -> E
     if not isinstance(doc, dict):
         raise ImportProblem("not iperf3 JSON output")
     checked_shape(_without_streams(doc))
-    return iperf3_envelope(
-        Path(run.source), data, doc, labels={}, found=[], epoch_label=None, **common
-    )
+    return iperf3_envelope(Path(run.source), data, doc, found=[], epoch_label=None, **common)
 
 
 def _without_streams(doc: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +236,7 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
     from netfleet.store.import_base import ImportProblem
 
     try:
-        rows = envelope_rows(_document(run, data), source=run.source)
+        rows = envelope_rows(envelope_of(run, data), source=run.source)
     except (NetfleetError, ImportProblem, ValueError) as exc:  # RowError, FormatError…
         message = getattr(exc, "message", None) or str(exc)
         raise CatalogError(

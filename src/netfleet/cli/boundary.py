@@ -1,8 +1,6 @@
 """The one error boundary: domain errors become a message with the fix and a documented exit
-status; ``--debug`` shows the traceback instead. Nothing is swallowed into exit 0.
-
-Typer and Rich are loaded only when there is something to say: a command answered before the
-Typer app loads (:mod:`netfleet.cli.quick`) goes through this boundary too."""
+status; ``--debug`` shows the traceback instead. Nothing is swallowed into exit 0. The error
+console (Rich) is made when there is something to say."""
 
 from __future__ import annotations
 
@@ -10,11 +8,11 @@ import errno
 import sys
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
 
 from netfleet.errors import ExitStatus, NetfleetError
 from netfleet.text import plain
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -65,11 +63,9 @@ def guarded(fn: Callable[[], object]) -> int:
 
 def _typer_outcome(exc: Exception) -> int | None:
     """The exit status of Typer's own outcomes (exit, abort, a usage error, which is shown),
-    or None when ``exc`` is none of them. Typer is consulted only when it was loaded: nothing
-    it raises can come from a command that ran without it."""
-    typer = sys.modules.get("typer")
-    if typer is None:
-        return None
+    or None when ``exc`` is none of them."""
+    import typer
+
     if isinstance(exc, typer.Exit):
         return int(exc.exit_code)
     if isinstance(exc, typer.Abort):

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import sys
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from netfleet import api
+from netfleet.cli import registered
+from netfleet.cli.boundary import err_console
 from netfleet.cli.console import bar_when_needed, console, file_bar
 from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
-from netfleet.cli.sheet import show_cheatsheet
+from netfleet.errors import NetfleetError
 from netfleet.report import OutputFormat
 from netfleet.text import line
+
+if TYPE_CHECKING:
+    from netfleet.api import RegisterReport
 
 
 def ingest(results: ResultsOpt = None, catalog: CatalogOpt = None) -> None:
@@ -62,17 +68,39 @@ def cheatsheet(
     --import-from, from a folder to the sheet in one command: the import's report goes to
     stderr, the sheet alone to stdout; exit 3 if some files could not be imported (the sheet
     is printed), 2 if none could (docs/import.md)."""
-    show_cheatsheet(
-        catalog=catalog,
-        results=results,
-        by=by,
-        side=side,
-        campaign=campaign,
-        fmt=fmt.value,
-        import_from=import_from or (),
-        pattern=pattern,
-        label=label or (),
-    )
+    reports: list[RegisterReport] = []
+
+    def imported(report: RegisterReport) -> None:
+        reports.append(report)
+        print(registered.summary(report), file=sys.stderr)
+        if registered.has_details(report):
+            registered.details(report, err_console())
+
+    with bar_when_needed("import") as tick:
+        try:
+            sheet = api.cheatsheet(
+                catalog=catalog,
+                results=results,
+                by=by,
+                side=side,
+                campaign=campaign,
+                import_from=import_from or (),
+                pattern=pattern,
+                label=label or (),
+                progress=tick,
+                imported=imported,
+            )
+        except NetfleetError:  # no sheet: the import's own failure (every file refused) first
+            _outcomes(reports)
+            raise
+    emit(sheet, fmt)
+    _outcomes(reports)
+
+
+def _outcomes(reports: list[RegisterReport]) -> None:
+    """Exit as the import said: 3 when some files were refused, 2 when every file was."""
+    for report in reports:
+        registered.registered_outcome(report)
 
 
 def sql(

@@ -3,15 +3,15 @@ or (``--catalog``) registered by reference in a catalog's manifest; ``netfleet v
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from netfleet import api
-from netfleet.cli.console import console
+from netfleet.cli import registered
+from netfleet.cli.console import bar_when_needed, console
 from netfleet.cli.options import CatalogOpt, ResultsOpt
-from netfleet.cli.registered import run_import
-from netfleet.errors import PartlyDone
+from netfleet.errors import InputError, PartlyDone
 from netfleet.text import line
 
 
@@ -61,17 +61,37 @@ def import_(
     Links and special files are refused unless --follow-links. With --catalog, files are
     registered by reference (docs/import.md). Exit 3 if some files could not be imported (the
     others are), 2 if none could."""
-    run_import(
-        sources=sources,
-        results=results,
-        campaign=campaign,
-        label=label or (),
-        pattern=pattern,
-        side=side,
-        follow_links=follow_links,
-        catalog=catalog,
-        keep_copy=keep_copy,
-    )
+    # what both kinds of import take (api.register and api.import_files)
+    common: dict[str, Any] = {
+        "campaign": campaign,
+        "label": label or (),
+        "pattern": pattern,
+        "side": side,
+        "follow_links": follow_links,
+    }
+    if catalog is not None:
+        with bar_when_needed("import") as tick:
+            by_reference = api.register(
+                sources, catalog=catalog, keep_copy=keep_copy, progress=tick, **common
+            )
+        print(registered.summary(by_reference), flush=True)
+        if registered.has_details(by_reference):
+            registered.details(by_reference, console)
+        registered.registered_outcome(by_reference)
+        return
+    if keep_copy is not None:
+        raise InputError(
+            "--keep-copy is for an import by reference",
+            hint="add --catalog DIR (an envelope import keeps the bytes in the envelope)",
+        )
+    with bar_when_needed("import") as tick:
+        report = api.import_files(sources, results=results, progress=tick, **common)
+    dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
+    dups += f", {len(report.already)} already imported" if report.already else ""
+    url = line(api.results_url(results))
+    console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
+    registered.per_file(report, "already imported as", "notes.imported.flags", console)
+    registered.outcome(report.bad, bool(report.imported or report.duplicates or report.already))
 
 
 def verify(catalog: CatalogOpt = None) -> None:

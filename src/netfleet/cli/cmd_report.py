@@ -57,11 +57,13 @@ def pps(
 @app.command()
 def advice(
     results: ResultsOpt = None,
+    catalog: CatalogOpt = None,
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Advice with evidence over raw results: CPU-bound runs, per-flow caps, gateway MTU,
-    in/out asymmetry, retransmits, ENA allowances."""
+    in/out asymmetry, retransmits, ENA allowances. Runs imported by reference into --catalog
+    are read from their files (a missing or changed file is an error naming it)."""
     from netfleet.report.advice import advice_table
 
-    emit(advice_table(api.advice(results=results, campaign=campaign)), fmt)
+    emit(advice_table(api.advice(results=results, catalog=catalog, campaign=campaign)), fmt)

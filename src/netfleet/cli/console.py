@@ -3,10 +3,9 @@
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
-
-from netfleet.cli.bars import bar_when_needed as bar_when_needed
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 
@@ -36,3 +35,35 @@ def ask_at_terminal() -> Callable[[str], bool] | None:
     import typer
 
     return lambda question: typer.confirm(question, default=False)
+
+
+@contextmanager
+def bar_when_needed(label: str) -> Iterator[Callable[[int, int], None]]:
+    """:func:`file_bar`, shown only once there is work left (``done < total``) and on stderr
+    when it is a terminal: a command that usually has nothing to build (``sql``, ``export``, a
+    no-op import) prints nothing extra, and piped stderr gets no bar's empty line."""
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        shown: list[tuple[Any, Any]] = []  # (Progress, TaskID)
+        terminal = sys.stderr.isatty()
+
+        def tick(done: int, total: int) -> None:
+            if not shown and done < total and terminal:
+                from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+                bar = stack.enter_context(
+                    Progress(
+                        TextColumn(label),
+                        BarColumn(),
+                        MofNCompleteColumn(),
+                        console=Console(stderr=True, highlight=False),
+                        transient=True,
+                    )
+                )
+                shown.append((bar, bar.add_task(label, total=total)))
+            if shown:
+                bar, task = shown[0]
+                bar.update(task, completed=done, total=total)
+
+        yield tick

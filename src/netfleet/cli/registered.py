@@ -1,22 +1,14 @@
-"""``netfleet import``'s work and what an import said, file by file, and its exit status — for
-``netfleet import`` (on stdout) and ``netfleet cheatsheet --import-from`` (on stderr, the sheet
-alone on stdout). The summary line of an import by reference is plain text (one that finds
-nothing changed loads no Rich, issue 26); the per-file lines are Rich markup, printed on the
-console given; Rich is loaded for them, a progress bar and an envelope import's lines.
-
-:func:`run_import` is the one place that gives the import's options their meaning: the Typer
-command (:mod:`netfleet.cli.cmd_import`) and the command line read before Typer loads
-(:mod:`netfleet.cli.quick`: an import by reference written plainly) both call it with the
-values as parsed."""
+"""What an import said, file by file, and its exit status — for ``netfleet import`` (on stdout)
+and ``netfleet cheatsheet --import-from`` (on stderr, the sheet alone on stdout). The summary
+line is plain text; the per-file lines are Rich markup, printed on the console given."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from netfleet.errors import InputError, PartlyDone
 from netfleet.text import line, printable
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -97,52 +89,3 @@ def outcome(bad: list[tuple[str, str]], done: bool) -> None:
             f"{len(bad)} file(s) could not be imported",
             hint="the reasons are listed above; the other files were imported",
         )
-
-
-def run_import(
-    *,
-    sources: Sequence[str],
-    results: str | None = None,
-    campaign: str = "imported",
-    label: Sequence[str] = (),
-    pattern: str | None = None,
-    side: str = "auto",
-    follow_links: bool = False,
-    catalog: str | None = None,
-    keep_copy: str | None = None,
-) -> None:
-    """Import ``sources`` (as envelopes, or by reference into ``catalog``) and say what happened
-    on stdout. Exit 3 if some files could not be imported (the others are), 2 if none could."""
-    from netfleet import api
-    from netfleet.cli.bars import bar_when_needed
-
-    with bar_when_needed("import") as tick:
-        report = api.import_(
-            list(sources),
-            results=results,
-            campaign=campaign,
-            label=label,
-            pattern=pattern,
-            side=side,
-            progress=tick,
-            follow_links=follow_links,
-            catalog=catalog,
-            keep_copy=keep_copy,
-        )
-    if isinstance(report, api.RegisterReport):  # by reference
-        print(summary(report), flush=True)
-        if has_details(report):
-            from netfleet.cli.console import console
-
-            details(report, console)
-        registered_outcome(report)
-        return
-    from netfleet.cli.console import console
-    from netfleet.text import line
-
-    dups = f", {len(report.duplicates)} duplicate(s)" if report.duplicates else ""
-    dups += f", {len(report.already)} already imported" if report.already else ""
-    url = line(api.results_url(results))
-    console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
-    per_file(report, "already imported as", "notes.imported.flags", console)
-    outcome(report.bad, bool(report.imported or report.duplicates or report.already))

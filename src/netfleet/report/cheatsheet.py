@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def cheatsheet(

@@ -6,14 +6,11 @@ import csv
 import io
 import json
 from enum import StrEnum
+from typing import Any
 
 from netfleet.report.numbers import cell_text
 from netfleet.tabular import Tabular
 from netfleet.text import printable
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class OutputFormat(StrEnum):

@@ -8,9 +8,8 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from netfleet.analysis import GroupAnalysis, analyze_file, analyze_group, catalog_runs, group_runs
+from netfleet.analysis import GroupAnalysis, analyze_group, analyzed_raw, catalog_runs, group_runs
 from netfleet.analysis.credit import CreditEstimate
 from netfleet.analysis.estimate import Estimate
 from netfleet.analysis.stats import t975
@@ -48,11 +47,9 @@ def throughput_groups(
         )
     engines = {*THROUGHPUT_ENGINES, *RAW_ONLY}
     runs = [(i, r) for i, r in runs if i.row.get("engine") in engines]
-    prepared = {
-        info.run_id: analyze_file(Path(info.source))
-        for info, rows in runs
-        if not rows and info.row.get("engine") in RAW_ONLY and Path(info.source).is_file()
-    }
+    prepared = analyzed_raw(
+        catalog_dir, [i.run_id for i, rows in runs if not rows and i.row.get("engine") in RAW_ONLY]
+    )
     return [
         analyze_group(dict(zip(by, key, strict=True)), members, prepared=prepared)
         for key, members in group_runs(runs, by).items()

@@ -665,25 +665,24 @@ def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
     )
 
 
-def _advice(runs: Tabular) -> tuple[list[Any], str]:
+def _advice(catalog_dir: str | os.PathLike[str], runs: Tabular) -> tuple[list[Any], str]:
+    """Advice over the runs' raw results (:func:`netfleet.analysis.catalog_documents`: a run
+    imported by reference read from its file, checked against the manifest), and its note."""
     from netfleet.advice import advise
-    from netfleet.store import ResultsRoot
-
-    docs = []
-    missing = 0
-    for r in runs.records():
-        src = r.get("source")
-        if src and Path(str(src)).is_file():
-            docs.append(ResultsRoot.read(Path(str(src))))
-        else:
-            missing += 1
+    from netfleet.analysis import catalog_documents
     from netfleet.report.advice import merged
+    from netfleet.text import printable
 
-    items = merged(advise(docs))
+    docs, problems = catalog_documents(catalog_dir, [str(r["run_id"]) for r in runs.records()])
+    items = merged(advise([doc for doc, _ in docs]))
     note = "Advice: nothing to report — no limit other than the network was seen."
-    if missing:
+    if problems:
+        named = "; ".join(
+            printable(f"{where}: {why}", keep_newlines=False) for where, why in problems[:3]
+        )
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
         note = (
-            f"Advice: {missing} raw result file(s) not found next to the catalog; "
+            f"Advice: {len(problems)} run(s) could not be read ({named}{more}); "
             "advice covers the rest."
         )
     return items, note
@@ -710,7 +709,7 @@ def build_document(
             hint="netfleet sql 'SELECT DISTINCT campaign FROM runs' lists the campaigns",
         )
     groups = throughput_groups(catalog_dir, campaigns)
-    advice, note = _advice(runs)
+    advice, note = _advice(catalog_dir, runs)
     names = sorted({str(r[0]) for r in runs.rows})
     doc = Document(
         title or f"Network study: {', '.join(names)}",

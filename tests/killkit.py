@@ -1,0 +1,75 @@
+"""The kill -9 harness: a ``netfleet run`` controller killed with SIGKILL while a chosen run's
+iperf3 server and client are running (the pids its journal recorded), and those two processes
+killed at the end whatever the test found — for tests/test_resume.py, test_ssh.py and
+test_host_lifecycle.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from netfleet.runner.journal import read_records
+
+#: which run to wait for: true for its ``run_started`` journal record
+Picks = Callable[[dict[str, Any]], bool]
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def run_processes(
+    journal: Path, proc: subprocess.Popen[Any], picks: Picks, timeout: float = 60
+) -> list[int]:
+    """The pids of the two processes (server, client) the journal recorded for the run
+    ``picks`` chooses, once both are there; the test fails when that run never started (within
+    ``timeout`` s, or before the controller ``proc`` ended)."""
+    deadline = time.monotonic() + timeout
+    pids: list[int] = []
+    while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
+        recs = read_records(journal)
+        keys = {r["run_key"] for r in recs if r["event"] == "run_started" and picks(r)}
+        pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] in keys]
+        time.sleep(0.1)
+    assert len(pids) == 2, "the long run never started"
+    return pids
+
+
+@contextmanager
+def killed_mid_run(
+    proc: subprocess.Popen[Any],
+    journal: Path,
+    picks: Picks,
+    *,
+    timeout: float = 60,
+    settle: float = 0.0,
+) -> Iterator[list[int]]:
+    """SIGKILL the controller ``proc`` (no cleanup of any kind) ``settle`` s after the run
+    ``picks`` chooses has its two processes (:func:`run_processes`); yield their pids, and kill
+    those still alive when the block ends."""
+    pids: list[int] = []
+    try:
+        pids = run_processes(journal, proc, picks, timeout)
+        time.sleep(settle)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+    try:
+        yield pids
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
