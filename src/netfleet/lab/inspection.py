@@ -82,6 +82,8 @@ class HostStatus(BaseModel):
             parts.append(f"{direction}: {shaper.describe()}{live}")
         if self.host.flow_cap is not None:
             parts.append(f"per-flow cap {self.host.flow_cap / 1e6:g} Mbit/s")
+        if self.host.link is not None:
+            parts.append(self.host.link.describe())
         return "; ".join(parts) or "unshaped"
 
 
