@@ -185,7 +185,8 @@ def window_limit(name: str, state_dir: Path) -> None:
     end = iperf3(client, wan, "-O", "1", seconds=4)["end"]
     rmem = netns(client.namespace, "sysctl", "-n", "net.ipv4.tcp_rmem").stdout.split()
     print(f"{'default':>10} {'':>12} {end['sum_received']['bits_per_second'] / 1e6:>6.0f} Mb/s "
-          f"(defaults: tcp_rmem max {int(rmem[2]) >> 20} MiB; in 4 s slow start and autotuning are still growing the window)")  # fmt: skip
+          f"(defaults: tcp_rmem max {int(rmem[2]) >> 20} MiB; "
+          "in 4 s slow start and autotuning are still growing the window)")  # fmt: skip
 
 
 def main() -> int:
