@@ -245,3 +245,11 @@ def test_down_stops_the_delay_lines_and_removes_their_devices(tmp_path: Path) ->
     assert not log.exists()
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     assert "to-a " not in links  # nothing moved to the root namespace
+
+
+@pytest.mark.parametrize("text", ["23us", "0.5us", "35ms", "1.999s"])
+def test_a_delay_reads_back_from_the_state_file_unchanged(text: str) -> None:
+    from netfleet.lab.models import Link
+
+    link = Link.model_validate({"out": {"delay": text, "loss": "0.001%"}, "in": {"jitter": 0}})
+    assert Link.model_validate_json(link.model_dump_json(by_alias=True)) == link

@@ -45,8 +45,9 @@ MAX_RATE = 100e9
 #: A delay line holds at most this long a packet (its ring is sized from the delay).
 MAX_DELAY = 2.0
 DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|ms|us|µs|ns)\s*$")
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_DURATION = re.compile(rf"^\s*{_NUMBER}\s*(s|ms|us|µs|ns)\s*$")
+_PERCENT = re.compile(rf"^\s*{_NUMBER}\s*%\s*$")
 
 LabelValue = str | int | float | bool
 #: In YAML a rate or size is a number or a string with a unit; once validated, a float.
@@ -385,6 +386,21 @@ class Gateway(BaseModel):
     subnet: IPv4Network = Field(
         default=IPv4Network("198.18.100.0/24"), description="public addresses, in 198.18.0.0/15"
     )
+    rate: Rate | None = Field(
+        default=None,
+        description="what the gateway forwards at most, in bits/s, both directions together "
+        "(seed 003: 5 Gbit/s through an AWS gateway); absent: uncapped",
+    )
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        rate = parse_rate(value)
+        if not MIN_RATE <= rate <= MAX_RATE:
+            raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
+        return rate
 
     @field_validator("mtu")
     @classmethod

@@ -82,6 +82,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
             "subnet": str(spec.gateway.subnet),
             "mtu": spec.gateway.mtu,
             "link_mtu": spec.mtu,
+            "rate": spec.gateway.rate,
         }
     return LabState(
         name=spec.name,
