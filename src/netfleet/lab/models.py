@@ -70,6 +70,16 @@ def check_lab_name(name: str) -> str:
     return name
 
 
+def optional_rate(value: Any) -> Any:
+    """A rate in bits/s within 64kbit..100gbit, or None (a cap that is absent)."""
+    if value is None or isinstance(value, bool):
+        return value
+    rate = parse_rate(value)
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
+    return rate
+
+
 class Shaper(BaseModel):
     """A token bucket on one direction of a host's link.
 
@@ -322,15 +332,7 @@ class HostSpec(BaseModel):
         description="delay, jitter and loss per direction (a userspace delay line on the link)",
     )
 
-    @field_validator("flow_cap", mode="before")
-    @classmethod
-    def _flow_cap(cls, value: Any) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        rate = parse_rate(value)
-        if not MIN_RATE <= rate <= MAX_RATE:
-            raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
-        return rate
+    _flow_cap = field_validator("flow_cap", mode="before")(optional_rate)
 
     @model_validator(mode="after")
     def _one_shaping(self) -> HostSpec:
@@ -392,15 +394,7 @@ class Gateway(BaseModel):
         "(seed 003: 5 Gbit/s through an AWS gateway); absent: uncapped",
     )
 
-    @field_validator("rate", mode="before")
-    @classmethod
-    def _rate(cls, value: Any) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        rate = parse_rate(value)
-        if not MIN_RATE <= rate <= MAX_RATE:
-            raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
-        return rate
+    _rate = field_validator("rate", mode="before")(optional_rate)
 
     @field_validator("mtu")
     @classmethod
