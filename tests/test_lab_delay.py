@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
 import textwrap
 import time
@@ -20,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.errors import SpecError
-from netfleet.lab import LabState, down, lab_schema, load_lab, resolve_host, up
+from netfleet.errors import LabError, SpecError
+from netfleet.lab import LabState, down, lab_schema, load_lab, resolve_host, status, up
 from netfleet.lab import delayline as dl
 from netfleet.lab.state import Process, read_state
 from tests.labkit import stop, take_down
@@ -29,7 +30,7 @@ from tests.labkit import stop, take_down
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces)")
 IRTT_PORT = 2112
-ATTEMPTS = 3
+ATTEMPTS = 5
 
 
 def write_lab(tmp_path: Path, text: str) -> Path:
@@ -157,7 +158,7 @@ def test_thirty_ms_each_way_gives_irtt_a_sixty_ms_round_trip(delay_lab: tuple[st
         # both at once, so both see the same machine: `near` crosses the same kind of link
         # (TAPs + delay line) with no delay, i.e. the lab's own round trip (~20-40 µs on an idle
         # machine, a few hundred on a busy one). A busy shared machine can spoil one 3 s sample
-        # by more than 50 µs either way: up to three tries, the first that lands counts
+        # by more than 50 µs either way: up to five tries, the first that lands counts
         for _ in range(ATTEMPTS):
             with ThreadPoolExecutor(2) as pool:
                 near, far = pool.map(lambda h: irtt_median(server.namespace, h.address), hosts)
@@ -224,13 +225,31 @@ def test_a_recorded_pid_that_is_not_our_delay_line_is_left_alone(
 
 @pytest.mark.netns
 @needs_root
+def one_link_lab(tmp_path: Path) -> tuple[str, Path]:
+    name = "d" + secrets.token_hex(3)
+    text = f"name: {name}\nsubnet: 198.18.92.0/29\nhosts:\n  a: {{link: {{}}}}\n"
+    return name, write_lab(tmp_path, text)
+
+
+@pytest.mark.netns
+@needs_root
+def test_without_a_built_delay_line_up_says_how_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(dl.BINARY_ENV, str(tmp_path / "missing" / "delayline"))
+    name, path = one_link_lab(tmp_path)
+    with pytest.raises(LabError) as info:
+        up(load_lab(path), state_dir=tmp_path / "labs")
+    assert "not built" in str(info.value) and "make -C" in (info.value.hint or "")
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"nf-{name}-" not in left
+    assert read_state(name, tmp_path / "labs") is None
+
+
 def test_down_stops_the_delay_lines_and_removes_their_devices(tmp_path: Path) -> None:
     if not os.access(dl.REPO_BINARY, os.X_OK):
         subprocess.run(["make", "-s", "-C", str(dl.REPO_BINARY.parent)], check=True)
-    name = "d" + secrets.token_hex(3)
-    path = write_lab(
-        tmp_path, f"name: {name}\nsubnet: 198.18.92.0/29\nhosts:\n  a: {{link: {{}}}}\n"
-    )
+    name, path = one_link_lab(tmp_path)
     state_dir = tmp_path / "labs"
     state = up(load_lab(path), state_dir=state_dir)
     try:
@@ -238,6 +257,15 @@ def test_down_stops_the_delay_lines_and_removes_their_devices(tmp_path: Path) ->
         assert proc is not None and dl.is_ours(state, proc)
         log = Path(proc.log or "")
         assert log.exists()
+        [lab_status] = status(name, state_dir)
+        assert lab_status.healthy and lab_status.hosts[0].delay_line is True
+        os.kill(proc.pid, signal.SIGKILL)  # the line dies: its link is down
+        deadline = time.monotonic() + 5
+        while dl.is_ours(state, proc) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [lab_status] = status(name, state_dir)
+        assert not lab_status.healthy and lab_status.hosts[0].delay_line is False
+        assert "NOT RUNNING" in lab_status.hosts[0].shaping
     finally:
         removed = down(name, state_dir=state_dir)
     assert f"nf-{name}-a" in removed
