@@ -135,9 +135,10 @@ def tap_drops(state: LabState, host: str) -> int:
     return total
 
 
-def line_drops(state: LabState, host: str) -> int:
+def line_drops(state: LabState, host: str, state_dir: Path) -> int:
     """Everything the delay line path dropped: TAP queues, ring overflow (no loss configured)."""
-    c = dl.counters(state, state.hosts[host])
+    c = dl.counters(state, state.hosts[host], state_dir)
+    assert c, f"the delay line of {host} is not running"
     return tap_drops(state, host) + sum(d["overflow"] + d["lost"] for d in c.values())
 
 
@@ -152,9 +153,9 @@ def throughput(name: str, state_dir: Path) -> None:
     for rate in TCP_RATES:
         for host in ("plain", "near", "d5"):
             target = resolve_host(name, host, state_dir)
-            before = line_drops(state, host) if host != "plain" else 0
+            before = line_drops(state, host, state_dir) if host != "plain" else 0
             end = iperf3(client, target, *(["-b", str(int(rate))] if rate else []))["end"]
-            drops = line_drops(state, host) - before if host != "plain" else 0
+            drops = line_drops(state, host, state_dir) - before if host != "plain" else 0
             got = end["sum_received"]["bits_per_second"]
             paced = f"{rate / 1e9:.1f} Gb/s" if rate else "unpaced"
             rtt = 2 * DELAYS_MS.get(host, 0.0)

@@ -3,15 +3,18 @@
 
 The namespace tests share one lab (random name, private state directory) that is always taken
 down; its hosts: ``server`` (a veth), ``near`` (a delay line adding nothing: the lab's own round
-trip through the same kind of link), ``far`` (30 ms each way) and ``lossy`` (50 % loss out).
+trip through the same kind of link), ``far`` (30 ms each way), ``lossy`` (50 % loss out) and
+``jittery`` (10 ms ± 4 ms out).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
+import statistics
 import subprocess
 import textwrap
 import time
@@ -108,6 +111,7 @@ def delay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
               near: {link: {}}
               far: {link: {out: {delay: 30ms}, in: {delay: 30ms}}}
               lossy: {link: {out: {loss: 50%}}}
+              jittery: {link: {out: {delay: 10ms, jitter: 4ms}}}
             """
         )
     )
@@ -187,8 +191,27 @@ def test_loss_drops_that_share_of_packets(delay_lab: tuple[str, Path]) -> None:
     received = int(out.stdout.split(" received")[0].rsplit(",", 1)[1])
     # 50 % of echo requests lost on the way out (replies come back whole): 200 ± 3 sd (30)
     assert 140 <= received <= 260, out.stdout
-    counters = dl.counters(_state(name, state), _state(name, state).hosts["lossy"])
+    lab_state = _state(name, state)
+    counters = dl.counters(lab_state, lab_state.hosts["lossy"], state)
     assert counters["out"]["lost"] >= 140 and counters["in"]["lost"] == 0
+
+
+@pytest.mark.netns
+@needs_root
+def test_jitter_spreads_the_delay_within_its_bounds(delay_lab: tuple[str, Path]) -> None:
+    name, state = delay_lab
+    server, jittery = resolve_host(name, "server", state), resolve_host(name, "jittery", state)
+    out = subprocess.run(
+        ["ip", "netns", "exec", server.namespace, "ping", "-n", "-c", "150", "-i", "0.01",
+         jittery.address],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    rtts = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", out.stdout))
+    assert len(rtts) >= 140, out.stdout
+    low, high = rtts[len(rtts) // 20], rtts[-len(rtts) // 20]  # 5th and 95th percentiles
+    # replies leave after 10 ms ± 4 ms, uniform (plus the lab's own round trip)
+    assert 6.0 <= low < 7.5 and 12.5 < high <= 14.8, (low, high)
+    assert statistics.pstdev(rtts) > 1.5  # uniform ±4 ms: 2.3 ms
 
 
 def _state(name: str, state: Path) -> LabState:
@@ -255,7 +278,7 @@ def test_down_stops_the_delay_lines_and_removes_their_devices(tmp_path: Path) ->
     try:
         proc = state.hosts["a"].delayline
         assert proc is not None and dl.is_ours(state, proc)
-        log = Path(proc.log or "")
+        log = dl.log_path(state, state.hosts["a"], state_dir)
         assert log.exists()
         [lab_status] = status(name, state_dir)
         assert lab_status.healthy and lab_status.hosts[0].delay_line is True

@@ -26,7 +26,7 @@ from netfleet.errors import LabError
 from netfleet.lab import netns
 from netfleet.lab.commands import ip
 from netfleet.lab.models import Impairment, Link
-from netfleet.lab.state import INTERFACE, LabHost, LabState, Process
+from netfleet.lab.state import INTERFACE, LabHost, LabState, Process, state_path
 
 #: Where the bootstrap builds it (``make -C native/delayline``), from this file's place in the repo.
 REPO_BINARY = Path(__file__).resolve().parents[3] / "native" / "delayline" / "delayline"
@@ -100,14 +100,22 @@ def start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
-def start(state: LabState, host: LabHost, log_dir: Path, record: Callable[[], object]) -> Process:
+def log_path(state: LabState, host: LabHost, state_dir: str | Path | None = None) -> Path:
+    """Where the host's delay line writes its stderr (counters, errors): next to the lab's state
+    file. Always derived from the lab and host names, never read back from the state file."""
+    return state_path(state.name, state_dir).parent / f".{state.name}-{host.name}.delayline.log"
+
+
+def start(
+    state: LabState, host: LabHost, state_dir: str | Path | None, record: Callable[[], object]
+) -> Process:
     """Start the host's delay line in the switch namespace, record it (``record()`` writes the
     state), and wait until it has attached to both TAPs. LabError if it does not come up."""
     assert host.link is not None
     exe = binary()
     cmd = argv(exe, host, host.link)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f".{state.name}-{host.name}.delayline.log"
+    log = log_path(state, host, state_dir)
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", state.switch, *cmd],  # `ip netns exec` execs: same PID
@@ -118,7 +126,7 @@ def start(state: LabState, host: LabHost, log_dir: Path, record: Callable[[], ob
         )
     _STARTED[proc.pid] = proc
     # the start time is the fork's (exec keeps it): read now, it identifies the process
-    host.delayline = Process(pid=proc.pid, start_ticks=start_ticks(proc.pid) or 0, log=str(log))
+    host.delayline = Process(pid=proc.pid, start_ticks=start_ticks(proc.pid) or 0)
     record()
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT)
@@ -152,7 +160,7 @@ def is_ours(state: LabState, proc: Process) -> bool:
     return comm == "delayline"
 
 
-def stop(state: LabState, host: LabHost) -> None:
+def stop(state: LabState, host: LabHost, state_dir: str | Path | None = None) -> None:
     """SIGTERM the host's delay line (SIGKILL after 2 s) if it is still ours; remove its log."""
     proc = host.delayline
     if proc is None:
@@ -169,17 +177,18 @@ def stop(state: LabState, host: LabHost) -> None:
     if child is not None:  # this process started it: reap it
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=STOP_GRACE)
-    if proc.log:
-        Path(proc.log).unlink(missing_ok=True)
+    log_path(state, host, state_dir).unlink(missing_ok=True)
 
 
-def counters(state: LabState, host: LabHost) -> dict[str, dict[str, int]]:
+def counters(
+    state: LabState, host: LabHost, state_dir: str | Path | None = None
+) -> dict[str, dict[str, int]]:
     """The delay line's counters per direction (``out``/``in``): forwarded, bytes, lost,
     overflow, late_max_ns. Asks it with SIGUSR1 and reads its log; {} if it is not running."""
     proc = host.delayline
-    if proc is None or proc.log is None or not is_ours(state, proc):
+    if proc is None or not is_ours(state, proc):
         return {}
-    log = Path(proc.log)
+    log = log_path(state, host, state_dir)
     size = log.stat().st_size
     os.kill(proc.pid, signal.SIGUSR1)
     deadline = time.monotonic() + 2.0

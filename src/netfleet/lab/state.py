@@ -47,7 +47,6 @@ class Process(BaseModel):
 
     pid: int
     start_ticks: int
-    log: str | None = Field(default=None, description="its stderr, in the state directory")
 
 
 class LabHost(BaseModel):

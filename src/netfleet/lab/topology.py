@@ -32,9 +32,6 @@ from netfleet.lab.state import (
     switch_namespace,
     write_state,
 )
-from netfleet.lab.state import (
-    state_dir as state_dir_path,
-)
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +179,7 @@ def _build(state: LabState, state_dir: str | Path | None) -> None:
             flowcap.apply(host.namespace, INTERFACE, host.flow_cap)
             flowcap.apply(sw, host.port, host.flow_cap)
         if host.link is not None:
-            delayline.start(state, host, state_dir_path(state_dir),
+            delayline.start(state, host, state_dir,
                             lambda: write_state(state, state_dir))  # fmt: skip
     if state.gateway is not None:
         from netfleet.lab import gateway
@@ -210,7 +207,7 @@ def down(name: str, state_dir: str | Path | None = None, *, missing_ok: bool = T
         )
     require_root()
     for host in state.hosts.values():
-        delayline.stop(state, host)  # by PID, if still the process `up` started
+        delayline.stop(state, host, state_dir)  # by PID, if still the process `up` started
     removed: list[str] = []
     failed: list[str] = []
     for ns in reversed(state.namespaces):
