@@ -178,19 +178,23 @@ def test_thirty_ms_each_way_gives_irtt_a_sixty_ms_round_trip(delay_lab: tuple[st
     assert far >= 0.060, shown  # never shorter than configured
 
 
+def ping(ns: str, address: str, count: int, interval: float) -> str:
+    """ping's output (each reply's line and the summary)."""
+    argv = ["ping", "-n", "-c", str(count), "-i", str(interval), "-W", "1", address]
+    return subprocess.run(
+        ["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=30
+    ).stdout
+
+
 @pytest.mark.netns
 @needs_root
 def test_loss_drops_that_share_of_packets(delay_lab: tuple[str, Path]) -> None:
     name, state = delay_lab
     server, lossy = resolve_host(name, "server", state), resolve_host(name, "lossy", state)
-    out = subprocess.run(
-        ["ip", "netns", "exec", lossy.namespace, "ping", "-q", "-n", "-c", "400", "-i", "0.002",
-         "-W", "1", server.address],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    received = int(out.stdout.split(" received")[0].rsplit(",", 1)[1])
+    out = ping(lossy.namespace, server.address, count=400, interval=0.002)
+    received = int(out.split(" received")[0].rsplit(",", 1)[1])
     # 50 % of echo requests lost on the way out (replies come back whole): 200 ± 3 sd (30)
-    assert 140 <= received <= 260, out.stdout
+    assert 140 <= received <= 260, out
     lab_state = _state(name, state)
     counters = dl.counters(lab_state, lab_state.hosts["lossy"], state)
     assert counters["out"]["lost"] >= 140 and counters["in"]["lost"] == 0
@@ -201,13 +205,9 @@ def test_loss_drops_that_share_of_packets(delay_lab: tuple[str, Path]) -> None:
 def test_jitter_spreads_the_delay_within_its_bounds(delay_lab: tuple[str, Path]) -> None:
     name, state = delay_lab
     server, jittery = resolve_host(name, "server", state), resolve_host(name, "jittery", state)
-    out = subprocess.run(
-        ["ip", "netns", "exec", server.namespace, "ping", "-n", "-c", "150", "-i", "0.01",
-         jittery.address],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    rtts = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", out.stdout))
-    assert len(rtts) >= 140, out.stdout
+    out = ping(server.namespace, jittery.address, count=150, interval=0.01)
+    rtts = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", out))
+    assert len(rtts) >= 140, out
     low, high = rtts[len(rtts) // 20], rtts[-len(rtts) // 20]  # 5th and 95th percentiles
     # replies leave after 10 ms ± 4 ms, uniform (plus the lab's own round trip)
     assert 6.0 <= low < 7.5 and 12.5 < high <= 14.8, (low, high)
