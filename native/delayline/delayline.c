@@ -175,7 +175,7 @@ static uint8_t *reserve(struct direction *d)
 	}
 	if (!d->used)
 		return d->ring;
-	return d->head - d->tail >= need ? d->ring + d->tail : NULL;
+	return d->head - d->tail > need ? d->ring + d->tail : NULL; /* never fill it up to head */
 }
 
 static void release_due(struct direction *d, uint64_t now)
