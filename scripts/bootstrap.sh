@@ -7,6 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 APT_PACKAGES=(iperf3 iperf sockperf iproute2 iputils-ping iputils-tracepath ethtool debootstrap
               procps python3 python3-venv ca-certificates
               irtt                           # isochronous round-trip latency engine
+              gcc libc6-dev make             # builds the lab's delay line (native/delayline)
               openssh-server openssh-client  # sshd in lab namespaces (SSH tests); ssh-keyscan
               default-jre-headless           # PySpark local mode (export/Spark tests)
               chromium)                      # headless screenshots of the HTML report (tests)
@@ -49,3 +50,7 @@ export UV_PYTHON_DOWNLOADS=never
 export UV_SYSTEM_CERTS=1
 export UV_PYTHON="${UV_PYTHON:-python3}"
 "$UV" sync --frozen --quiet
+
+# The lab's delay line (links with delay/jitter/loss; docs/lab.md): built next to its source,
+# where netfleet looks for it. make does nothing when it is up to date.
+make -s -C native/delayline

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import signal
+import subprocess
 import textwrap
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,6 +53,30 @@ def lab_campaign(
         fields = {"host": value} if isinstance(value, str) else dict(value)
         lines.append(f"  {key}: {json.dumps({'kind': 'netns', 'lab': lab, **fields})}")
     return "\n".join(lines) + "\n" + textwrap.dedent(rest)
+
+
+def take_down(name: str, state_dir: Path) -> None:
+    """``lab.down``, then, as a last resort, delete what is left of ``nf-<name>-*`` (only our
+    random prefix)."""
+    try:
+        lab.down(name, state_dir)
+    finally:
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+        for line in out.stdout.splitlines():
+            ns = line.split()[0] if line.strip() else ""
+            if ns.startswith(f"nf-{name}-"):
+                subprocess.run(["ip", "netns", "delete", ns], check=False)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process we started, by its PID."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def write_spec(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:

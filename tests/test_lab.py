@@ -36,6 +36,7 @@ from netfleet.lab import (
 )
 from netfleet.lab.shaping import steady_burst, tbf_args
 from netfleet.units import goodput_ratio
+from tests.labkit import stop, take_down
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces)")
@@ -85,23 +86,7 @@ def make_lab(state_dir: Path) -> Iterator[Callable[..., LabSpec]]:
 
     yield make
     for name in made:
-        try:
-            down(name, state_dir)
-        finally:
-            for ns in netns_names():
-                if ns.startswith(f"nf-{name}-"):  # last resort: only our random prefix
-                    subprocess.run(["ip", "netns", "delete", ns], check=False)
-
-
-def stop(proc: subprocess.Popen[Any]) -> None:
-    """Stop a process we started, by its PID."""
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
+        take_down(name, state_dir)
 
 
 @contextmanager
@@ -356,6 +341,7 @@ def test_lab_schema_uses_yaml_field_names_and_accepts_units() -> None:
         "out",
         "in",
         "flow_cap",
+        "link",
     }
     rate_types = {t["type"] for t in schema["$defs"]["Shaper"]["properties"]["rate"]["anyOf"]}
     assert rate_types == {"number", "string"}

@@ -212,11 +212,10 @@ def test_seed002_files_to_the_cheat_sheet_by_region(tmp_path: Path, capsys: Any)
     assert any("no receiver-side intervals" in n for n in sheet["notes"])
 
 
-def test_seed003_the_gateway_path_mtu_and_its_advice(
-    gateway_lab: tuple[str, Path], tmp_path: Path, capsys: Any
-) -> None:
-    name, state = gateway_lab
-    s = spec(
+def paths_spec(tmp_path: Path, name: str, duration: int) -> str:
+    """docs/seeds.md's paths.yaml: one flow between private addresses, one between public ones
+    (through the lab's gateway)."""
+    return spec(
         tmp_path,
         "paths",
         f"""\
@@ -227,10 +226,19 @@ def test_seed003_the_gateway_path_mtu_and_its_advice(
           apub: {{kind: netns, lab: {name}, host: a, via: gateway, labels: {{topology: public}}}}
           bpub: {{kind: netns, lab: {name}, host: b, via: gateway}}
         tests:
-          - {{name: private, engine: iperf3, client: a, server: b, params: {{duration: 2}}}}
-          - {{name: public, engine: iperf3, client: apub, server: bpub, params: {{duration: 2}}}}
+          - {{name: private, engine: iperf3, client: a, server: b,
+              params: {{duration: {duration}}}}}
+          - {{name: public, engine: iperf3, client: apub, server: bpub,
+              params: {{duration: {duration}}}}}
         """,
     )
+
+
+def test_seed003_the_gateway_path_mtu_and_its_advice(
+    gateway_lab: tuple[str, Path], tmp_path: Path, capsys: Any
+) -> None:
+    name, state = gateway_lab
+    s = paths_spec(tmp_path, name, duration=2)
     doctor = cli(capsys, "doctor", s, "--state-dir", str(state), "--format", "json")
     assert "path-mtu" in doctor and "1500" in doctor and "9000" in doctor
     results, catalog = run_and_ingest(capsys, tmp_path, s, state)
@@ -276,3 +284,58 @@ def test_seed004_r4_large_bursts_then_gives_its_baseline(tmp_path: Path, capsys:
     )  # fmt: skip
     at_peak = next(r for r in calc["rows"] if r["quantity"].startswith("time at peak"))
     assert abs(at_peak["value"] / drains - 1) < 0.01, at_peak
+
+
+def test_seed001_latency_per_topology_with_the_delay_line(tmp_path: Path, capsys: Any) -> None:
+    hosts = ["a", "pg", "az", "region"]
+    with profile_lab(tmp_path, "seed001", hosts, "198.18.76.0/24") as (name, state):
+        s = spec(
+            tmp_path,
+            "topologies",
+            f"""\
+            campaign: seed001
+            hosts:
+              to-pg: {{kind: netns, lab: {name}, host: a, labels: {{topology: pg}}}}
+              to-az: {{kind: netns, lab: {name}, host: a, labels: {{topology: az}}}}
+              to-region: {{kind: netns, lab: {name}, host: a, labels: {{topology: region}}}}
+              pg: {{kind: netns, lab: {name}, host: pg}}
+              az: {{kind: netns, lab: {name}, host: az}}
+              region: {{kind: netns, lab: {name}, host: region}}
+            tests:
+              - name: rr
+                engine: latency
+                params: {{duration: 2, size: 90}}
+                client: to-pg
+                server: pg
+                include: [{{client: to-az, server: az}}, {{client: to-region, server: region}}]
+            """,
+        )
+        _, catalog = run_and_ingest(capsys, tmp_path, s, state)
+    rows = {
+        r["topology"]: r
+        for r in cli_json(capsys, "report", "topology", "--catalog", catalog)["rows"]
+    }
+    p50 = {t: rows[t]["rr_p50_us"] for t in ("pg", "az", "region")}
+    # the profile adds 2 x 23 µs, 2 x 313 µs and 2 x 35 ms (± 0.2 ms jitter) to the lab's own
+    assert p50["pg"] < p50["az"] < p50["region"], p50
+    assert p50["az"] - p50["pg"] > 400, p50  # 580 µs more, less a busy machine's noise
+    assert abs(p50["region"] / 70_000 - 1) < 0.02, p50
+
+
+def test_seed003_the_capped_gateway_makes_public_slower(tmp_path: Path, capsys: Any) -> None:
+    with profile_lab(
+        tmp_path, "seed003", ["a", "b"], "198.18.77.0/24", gateway="198.18.177.0/24"
+    ) as (name, state):
+        s = paths_spec(tmp_path, name, duration=3)
+        results, catalog = run_and_ingest(capsys, tmp_path, s, state)
+    rows = {
+        r["topology"]: r
+        for r in cli_json(capsys, "report", "topology", "--catalog", catalog)["rows"]
+    }
+    # one flow: private ≤ the 1 Gbit/s per-flow cap at MTU 9001, public ≤ the 500 Mbit/s gateway
+    # (private is 0.993 Gbit/s on a quiet machine; a busy one may not push jumbo frames that fast)
+    public, private = rows["public"]["throughput_gbps"], rows["private"]["throughput_gbps"]
+    assert 0.85 < public / (0.5 * GOODPUT) < 1.05, rows
+    assert private > 1.2 * public, rows
+    advice = cli_json(capsys, "report", "advice", "--results", results)
+    assert any(r["code"] == "path-mtu" for r in advice["rows"])

@@ -6,7 +6,10 @@ subnet (a /32 on its ``eth0``). A host reaches the others' public addresses only
 router, using its own public address as source, so both directions cross it. The router's
 routes to the public addresses carry ``mtu`` (1500): it forwards nothing bigger and answers
 "fragmentation needed", so the path MTU through the gateway is 1500 while the hosts' interface
-MTU stays jumbo — exactly what tracepath showed on AWS public addresses. ICMP redirects are off
+MTU stays jumbo — exactly what tracepath showed on AWS public addresses. With ``rate`` the
+router's ``eth0`` (its only interface, so both directions) gets a tbf: the gateway forwards at
+most that much (seed 003: 4.7 Gbit/s on public addresses against 9.5 on private ones, the AZ's
+gateway giving at most 5 Gbit/s). ICMP redirects are off
 (the router would otherwise tell hosts to go direct). A spec reaches a lab host's public face with
 ``{kind: netns, lab: L, host: H, via: gateway}``.
 """
@@ -17,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from netfleet.errors import LabError
-from netfleet.lab.commands import in_netns, ip, run
+from netfleet.lab.commands import in_netns, ip, run, tc
+from netfleet.lab.models import Shaper
+from netfleet.lab.shaping import tbf_args
 from netfleet.lab.state import BRIDGE, INTERFACE, LabHost, LabState, read_state
 
 ROUTER = "gw"
@@ -49,6 +54,10 @@ def build(state: LabState, create_namespace: Callable[[str], None]) -> None:
     ip("link", "set", "lo", "up", ns=rt)
     ip("link", "set", INTERFACE, "up", ns=rt)
     ip("link", "set", router_port(), "master", BRIDGE, "up", ns=sw)
+    if gw.get("rate") is not None:
+        # one interface carries both directions: this caps all the gateway forwards
+        shaper = Shaper(rate=gw["rate"])
+        tc("qdisc", "add", "dev", INTERFACE, "root", *tbf_args(shaper), ns=rt)
     _sysctl(
         rt,
         "net.ipv4.ip_forward=1",

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from netfleet.errors import LabError
-from netfleet.lab import netns
+from netfleet.lab import delayline, netns
 from netfleet.lab.commands import require_root, tc
 from netfleet.lab.models import LabelValue
 from netfleet.lab.state import LabHost, LabState, lab_names, read_state, state_path
@@ -39,6 +39,10 @@ class HostStatus(BaseModel):
     )
     in_qdisc: QdiscStats | None = Field(
         default=None, description="on the switch port (what it receives)"
+    )
+    delay_line: bool | None = Field(
+        default=None,
+        description="is the link's delay line running? None: the host has no delay line",
     )
 
     # Shortcuts to the host's own fields, for tables.
@@ -82,6 +86,9 @@ class HostStatus(BaseModel):
             parts.append(f"{direction}: {shaper.describe()}{live}")
         if self.host.flow_cap is not None:
             parts.append(f"per-flow cap {self.host.flow_cap / 1e6:g} Mbit/s")
+        if self.host.link is not None:
+            stopped = "" if self.delay_line is not False else " [NOT RUNNING: link down]"
+            parts.append(self.host.link.describe() + stopped)
         return "; ".join(parts) or "unshaped"
 
 
@@ -98,7 +105,11 @@ class LabStatus(BaseModel):
 
     @property
     def healthy(self) -> bool:
-        return self.complete and self.switch_exists and all(h.namespace_exists for h in self.hosts)
+        return (
+            self.complete
+            and self.switch_exists
+            and all(h.namespace_exists and h.delay_line is not False for h in self.hosts)
+        )
 
 
 def labs(state_dir: str | Path | None = None) -> list[str]:
@@ -138,6 +149,9 @@ def _host_status(state: LabState, host: LabHost) -> HostStatus:
         processes=len(netns.pids(host.namespace)),
         out_qdisc=root_qdisc(host.namespace, host.interface),
         in_qdisc=root_qdisc(state.switch, host.port),
+        delay_line=None
+        if host.link is None
+        else host.delayline is not None and delayline.is_ours(state, host.delayline),
     )
 
 

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     ValidationError,
     WithJsonSchema,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -41,6 +42,12 @@ STEADY_MIN_BURST = 131072
 STEADY_BURST_SECONDS = 0.001
 MIN_RATE = 64e3
 MAX_RATE = 100e9
+#: A delay line holds at most this long a packet (its ring is sized from the delay).
+MAX_DELAY = 2.0
+DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_NUMBER = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_DURATION = re.compile(rf"^\s*{_NUMBER}\s*(s|ms|us|µs|ns)\s*$")
+_PERCENT = re.compile(rf"^\s*{_NUMBER}\s*%\s*$")
 
 LabelValue = str | int | float | bool
 #: In YAML a rate or size is a number or a string with a unit; once validated, a float.
@@ -61,6 +68,16 @@ def check_lab_name(name: str) -> str:
             "starting with a letter (it becomes part of namespace names), e.g. demo"
         )
     return name
+
+
+def optional_rate(value: Any) -> Any:
+    """A rate in bits/s within 64kbit..100gbit, or None (a cap that is absent)."""
+    if value is None or isinstance(value, bool):
+        return value
+    rate = parse_rate(value)
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
+    return rate
 
 
 class Shaper(BaseModel):
@@ -162,6 +179,124 @@ class Shaper(BaseModel):
         )
 
 
+def parse_duration(value: Any) -> float:
+    """``30ms``, ``650us``/``650µs``, ``1.5s``, ``200ns`` -> seconds. A bare number is refused:
+    a delay without a unit is a guess (0 alone is accepted)."""
+    if isinstance(value, bool):
+        raise ValueError("write a duration with its unit, e.g. 30ms or 650us")
+    if isinstance(value, int | float):
+        if value == 0:
+            return 0.0
+        raise ValueError(f"{value!r} has no unit: write e.g. {value}ms or {value}us")
+    m = _DURATION.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a duration: write e.g. 30ms, 650us or 1.5s")
+    return float(m.group(1)) * DURATION_UNITS[m.group(2)]
+
+
+def parse_percent(value: Any) -> float:
+    """``0.5%`` -> 0.005. Bare numbers are refused (is 1 one percent or everything?)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    m = _PERCENT.match(str(value)) if isinstance(value, str) else None
+    if not m:
+        raise ValueError(f"{value!r} is not a percentage: write e.g. 0.1% (0% for none)")
+    fraction = float(m.group(1)) / 100
+    if fraction > 1:
+        raise ValueError(f"{value!r} is more than 100%: write 0%..100%")
+    return fraction
+
+
+Duration = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "string", "examples": ["30ms", "650us"]}, {"const": 0}]}),
+]
+Percent = Annotated[
+    float,
+    WithJsonSchema({"anyOf": [{"type": "string", "examples": ["0.1%"]}, {"const": 0}]}),
+]
+
+
+class Impairment(BaseModel):
+    """What one direction of a link does to every packet: hold it ``delay`` (± ``jitter``,
+    uniform, never reordering) and drop it with probability ``loss``. Emulated by the lab's
+    delay line (native/delayline), as this kernel has no netem. Values are seconds and a
+    fraction once parsed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    delay: Duration = Field(
+        default=0.0, description="one-way delay added to every packet (YAML: 30ms, 650us)"
+    )
+    jitter: Duration = Field(
+        default=0.0,
+        description="each packet's delay is uniform in delay ± jitter (at most delay); a packet "
+        "never leaves before the one ahead of it",
+    )
+    loss: Percent = Field(default=0.0, description="share of packets dropped at random (0.1%)")
+
+    @field_validator("delay", "jitter", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float:
+        seconds = parse_duration(value)
+        if seconds > MAX_DELAY:
+            raise ValueError(f"{value!r} is too long: a delay line holds packets at most 2s")
+        return seconds
+
+    @field_validator("loss", mode="before")
+    @classmethod
+    def _loss(cls, value: Any) -> float:
+        return parse_percent(value)
+
+    # In JSON (the lab state) as the YAML spells them, so a state file reads back.
+    @field_serializer("delay", "jitter", when_used="json")
+    def _seconds(self, value: float) -> str:
+        return f"{value!r}s"
+
+    @field_serializer("loss", when_used="json")
+    def _percent(self, value: float) -> str:
+        return f"{value * 100!r}%"
+
+    @model_validator(mode="after")
+    def _jitter(self) -> Impairment:
+        if self.jitter > self.delay:
+            raise ValueError(
+                f"jitter ({self.jitter * 1e3:g} ms) exceeds delay ({self.delay * 1e3:g} ms): "
+                "a packet cannot leave before it arrived; lower jitter or raise delay"
+            )
+        return self
+
+    def describe(self) -> str:
+        parts = [fmt_duration(self.delay)]
+        if self.jitter:
+            parts[0] += f" ± {fmt_duration(self.jitter)}"
+        if self.loss:
+            parts.append(f"{self.loss * 100:g}% loss")
+        return ", ".join(parts)
+
+
+def fmt_duration(seconds: float) -> str:
+    if seconds >= 1e-3 or seconds == 0:
+        return f"{seconds * 1e3:g} ms"
+    return f"{seconds * 1e6:g} µs"
+
+
+class Link(BaseModel):
+    """A host's link with a delay line: ``out`` acts on what the host sends, ``in`` on what it
+    receives. The round trip between two hosts gains both hosts' out + in delays."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True,
+                              validate_by_alias=True)  # fmt: skip
+
+    out: Impairment = Field(default_factory=Impairment, description="on what the host sends")
+    in_: Impairment = Field(
+        default_factory=Impairment, alias="in", description="on what the host receives"
+    )
+
+    def describe(self) -> str:
+        return f"delay line out {self.out.describe()}, in {self.in_.describe()}"
+
+
 class Scale(BaseModel):
     """How the lab's numbers relate to the cloud it imitates (documentation only)."""
 
@@ -192,16 +327,12 @@ class HostSpec(BaseModel):
         default=None,
         description="per-flow cap in bits/s on what it sends and receives (htb per flow)",
     )
+    link: Link | None = Field(
+        default=None,
+        description="delay, jitter and loss per direction (a userspace delay line on the link)",
+    )
 
-    @field_validator("flow_cap", mode="before")
-    @classmethod
-    def _flow_cap(cls, value: Any) -> Any:
-        if value is None or isinstance(value, bool):
-            return value
-        rate = parse_rate(value)
-        if not MIN_RATE <= rate <= MAX_RATE:
-            raise ValueError(f"{fmt_rate(rate)} is out of range: use 64kbit..100gbit")
-        return rate
+    _flow_cap = field_validator("flow_cap", mode="before")(optional_rate)
 
     @model_validator(mode="after")
     def _one_shaping(self) -> HostSpec:
@@ -257,6 +388,13 @@ class Gateway(BaseModel):
     subnet: IPv4Network = Field(
         default=IPv4Network("198.18.100.0/24"), description="public addresses, in 198.18.0.0/15"
     )
+    rate: Rate | None = Field(
+        default=None,
+        description="what the gateway forwards at most, in bits/s, both directions together "
+        "(seed 003: 5 Gbit/s through an AWS gateway); absent: uncapped",
+    )
+
+    _rate = field_validator("rate", mode="before")(optional_rate)
 
     @field_validator("mtu")
     @classmethod

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from netfleet.durable import atomic_write, write_temp
 from netfleet.errors import InputError, LabError
-from netfleet.lab.models import LAB_NAME, LabelValue, Scale, Shaper
+from netfleet.lab.models import LAB_NAME, LabelValue, Link, Scale, Shaper
 
 STATE_VERSION = 1
 DEFAULT_STATE_DIR = Path("/run/netfleet/labs")
@@ -37,6 +37,16 @@ def host_namespace(lab: str, host: str) -> str:
 def port_name(host: str) -> str:
     """The switch-side veth toward ``host`` (at most 13 characters: interface names stop at 15)."""
     return f"to-{host}"
+
+
+class Process(BaseModel):
+    """A process the lab started and owns: its PID and start time (``/proc/PID/stat`` field 22,
+    clock ticks since boot), so a reused PID is never taken for it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pid: int
+    start_ticks: int
 
 
 class LabHost(BaseModel):
@@ -59,6 +69,10 @@ class LabHost(BaseModel):
         default=None, description="its address behind the lab's gateway, if the lab has one"
     )
     flow_cap: float | None = Field(default=None, description="per-flow cap in bits/s, if any")
+    link: Link | None = Field(default=None, description="delay/jitter/loss per direction, if any")
+    delayline: Process | None = Field(
+        default=None, description="the delay line process on this host's link, once started"
+    )
 
     @field_validator("address", mode="before")
     @classmethod

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from netfleet.errors import InputError, LabError
-from netfleet.lab import netns
+from netfleet.lab import delayline, netns
 from netfleet.lab.commands import ip, require_root, run, tc
 from netfleet.lab.models import LabSpec, Scale
 from netfleet.lab.profiles import load_lab
@@ -65,6 +65,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
                 "in": host.in_,
                 "public_address": str(public[name]) if name in public else None,
                 "flow_cap": host.flow_cap,
+                "link": host.link,
             }
         )
     gateway = None
@@ -78,6 +79,7 @@ def plan(spec: LabSpec, source: str | None = None) -> LabState:
             "subnet": str(spec.gateway.subnet),
             "mtu": spec.gateway.mtu,
             "link_mtu": spec.mtu,
+            "rate": spec.gateway.rate,
         }
     return LabState(
         name=spec.name,
@@ -158,8 +160,11 @@ def _build(state: LabState, state_dir: str | Path | None) -> None:
     for host in state.hosts.values():
         _create_namespace(state, host.namespace, state_dir)
         mtu = str(host.mtu)
-        run(["ip", "link", "add", INTERFACE, "netns", host.namespace, "mtu", mtu,
-             "type", "veth", "peer", "name", host.port, "netns", sw, "mtu", mtu])  # fmt: skip
+        if host.link is not None:
+            delayline.create_taps(state, host)  # a delay line will join them (below)
+        else:
+            run(["ip", "link", "add", INTERFACE, "netns", host.namespace, "mtu", mtu,
+                 "type", "veth", "peer", "name", host.port, "netns", sw, "mtu", mtu])  # fmt: skip
         ip("address", "add", host.cidr, "dev", INTERFACE, ns=host.namespace)
         ip("link", "set", "lo", "up", ns=host.namespace)
         ip("link", "set", INTERFACE, "up", ns=host.namespace)
@@ -173,6 +178,9 @@ def _build(state: LabState, state_dir: str | Path | None) -> None:
 
             flowcap.apply(host.namespace, INTERFACE, host.flow_cap)
             flowcap.apply(sw, host.port, host.flow_cap)
+        if host.link is not None:
+            delayline.start(state, host, state_dir,
+                            lambda: write_state(state, state_dir))  # fmt: skip
     if state.gateway is not None:
         from netfleet.lab import gateway
 
@@ -198,6 +206,8 @@ def down(name: str, state_dir: str | Path | None = None, *, missing_ok: bool = T
             hint=f"labs up: {', '.join(known)}" if known else "no lab is up (netfleet lab status)",
         )
     require_root()
+    for host in state.hosts.values():
+        delayline.stop(state, host, state_dir)  # by PID, if still the process `up` started
     removed: list[str] = []
     failed: list[str] = []
     for ns in reversed(state.namespaces):
