@@ -100,6 +100,8 @@ FACADE = {
     ("watch",): "watch",
     ("schema",): "schema",
     ("report", "topology"): "report_topology",
+    ("report", "loaded"): "report_loaded",
+    ("report", "pps"): "report_pps",
     ("report", "advice"): "advice",
     ("report", "html"): "report_html",
     ("report", "price"): "report_price",
