@@ -32,6 +32,7 @@ from netfleet.engines.burstable import (
     adaptive_verdict,
     host_burstability,
     no_drop_text,
+    still_bursting,
 )
 
 Rows = Iterable[Mapping[str, Any]]
@@ -81,12 +82,16 @@ def analyze_series(
 
 def _without_evidence(run: RunInfo, series: Series, credit: CreditEstimate) -> CreditEstimate:
     """A flat level without evidence is "no-drop", never "steady": an adaptive run that saw no
-    drop on a host not known fixed-rate, or a fixed-length run on a host labelled burstable
-    that was shorter than the longest documented burst."""
+    drop on a host not known fixed-rate, a fixed-length run on a host labelled burstable
+    that was shorter than the longest documented burst, or any level well above the host's
+    catalogue baseline (:func:`still_bursting`: the burst, whatever stopped the run)."""
     if credit.kind != "steady":
         return credit
     adaptive = run.notes.get("adaptive")
-    if isinstance(adaptive, Mapping):
+    bursting = still_bursting(credit.rate.value if credit.rate else None, [run.labels])
+    if bursting is not None:
+        verdict: str | None = bursting
+    elif isinstance(adaptive, Mapping):
         verdict = adaptive_verdict(adaptive)
     elif host_burstability(run.labels) == "burstable":
         span = series.lead_seconds + float(series.seconds.sum())
