@@ -34,6 +34,7 @@ from netfleet.engines.burstable import (
     no_drop_text,
     still_bursting,
 )
+from netfleet.engines.contract import MACHINE_BUSY_PERCENT, cpu_limits
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -122,8 +123,6 @@ def _bucket_state(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
     return replace(credit, notes=(*credit.notes, note))
 
 
-#: CPUs at least this busy during a run: its peak may be the host's limit, not the link's
-CPU_SATURATED_PERCENT = 90.0
 #: the ± a host-limited peak gets at least (relative): a single stream on a busy 2-core host
 #: read a 960 Mbit/s peak 9.6 % low (issue 9)
 HOST_LIMITED_ERR = 0.10
@@ -149,12 +148,41 @@ def _level(credit: CreditEstimate) -> Estimate | None:
     return credit.peak or credit.rate
 
 
-def _sender_cpu(run: RunInfo) -> float | None:
-    """CPU % of the sending iperf3 (one process; 100 = one CPU), from the end summary: the
-    client's own with data flowing out of it, the server's (remote) with --reverse."""
+def _sender_role(run: RunInfo) -> str:
+    """Which end sent: the client with data flowing out of it, the server with --reverse."""
     reverse = bool(run.row.get("reverse")) or (run.direction == "in" and run.subject == "client")
-    value = run.row.get("end_remote_cpu" if reverse else "end_host_cpu")
-    return float(value) if isinstance(value, int | float) and not math.isnan(value) else None
+    return "server" if reverse else "client"
+
+
+def _engine_cpu(run: RunInfo) -> dict[str, float]:
+    """CPU % of the run's own engine processes by role (100 = one CPU), where the tool reports
+    it: iperf3's end summary ``cpu_utilization_percent`` (host = client, remote = server)."""
+    out = {}
+    for role, key in (("client", "end_host_cpu"), ("server", "end_remote_cpu")):
+        value = run.row.get(key)
+        if isinstance(value, int | float) and not math.isnan(value):
+            out[role] = float(value)
+    return out
+
+
+def _sender_cpu(run: RunInfo) -> float | None:
+    """CPU % of the sending iperf3 (one process; 100 = one CPU), from the end summary."""
+    return _engine_cpu(run).get(_sender_role(run))
+
+
+def _calm_engine(
+    run: RunInfo, credit: CreditEstimate, engine: Mapping[str, float], busy: Any
+) -> CreditEstimate:
+    """A busy machine whose engine used little CPU: said beside the ±, which stays the run's
+    own (:func:`netfleet.engines.contract.cpu_limits`)."""
+    if not engine or not isinstance(busy, int | float) or busy < MACHINE_BUSY_PERCENT:
+        return credit
+    top = max(engine.values())
+    note = (
+        f"± from the run's own intervals: the machine's CPUs were {busy:.0f} % busy (/proc/stat, "
+        f"every process on it) but the engine used at most {top:.0f} % of a CPU, not a limit"
+    )
+    return replace(credit, notes=(*credit.notes, note))
 
 
 def _stream_evidence(run: RunInfo, credit: CreditEstimate) -> list[str]:
@@ -186,16 +214,19 @@ def _host_limited(
     """Peak measured with the CPUs saturated (``notes.host_cpu``) or with too few streams to
     reach it (:func:`_stream_evidence`, or ``evidence`` from the run's group): labelled
     host-limited, with the evidence, and a wider ±."""
-    cpu = run.notes.get("host_cpu")
-    cpu = cpu if isinstance(cpu, Mapping) else {}
-    busy = cpu.get("busy_percent")
     streams = f", {run.parallel} stream(s)" if run.parallel else ""
     found = [*_stream_evidence(run, credit), *evidence]
-    if isinstance(busy, int | float) and busy >= CPU_SATURATED_PERCENT:
-        found.insert(0, f"CPUs {busy:.0f} % busy during the run{streams} "
-                     f"({cpu.get('source', 'host_cpu')})")  # fmt: skip
+    engine = _engine_cpu(run)
+    cpu = run.notes.get("host_cpu")
+    busy = cpu.get("busy_percent") if isinstance(cpu, Mapping) else None
+    limits = cpu_limits(engine, busy if isinstance(busy, int | float) else None)
+    if (run.parallel or 1) == 1 and any(f.startswith("too few streams: 1 stream") for f in found):
+        limits.pop(_sender_role(run), None)  # said already: its one thread was the limit
+    if limits:
+        found.insert(0, "; ".join(f"{role}: {why}{streams}" for role, why in limits.items()))
     if not found:
-        return credit
+        return _calm_engine(run, credit, engine, busy)
+
     if any(n.startswith("host-limited") for n in credit.notes):  # its ± is already wide
         new = [f for f in found if not any(f in n for n in credit.notes)]
         extra = (f"host-limited, also: {'; '.join(new)}",) if new else ()
