@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -469,9 +470,81 @@ def analyze_group(
             analyze_rows(info, rows, config, hint) if a.credit.kind in ("steady", "no-drop") else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
-    first = _fewer_streams(first)
+    first = _part_filled(_fewer_streams(first))
     refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]
     return GroupAnalysis(dict(keys), tuple(first), _best_refill(refills))
+
+
+def _when(value: Any) -> datetime | None:
+    """A runs row's ``started_at``/``ended_at`` (a datetime, or ISO text from a raw file)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _subject_host(run: RunInfo) -> Any:
+    """The name of the host a run measures (its ``subject``: client or server)."""
+    return run.row.get("server" if run.subject == "server" else "client")
+
+
+def _refill_seconds(analyses: Sequence[RunAnalysis]) -> float | None:
+    """σ/ρ: how long the group's bucket takes to refill from empty, idle — the host label
+    ``refill_s`` when given, else the largest bucket a run saw over the pooled baseline."""
+    for a in analyses:
+        given = a.run.labels.get("refill_s")
+        if isinstance(given, int | float) and not isinstance(given, bool) and given > 0:
+            return float(given)
+    group = combine([a.credit for a in analyses])
+    if group.bucket is None or group.baseline is None or group.baseline.value <= 0:
+        return None
+    return group.bucket.value / group.baseline.value
+
+
+def _part_filled(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
+    """A run that began less than the refill time σ/ρ after its host's previous run ended
+    (``ended_at``/``started_at`` of the group's runs on the same subject host) started with a
+    part-filled bucket: its bucket and time at peak are lower bounds, and a note says so."""
+    refill = _refill_seconds(analyses)
+    if refill is None:
+        return list(analyses)
+    ends: dict[Any, list[datetime]] = {}
+    for a in analyses:
+        host, end = _subject_host(a.run), _when(a.run.row.get("ended_at"))
+        if host is not None and end is not None:
+            ends.setdefault(host, []).append(end)
+    out = []
+    for a in analyses:
+        start = _when(a.run.row.get("started_at"))
+        before = [e for e in ends.get(_subject_host(a.run), []) if start is not None and e <= start]
+        gap = (start - max(before)).total_seconds() if start is not None and before else None
+        c = a.credit
+        if gap is None or gap >= refill or c.bucket is None:
+            out.append(a)
+            continue
+        scale = _lab_time_scale(a.run.labels)
+        cloud = f" ({refill / scale:,.0f} s in the cloud)" if scale else ""
+        note = (
+            f"bucket not full at start: this host sent until {gap:.0f} s before; refill needs "
+            f"~{refill:,.0f} s{cloud}: the bucket and time at peak are lower bounds"
+        )
+        low = replace(c.bucket, lower_bound=True)
+        secs = None if c.burst_seconds is None else replace(c.burst_seconds, lower_bound=True)
+        credit = replace(c, bucket=low, burst_seconds=secs, notes=(*c.notes, note))
+        out.append(replace(a, credit=credit))
+    return out
+
+
+def _lab_time_scale(labels: Mapping[str, Any]) -> float | None:
+    for key in ("lab_time_scale", "lab_scale"):
+        v = labels.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v != 1:
+            return float(v)
+    return None
 
 
 def _best_refill(refills: Sequence[RefillEstimate]) -> RefillEstimate | None:
