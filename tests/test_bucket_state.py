@@ -74,6 +74,25 @@ def test_a_known_refill_time_is_waited_for() -> None:
     assert check.message is not None and "waiting 30 s" in check.message
 
 
+def test_issue_36_a_lab_host_s_own_refill_time_bounds_the_check() -> None:
+    """r4.large in the r4 lab: a burst test 20 s after other traffic, when the lab's shaper
+    refills in σ/ρ = 180 s (label ``lab_refill_s``, from the lab's shapers): flagged with that
+    refill time and the cloud's, not "assumed up to 3600 s"; 190 s later it is full again."""
+    h = history_with_a_run_on("r4-large", NOW - timedelta(seconds=20))
+    burst = planned(Iperf3Params(duration=60, until_steady=5), "iperf3")
+    lab = {"burstable": True, "lab_refill_s": 180.0, "lab_time_scale": 0.05}
+    hosts = {"r4-large": lab, "srv": {"burstable": False}}
+    check = check_bucket(burst, hosts, h.last_traffic_at, h.busy, now=NOW)
+    assert check.wait_s == 0 and check.note is not None
+    assert check.note["state"] == "possibly-partial"
+    assert check.note["hosts"][0]["why"] == (
+        "bucket not full at start: this host sent until 20 s before; refill needs ~180 s "
+        "(3,600 s in the cloud) (the lab's shaper: bucket / rate)"
+    )
+    later = NOW + timedelta(seconds=170)  # idle 190 s ≥ 180 s: full again
+    assert check_bucket(burst, hosts, h.last_traffic_at, h.busy, now=later).note is None
+
+
 def test_analyze_flags_a_possibly_partial_bucket() -> None:
     series = token_bucket_series(400e6, 50e6, 350e6 * 6, 20, jitter=0.002)
     notes = {"bucket_state": {"state": "possibly-partial", "hosts": [{"host": "cr", "why": "x"}]}}
