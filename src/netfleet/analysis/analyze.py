@@ -507,10 +507,13 @@ def _refill_seconds(analyses: Sequence[RunAnalysis]) -> float | None:
 
 def _part_filled(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
     """A run that began less than the refill time σ/ρ after its host's previous run ended
-    (``ended_at``/``started_at`` of the group's runs on the same subject host) started with a
-    part-filled bucket: its bucket and time at peak are lower bounds, and a note says so."""
+    (``ended_at``/``started_at`` of the group's runs on the same subject host) and saw a bucket
+    clearly below the group's largest started with a part-filled bucket: its bucket and time at
+    peak are lower bounds, and a note says so. (A run that saw the largest bucket began full: a
+    lab re-made between runs refills at once.)"""
     refill = _refill_seconds(analyses)
-    if refill is None:
+    largest = combine([a.credit for a in analyses]).bucket
+    if refill is None or largest is None:
         return list(analyses)
     ends: dict[Any, list[datetime]] = {}
     for a in analyses:
@@ -523,8 +526,9 @@ def _part_filled(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
         before = [e for e in ends.get(_subject_host(a.run), []) if start is not None and e <= start]
         gap = (start - max(before)).total_seconds() if start is not None and before else None
         c = a.credit
-        if gap is None or gap >= refill or c.bucket is None:
-            out.append(a)
+        short = c.bucket is not None and c.bucket.high < largest.value - largest.err
+        if gap is None or gap >= refill or c.bucket is None or not short:
+            out.append(a)  # a run that saw the group's largest bucket began full, whatever the gap
             continue
         scale = _lab_time_scale(a.run.labels)
         cloud = f" ({refill / scale:,.0f} s in the cloud)" if scale else ""
