@@ -47,6 +47,20 @@ def test_cpu_bound_names_the_host_and_the_number() -> None:
     assert item.evidence["client_cpu_percent"] == 97.5 and item.run_ids == ("r1",)
 
 
+def test_cpu_bound_agrees_with_analyze_on_a_busy_machine() -> None:
+    """Issue 36.6: /proc/stat of a busy machine is not the engine's limit. A calm engine gets
+    no advice (analyze keeps its ±); one that needed CPU there may have been starved (analyze
+    says host-limited by the same rule, netfleet.engines.contract.cpu_limits)."""
+    found = {}
+    for cpu in (5.0, 40.0):
+        e = env(f"r{cpu:g}", 1e9, notes={"host_cpu": {"busy_percent": 97.0}})
+        e["result"]["end"]["cpu_utilization_percent"].update(host_total=cpu, remote_total=2.0)
+        found[cpu] = [a for a in advise([e]) if a.code == "cpu-bound"]
+    assert found[5.0] == []
+    [item] = found[40.0]
+    assert "may have been starved" in item.message and item.evidence["machine_busy_percent"] == 97
+
+
 def test_per_flow_cap_and_asymmetry_across_runs() -> None:
     runs = [env("a", 1e9, 1), env("b", 2e9, 2), env("c", 0.5e9, 1, "in")]
     found = advise(runs)

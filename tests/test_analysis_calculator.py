@@ -204,3 +204,62 @@ def test_analyze_terminal_puts_a_scaled_run_s_cloud_figures_in_a_row_under_it(
     text = console.export_text()
     assert max(map(len, text.splitlines())) <= 100
     assert "cloud" in text and "Gbit/s" in text and "lab ×0.05" in text
+
+
+def test_issue_36_use_above_the_baseline_is_never_unlimited(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """001d0e3: "unlimited" and "burst rate sustained … −1.5 Gbit/s", exit 0."""
+    args = ("credit", "calc", "--baseline", "0.75gbit", "--peak", "10gbit", "--bucket",
+            "2700gbit", "--use", "1gbit", "--burst-seconds", "10", "--duty", "0.1")  # fmt: skip
+    assert cli(*args, "-f", "json") == 0
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    never = "never: 1 Gbit/s exceeds the 0.75 Gbit/s baseline; a full bucket empties in 10,800 s"
+    for q in ("refill from empty at use u", "10 s at X, once every",
+              "burst rate sustained at duty 0.1"):  # fmt: skip
+        assert rows[q]["never"] == never and rows[q]["value"] is None
+    assert rows["full bucket empties at use u"]["value"] == pytest.approx(10_800)
+    assert rows["credit drained at use u"]["value"] == pytest.approx(0.25)
+    assert all(r["value"] is None or r["value"] >= 0 for r in rows.values())
+    assert cli(*args) == 0
+    text = capsys.readouterr().out
+    assert "unlimited" not in text and "-1.5" not in text and "−1.5" not in text
+    assert "never: 1 Gbit/s exceeds" in text
+
+
+@pytest.mark.parametrize("bucket", ["2700G", "2700g", "2700M"])
+def test_issue_36_a_bucket_in_iperf3_s_bare_units_is_refused_with_both_readings(
+    bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """001d0e3 read --bucket 2700G as 2700 GiB (23,193 Gbit) beside --peak 10G = 10 Gbit/s."""
+    args = ("credit", "calc", "--baseline", "0.75G", "--peak", "10G", "--bucket", bucket)
+    assert cli(*args) == 2
+    n, p = bucket[:-1], bucket[-1].lower()
+    assert f"{n}{p}bit or {n}{p.upper()}iB?" in capsys.readouterr().err
+
+
+def test_issue_36_given_figures_on_a_scaled_lab_run_are_the_cloud_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """001d0e3 read --use 0.6gbit on a ×0.05 lab run as the lab's: "credit accrued at use u |
+    −11.28 Gbit/s" (cloud). Now 0.6 is the cloud's; above the baseline it says never."""
+    results = _scaled_lab_run(tmp_path)
+    args = ("credit", "calc", "credit_out", "--results", str(results), "--unit", "gbit",
+            "--burst-seconds", "10", "-f", "json")  # fmt: skip
+    assert cli(*args, "--use", "0.6gbit") == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["quantity"]: r for r in out["rows"]}
+    base = rows["baseline ρ"]["cloud_value"]
+    accrued = rows["credit accrued at use u"]
+    assert accrued["cloud_value"] == pytest.approx(base - 0.6)
+    assert accrued["value"] == pytest.approx((base - 0.6) * 0.05)
+    peak = rows["peak C"]["cloud_value"]
+    period = rows["10 s at X, once every"]  # 10 cloud seconds at the cloud peak
+    assert period["cloud_value"] == pytest.approx(10 * (peak - 0.6) / (base - 0.6), rel=1e-3)
+    assert any("taken as the cloud's" in n for n in out["notes"])
+    assert cli(*args, "--use", "2gbit") == 0
+    rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["10 s at X, once every"]["never"].startswith(
+        f"never: 2 Gbit/s (cloud) exceeds the {base:.4g} Gbit/s baseline"
+    )
+    assert rows["credit drained at use u"]["cloud_value"] == pytest.approx(2 - base)

@@ -99,3 +99,23 @@ def test_issue_9_case_1_a_32_s_burst_stopped_at_30_s_is_not_steady() -> None:
     # the same series from a host known fixed-rate may be steady
     fixed = {"adaptive": {**notes["adaptive"], "steady_evidence": "host known fixed-rate"}}
     assert analyze_series(RunInfo("r2", notes=fixed), series).credit.kind == "steady"
+
+
+def test_issue_36_a_steady_level_above_the_catalogue_baseline_is_the_burst() -> None:
+    """r4.4xlarge in the r4 lab (×0.05): 001d0e3 stopped at 94 s inside its 119.5 s burst and
+    analyze said "steady 9.46 Gbit/s" beside the host's own ``baseline_gbps: 5``. The run's
+    evidence ("level drop seen") does not outweigh the catalogue: the level is the burst."""
+    series = token_bucket_series(473e6, 250e6, (473e6 - 250e6) * 200, 94, jitter=0.002)
+    notes = {"adaptive": {"stop": "steady", "steady_evidence": "level drop seen at 94.0 s",
+                          "drop_seen_at_s": 94.0, "stopped_at_s": 94.04}}  # fmt: skip
+    labels = {"instance_type": "r4.4xlarge", "baseline_gbps": 5, "peak_gbps": 10,
+              "lab_scale": 0.05}  # fmt: skip
+    a = analyze_series(RunInfo("r1", notes=notes, labels=labels), series)
+    assert a.credit.kind == "no-drop"
+    assert a.credit.reason == (
+        "steady 9.46 Gbit/s (cloud units: the lab's ÷ 0.05) but the catalogue baseline is "
+        "5 Gbit/s: still in the burst"
+    )
+    # at the baseline the same labels agree with the verdict
+    base = token_bucket_series(250e6, 250e6, 0.0, 60, jitter=0.002)
+    assert analyze_series(RunInfo("r2", notes=notes, labels=labels), base).credit.kind == "steady"

@@ -163,6 +163,22 @@ def test_plan_prints_cost_and_instance_count(tmp_path: Path, example: str, where
     assert where in " ".join(res.stdout.split()) and "estimated cost: $" in res.stdout
 
 
+def test_plan_without_credentials_says_the_vcpus_are_unknown(tmp_path: Path) -> None:
+    """Issue 36.9: "0 vCPUs at once" beside "vCPUs not estimated" when no instance type data
+    could be read: now "vCPUs unknown"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    none = str(tmp_path / "none")
+    env.update(AWS_CONFIG_FILE=none, AWS_SHARED_CREDENTIALS_FILE=none,
+               AWS_EC2_METADATA_DISABLED="true", NETFLEET_CLOUD_DIR=str(tmp_path / "cloud"),
+               COLUMNS="250")  # fmt: skip
+    argv = [sys.executable, "-m", "netfleet", "plan", str(EXAMPLES / "aws-cheatsheet.yaml")]
+    res = subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
+    out = " ".join(res.stdout.split())
+    assert res.returncode == 0, res.stderr
+    assert "vCPUs not estimated" in out
+    assert "vCPUs unknown (no instance type data)" in out and "0 vCPUs" not in out
+
+
 # -- spot ----------------------------------------------------------------------------------------
 @pytest.fixture
 def stubbed_env(monkeypatch: pytest.MonkeyPatch) -> None:

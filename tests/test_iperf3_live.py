@@ -148,3 +148,55 @@ def test_a_window_still_full_of_burst_is_not_the_baseline() -> None:
     assert det.drop_seen_at is not None
     assert stop is not None and stop >= 27 + 26  # a window (less its 10 % slack) past the drop
     assert det.level() == pytest.approx(60e6)
+
+
+def spiky_burst(burst_s: int, total_s: int, seed: int = 36) -> list[float]:
+    """Issue 36's series: a flat 470 Mbit/s ± 4 % burst with one-interval spikes to 600 and 590
+    at 20 s and 40 s, then the baseline (235 Mbit/s ± 4 %) from ``burst_s`` on."""
+    rng = random.Random(seed)
+    values = [
+        (470e6 if i < burst_s else 235e6) * (1 + rng.uniform(-0.04, 0.04)) for i in range(total_s)
+    ]
+    values[20], values[40] = 600e6, 590e6
+    return values
+
+
+def test_spikes_in_a_flat_burst_are_not_a_level_drop() -> None:
+    # r4.4xlarge in the r4 lab: until_steady 3, min_duration 180, a 120 s burst. 001d0e3 called
+    # the flat burst after the 590 spike a "20 % drop" and stopped at 44 s, reported as steady.
+    det = SteadyDetector(window_s=3, min_duration_s=180)
+    stop = feed(det, spiky_burst(120, 180))
+    assert det.drop_seen_at == 120
+    assert det.drop_confirmed_at is not None and det.drop_confirmed_at >= 123
+    assert stop is not None and stop >= 122
+    assert det.level() == pytest.approx(235e6, rel=0.05)
+
+
+def test_a_flat_burst_with_spikes_waits_for_min_duration() -> None:
+    det = SteadyDetector(window_s=3, min_duration_s=180)
+    stop = feed(det, spiky_burst(500, 200))
+    assert det.drop_seen_at is None
+    assert stop == 179
+
+
+def test_a_short_dip_is_forgotten_and_never_overrides_min_duration() -> None:
+    # two intervals at half rate inside a 3 s window: suspected, then the level comes back
+    values = [470e6] * 100
+    values[50] = values[51] = 200e6
+    values[80] = values[81] = values[82] = 420e6  # later, a small sag that is no drop at all
+    det = SteadyDetector(window_s=3, min_duration_s=90)
+    stop = feed(det, values)
+    assert det.drop_seen_at is None
+    assert stop == 89
+
+
+def test_a_level_above_the_catalogue_baseline_is_still_the_burst() -> None:
+    # a two-step shaper: 470 then 350 (a confirmed drop), but the host's baseline is 235: the
+    # run does not stop on the second step but at the baseline, a window after it
+    values = [470e6] * 30 + [350e6] * 30 + [235e6] * 40
+    det = SteadyDetector(window_s=5, min_duration_s=1000, ceiling=235e6 * 1.2)
+    stop = feed(det, values)
+    assert det.drop_seen_at == 30
+    assert stop == 60 + 4 and det.level() == 235e6
+    plain = SteadyDetector(window_s=5, min_duration_s=1000)
+    assert feed(plain, values) == 30 + 4  # without the ceiling it stops on the step

@@ -296,3 +296,48 @@ def test_bufferbloat_advice_estimates_the_queue_from_delay_and_rate(name: str) -
     assert "RPM" in found[0].message and "kB" in found[0].message
     quiet = {**env, "result": {**doc["result"], "phases": doc["result"]["phases"][:1]}}
     assert [a for a in advise([quiet]) if a.code == "bufferbloat"] == []
+
+
+def _ping_text(rtts_ms: list[float], interval: float, t0: float) -> str:
+    lines = [
+        f"[{t0 + i * interval + ms / 1000:.6f}] 64 bytes from 198.18.0.2: icmp_seq={i + 1} "
+        f"ttl=64 time={ms:.3f} ms"
+        for i, ms in enumerate(rtts_ms)
+    ]
+    return "\n".join([*lines, f"{len(rtts_ms)} packets transmitted, {len(rtts_ms)} received"])
+
+
+def test_issue_36_inflation_is_over_a_robust_idle_baseline_and_a_busy_idle_is_flagged() -> None:
+    """Issue 36.7: idle p90 2.4 ms, p99 11.0 ms (something else used the path) made the loaded
+    phase's p99 inflation 3.37 ms for a 14.4 ms p99, and a phase below the idle median came out
+    as "down −6.99 ms". Now inflation is over the idle p50, never negative, and the idle phase
+    that was not idle says so."""
+    interval, t0 = 0.01, 1764100000.0
+    idle = [0.3 + 0.01 * (i % 5) for i in range(1000)]
+    for i in range(0, 1000, 7):  # ~14 % of the idle probes queue behind other traffic
+        idle[i] = 2.4 + 8.6 * (i % 3) / 2
+    down = [0.35 + 0.01 * (i % 5) for i in range(1000)]
+    for i in range(0, 1000, 50):
+        down[i] = 14.4
+    result = {
+        "probe": "ping",
+        "probe_started": t0,
+        "probe_output": _ping_text(idle + down, interval, t0),
+        "phases": [
+            {"name": "idle", "start_s": 0.0, "end_s": 10.0},
+            {"name": "down", "start_s": 10.0, "end_s": 20.0},
+        ],
+    }
+    by = {p["phase"]: p for p in phase_stats(result, interval, 0.0, 0.85)}
+    assert by["idle"]["p99_us"] > 10_000  # the noisy idle tail
+    assert by["idle"]["warning"].startswith("the idle phase was not idle: p90")
+    # the loaded tail over the idle median: ~14 ms, not 14.4 − 11.0
+    assert by["down"]["inflation_p99_us"] == pytest.approx(14_400 - by["idle"]["p50_us"], rel=0.02)
+    assert 0 <= by["down"]["inflation_p50_us"] < 100
+    assert "idle p50" in one_line(list(by.values())) and "(not idle)" in one_line(list(by.values()))
+    # a loaded phase below the idle median: 0, not negative, and the idle phase is flagged
+    slow_idle = [3.0] * 1000
+    result["probe_output"] = _ping_text(slow_idle + down, interval, t0)
+    by = {p["phase"]: p for p in phase_stats(result, interval, 0.0, 0.85)}
+    assert by["down"]["inflation_p50_us"] == 0.0
+    assert "not idle: its p50 (3 ms) is above this loaded phase's" in by["idle"]["warning"]

@@ -8,7 +8,9 @@ Rates are bits per second; sizes are bytes. Written so they cannot be misread:
 * ``bps kbps mbps gbps`` are refused: AWS writes "Gbps" for gigabits, tc(8) reads ``mbps`` as
   megabytes — the error offers both readings;
 * sizes: ``kb mb gb`` (any case) are decimal bytes, ``kib mib gib`` binary bytes, iperf3's bare
-  ``K M G`` binary bytes (as ``-w 512K``), ``kbit mbit gbit`` bits (a bucket of ``2700gbit``).
+  ``K M G`` binary bytes (as ``-w 512K``), ``kbit mbit gbit`` bits (a bucket of ``2700gbit``);
+* credit buckets (:func:`parse_credit`) are sizes without the bare ``K M G``: ``2700G`` beside
+  ``--peak 10G`` (Gbit/s) is refused as "2700gbit or 2700GiB?".
 
 A bare number is bits/s (rates) or bytes (sizes). Values above :data:`MAX_RATE` /
 :data:`MAX_SIZE` are refused as a unit mistake.
@@ -133,6 +135,24 @@ def parse_size(value: str | int | float) -> float:
             " kbit mbit gbit (bits))"
         )
     return _bounded_size(float(m.group(1)) * _SIZE[unit.lower()], text)
+
+
+def parse_credit(value: str) -> float:
+    """A credit bucket in **bits** (1 credit = 1 Gbit): ``"2700gbit"`` → 2.7e12. Any size unit
+    :func:`parse_size` reads works (``"337.5GB"`` = 337.5e9 bytes), except iperf3's bare
+    ``K M G T``: beside rates where ``10G`` is 10 Gbit/s, ``2700G`` as 2700 GiB (8.6× more)
+    is a trap, so it is refused with both readings. A bare number is refused too: a unit
+    must say bits or bytes."""
+    m = _NUM.match(str(value))
+    if m and (m.group(2) in ("", "K", "M", "G", "T") or m.group(2).lower() in ("k", "m", "g", "t")):
+        n, p = m.group(1), m.group(2).lower()
+        if not p:
+            raise ValueError(f"{value!r}: give a unit (credits are Gbit: {n}gbit)")
+        raise ValueError(
+            f"{value!r}: {n}{p}bit or {n}{p.upper()}iB? A credit is a Gbit: write {n}{p}bit "
+            f"(bits) or {n}{p.upper()}iB (binary bytes, ×{_BINARY[p] * 8 / _PREFIX[p]:.3g})"
+        )
+    return parse_size(value) * 8
 
 
 def _bounded_size(size: float, text: str) -> float:

@@ -10,11 +10,11 @@ from typing import Any
 from netfleet.advice import evidence as ev
 from netfleet.advice.model import Advice
 from netfleet.engines import tools as registry_tools
+from netfleet.engines.contract import cpu_limits
 from netfleet.engines.probes import VERSION_PROBES
 from netfleet.hosts.packages import install_hint
 from netfleet.units import MAX_RATE, TCP_IP_OVERHEAD, fmt_rate, plausible_rate
 
-CPU_BOUND_PERCENT = 90.0
 #: 2 streams ≥ this × 1 stream: each flow is capped
 FLOW_CAP_RATIO = 1.8
 ASYMMETRY_RATIO = 1.5
@@ -68,23 +68,34 @@ def _g(bps: float) -> str:
 
 
 def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
+    """The engine's CPU limited the run (:func:`netfleet.engines.contract.cpu_limits`, the rule
+    analyze's "host-limited" uses too): its own CPU at the limit, or a busy machine starving an
+    engine that needed CPU. An engine that used little CPU is never this, however busy the
+    machine (/proc/stat: everyone's processes)."""
+    cpu = ev.cpu(env)
+    host_cpu = ev._obj(ev._obj(env.get("notes")).get("host_cpu"))
+    busy = host_cpu.get("busy_percent")
+    limits = cpu_limits(cpu, busy if isinstance(busy, int | float) else None)
     out = []
-    for role, pct in ev.cpu(env).items():
-        if pct >= CPU_BOUND_PERCENT:
-            host = ev.host(env, role)
-            out.append(
-                Advice(
-                    "cpu-bound",
-                    "warn",
-                    f"{role} {host} used {pct:.0f} % CPU (≥ {CPU_BOUND_PERCENT:g} %) while "
-                    f"moving {_g(ev.receiver_bps(env) or 0)}: the number is the tool's CPU "
-                    "limit, not the network's",
-                    "use engine 'throughput' (tool auto), iperf3-multi, iperf3 ≥ 3.16 or iperf2 "
-                    "with more streams, or a bigger instance",
-                    {f"{role}_cpu_percent": round(pct, 1), "receiver_bps": ev.receiver_bps(env)},
-                    (str(env.get("run_id")),),
-                )
+    for role, why in limits.items():
+        who = f"{role} {ev.host(env, role)}" if role in ("client", "server") else "the host"
+        found: dict[str, Any] = {"receiver_bps": ev.receiver_bps(env)}
+        if role in cpu:
+            found[f"{role}_cpu_percent"] = round(cpu[role], 1)
+        if isinstance(busy, int | float):
+            found["machine_busy_percent"] = busy
+        out.append(
+            Advice(
+                "cpu-bound",
+                "warn",
+                f"{who}: {why}, while moving {_g(ev.receiver_bps(env) or 0)}: the number may be "
+                "the tool's CPU limit, not the network's",
+                "use engine 'throughput' (tool auto), iperf3-multi, iperf3 ≥ 3.16 or iperf2 "
+                "with more streams, a bigger instance, or a quieter machine",
+                found,
+                (str(env.get("run_id")),),
             )
+        )
     return out
 
 

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,9 @@ from netfleet.engines.burstable import (
     adaptive_verdict,
     host_burstability,
     no_drop_text,
+    still_bursting,
 )
+from netfleet.engines.contract import MACHINE_BUSY_PERCENT, cpu_limits
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -81,12 +84,16 @@ def analyze_series(
 
 def _without_evidence(run: RunInfo, series: Series, credit: CreditEstimate) -> CreditEstimate:
     """A flat level without evidence is "no-drop", never "steady": an adaptive run that saw no
-    drop on a host not known fixed-rate, or a fixed-length run on a host labelled burstable
-    that was shorter than the longest documented burst."""
+    drop on a host not known fixed-rate, a fixed-length run on a host labelled burstable
+    that was shorter than the longest documented burst, or any level well above the host's
+    catalogue baseline (:func:`still_bursting`: the burst, whatever stopped the run)."""
     if credit.kind != "steady":
         return credit
     adaptive = run.notes.get("adaptive")
-    if isinstance(adaptive, Mapping):
+    bursting = still_bursting(credit.rate.value if credit.rate else None, [run.labels])
+    if bursting is not None:
+        verdict: str | None = bursting
+    elif isinstance(adaptive, Mapping):
         verdict = adaptive_verdict(adaptive)
     elif host_burstability(run.labels) == "burstable":
         span = series.lead_seconds + float(series.seconds.sum())
@@ -117,8 +124,6 @@ def _bucket_state(run: RunInfo, credit: CreditEstimate) -> CreditEstimate:
     return replace(credit, notes=(*credit.notes, note))
 
 
-#: CPUs at least this busy during a run: its peak may be the host's limit, not the link's
-CPU_SATURATED_PERCENT = 90.0
 #: the ± a host-limited peak gets at least (relative): a single stream on a busy 2-core host
 #: read a 960 Mbit/s peak 9.6 % low (issue 9)
 HOST_LIMITED_ERR = 0.10
@@ -144,12 +149,41 @@ def _level(credit: CreditEstimate) -> Estimate | None:
     return credit.peak or credit.rate
 
 
-def _sender_cpu(run: RunInfo) -> float | None:
-    """CPU % of the sending iperf3 (one process; 100 = one CPU), from the end summary: the
-    client's own with data flowing out of it, the server's (remote) with --reverse."""
+def _sender_role(run: RunInfo) -> str:
+    """Which end sent: the client with data flowing out of it, the server with --reverse."""
     reverse = bool(run.row.get("reverse")) or (run.direction == "in" and run.subject == "client")
-    value = run.row.get("end_remote_cpu" if reverse else "end_host_cpu")
-    return float(value) if isinstance(value, int | float) and not math.isnan(value) else None
+    return "server" if reverse else "client"
+
+
+def _engine_cpu(run: RunInfo) -> dict[str, float]:
+    """CPU % of the run's own engine processes by role (100 = one CPU), where the tool reports
+    it: iperf3's end summary ``cpu_utilization_percent`` (host = client, remote = server)."""
+    out = {}
+    for role, key in (("client", "end_host_cpu"), ("server", "end_remote_cpu")):
+        value = run.row.get(key)
+        if isinstance(value, int | float) and not math.isnan(value):
+            out[role] = float(value)
+    return out
+
+
+def _sender_cpu(run: RunInfo) -> float | None:
+    """CPU % of the sending iperf3 (one process; 100 = one CPU), from the end summary."""
+    return _engine_cpu(run).get(_sender_role(run))
+
+
+def _calm_engine(
+    run: RunInfo, credit: CreditEstimate, engine: Mapping[str, float], busy: Any
+) -> CreditEstimate:
+    """A busy machine whose engine used little CPU: said beside the ±, which stays the run's
+    own (:func:`netfleet.engines.contract.cpu_limits`)."""
+    if not engine or not isinstance(busy, int | float) or busy < MACHINE_BUSY_PERCENT:
+        return credit
+    top = max(engine.values())
+    note = (
+        f"± from the run's own intervals: the machine's CPUs were {busy:.0f} % busy (/proc/stat, "
+        f"every process on it) but the engine used at most {top:.0f} % of a CPU, not a limit"
+    )
+    return replace(credit, notes=(*credit.notes, note))
 
 
 def _stream_evidence(run: RunInfo, credit: CreditEstimate) -> list[str]:
@@ -181,16 +215,19 @@ def _host_limited(
     """Peak measured with the CPUs saturated (``notes.host_cpu``) or with too few streams to
     reach it (:func:`_stream_evidence`, or ``evidence`` from the run's group): labelled
     host-limited, with the evidence, and a wider ±."""
-    cpu = run.notes.get("host_cpu")
-    cpu = cpu if isinstance(cpu, Mapping) else {}
-    busy = cpu.get("busy_percent")
     streams = f", {run.parallel} stream(s)" if run.parallel else ""
     found = [*_stream_evidence(run, credit), *evidence]
-    if isinstance(busy, int | float) and busy >= CPU_SATURATED_PERCENT:
-        found.insert(0, f"CPUs {busy:.0f} % busy during the run{streams} "
-                     f"({cpu.get('source', 'host_cpu')})")  # fmt: skip
+    engine = _engine_cpu(run)
+    cpu = run.notes.get("host_cpu")
+    busy = cpu.get("busy_percent") if isinstance(cpu, Mapping) else None
+    limits = cpu_limits(engine, busy if isinstance(busy, int | float) else None)
+    if (run.parallel or 1) == 1 and any(f.startswith("too few streams: 1 stream") for f in found):
+        limits.pop(_sender_role(run), None)  # said already: its one thread was the limit
+    if limits:
+        found.insert(0, "; ".join(f"{role}: {why}{streams}" for role, why in limits.items()))
     if not found:
-        return credit
+        return _calm_engine(run, credit, engine, busy)
+
     if any(n.startswith("host-limited") for n in credit.notes):  # its ± is already wide
         new = [f for f in found if not any(f in n for n in credit.notes)]
         extra = (f"host-limited, also: {'; '.join(new)}",) if new else ()
@@ -433,9 +470,85 @@ def analyze_group(
             analyze_rows(info, rows, config, hint) if a.credit.kind in ("steady", "no-drop") else a
             for a, (info, rows) in zip(first, materialized, strict=True)
         ]
-    first = _fewer_streams(first)
+    first = _part_filled(_fewer_streams(first))
     refills = [a.refill for a in first if a.refill is not None and a.refill.rate is not None]
     return GroupAnalysis(dict(keys), tuple(first), _best_refill(refills))
+
+
+def _when(value: Any) -> datetime | None:
+    """A runs row's ``started_at``/``ended_at`` (a datetime, or ISO text from a raw file)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _subject_host(run: RunInfo) -> Any:
+    """The name of the host a run measures (its ``subject``: client or server)."""
+    return run.row.get("server" if run.subject == "server" else "client")
+
+
+def _refill_seconds(analyses: Sequence[RunAnalysis]) -> float | None:
+    """σ/ρ: how long the group's bucket takes to refill from empty, idle — the host label
+    ``refill_s`` when given, else the largest bucket a run saw over the pooled baseline."""
+    for a in analyses:
+        given = a.run.labels.get("refill_s")
+        if isinstance(given, int | float) and not isinstance(given, bool) and given > 0:
+            return float(given)
+    group = combine([a.credit for a in analyses])
+    if group.bucket is None or group.baseline is None or group.baseline.value <= 0:
+        return None
+    return group.bucket.value / group.baseline.value
+
+
+def _part_filled(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
+    """A run that began less than the refill time σ/ρ after its host's previous run ended
+    (``ended_at``/``started_at`` of the group's runs on the same subject host) and saw a bucket
+    clearly below the group's largest started with a part-filled bucket: its bucket and time at
+    peak are lower bounds, and a note says so. (A run that saw the largest bucket began full: a
+    lab re-made between runs refills at once.)"""
+    refill = _refill_seconds(analyses)
+    largest = combine([a.credit for a in analyses]).bucket
+    if refill is None or largest is None:
+        return list(analyses)
+    ends: dict[Any, list[datetime]] = {}
+    for a in analyses:
+        host, end = _subject_host(a.run), _when(a.run.row.get("ended_at"))
+        if host is not None and end is not None:
+            ends.setdefault(host, []).append(end)
+    out = []
+    for a in analyses:
+        start = _when(a.run.row.get("started_at"))
+        before = [e for e in ends.get(_subject_host(a.run), []) if start is not None and e <= start]
+        gap = (start - max(before)).total_seconds() if start is not None and before else None
+        c = a.credit
+        short = c.bucket is not None and c.bucket.high < largest.value - largest.err
+        if gap is None or gap >= refill or c.bucket is None or not short:
+            out.append(a)  # a run that saw the group's largest bucket began full, whatever the gap
+            continue
+        scale = _lab_time_scale(a.run.labels)
+        cloud = f" ({refill / scale:,.0f} s in the cloud)" if scale else ""
+        note = (
+            f"bucket not full at start: this host sent until {gap:.0f} s before; refill needs "
+            f"~{refill:,.0f} s{cloud}: the bucket and time at peak are lower bounds"
+        )
+        low = replace(c.bucket, lower_bound=True)
+        secs = None if c.burst_seconds is None else replace(c.burst_seconds, lower_bound=True)
+        credit = replace(c, bucket=low, burst_seconds=secs, notes=(*c.notes, note))
+        out.append(replace(a, credit=credit))
+    return out
+
+
+def _lab_time_scale(labels: Mapping[str, Any]) -> float | None:
+    for key in ("lab_time_scale", "lab_scale"):
+        v = labels.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v != 1:
+            return float(v)
+    return None
 
 
 def _best_refill(refills: Sequence[RefillEstimate]) -> RefillEstimate | None:

@@ -191,6 +191,35 @@ class Answer:
     #: (rate scale, time scale) — :func:`netfleet.report.labscale.cloud_answer`
     cloud: Estimate | None = None
     lab_scale: tuple[float, float] | None = None
+    #: instead of a number: why there is none (a use at or above the baseline never lets a
+    #: burst happen), e.g. "never: 1 Gbit/s exceeds the 0.75 Gbit/s baseline; …"
+    never: str | None = None
+
+
+def _said(seconds: float, scale: tuple[float, float] | None) -> float:
+    """A burst length as the user gave it: the cloud's when the model is a scaled lab's."""
+    return seconds / scale[1] if scale else seconds
+
+
+def _gbit(bits: float) -> str:
+    return f"{bits / GBIT:,.4g}"
+
+
+def never_text(model: BucketModel, use: float, scale: tuple[float, float] | None = None) -> str:
+    """Why a use u ≥ ρ sustains no burst: the bucket only drains, and how fast a full one
+    empties (σ / (u − ρ)). With ``scale`` (a lab's rate and time scales) the figures are the
+    cloud's the lab's stand for."""
+    rate_s, time_s = scale or (1.0, 1.0)
+    base, bucket = model.baseline.value, model.bucket.value
+    where = " (cloud)" if scale else ""
+    head = f"never: {_gbit(use / rate_s)} Gbit/s"
+    if use <= base:
+        return f"{head}{where} equals the baseline: the bucket neither fills nor empties"
+    empties = bucket / (use - base) / time_s
+    return (
+        f"{head}{where} exceeds the {_gbit(base / rate_s)} Gbit/s baseline; a full bucket "
+        f"empties in {empties:,.0f} s"
+    )
 
 
 def plan(
@@ -199,9 +228,12 @@ def plan(
     rate: float | None = None,
     seconds: float | None = None,
     duty: float | None = None,
+    scale: tuple[float, float] | None = None,
 ) -> list[Answer]:
     """Everything the calculator answers for a bucket, a base use u, a burst rate X (default
-    the peak), a burst length b and a duty cycle f (each optional)."""
+    the peak), a burst length b and a duty cycle f (each optional). A use at or above the
+    baseline answers "never" (with the reason) where a burst or refill would be; ``scale``: the
+    lab's (rate, time) scales when the model is a scaled lab's, for that text."""
     x = model.peak.value if rate is None else rate
     _check_rate(model, x)
     out = [
@@ -215,6 +247,8 @@ def plan(
     if x != model.peak.value:
         out.append(Answer("time at X, full bucket", burst_seconds(model, x), "s", "σ / (X − ρ)"))
     out.append(Answer("refill from empty, idle", refill_seconds(model), "s", "σ / ρ"))
+    if use >= model.baseline.value:
+        return out + _drained(model, use, x, seconds, duty, scale)
     if use > 0:
         out += [
             Answer("credit accrued at use u", accrual_rate(model, use), "rate", "ρ − u"),
@@ -223,7 +257,7 @@ def plan(
     if seconds is not None:
         out += [
             Answer(
-                f"{seconds:g} s at X, once every",
+                f"{_said(seconds, scale):g} s at X, once every",
                 burst_period(model, x, seconds, use),
                 "s",
                 "b·(X − u) / (ρ − u)",
@@ -247,4 +281,50 @@ def plan(
             Answer("average rate at that duty", d.average_rate, "rate", "f·X + (1 − f)·u"),
             Answer("longest period at that duty", d.max_period, "s", "σ / ((X − ρ)·f)"),
         ]
+    return out
+
+
+def _drained(
+    model: BucketModel,
+    use: float,
+    rate: float,
+    seconds: float | None,
+    duty: float | None,
+    scale: tuple[float, float] | None,
+) -> list[Answer]:
+    """The answers for u ≥ ρ: the bucket drains at u − ρ and empties in σ / (u − ρ); no
+    refill, no sustained burst — each such answer says "never" and why."""
+    _check_use(model, use)
+    why = never_text(model, use, scale)
+    none = Estimate(math.nan)
+    out = []
+    if use > model.baseline.value:
+        drain = Estimate(use - model.baseline.value, model.baseline.err)
+        empties = _corners(
+            lambda baseline, bucket: bucket / (use - baseline) if use > baseline else math.inf,
+            {"baseline": model.baseline, "bucket": model.bucket},
+        )
+        out += [
+            Answer("credit drained at use u", drain, "rate", "u − ρ (u ≥ ρ: nothing accrues)"),
+            Answer("full bucket empties at use u", empties, "s", "σ / (u − ρ)"),
+        ]
+    out.append(Answer("refill from empty at use u", none, "s", "σ / (ρ − u)", never=why))
+    if seconds is not None:
+        _check_rate(model, rate)
+        out.append(
+            Answer(
+                f"{_said(seconds, scale):g} s at X, once every",
+                none,
+                "s",
+                "b·(X − u) / (ρ − u)",
+                never=why,
+            )
+        )
+    if duty is not None:
+        if not 0 < duty <= 1:
+            raise InputError(f"duty cycle {duty:g} is not in (0, 1]", hint="e.g. --duty 0.1")
+        formula = "min(C, ρ + (1 − f)(ρ − u)/f)"
+        out.append(
+            Answer(f"burst rate sustained at duty {duty:g}", none, "rate", formula, never=why)
+        )
     return out

@@ -188,18 +188,16 @@ def rate_of(option: str, value: float | str | None) -> float | None:
 def bucket_of(value: float | str | None) -> float | None:
     """A bucket in bits: a number is bits already, text needs a unit (``2700gbit``)."""
     from netfleet.errors import InputError
-    from netfleet.units import parse_size
+    from netfleet.units import parse_credit
 
     if value is None or isinstance(value, (int, float)):
         return value
-    if _BARE.match(value):
-        raise InputError(
-            f"--bucket {value}: give a unit", hint=f"credits are Gbit: --bucket {value}gbit"
-        )
     try:
-        return parse_size(value) * 8
+        return parse_credit(value)
     except ValueError as exc:
-        raise InputError(f"--bucket: {exc}") from None
+        raise InputError(
+            f"--bucket: {exc}", hint="credits are Gbit: e.g. --bucket 2700gbit"
+        ) from None
 
 
 def calc(
@@ -227,8 +225,9 @@ def calc(
     bits as a number or text (``"2700gbit"``: 1 credit = 1 Gbit).
 
     Measured from a scaled lab's runs (label ``lab_scale``), each answer also carries the
-    cloud figure it stands for (``Answer.cloud``, ``Answer.lab_scale``); given numbers are
-    then taken as the lab's."""
+    cloud figure it stands for (``Answer.cloud``, ``Answer.lab_scale``); given numbers (use,
+    burst rate and length, baseline, peak, bucket) are then the cloud's, scaled to the lab's.
+    A use at or above the baseline answers "never" (:func:`netfleet.analysis.calculator.plan`)."""
     from netfleet.analysis import BucketModel
     from netfleet.analysis.calculator import plan as calculate
     from netfleet.analysis.estimate import Estimate as Est
@@ -245,6 +244,13 @@ def calc(
     m_base, m_peak, m_bucket, lab = _measured(
         run_id, results, catalog, campaign, match_of(match), rate
     )
+    if lab is not None:  # given figures are the cloud's the lab's stand for: scale them down
+        given = {k: None if v is None else v * lab.rate for k, v in given.items()}
+        if given["bucket"] is not None:
+            given["bucket"] *= lab.time
+        u *= lab.rate
+        x = None if x is None else x * lab.rate
+        burst_seconds = None if burst_seconds is None else burst_seconds * lab.time
     values = {
         "baseline": Est(given["baseline"]) if given["baseline"] else m_base,
         "peak": Est(given["peak"]) if given["peak"] else m_peak,
@@ -258,7 +264,8 @@ def calc(
             "measure them",
         )
     model = BucketModel(values["baseline"], values["peak"], values["bucket"])  # type: ignore[arg-type]
-    answers = calculate(model, use=u, rate=x, seconds=burst_seconds, duty=duty)
+    scale = None if lab is None else (lab.rate, lab.time)
+    answers = calculate(model, use=u, rate=x, seconds=burst_seconds, duty=duty, scale=scale)
     return answers if lab is None else [cloud_answer(a, lab) for a in answers]
 
 

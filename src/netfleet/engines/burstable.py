@@ -39,6 +39,51 @@ def catalogue_figures(labels: Mapping[str, Any]) -> tuple[float, float] | None:
     return None if base is None or peak is None else (base, peak)
 
 
+#: a level this far (relative) above the catalogue baseline cannot be the baseline: the burst
+CATALOGUE_MARGIN = 0.2
+
+
+def _scale(labels: Mapping[str, Any]) -> float:
+    """A scaled lab's rate scale (label ``lab_scale``: lab rate ÷ cloud rate), else 1."""
+    v = _gbps(labels.get("lab_scale"))
+    return v if v is not None and v > 0 else 1.0
+
+
+def catalogue_baseline(labels: Iterable[Mapping[str, Any]]) -> tuple[float, float, float] | None:
+    """The lowest catalogue baseline of the burstable hosts a run crosses: (bits/s in the run's
+    own units, i.e. × ``lab_scale``; Gbit/s as the catalogue says; the scale), or None."""
+    found = []
+    for x in labels:
+        figures = catalogue_figures(x)
+        if figures is not None and host_burstability(x) == "burstable":
+            found.append((figures[0] * 1e9 * _scale(x), figures[0], _scale(x)))
+    return min(found) if found else None
+
+
+def catalogue_ceiling(labels: Iterable[Mapping[str, Any]]) -> float | None:
+    """The highest level (bits/s, the run's units) that can still be the baseline the
+    catalogue gives, or None when no host says."""
+    base = catalogue_baseline(labels)
+    return None if base is None else base[0] * (1 + CATALOGUE_MARGIN)
+
+
+def still_bursting(level_bps: float | None, labels: Iterable[Mapping[str, Any]]) -> str | None:
+    """Why a steady ``level_bps`` (the run's units) is the burst, not the baseline: it lies
+    above the catalogue baseline of a burstable host by more than :data:`CATALOGUE_MARGIN`.
+    None when it does not, or when no host gives a baseline."""
+    labels = list(labels)
+    ceiling, base = catalogue_ceiling(labels), catalogue_baseline(labels)
+    if ceiling is None or base is None or level_bps is None or level_bps <= ceiling:
+        return None
+    _, gbps, scale = base
+    cloud = level_bps / scale / 1e9
+    unit = "" if scale == 1 else f" (cloud units: the lab's ÷ {scale:g})"
+    return (
+        f"steady {cloud:.3g} Gbit/s{unit} but the catalogue baseline is {gbps:g} Gbit/s: "
+        "still in the burst"
+    )
+
+
 def host_burstability(labels: Mapping[str, Any]) -> Burstability:
     """What one host's labels say about its bursts: the ``burstable`` label, else its catalogue
     figures (baseline = peak: no credits), else AWS's ``network_performance`` text."""
@@ -159,7 +204,10 @@ def adaptive_verdict(adaptive: Mapping[str, Any]) -> str | None:
     """``notes.adaptive`` of a stored run → None when its level is backed by evidence, else the
     "no drop within N s" text. Older results (no ``steady_evidence`` key) count a drop only."""
     if "steady_evidence" in adaptive:
-        return None if adaptive.get("steady_evidence") else no_drop_text(_span(adaptive))
+        if adaptive.get("steady_evidence"):
+            return None
+        bursting = adaptive.get("still_bursting")
+        return bursting if isinstance(bursting, str) else no_drop_text(_span(adaptive))
     if adaptive.get("drop_seen_at_s") is not None or adaptive.get("target_bps"):
         return None
     return no_drop_text(_span(adaptive))

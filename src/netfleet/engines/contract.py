@@ -79,6 +79,45 @@ class Evidence:
     streams: int | None = None
 
 
+#: an engine process using at least this share of one CPU (its own figure, e.g. iperf3's
+#: ``cpu_utilization_percent``) was the limit: the number is the tool's, not the network's
+CPU_BOUND_PERCENT = 90.0
+#: the whole machine's CPUs (/proc/stat, every process) at least this busy during a run
+MACHINE_BUSY_PERCENT = 90.0
+#: an engine below this share of one CPU had what it needed, however busy the machine was
+ENGINE_CALM_PERCENT = 25.0
+
+
+def cpu_limits(cpu: Mapping[str, float], machine_busy: float | None = None) -> dict[str, str]:
+    """Why a run's engine may have limited it, by role (``client``/``server``; ``host`` when
+    the engine's own CPU is unknown): the one rule advice ("cpu-bound") and analyze
+    ("host-limited") both judge by.
+
+    * an engine at ≥ :data:`CPU_BOUND_PERCENT` of a CPU (its own figure) was the limit;
+    * on a machine ≥ :data:`MACHINE_BUSY_PERCENT` busy (``machine_busy``: /proc/stat, other
+      people's processes included) an engine that needed ≥ :data:`ENGINE_CALM_PERCENT` of a
+      CPU may have been starved, and so may one whose CPU is not reported;
+    * an engine that used little CPU was not limited, whatever else the machine ran."""
+    out = {
+        role: f"its engine at {pct:.0f} % of a CPU (the tool's own cpu_utilization_percent)"
+        for role, pct in cpu.items()
+        if pct >= CPU_BOUND_PERCENT
+    }
+    if out or machine_busy is None or machine_busy < MACHINE_BUSY_PERCENT:
+        return out
+    if not cpu:
+        return {
+            "host": f"the machine's CPUs {machine_busy:.0f} % busy (/proc/stat, every process) "
+            "and the engine's own CPU not reported"
+        }
+    return {
+        role: f"its engine at {pct:.0f} % of a CPU while the machine's CPUs were "
+        f"{machine_busy:.0f} % busy (/proc/stat): it may have been starved"
+        for role, pct in cpu.items()
+        if pct >= ENGINE_CALM_PERCENT
+    }
+
+
 @dataclass(frozen=True)
 class ImportedRun:
     """One output file of an engine's tool, produced outside netfleet and read by the engine

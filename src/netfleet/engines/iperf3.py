@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from netfleet.engines import iperf3_rows
 from netfleet.engines.burstable import (
+    catalogue_ceiling,
     default_min_duration,
     fixed_basis,
     fleet_burstability,
     no_drop_text,
     steady_evidence,
+    still_bursting,
 )
 from netfleet.engines.contract import (
     Claim,
@@ -198,6 +200,7 @@ class Iperf3:
             tolerance=params.steady_tolerance,
             min_duration_s=minimum.seconds,
             target=target_bps,
+            ceiling=catalogue_ceiling(hosts),
         )
         parser: JsonStreamParser | TextIntervalParser = (
             JsonStreamParser() if stream else TextIntervalParser(streams=params.parallel)
@@ -223,12 +226,16 @@ class Iperf3:
             longest_burst=params.longest_burst if params.min_duration is None else None,
             fixed_why=fixed_why,
         )
+        bursting = still_bursting(detector.level(), hosts) if target_bps is None else None
+        if bursting is not None:
+            evidence = None  # the host's own baseline says this level is the burst
         session.notes["adaptive"] = {
             "stop": stop,
             # "steady" only with evidence; a flat level without it may be a burst not yet ended
             "verdict": "steady" if evidence else "no-drop",
             "steady_evidence": evidence,
-            "verdict_text": evidence or no_drop_text(span),
+            "verdict_text": evidence or bursting or no_drop_text(span),
+            "still_bursting": bursting,
             "min_duration_s": minimum.seconds,
             "min_duration_basis": minimum.basis,
             "burstability": minimum.burstability,
@@ -236,6 +243,7 @@ class Iperf3:
             "until_steady_s": params.until_steady,
             "steady_tolerance": params.steady_tolerance,
             "drop_seen_at_s": detector.drop_seen_at,
+            "drop_confirmed_at_s": detector.drop_confirmed_at,
             "steady_since_s": detector.steady_since,
             "stopped_at_s": span,
             "level_bps": detector.level(),

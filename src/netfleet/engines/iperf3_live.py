@@ -113,14 +113,34 @@ class JsonStreamParser:
         return self.doc
 
 
+#: the fewest intervals whose median is the level before a drop (one spike among them is ignored)
+PRE_DROP_MIN_INTERVALS = 3
+#: the most intervals the pre-drop level is taken over (besides ``window_s`` seconds)
+PRE_DROP_INTERVALS = 5
+#: intervals whose median is "the new level" when a drop is first suspected
+RECENT_INTERVALS = 3
+
+
 @dataclass
 class SteadyDetector:
     """Says when a live series has been steady for ``window_s`` seconds.
 
     Steady: over the last window, at least ``share`` of the intervals lie within ``tolerance``
-    (relative) of the window's median — robust to a single dip. Until a level drop has been seen
-    (the end of a credit burst), stopping also needs ``min_duration_s`` elapsed, so a long burst
-    at peak is not mistaken for the baseline.
+    (relative) of the window's median — robust to a single dip. Stopping also needs one of:
+
+    * ``target`` (a known baseline, bits/s): a steady window at that level;
+    * a *confirmed* level drop (the end of a credit burst): the median of the last
+      :data:`RECENT_INTERVALS` falls ``4 × tolerance`` below the level before it (the median of
+      the preceding ``window_s`` seconds, at least :data:`PRE_DROP_INTERVALS` intervals, so
+      one-interval spikes are not a level), and the series then stays below that for
+      ``window_s`` seconds. A suspected drop that the series climbs back from is forgotten; an
+      unconfirmed one never overrides ``min_duration_s``. After the drop only a steady window
+      below the pre-drop level (and at most ``ceiling``, when given) stops the run;
+    * otherwise ``min_duration_s`` elapsed, so a long burst at peak is not mistaken for the
+      baseline.
+
+    ``ceiling`` (bits/s): the highest level that can be the baseline (the host's catalogue
+    baseline in the run's units, plus the tolerance): a level above it is still the burst.
     """
 
     window_s: float = 30.0
@@ -129,11 +149,17 @@ class SteadyDetector:
     min_duration_s: float = 0.0
     #: a known baseline (bits/s): when set, only a window at this level counts as steady
     target: float | None = None
+    ceiling: float | None = None
     series: list[LiveInterval] = field(default_factory=list)
+    #: when the confirmed drop began (s, the end of the burst)
     drop_seen_at: float | None = None
+    #: when it was confirmed (``window_s`` at the lower level)
+    drop_confirmed_at: float | None = None
     #: the level before the drop (bits/s): after a drop only a window below it is the baseline
     before_drop: float | None = None
     steady_since: float | None = None
+    #: a drop suspected but not yet confirmed: (its start, the level before it)
+    _suspect: tuple[float, float] | None = None
 
     def add(self, iv: LiveInterval) -> bool:
         """Add an interval; True when the test may stop."""
@@ -143,8 +169,8 @@ class SteadyDetector:
         t = iv.end
         window = [x.bits_per_second for x in self.series if x.end > t - self.window_s]
         span = t - self.series[0].start
-        if self.drop_seen_at is None and (level := self._dropped()) is not None:
-            self.drop_seen_at, self.before_drop = t, level
+        if self.drop_seen_at is None:
+            self._follow_drop(t)
         if span < self.window_s or len(window) < 3:
             return False
         if not self._steady(window):
@@ -157,7 +183,9 @@ class SteadyDetector:
             return abs(level / self.target - 1) <= 2 * self.tolerance
         if self.before_drop is not None:
             # a window still made mostly of the burst is steady, but at the peak, not the baseline
-            return level < self.before_drop * (1 - 4 * self.tolerance)
+            below = level < self.before_drop * (1 - 4 * self.tolerance)
+            if below and (self.ceiling is None or level <= self.ceiling):
+                return True
         return span >= self.min_duration_s
 
     def level(self) -> float | None:
@@ -177,12 +205,35 @@ class SteadyDetector:
         close = sum(abs(v - med) <= self.tolerance * med for v in vals)
         return close >= self.share * len(vals)
 
-    def _dropped(self) -> float | None:
-        """A level drop: the last 3 intervals sit well below the second-best earlier one (one
-        spike alone is not a level). Returns that earlier level, or None."""
-        if len(self.series) < 5:
+    def _follow_drop(self, t: float) -> None:
+        """Suspect, confirm or forget a level drop (see the class docstring)."""
+        if self._suspect is None:
+            self._suspect = self._dropped()
+            return
+        start, before = self._suspect
+        low = before * (1 - 4 * self.tolerance)
+        after = [x.bits_per_second for x in self.series if x.start >= start]
+        if statistics.median(after[-RECENT_INTERVALS:]) >= low:
+            self._suspect = None  # back at the level: a dip, not the end of the burst
+            return
+        below = sum(v < low for v in after)
+        if t - start >= self.window_s and below >= self.share * len(after):
+            self.drop_seen_at, self.before_drop, self.drop_confirmed_at = start, before, t
+            self._suspect = None
+
+    def _dropped(self) -> tuple[float, float] | None:
+        """A suspected drop: the median of the last :data:`RECENT_INTERVALS` sits well below
+        the median of the window before them. Returns (the drop's start, that level) or None."""
+        if len(self.series) < RECENT_INTERVALS + PRE_DROP_MIN_INTERVALS:
             return None
-        vals = [x.bits_per_second for x in self.series]
-        recent = statistics.median(vals[-3:])
-        best = sorted(vals[:-3])[-2]
-        return best if recent < best * (1 - 4 * self.tolerance) else None
+        recent = self.series[-RECENT_INTERVALS:]
+        earlier = self.series[:-RECENT_INTERVALS]
+        since = recent[0].start - self.window_s
+        pre = [x.bits_per_second for x in earlier if x.end > since]
+        if len(pre) < PRE_DROP_INTERVALS:
+            pre = [x.bits_per_second for x in earlier[-PRE_DROP_INTERVALS:]]
+        before = statistics.median(pre)
+        low = before * (1 - 4 * self.tolerance)
+        if statistics.median(x.bits_per_second for x in recent) >= low:
+            return None
+        return next(x.start for x in recent if x.bits_per_second < low), before

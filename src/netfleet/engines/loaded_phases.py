@@ -8,10 +8,12 @@ it), so the summary and the catalog rows can always be re-derived from the raw o
   time, RTT and the one-way delays, lost up or down) or ping's ``-D`` lines (RTT only; a missing
   ``icmp_seq`` is a loss);
 * :func:`phase_stats` — per phase (``idle`` then the loaded ones): p50/p90/p99/max RTT, the
-  one-way medians, inflation = p50 (p99) − idle p50 (p99), responsiveness in round trips per
-  minute (:func:`rpm`), loss, the load's received rates up and down and whether they reached
-  ``reach`` × the link's rate (else a warning: the phase's latency reads too good because the
-  queue was not filled).
+  one-way medians, inflation = p50 (p99) − idle **p50** (a robust baseline: a noisy idle p99
+  would make the tail's inflation small or negative), never below 0, responsiveness in round
+  trips per minute (:func:`rpm`), loss, the load's received rates up and down and whether they
+  reached ``reach`` × the link's rate (else a warning: the phase's latency reads too good because
+  the queue was not filled). An idle phase that was not idle (p90 far above p50, or a loaded
+  phase's p50 far below it) carries a warning.
 
 Responsiveness (:func:`rpm`) follows the IETF IPPM draft "Responsiveness under Working
 Conditions" (draft-ietf-ippm-responsiveness) and Apple's networkQuality: 60 s over the
@@ -246,11 +248,19 @@ def phase_stats(
         }  # fmt: skip
         if name == "idle":
             idle = row
+            row["warning"] = _busy_idle(row) or row["warning"]
         base = idle or {}
-        row["inflation_p50_us"] = _sub(row["p50_us"], base.get("p50_us"))
-        row["inflation_p99_us"] = _sub(row["p99_us"], base.get("p99_us"))
-        row["inflation_send_us"] = _sub(row["send_p50_us"], base.get("send_p50_us"))
-        row["inflation_receive_us"] = _sub(row["receive_p50_us"], base.get("receive_p50_us"))
+        row["inflation_p50_us"] = _over(row["p50_us"], base.get("p50_us"))
+        row["inflation_p99_us"] = _over(row["p99_us"], base.get("p50_us"))
+        row["inflation_send_us"] = _over(row["send_p50_us"], base.get("send_p50_us"))
+        row["inflation_receive_us"] = _over(row["receive_p50_us"], base.get("receive_p50_us"))
+        below = _sub(base.get("p50_us"), row["p50_us"])
+        if name != "idle" and below is not None and below > IDLE_SPREAD_US and idle is not None:
+            why = (
+                f"the idle phase was not idle: its p50 ({base['p50_us'] / 1000:.3g} ms) is "
+                f"above this loaded phase's ({row['p50_us'] / 1000:.3g} ms)"
+            )
+            idle["warning"] = idle["warning"] or why
         out.append(row)
     return out
 
@@ -259,12 +269,38 @@ def _rpm_words(value: Any) -> str:
     return f" ({value:,.0f} RPM)" if isinstance(value, int | float) else ""
 
 
+#: an idle phase whose p90 lies this far (µs) above its p50, and above twice it, carried other
+#: traffic (a quiet path's p90 is within a few tens of µs of its p50)
+IDLE_SPREAD_US = 1000.0
+
+
+def _busy_idle(row: Mapping[str, Any]) -> str | None:
+    """Why the idle phase was not idle, or None: its p90 far above its p50."""
+    p50, p90, p99 = row.get("p50_us"), row.get("p90_us"), row.get("p99_us")
+    if p50 is None or p90 is None or p99 is None or p90 - p50 <= max(IDLE_SPREAD_US, p50):
+        return None
+    return (
+        f"the idle phase was not idle: p90 {p90 / 1000:.3g} ms, p99 {p99 / 1000:.3g} ms against "
+        f"a p50 of {p50 / 1000:.3g} ms (other traffic on the path?): inflation is measured "
+        "from the idle p50, and the phases' tails may include that traffic"
+    )
+
+
+def _over(value: float | None, baseline: float | None) -> float | None:
+    """How far ``value`` lies above the idle baseline (its p50), never below 0: a loaded phase
+    a little under the idle median is noise, not negative inflation (a much lower one flags
+    the idle phase instead)."""
+    diff = _sub(value, baseline)
+    return None if diff is None else max(0.0, diff)
+
+
 def one_line(phases: Sequence[Mapping[str, Any]]) -> str:
     """``idle p50 52 µs (1,150,000 RPM); up +98.1 ms (610 RPM); …`` (p50 inflation,
     responsiveness in round trips per minute)."""
     if not phases or phases[0].get("p50_us") is None:
         return "no round trips"
-    words = [f"idle p50 {phases[0]['p50_us']:.0f} µs{_rpm_words(phases[0].get('rpm'))}"]
+    busy = " (not idle)" if phases[0].get("warning") else ""
+    words = [f"idle p50 {phases[0]['p50_us']:.0f} µs{busy}{_rpm_words(phases[0].get('rpm'))}"]
     for p in phases[1:]:
         inf = p.get("inflation_p50_us")
         text = "no samples" if inf is None else f"{inf / 1000:+.1f} ms{_rpm_words(p.get('rpm'))}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host, Process, read_net_dev
@@ -59,7 +60,10 @@ class NetnsProvider(AttachProvider):
             lh = resolve_host(spec.lab, spec.host, state_dir=state_dir)
             # a lab knows its shapers: a credit shaper bursts, anything else does not
             shaped = [x for x in (lh.out, lh.in_) if x is not None]
-            known = {"burstable": any(x.peak is not None for x in shaped)}
+            known: dict[str, Any] = {"burstable": any(x.peak is not None for x in shaped)}
+            refills = [x.bucket * 8 / x.rate for x in shaped if x.peak and x.bucket]
+            if refills:  # from empty, idle: the lab's σ/ρ (lab seconds)
+                known["lab_refill_s"] = round(max(refills), 1)
             labels = {**known, **lh.labels, **spec.labels}
             address = lh.address
             if spec.via == "gateway":

@@ -323,11 +323,15 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
         unit, max((a.cloud.value for a in answers if a.cloud and a.unit == "rate"), default=0.0)
     )
     c_units = {"rate": f"{c_label}/s", "credit": c_label, "s": "s", "ratio": ""}
+    never = any(a.never for a in answers)
     rows: list[list[Any]] = []
     for a in answers:
         s = scale if a.unit in ("rate", "credit") else 1.0
         cloud: list[Any] = []
         if human:
+            if a.never:  # no number: the reason (it names its own units)
+                rows.append([a.quantity, a.never, "", *([None] if lab else []), a.formula])
+                continue
             if lab is not None:
                 cs = c_scale if a.unit in ("rate", "credit") else 1.0
                 c = a.cloud
@@ -337,17 +341,18 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
             v, c = a.value, a.cloud
             if lab is not None:
                 cloud = [lab.label(), None, None, None]
-                if c is not None:
+                if c is not None and not a.never:
                     cloud[1:] = [c.value / s, c.err / s, units[a.unit]]
+            number = [None, None] if a.never else [v.value / s, v.err / s]
             rows.append(
-                [a.quantity, v.value / s, v.err / s, v.lower_bound, units[a.unit], *cloud,
-                 a.formula]
+                [a.quantity, *number, v.lower_bound, units[a.unit], *cloud, a.formula,
+                 *([a.never] if never else [])]
             )  # fmt: skip
     columns = ["quantity", "value", "unit", *(["cloud"] if lab else []), "formula"]
     if not human:
         columns = ["quantity", "value", "err", "lower_bound", "unit"]
         columns += ["lab_scale", "cloud_value", "cloud_err", "cloud_unit"] if lab else []
-        columns += ["formula"]
+        columns += ["formula", *(["never"] if never else [])]
     title = "Network-credit calculator (token bucket; 1 credit = 1 Gbit)"
     notes = [
         "u: average use outside bursts; X: burst rate; b: burst length; f: duty cycle. "
@@ -358,8 +363,8 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
         title += f" — value: the {lab.label()} run's; cloud: what it stands for"
         notes.append(
             lab.note(f"{lab.label()} calculator")
-            + " value: the lab's figures (given numbers are taken as the lab's); cloud: the "
-            "cloud figures they stand for."
+            + " value: the lab's figures; cloud: the cloud figures they stand for. Given "
+            "numbers (--use, --baseline, …) are taken as the cloud's and scaled to the lab's."
         )
     return Tabular(columns=columns, rows=rows, title=title, notes=notes)
 

@@ -62,8 +62,10 @@ def topology_table(
             "samples are not stored: no percentile over the pooled samples), "
             "rr_p99_worst_run_us the highest run's p99; full_round_trip false means half-RTT "
             "numbers (sockperf without --full-rtt).",
-            "throughput = the receiver's total per run (Gbit/s goodput), averaged over complete "
-            "runs; streams = the parallel streams those runs used.",
+            "throughput = the receiver's total per run (Gbit/s goodput), averaged over the "
+            "complete runs of one stream count: the count that carried the most (streams); "
+            "throughput_by_streams = each count's average when runs used several (never "
+            "averaged together).",
             *(
                 [
                     f"{missing} throughput run(s) have no end summary (adaptive runs stopped "

@@ -40,8 +40,8 @@ def is_burst_test(run: PlannedRun) -> bool:
     return run.engine == "credit" or getattr(run.params, "until_steady", None) is not None
 
 
-def _refill_s(labels: Mapping[str, Any]) -> float | None:
-    value = labels.get("refill_s")
+def _refill_s(labels: Mapping[str, Any], key: str = "refill_s") -> float | None:
+    value = labels.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
@@ -58,7 +58,9 @@ def check_bucket(
     busy: Callable[[str], bool],
     now: datetime | None = None,
 ) -> BucketCheck:
-    """``hosts``: host name → labels (client and server of ``run``)."""
+    """``hosts``: host name → labels (client and server of ``run``). Without ``refill_s`` a
+    lab host's ``lab_refill_s`` (its shaper's σ/ρ, lab seconds) is the threshold instead of
+    :data:`UNKNOWN_REFILL_S`; only ``refill_s`` is waited for."""
     if not is_burst_test(run):
         return BucketCheck(0.0, None, None)
     now = now or datetime.now(UTC)
@@ -72,21 +74,21 @@ def check_bucket(
             continue
         idle = 0.0 if busy(name) or last is None else max(0.0, (now - last).total_seconds())
         refill = _refill_s(labels)
+        lab = _refill_s(labels, "lab_refill_s")
         if refill is not None and not busy(name):
             wait = max(wait, refill - idle)
             continue
-        needed = refill if refill is not None else UNKNOWN_REFILL_S
+        needed = refill if refill is not None else lab if lab is not None else UNKNOWN_REFILL_S
         if idle < needed:
             partial.append(
                 {
                     "host": name,
                     "idle_s": round(idle, 1),
-                    "refill_s": refill,
+                    "refill_s": refill if refill is not None else lab,
                     "busy": busy(name),
                     "why": "another run is using it"
                     if busy(name)
-                    else f"it carried traffic {idle:.0f} s before; refill time unknown "
-                    f"(label refill_s), assumed up to {UNKNOWN_REFILL_S:.0f} s",
+                    else _why(idle, refill, lab, labels),
                 }
             )
     if partial:
@@ -104,3 +106,21 @@ def check_bucket(
             f"{run.test}: waiting {wait:.0f} s for the credit bucket to refill (label refill_s)",
         )
     return BucketCheck(0.0, None, None)
+
+
+def _why(idle: float, refill: float | None, lab: float | None, labels: Mapping[str, Any]) -> str:
+    """ "bucket not full at start: …" with what the refill time rests on."""
+    if refill is None and lab is None:
+        return (
+            f"it carried traffic {idle:.0f} s before; refill time unknown (label refill_s), "
+            f"assumed up to {UNKNOWN_REFILL_S:.0f} s"
+        )
+    needed = refill if refill is not None else lab
+    assert needed is not None
+    scale = _refill_s(labels, "lab_time_scale")
+    cloud = f" ({needed / scale:,.0f} s in the cloud)" if scale and refill is None else ""
+    source = "label refill_s" if refill is not None else "the lab's shaper: bucket / rate"
+    return (
+        f"bucket not full at start: this host sent until {idle:.0f} s before; refill needs "
+        f"~{needed:,.0f} s{cloud} ({source})"
+    )

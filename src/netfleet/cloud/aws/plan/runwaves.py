@@ -54,19 +54,30 @@ class RunWaves:
     types: dict[str, str] = field(default_factory=dict)  #: host → instance type
     notes: list[str] = field(default_factory=list)
     scale: float = 1.0  #: the sim's time scale (its switch is scaled like its credits)
+    #: instance types whose vCPUs are not known (no DescribeInstanceTypes data)
+    vcpus_unknown: tuple[str, ...] = ()
+
+    def vcpu_text(self) -> str:
+        """The peak vCPUs, "unknown" when no type's count is known, "≥ N" when some are not."""
+        p = self.plan
+        total = sum(p.peak_vcpus.values())
+        if self.vcpus_unknown and set(self.vcpus_unknown) >= set(self.types.values()):
+            return "vCPUs unknown (no instance type data)"
+        peak = ", ".join(f"{q} {v}" for q, v in sorted(p.peak_vcpus.items()) if v)
+        at_least = "≥ " if self.vcpus_unknown else ""
+        unknown = f"; unknown for {', '.join(self.vcpus_unknown)}" if self.vcpus_unknown else ""
+        return f"{at_least}{total} vCPUs at once" + (f" ({peak}{unknown})" if peak else unknown)
 
     def lines(self) -> list[str]:
         """The plan's notes: waves, peak vCPUs, instance-hours, long types, the switch."""
         p = self.plan
-        peak = ", ".join(f"{q} {v}" for q, v in sorted(p.peak_vcpus.items()) if v)
         shared = ", ".join(sorted({m.instance_type for m in p.shared})) or "none"
         out = [
             f"waves: {len(p.slots)} jobs in {p.waves} waves (each job's instances launched "
             f"together when it is due, released after their last run); held throughout: "
             f"{shared}",
-            f"peak: {p.peak_instances} instances, {sum(p.peak_vcpus.values())} vCPUs at once"
-            + (f" ({peak})" if peak else "")
-            + f"; wall ≈ {p.wall_s / 60:.1f} min",
+            f"peak: {p.peak_instances} instances, {self.vcpu_text()}; "
+            f"wall ≈ {p.wall_s / 60:.1f} min",
         ]
         out += [f"does not fit: {u}" for u in p.unfit]
         if p.over_cost:
@@ -250,7 +261,9 @@ def plan_run(
         max_run_s={h: b.seconds for h, b in bounds.items()},
     )
     scale = float(settings.time_scale) if settings.backing == "sim" else 1.0
-    return RunWaves(wp, acquire, bounds, {n: h.machine for n, h in ec2.items()}, scale=scale)
+    types = {n: h.machine for n, h in ec2.items()}
+    unknown = tuple(sorted({t for t in types.values() if infos is None or t not in infos}))
+    return RunWaves(wp, acquire, bounds, types, scale=scale, vcpus_unknown=unknown)
 
 
 def timing(settings: Any) -> waves.Timing:
