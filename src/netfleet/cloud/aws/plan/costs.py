@@ -79,12 +79,19 @@ def catalogue_of(cs: CloudSpec) -> tuple[dict[str, InstanceInfo] | None, str | N
     from netfleet.cloud.aws.plan import catalogue
 
     quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    types = sorted({f.instance_type for f in cs.fleets})
     try:
-        found = catalogue.describe(
-            aws.client("ec2", cs.region, config=quick), [f.instance_type for f in cs.fleets]
-        )
+        found = catalogue.describe(aws.client("ec2", cs.region, config=quick), types)
     except (BotoCoreError, ClientError, EnvironmentProblem) as exc:
         return None, f"transfer and vCPUs not estimated: no instance type data ({exc})"
+    unknown = [t for t in types if t not in found]
+    if unknown:
+        return found, (
+            f"not in the catalogue (DescribeInstanceTypes in {cs.region}): "
+            f"{', '.join(unknown)} — no vCPUs, bound or transfer for "
+            f"{'it' if len(unknown) == 1 else 'them'}; the other {len(found)} types are planned "
+            "from their figures (a launch refuses a type EC2 does not know)"
+        )
     return found, None
 
 
@@ -164,11 +171,16 @@ def plan(
     ]
     hours_each = parts[0].hours_each
     lines = bill_lines(cs, table, hours_each, minutes, gbps)
-    extra = billing.total(lines)
     unknown += [line.item for line in lines if line.usd is None]
-    total = None if unknown else round(sum(p.usd or 0.0 for p in parts) + (extra or 0.0), 4)
+    subtotal = round(sum(p.subtotal or 0.0 for p in parts) + sum(x.usd or 0.0 for x in lines), 4)
+    total = None if unknown else subtotal
     est = prices.Estimate(
-        sum(p.instances for p in parts), total, unknown, hours_each, cs.expires_after_minutes
+        sum(p.instances for p in parts),
+        total,
+        unknown,
+        hours_each,
+        cs.expires_after_minutes,
+        subtotal=subtotal,
     )
     rows = []
     for (itype, role, region), n in counts.items():
@@ -187,12 +199,7 @@ def plan(
         f"({minutes:.1f} min of runs + {OVERHEAD_MINUTES:g} min boot/teardown overhead)"
         + (", each at its region's price" if several else "")
         + f"; {est.instances * est.hours_each:.2f} instance-hours",
-        "estimated cost: "
-        + (
-            "unknown (no price for " + ", ".join(est.unknown) + ")"
-            if est.usd is None
-            else usd(est.usd) + " USD"
-        ),
+        estimate_note(est.usd, est.subtotal, est.unknown),
         *(line.text() for line in lines),
         *price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),
     ]
@@ -218,6 +225,19 @@ def plan(
         decimals=4,
     )
     return Priced(tab, est, spot, lines)
+
+
+def estimate_note(total: float | None, subtotal: float | None, unknown: list[str]) -> str:
+    """The plan's "estimated cost" line: the total, or — a price unknown — the priced subtotal,
+    what it leaves out, and how to give the missing price (``--max-cost`` refuses until then)."""
+    if total is not None:
+        return f"estimated cost: {usd(total)} USD"
+    part = "" if subtotal is None else f"priced subtotal {usd(subtotal)} USD without "
+    return (
+        f"estimated cost: unknown — {part}{', '.join(unknown)} (no price); give one with "
+        "`netfleet cloud prices refresh --instance-type TYPE` (online) or in the state "
+        "directory's prices.json: --max-cost refuses until then"
+    )
 
 
 def market_notes(cs: CloudSpec, table: prices.PriceTable, spot: Spot | None) -> list[str]:
@@ -309,8 +329,9 @@ def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool =
             "block (the plan's end plus a margin), or shorten the plan",
         )
     if est.usd is None:
+        part = "" if est.subtotal is None else f" (the priced part: {usd(est.subtotal)})"
         raise InputError(
-            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
+            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded{part}",
             hint="run `netfleet cloud prices refresh --instance-type TYPE` online (AWS Price "
             "List API), or add the price to the table; --yes does not lift the limit",
         )

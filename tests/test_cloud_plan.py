@@ -1,0 +1,137 @@
+"""The plan of a cloud study as a first real account would see it (issue 35, "would mislead"
+and the quotas of "would fail"): moto's server on loopback, AWS's answers injected where moto
+has none (Service Quotas)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netfleet import aws
+from netfleet.cloud.aws.acquire.provision import Provisioner
+from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.plan import catalogue, prices, quotas
+from netfleet.cloud.aws.release import teardown
+from netfleet.errors import EnvironmentProblem
+from tests import awshooks, motokit
+from tests.awshooks import answer, error
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = ROOT / "examples" / "aws-cheatsheet-seed002.yaml"
+SEED002 = [
+    t
+    for t in (ROOT / "bench" / "seed002_types.txt").read_text().splitlines()
+    if t and not t.startswith("#")
+]
+#: seed 002's types moto's catalogue lacks (FIELD-NOTES: g3, p2, p3)
+MOTO_LACKS = sorted(t for t in SEED002 if t.split(".")[0] in ("g3", "p2", "p3"))
+
+moto = motokit.moto
+fresh = motokit.fresh
+
+
+def test_one_unknown_type_does_not_blank_the_catalogue(fresh: motokit.MotoServer) -> None:
+    """DescribeInstanceTypes refuses the whole call for one type it does not know: before, the
+    plan then had no figures for any type (every one planned "long")."""
+    ec2 = aws.client("ec2", "us-east-1")
+    found = catalogue.describe(ec2, ["c5.large", "g3.4xlarge", "m5.large", "typo.large"])
+    assert sorted(found) == ["c5.large", "m5.large"]
+    assert found["c5.large"].vcpus == 2
+
+
+def test_the_seed002_study_plans_every_type_the_catalogue_knows(
+    fresh: motokit.MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 77-type study as written (examples/aws-cheatsheet-seed002.yaml, a sequential port):
+    a catalogue bound for every type moto's catalogue knows, the 9 it lacks named; one type
+    without a price leaves a priced subtotal (not "unknown" for all); the receiver dominating
+    the bill gives the `concurrency: N` hint."""
+    from netfleet.api import plan
+
+    assert len(SEED002) == 77
+    table = prices.load(None)  # a price table without x1e.xlarge, as a refreshed copy
+    table.ec2["us-east-1"].pop("x1e.xlarge")
+    prices.save(table, tmp_path)
+    monkeypatch.setenv("NETFLEET_CLOUD_DIR", str(tmp_path))
+
+    p = plan(STUDY)
+    assert p.cost is not None
+    notes = "\n".join(p.cost.notes)
+    assert (
+        f"not in the catalogue (DescribeInstanceTypes in us-east-1): {', '.join(MOTO_LACKS)}"
+        in notes
+    )
+    no_figures = {
+        n.split()[1] for n in p.cost.notes if n.startswith("long:") and "no catalogue" in n
+    }
+    assert no_figures == set(MOTO_LACKS)
+    bounded = [n for n in p.cost.notes if n.startswith("stop bounds:")]
+    assert bounded and "c5.18xlarge" in bounded[0] and "m5.24xlarge" in bounded[0]
+    line = next(n for n in p.cost.notes if n.startswith("estimated cost:"))
+    assert "priced subtotal $" in line and "without x1e.xlarge" in line, line
+    hint = next(n for n in p.cost.notes if n.startswith("hint:"))
+    assert "c5n.18xlarge" in hint and "`concurrency: " in hint, hint
+
+
+def test_x_family_quota_is_read_and_named(
+    fresh: motokit.MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """x1/x1e count against L-7295265B (Running On-Demand X instances): the check reads it and
+    a VcpuLimitExceeded names it — not the standard quota L-1216C47A."""
+    assert quotas.quota_of("x1e.2xlarge", "on-demand") == (
+        "L-7295265B",
+        "Running On-Demand X instances",
+    )
+    assert quotas.quota_of("x1.16xlarge", "on-demand")[0] == "L-7295265B"  # type: ignore[index]
+    asked: list[str] = []
+
+    def quota(params: dict[str, Any]) -> Any:
+        asked.append(params["QuotaCode"])
+        return answer({"Quota": {"Value": 32.0}})
+
+    spec = {
+        "campaign": "nf-xquota",
+        "region": "us-east-1",
+        "fleets": [{"instance_type": "x1.16xlarge", "count": 1, "role": "server"}],
+    }
+    with awshooks.hooked(monkeypatch, {"service-quotas.GetServiceQuota": quota}):
+        found = quotas.check_campaign(CloudSpec(**spec))
+    assert asked == ["L-7295265B"]
+    assert found.over and "64 vCPUs of L-7295265B" in found.over[0]
+
+    limit = error("VcpuLimitExceeded", "You have requested more vCPU capacity than allowed")
+    prov = None
+    with (
+        awshooks.hooked(monkeypatch, {"ec2.RunInstances": lambda p: limit}),
+        pytest.raises(EnvironmentProblem, match="vCPU quota") as err,
+    ):
+        prov = Provisioner(CloudSpec(**spec), tmp_path, poll_s=0.01)
+        prov.acquire()
+    assert prov is not None
+    assert "L-7295265B" in (err.value.hint or "") and "L-1216C47A" not in (err.value.hint or "")
+    prov.release()
+    assert not any(teardown.remaining(aws.client("ec2", "us-east-1"), "nf-xquota").values())
+
+
+def test_fargate_vcpu_quota_is_checked(
+    moto: motokit.MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 000's ten tiers need 15.5 vCPUs of L-3032A538: above the quota a refusal naming it;
+    a quota that cannot be read is a note."""
+    answers = [
+        answer({"Quota": {"Value": 6.0}}),
+        error("AccessDeniedException", status=400),
+    ]
+    with awshooks.hooked(
+        monkeypatch, {"service-quotas.GetServiceQuota": lambda p: answers.pop(0)}
+    ) as calls:
+        found = quotas.check_fargate("eu-west-1", 15.5)
+        denied = quotas.check_fargate("eu-west-1", 15.5)
+    assert calls.ops("GetServiceQuota")[0] == {"ServiceCode": "fargate", "QuotaCode": "L-3032A538"}
+    assert found.over == [
+        "eu-west-1: the Fargate tasks need 15.5 vCPUs of L-3032A538 (Fargate On-Demand vCPU "
+        "resource count), the quota is 6"
+    ]
+    assert not denied.over and "L-3032A538 in eu-west-1 not checked" in denied.notes[0]
