@@ -4,6 +4,7 @@ has none (Service Quotas)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,67 @@ def test_fargate_vcpu_quota_is_checked(
         "resource count), the quota is 6"
     ]
     assert not denied.over and "L-3032A538 in eu-west-1 not checked" in denied.notes[0]
+
+
+#: run inside a fresh interpreter: every socket connect or name lookup is recorded (to the
+#: file in argv[1]) and, beyond loopback, refused before it happens; then the CLI runs argv[2:]
+AUDITED = """
+import ipaddress, sys
+log = open(sys.argv[1], "a")
+def loopback(host):
+    if host in ("localhost", None):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+def hook(event, args):
+    if event == "socket.connect":
+        addr = args[1]
+        host = addr[0] if isinstance(addr, tuple) else addr
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+    else:
+        return
+    if isinstance(host, bytes):
+        host = host.decode()
+    log.write(f"{event} {host}\\n"); log.flush()
+    if not loopback(host):
+        raise OSError(f"audited: no connection to {host}")
+sys.addaudithook(hook)
+sys.argv = ["netfleet", *sys.argv[2:]]
+from netfleet.cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("endpoint", [None, "https://ec2.example.com"])
+def test_plan_of_a_sim_spec_opens_no_connection_beyond_loopback(
+    tmp_path: Path, endpoint: str | None
+) -> None:
+    """`netfleet plan` (and `run --dry-run`) of a `backing: sim` spec with no emulator set —
+    before: the credential chain asked the instance metadata service (169.254.169.254), then
+    ec2.us-east-1.amazonaws.com. Now the run's rule: refused (exit 2) before any client exists."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "NETFLEET_AWS"))}
+    env["NETFLEET_CLOUD_DIR"] = str(tmp_path / "state")
+    if endpoint:
+        env["AWS_ENDPOINT_URL"] = endpoint
+        env["AWS_ACCESS_KEY_ID"] = env["AWS_SECRET_ACCESS_KEY"] = "testing"
+    spec = ROOT / "examples" / "aws-cheatsheet.yaml"
+    for argv in (["plan", str(spec)], ["run", "--dry-run", str(spec)]):
+        log = tmp_path / "connections.log"
+        log.unlink(missing_ok=True)
+        res = subprocess.run(
+            [sys.executable, "-c", AUDITED, str(log), *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        seen = log.read_text().split("\n") if log.exists() else []
+        assert [s for s in seen if s and not s.endswith(("127.0.0.1", "::1", "localhost"))] == []
+        assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+        assert "backing: sim" in res.stderr and "not loopback" in res.stderr, res.stderr

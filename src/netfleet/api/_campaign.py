@@ -89,10 +89,10 @@ def run(
     outcome = RunOutcome(root.url)
     cloud = is_cloud(campaign)
     priced = None
-    if cloud and not dry_run:  # backing sim never reaches a real endpoint: before any call
+    if cloud:  # backing sim never reaches a real endpoint (a dry run's plan either)
         from netfleet.cloud.aws.plan import safety
 
-        safety.check_campaign(campaign)
+        safety.check_campaign(campaign, safety.PLAN_SERVICES)
     if dry_run or cloud:
         outcome.plan = plan_of(campaign)
         if cloud:  # the cost guard: refuse before anything is launched

@@ -26,6 +26,8 @@ from netfleet.spec.models import CampaignSpec
 
 #: the services a campaign may call (EC2, ECS for Fargate tiers, STS for the account)
 SERVICES = ("ec2", "ecs", "sts")
+#: and those a plan asks: prices (Price List API) and quotas (Service Quotas)
+PLAN_SERVICES = (*SERVICES, "pricing", "service-quotas")
 _confirmed: set[str] = set()
 
 
@@ -48,11 +50,12 @@ def target(services: Sequence[str] = SERVICES) -> Target:
     return Target(real, endpoints)
 
 
-def check_backing(backing: str, campaign: str) -> None:
-    """``backing: sim`` only against a loopback emulator (InputError, exit 2, otherwise)."""
+def check_backing(backing: str, campaign: str, services: Sequence[str] = SERVICES) -> None:
+    """``backing: sim`` only against a loopback emulator (InputError, exit 2, otherwise), for
+    each of ``services``."""
     if backing != "sim":
         return
-    where = target()
+    where = target(services)
     if where.real:
         raise InputError(
             f"campaign {campaign!r} has backing: sim (lab namespaces stand in for the "
@@ -140,9 +143,9 @@ def require_confirmed(campaign: str) -> None:
         )
 
 
-def check_campaign(spec: CampaignSpec) -> None:
+def check_campaign(spec: CampaignSpec, services: Sequence[str] = SERVICES) -> None:
     """:func:`check_backing` for a campaign spec's ``cloud:`` block (its aws hosts carry it)."""
     for host in spec.hosts.values():
         if isinstance(host, AwsHostSpec) and host.cloud is not None:
-            check_backing(host.cloud.backing, host.cloud.campaign)
+            check_backing(host.cloud.backing, host.cloud.campaign, services)
             return
