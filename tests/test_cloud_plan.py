@@ -200,3 +200,82 @@ def test_plan_of_a_sim_spec_opens_no_connection_beyond_loopback(
         assert [s for s in seen if s and not s.endswith(("127.0.0.1", "::1", "localhost"))] == []
         assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
         assert "backing: sim" in res.stderr and "not loopback" in res.stderr, res.stderr
+
+
+@pytest.mark.slow  # the whole plan of `run` (catalogue, quotas, prices) against moto
+def test_the_run_confirmation_names_the_switch_the_run_sets(
+    fresh: motokit.MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`netfleet run` sets the dead-man switch from its plan (its end plus a margin), but the
+    confirmation on a real endpoint printed `expires_after_minutes` as the switch. The real
+    path's decision is injected (moto answers STS); no --yes: nothing is created."""
+    import yaml
+
+    from netfleet.api import run
+    from netfleet.cloud.aws.plan import safety
+    from netfleet.errors import InputError
+
+    doc = yaml.safe_load((ROOT / "examples" / "aws-cheatsheet.yaml").read_text())
+    doc["cloud"].update(backing="ssh", controller_cidr="1.2.3.4/32", expires_after_minutes=600)
+    doc["results"] = str(tmp_path / "results")
+    spec = tmp_path / "c.yaml"
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+    real = safety.Target(real=True, endpoints={"ec2": None})
+    monkeypatch.setattr(safety, "target", lambda *_: real)
+    monkeypatch.setenv("NETFLEET_CLOUD_DIR", str(tmp_path / "state"))
+    said: list[str] = []
+    shown: list[Any] = []
+    with pytest.raises(InputError, match="--yes"):
+        run(spec, yes=False, ask=None, say=said.append, show=shown.append)
+    planned = next(n for n in shown[0].notes if n.startswith("dead-man switch:"))
+    minutes = float(planned.split()[2])
+    (line,) = [s for s in said if "powers itself off" in s]
+    assert f"{minutes:.0f} min after launch (the plan's end plus a margin)" in line, line
+    assert "600" not in line
+    ec2 = aws.client("ec2", "us-east-1")
+    assert not ec2.describe_instances()["Reservations"]
+
+
+@pytest.mark.parametrize(
+    ("placement", "path", "zones", "regions", "kind"),
+    [
+        ("none", "auto", (None, None), ("us-east-1", "us-east-1"), "cross-az"),
+        ("none", "auto", ("us-east-1a", "us-east-1b"), ("us-east-1", "us-east-1"), "cross-az"),
+        ("none", "auto", ("us-east-1a", "us-east-1a"), ("us-east-1", "us-east-1"), None),
+        ("same-az", "auto", (None, None), ("us-east-1", "us-east-1"), None),
+        ("same-az", "public", (None, None), ("us-east-1", "us-east-1"), "public-in-region"),
+        # across regions `auto` meets at public addresses: a same-region pair pays that too
+        ("cross-region", "auto", (None, None), ("us-east-1", "us-east-1"), "public-in-region"),
+    ],
+)
+def test_same_region_transfer_is_priced_where_the_bill_charges_it(
+    placement: str,
+    path: str,
+    zones: tuple[str | None, str | None],
+    regions: tuple[str, str],
+    kind: str | None,
+) -> None:
+    """Before, a zone-spread fleet (placement none/cross-region: zones chosen at launch) and
+    same-region public-path traffic in a cross-region campaign were planned as free."""
+    from netfleet.cloud.aws.plan import costs
+
+    fleets: list[dict[str, Any]] = [
+        {"name": "c", "instance_type": "c5n.large", "role": "client", "region": regions[0]},
+        {"name": "s", "instance_type": "c5n.large", "role": "server", "region": regions[1]},
+    ]
+    for f, z in zip(fleets, zones, strict=True):
+        if z:
+            f["availability_zone"] = z
+    if placement == "cross-region":
+        fleets.append({"name": "eu", "instance_type": "c5n.large", "region": "eu-west-1"})
+    cs = CloudSpec(campaign="x", placement=placement, path=path, fleets=fleets)
+    table = prices.load(None)
+    table.ec2.setdefault("eu-west-1", {})["c5n.large"] = 0.122
+    priced = costs.plan(cs, table, 60, gbps={"c5n.large": 25.0})
+    same = [x for x in priced.lines if x.item.startswith("transfer") and "→" not in x.item]
+    if kind is None:
+        assert not same
+        return
+    (line,) = [x for x in same if x.item.startswith(f"transfer {kind} us-east-1")]
+    # 25 Gbit/s × 60 min = 11,250 GB at $0.01/GB on each side
+    assert line.quantity == pytest.approx(11250.0) and line.usd == pytest.approx(225.0)

@@ -115,7 +115,12 @@ def run(
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
                 priced.waves.guard()  # each wave fits the quotas as read, not the whole fleet
                 runs.confirm_campaign(
-                    campaign, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None)
+                    campaign,
+                    priced.estimate,
+                    yes=yes,
+                    ask=ask,
+                    say=say or (lambda _line: None),
+                    switch_minutes=priced.waves.switch_minutes(),
                 )
         if dry_run:
             return outcome

@@ -51,14 +51,18 @@ def confirm_campaign(
     yes: bool,
     ask: Callable[[str], bool] | None,
     say: Callable[[str], None],
+    switch_minutes: float | None = None,
 ) -> None:
     """:func:`safety.check_campaign`, then :func:`safety.confirm` for a campaign spec's
-    instances and tasks (``netfleet run``, before the provider is asked for anything)."""
+    instances and tasks (``netfleet run``, before the provider is asked for anything), naming
+    the dead-man switch the run follows (``switch_minutes``: the plan's)."""
     safety.check_campaign(spec)
     cs = cloud_spec(spec)
     if cs is not None:
         tasks = len(fargate_tiers(spec))
-        safety.confirm(cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks)
+        safety.confirm(
+            cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks, switch_minutes=switch_minutes
+        )
 
 
 def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:

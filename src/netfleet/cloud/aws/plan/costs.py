@@ -274,18 +274,31 @@ def bill_lines(
         lines.append(billing.ebs(table, region, n * hours_each))
     if gbps is None:
         return lines
-    pairs = []
+    pairs: list[billing.Pair] = []
     for f in cs.fleets:
         if f.role == "server":
             continue
         others = sorted((g for g in cs.fleets if g is not f), key=lambda g: g.role != "server")
         dst = others[0] if others else f
-        pairs += [(f.instance_type, cs.region_of(f), dst.instance_type, cs.region_of(dst))] * (
-            f.count
-        )
-    flows = billing.plan_flows(cs.placement, cs.path, pairs, gbps, minutes * 60)
+        pair = (f.instance_type, cs.region_of(f), zone_of(cs, f),
+                dst.instance_type, cs.region_of(dst), zone_of(cs, dst))  # fmt: skip
+        pairs += [pair] * f.count
+    # hosts meet at public addresses with path public, and with auto across regions (no peering)
+    public = cs.path == "public" or (cs.path == "auto" and len(cs.regions) > 1)
+    path = "public" if public else cs.path
+    flows = billing.plan_flows(cs.placement, path, pairs, gbps, minutes * 60)
     lines += [billing.transfer(table, fl) for fl in flows if billing.TRANSFER[fl.kind][0]]
     return lines
+
+
+def zone_of(cs: CloudSpec, fleet: Any) -> str | None:
+    """The zone a fleet is known to launch in before launch (its own, else the block's in the
+    block's region); None: chosen at launch (the first zone offering its type)."""
+    if fleet.availability_zone:
+        return str(fleet.availability_zone)
+    if cs.availability_zone and cs.region_of(fleet) == cs.region:
+        return str(cs.availability_zone)
+    return None
 
 
 def price_sources(table: prices.PriceTable, used: set[tuple[str, str]]) -> list[str]:

@@ -89,14 +89,22 @@ class RunWaves:
             )
         for t, b in sorted(long.items(), key=lambda x: -x[1].seconds):
             out.append(f"long: {t} up to {b.seconds / 60:.1f} min — {b.why}")
-        if self.acquire.expected_s is not None:
-            switch = expiry.switch_s(self.acquire.expected_s, self.scale)
+        switch = self.switch_minutes()
+        if switch is not None:
             out.append(
-                f"dead-man switch: {switch / 60:.1f} min "
+                f"dead-man switch: {switch:.1f} min "
                 "after launch (the plan's end plus a margin), pushed on by the controller's "
                 "heartbeat while it lives"
             )
         return out + self.notes
+
+    def switch_minutes(self) -> float | None:
+        """Minutes after launch the instances power themselves off (the plan's end plus a
+        margin, :mod:`netfleet.cloud.aws.measure.expiry`): what the run sets, and what its
+        confirmation says."""
+        if self.acquire.expected_s is None:
+            return None
+        return expiry.switch_s(self.acquire.expected_s, self.scale) / 60
 
     def guard(self) -> None:
         """Refuse before launch: a job that fits no budget, or a plan above --max-cost."""
