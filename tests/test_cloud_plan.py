@@ -279,3 +279,54 @@ def test_same_region_transfer_is_priced_where_the_bill_charges_it(
     (line,) = [x for x in same if x.item.startswith(f"transfer {kind} us-east-1")]
     # 25 Gbit/s × 60 min = 11,250 GB at $0.01/GB on each side
     assert line.quantity == pytest.approx(11250.0) and line.usd == pytest.approx(225.0)
+
+
+def test_cloudwatch_is_read_at_the_period_the_instance_publishes(
+    fresh: motokit.MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """netfleet's instances have basic monitoring: CloudWatch sums their traffic per 5 minutes.
+    Before, the cross-check asked 60 s periods over the run ±60 s — on AWS a 5-minute sum holding
+    other runs' traffic, judged against one run. Now: 300 s over whole buckets, and a window
+    another run of the instance shares is "cannot check"."""
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from netfleet.cloud.aws.collect.checks import session_checks
+
+    ec2 = aws.client("ec2", "us-east-1")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    iid = ec2.run_instances(ImageId=ami, InstanceType="t3.micro", MinCount=1, MaxCount=1)[
+        "Instances"
+    ][0]["InstanceId"]
+
+    def envelope(run_id: str, start: str, end: str) -> Any:
+        host = SimpleNamespace(name="c", labels={"instance_id": iid, "region": "us-east-1"})
+        return SimpleNamespace(
+            engine=SimpleNamespace(name="iperf3"), status="ok", direction="out", run_id=run_id,
+            client=host, server=SimpleNamespace(name="s", labels={}),
+            started_at=start, ended_at=end,
+            result={"end": {"sum_sent": {"bytes": 1e9}, "sum_received": {"bytes": 1e9}}},
+        )  # fmt: skip
+
+    point = {"Datapoints": [{"Sum": 1.04e9, "Timestamp": dt.datetime(2026, 11, 29, 7, 0)}]}
+    handlers = {"cloudwatch.GetMetricStatistics": lambda p: answer(point)}
+    with awshooks.hooked(monkeypatch, handlers) as calls:
+        alone = session_checks([envelope("r1", "2026-11-29T07:01:10Z", "2026-11-29T07:02:10Z")],
+                               "us-east-1")  # fmt: skip
+        (asked,) = calls.ops("GetMetricStatistics")
+        close = session_checks(
+            [
+                envelope("r1", "2026-11-29T07:01:10Z", "2026-11-29T07:02:10Z"),
+                envelope("r2", "2026-11-29T07:04:00Z", "2026-11-29T07:05:00Z"),
+            ],
+            "us-east-1",
+        )
+    assert asked["Period"] == 300
+    assert asked["StartTime"] == dt.datetime(2026, 11, 29, 7, 0, tzinfo=dt.UTC)
+    assert asked["EndTime"] == dt.datetime(2026, 11, 29, 7, 5, tzinfo=dt.UTC)
+    assert alone.rows[0][-1].startswith("agrees")
+    assert [r[-1] for r in close.rows] == [
+        "cannot check: CloudWatch's 5-minute sums of this window also hold r2",
+        "cannot check: CloudWatch's 5-minute sums of this window also hold r1",
+    ]
+    assert len(calls.ops("GetMetricStatistics")) == 1  # the close ones were not judged
