@@ -124,6 +124,17 @@ def run(
                 )
         if dry_run:
             return outcome
+    if not dry_run:  # every other cloud's machines: the same limits, from its price and quota
+        from netfleet.cloud import guard
+
+        guard.campaign(
+            campaign,
+            lambda: (outcome.plan or plan_of(campaign)).estimated_seconds,
+            max_cost=max_cost,
+            max_instances=max_instances,
+            say=say or (lambda _line: None),
+            skip=("aws",) if cloud else (),  # priced above, in waves, through the same limits
+        )
     result = run_sync(
         run_campaign(
             campaign,

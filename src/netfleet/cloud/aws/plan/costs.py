@@ -326,33 +326,28 @@ def switch_minutes(held_minutes: float) -> float:
 
 def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool = False) -> None:
     """Refuse above --max-cost / --max-instances, or when a price is unknown (the cost cannot
-    be bounded). ``yes`` confirms the launch; it never lifts a limit (issue 25.6)."""
+    be bounded): the neutral :func:`netfleet.cloud.guard.limits` every cloud's launch passes,
+    plus (``cloud up``) a plan longer than the instances' dead-man switch. ``yes`` confirms the
+    launch; it never lifts a limit (issue 25.6)."""
+    from netfleet.cloud import guard as cloud_guard
+    from netfleet.cloud.seam import Price
+
     del yes  # the confirmation is asked elsewhere; the spending limit holds either way
-    if est.instances > max_instances:
-        raise InputError(
-            f"{est.instances} instances exceed --max-instances {max_instances}",
-            hint="raise --max-instances (--yes confirms a launch; it does not lift a limit)",
-        )
     held_min = est.hours_each * 60
-    if est.expires_minutes is not None and held_min > est.expires_minutes:
+    fits = est.instances <= max_instances  # the count is named first
+    if fits and est.expires_minutes is not None and held_min > est.expires_minutes:
         raise InputError(
             f"the plan holds instances {held_min:.0f} min, but they power themselves off after "
             f"expires_after_minutes {est.expires_minutes:g}: the runs would be cut short",
             hint=f"set `expires_after_minutes: {switch_minutes(held_min):.0f}` in the cloud "
             "block (the plan's end plus a margin), or shorten the plan",
         )
-    if est.usd is None:
-        part = "" if est.subtotal is None else f" (the priced part: {usd(est.subtotal)})"
-        raise InputError(
-            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded{part}",
-            hint="run `netfleet cloud prices refresh --instance-type TYPE` online (AWS Price "
-            "List API), or add the price to the table; --yes does not lift the limit",
-        )
-    if est.usd > max_cost:
-        raise InputError(
-            f"estimated ${est.usd:.2f} exceeds --max-cost ${max_cost:.2f}",
-            hint="raise --max-cost (--yes confirms a launch; it does not lift a limit)",
-        )
+    source = (
+        "`netfleet cloud prices refresh --instance-type TYPE` online (AWS Price List API), or "
+        "the table in the state directory"
+    )
+    price = Price(est.usd, source, tuple(est.unknown), est.subtotal)
+    cloud_guard.limits(price, est.instances, max_cost=max_cost, max_instances=max_instances)
 
 
 def billed(

@@ -24,7 +24,6 @@ from functools import partial
 from typing import Any
 
 from netfleet.cloud.aws.plan import catalogue
-from netfleet.errors import EnvironmentProblem
 
 #: (class, market) → (quota code, AWS's quota name); the vCPU quotas of running instances
 QUOTAS: dict[tuple[str, str], tuple[str, str]] = {
@@ -220,13 +219,12 @@ def check_fargate(region: str, vcpus: float) -> QuotaCheck:
 
 
 def guard(result: QuotaCheck) -> None:
-    """Refuse before launch when a quota would be exceeded (no ``--yes``: AWS would refuse)."""
-    if result.over:
-        raise EnvironmentProblem(
-            "the fleet would exceed the account's vCPU quota: " + "; ".join(result.over),
-            hint="request an increase (Service Quotas → Amazon EC2 → the code named), stop "
-            "other instances, or launch fewer/smaller instances",
-        )
+    """Refuse before launch when a quota would be exceeded (no ``--yes``: AWS would refuse):
+    the neutral :func:`netfleet.cloud.guard.quota`."""
+    from netfleet.cloud import guard as cloud_guard
+    from netfleet.cloud.seam import Quota
+
+    cloud_guard.quota(Quota(tuple(result.over), tuple(result.notes)))
 
 
 def enforce(cs: Any, say: Callable[[str], None]) -> None:
