@@ -330,3 +330,18 @@ def test_cloudwatch_is_read_at_the_period_the_instance_publishes(
         "cannot check: CloudWatch's 5-minute sums of this window also hold r1",
     ]
     assert len(calls.ops("GetMetricStatistics")) == 1  # the close ones were not judged
+
+
+def test_max_cost_refuses_an_unpriced_plan_naming_the_priced_part() -> None:
+    """One type without a price: the estimate is unknown, --max-cost refuses until a price is
+    given (also with --yes), and says what the rest costs."""
+    from netfleet.cloud.aws.plan import costs
+    from netfleet.errors import InputError
+
+    est = prices.Estimate(3, None, ["x1e.xlarge"], 1.0, subtotal=12.5)
+    with pytest.raises(InputError, match=r"no price for x1e\.xlarge.*the priced part: \$12\.50"):
+        costs.guard(est, max_cost=1000.0, max_instances=10, yes=True)
+    assert "f1.16xlarge" in prices.load(None).ec2["us-east-1"]  # with its source and date
+    assert prices.load(None).ec2_source_of("us-east-1", "f1.16xlarge").as_of.isoformat() == (
+        "2026-11-29"
+    )
