@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netfleet.cloud.lifecycle import CloudProvider
-from netfleet.cloud.seam import Machine, Price, Released, Scope
+from netfleet.cloud.seam import Machine, Price, Quota, Released, Scope
 from netfleet.errors import HostError
 from netfleet.hosts.base import Host
 from netfleet.hosts.netns import NetnsHost
@@ -45,7 +45,7 @@ class NsType:
     vcpus: int
     baseline_gbps: float
     peak_gbps: float
-    usd_per_hour: float
+    usd_per_hour: float | None  #: None: this cloud cannot price it (the guard refuses)
 
     @property
     def burstable(self) -> bool:
@@ -63,7 +63,10 @@ class NsType:
 TYPES = {
     "ns.small": NsType("ns.small", 1, 0.2, 0.2, 0.01),
     "ns.large": NsType("ns.large", 2, 1.0, 1.0, 0.04),
+    "ns.unpriced": NsType("ns.unpriced", 1, 0.2, 0.2, None),
 }
+#: the account's vCPU limit (this cloud's quota), for the guard's tests
+VCPUS_ENV = "NETFLEET_NSCLOUD_VCPUS"
 
 
 def ip(*args: str) -> None:
@@ -97,8 +100,18 @@ class NsCloud:
         return {t.instance_type: t for t in map(self._type, requests)}
 
     def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
-        usd = sum(self._type(r).usd_per_hour for r in requests) * hours
-        return Price(usd, "tests/nscloud.py TYPES")
+        known = [t.usd_per_hour for t in map(self._type, requests) if t.usd_per_hour is not None]
+        unknown = tuple(sorted({t.instance_type for t in map(self._type, requests)
+                                if t.usd_per_hour is None}))  # fmt: skip
+        usd = sum(known) * hours
+        return Price(None if unknown else usd, "tests/nscloud.py TYPES", unknown, usd)
+
+    def quota(self, requests: Sequence[HostRequest]) -> Quota:
+        limit = int(os.environ.get(VCPUS_ENV, "64"))
+        need = sum(self._type(r).vcpus for r in requests)
+        if need > limit:
+            return Quota((f"nscloud vCPUs: {need} needed, the limit is {limit} ({VCPUS_ENV})",))
+        return Quota()
 
     # -- acquire ---------------------------------------------------------------------------
     def _claims(self, campaign: str) -> Path:

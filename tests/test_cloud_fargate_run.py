@@ -83,7 +83,8 @@ def test_tiers_become_aws_hosts_named_after_the_tier(tmp_path: Path) -> None:
         load_spec(bad)
 
 
-def test_plan_prices_the_tasks_per_vcpu_and_gb_hour(tmp_path: Path) -> None:
+def test_plan_prices_the_tasks_per_vcpu_and_gb_hour(moto: MotoServer, tmp_path: Path) -> None:
+    """(`backing: sim`: the plan asks only a loopback emulator, as `run` does.)"""
     done = netfleet(tmp_path, "plan", str(EXAMPLE))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "fargate-4096-30720" in done.stdout and "$0.04048/vCPU-h, $0.004445/GB-h" in done.stdout

@@ -25,17 +25,19 @@ from tests.motokit import MotoServer
 from tests.test_cloud_run import netfleet, one_client
 
 SHIPPED = json.loads((Path(__file__).resolve().parents[1] / "docs" / "iam-policy.json").read_text())
-#: statements whose resource ARN moto cannot match: its SSM asks IAM about resource ``*``, never
-#: the parameter's ARN, so a statement scoped to AWS's public AL2023 parameters never matches.
-#: The one deviation from the shipped policy: those statements' Resource becomes ``*`` here.
-MOTO_CANNOT_SCOPE = {"AmazonLinuxImageParameter"}
 
 
 def as_moto_checks(policy: dict[str, Any]) -> dict[str, Any]:
+    """The shipped policy as moto can evaluate it: moto checks each call's action against the
+    statements but asks about resource ``*`` for every service except S3 (and IAM on a role
+    that already exists), and ignores condition keys. So every statement scoped to ARNs other
+    than S3's also lists ``*`` here — the one deviation from the shipped file; the ARNs and
+    conditions are what only the IAM policy simulator checks (docs/cloud.md, "IAM")."""
     doc = copy.deepcopy(policy)
     for st in doc["Statement"]:
-        if st["Sid"] in MOTO_CANNOT_SCOPE:
-            st["Resource"] = "*"
+        res = [st["Resource"]] if isinstance(st["Resource"], str) else st["Resource"]
+        if "*" not in res and not all(r.startswith("arn:aws:s3:::") for r in res):
+            st["Resource"] = [*res, "*"]
     return doc
 
 

@@ -21,7 +21,7 @@ from netfleet.errors import EnvironmentProblem
         ("c5n.large", "standard"), ("m7g.large", "standard"), ("t3.micro", "standard"),
         ("r4.large", "standard"), ("im4gn.large", "standard"), ("z1d.large", "standard"),
         ("g5.xlarge", "g"), ("vt1.3xlarge", "g"), ("p4d.24xlarge", "p"),
-        ("inf1.xlarge", None), ("x2idn.16xlarge", None), ("f1.2xlarge", None),
+        ("inf1.xlarge", None), ("x2idn.16xlarge", "x"), ("x1e.xlarge", "x"), ("f1.2xlarge", None),
         ("dl1.24xlarge", None), ("trn1.2xlarge", None), ("mac1.metal", None),
         ("u-6tb1.metal", None),
     ],
@@ -61,8 +61,8 @@ RUNNING = [
     {"InstanceId": "i-2", "InstanceType": "c5.large", "InstanceLifecycle": "spot"},  # spot
     {"InstanceId": "i-3", "InstanceType": "g5.xlarge"},  # another quota
 ]
-FLEET = [("us-east-1", "c5.xlarge", 2), ("us-east-1", "x2idn.16xlarge", 1)]
-VCPUS = {"c5.xlarge": 4, "x2idn.16xlarge": 64}
+FLEET = [("us-east-1", "c5.xlarge", 2), ("us-east-1", "inf1.xlarge", 1)]
+VCPUS = {"c5.xlarge": 4, "inf1.xlarge": 4}
 
 
 def test_a_fleet_above_the_quota_is_refused_before_launch() -> None:
@@ -70,7 +70,7 @@ def test_a_fleet_above_the_quota_is_refused_before_launch() -> None:
     found = quotas.check(FLEET, VCPUS, "on-demand", lambda service, _r: clients[service])
     # 2 × 4 vCPUs wanted + the running on-demand m5.large's 2 > 8
     assert found.rows == [("us-east-1", "L-1216C47A", 8, 2, 8.0)]
-    assert found.notes == ["vCPU quota not checked for x2idn.16xlarge (another class)"]
+    assert found.notes == ["vCPU quota not checked for inf1.xlarge (another class)"]
     with pytest.raises(EnvironmentProblem, match=r"needs 8 vCPUs of L-1216C47A.*2 already run"):
         quotas.guard(found)
 

@@ -157,7 +157,10 @@ def test_run_refuses_above_the_cost_guard_before_launching(
         ("aws-cross-region.yaml", "4 instances in us-east-1 (3), eu-west-1 (1),"),
     ],
 )
-def test_plan_prints_cost_and_instance_count(tmp_path: Path, example: str, where: str) -> None:
+def test_plan_prints_cost_and_instance_count(
+    moto: MotoServer, tmp_path: Path, example: str, where: str
+) -> None:
+    """(`backing: sim`: the plan asks only a loopback emulator, as `run` does.)"""
     res = netfleet(tmp_path, "plan", str(EXAMPLES / example))
     assert res.returncode == 0, res.stderr
     assert where in " ".join(res.stdout.split()) and "estimated cost: $" in res.stdout

@@ -30,7 +30,7 @@ from netfleet.hosts.provider import HostPool, HostRequest, MemoryLeaseLog
 from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec.models import LocalHostSpec, NetnsHostSpec
 from netfleet.store.root import read_raw
-from tests.nscloud import ENV_DIR, TYPES, NsCloud, namespaces
+from tests.nscloud import ENV_DIR, TYPES, VCPUS_ENV, NsCloud, namespaces
 
 REPO = Path(__file__).resolve().parents[1]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
@@ -52,7 +52,14 @@ def campaign() -> Iterator[str]:
         subprocess.run(["ip", "netns", "delete", ns], check=False)
 
 
-def launch(tmp_path: Path, campaign: str, *args: str, duration: int = 3) -> subprocess.Popen[str]:
+def launch(
+    tmp_path: Path,
+    campaign: str,
+    *args: str,
+    duration: int = 3,
+    mtype: str = "ns.small",
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
     """``netfleet run`` with the namespace cloud registered, on a two-host campaign."""
     spec = tmp_path / "s.yaml"
     spec.write_text(
@@ -60,9 +67,9 @@ def launch(tmp_path: Path, campaign: str, *args: str, duration: int = 3) -> subp
         campaign: second-cloud
         hosts:
           a: {{kind: netns, namespace: {campaign}-a, address: 198.18.240.1,
-              labels: {{machine_type: ns.small}}}}
+              labels: {{machine_type: {mtype}}}}}
           b: {{kind: netns, namespace: {campaign}-b, address: 198.18.240.2,
-              labels: {{machine_type: ns.small}}}}
+              labels: {{machine_type: {mtype}}}}}
         tests:
           - {{name: shaped, client: a, server: b, params: {{duration: {duration}}}}}
         """)
@@ -71,7 +78,7 @@ def launch(tmp_path: Path, campaign: str, *args: str, duration: int = 3) -> subp
     return subprocess.Popen(
         [sys.executable, "-m", "tests.nscloud", *argv],
         cwd=REPO,
-        env={**os.environ, ENV_DIR: str(tmp_path / "state")},
+        env={**os.environ, ENV_DIR: str(tmp_path / "state"), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -116,6 +123,36 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
     assert run["client"]["labels"]["baseline_gbps"] == "0.2"
     mbps = run["result"]["end"]["sum_received"]["bits_per_second"] / 1e6
     assert 100 < mbps < 210, mbps  # the tbf shapes the wire to 200 Mbit/s
+
+
+@pytest.mark.parametrize(
+    ("args", "mtype", "env", "status", "said"),
+    [
+        (["--max-cost", "0.000001"], "ns.small", {}, 2, "exceeds --max-cost $0.00"),
+        ([], "ns.unpriced", {}, 2, "no price for ns.unpriced: the cost cannot be bounded"),
+        (["--max-instances", "1"], "ns.small", {}, 2, "2 instances exceed --max-instances 1"),
+        ([], "ns.small", {VCPUS_ENV: "1"}, 4, "nscloud vCPUs: 2 needed, the limit is 1"),
+    ],
+    ids=["max-cost", "cannot-price", "max-instances", "quota"],
+)
+@needs_root
+def test_the_guards_hold_a_second_cloud_before_anything_exists(
+    tmp_path: Path,
+    campaign: str,
+    args: list[str],
+    mtype: str,
+    env: dict[str, str],
+    status: int,
+    said: str,
+) -> None:
+    """`netfleet run` ran its cost, instance and quota guards only for kind aws: a second cloud
+    launched whatever it was asked. Now the neutral guard (netfleet.cloud.guard) asks every
+    owning cloud for its price and quota first; a cloud that cannot price does not launch."""
+    proc = launch(tmp_path, campaign, *args, mtype=mtype, env=env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, out + err
+    assert said in err, err
+    assert ours(campaign) == set() and not lease_events(tmp_path / "res")
 
 
 @pytest.mark.slow
@@ -183,7 +220,7 @@ def test_campaign_release_gives_back_only_what_carries_a_claim(
     reqs = [request(campaign, "a", "198.18.242.1"), request(campaign, "b", "198.18.242.2")]
     got = asyncio.run(provider.acquire(reqs, log))
     assert {a.host.name for a in got} == {"a", "b"}
-    assert provider.hourly[-1].usd == pytest.approx(2 * TYPES["ns.small"].usd_per_hour)
+    assert provider.hourly[-1].usd == pytest.approx(2 * (TYPES["ns.small"].usd_per_hour or 0))
     foreign = f"{campaign}-x"  # a namespace nobody claimed, named like the campaign's
     subprocess.run(["ip", "netns", "add", foreign], check=True)
     # a lease whose claim names another lease is refused, and the namespace stays

@@ -89,10 +89,10 @@ def run(
     outcome = RunOutcome(root.url)
     cloud = is_cloud(campaign)
     priced = None
-    if cloud and not dry_run:  # backing sim never reaches a real endpoint: before any call
+    if cloud:  # backing sim never reaches a real endpoint (a dry run's plan either)
         from netfleet.cloud.aws.plan import safety
 
-        safety.check_campaign(campaign)
+        safety.check_campaign(campaign, safety.PLAN_SERVICES)
     if dry_run or cloud:
         outcome.plan = plan_of(campaign)
         if cloud:  # the cost guard: refuse before anything is launched
@@ -115,10 +115,26 @@ def run(
                 costs.guard(priced.estimate, max_cost, max_instances, yes)
                 priced.waves.guard()  # each wave fits the quotas as read, not the whole fleet
                 runs.confirm_campaign(
-                    campaign, priced.estimate, yes=yes, ask=ask, say=say or (lambda _line: None)
+                    campaign,
+                    priced.estimate,
+                    yes=yes,
+                    ask=ask,
+                    say=say or (lambda _line: None),
+                    switch_minutes=priced.waves.switch_minutes(),
                 )
         if dry_run:
             return outcome
+    if not dry_run:  # every other cloud's machines: the same limits, from its price and quota
+        from netfleet.cloud import guard
+
+        guard.campaign(
+            campaign,
+            lambda: (outcome.plan or plan_of(campaign)).estimated_seconds,
+            max_cost=max_cost,
+            max_instances=max_instances,
+            say=say or (lambda _line: None),
+            skip=("aws",) if cloud else (),  # priced above, in waves, through the same limits
+        )
     result = run_sync(
         run_campaign(
             campaign,

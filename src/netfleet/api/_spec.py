@@ -25,7 +25,9 @@ def schema(*, lab: bool = False) -> dict[str, Any]:
 def plan(spec: str | os.PathLike[str], *, cost: bool = True) -> Plan:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing. With
     ``cost``, a campaign with cloud hosts also gets what launching them would cost
-    (``Plan.cost``; spot prices are asked of AWS)."""
+    (``Plan.cost``; spot prices are asked of AWS) — refused
+    (:class:`~netfleet.errors.InputError`) for ``backing: sim`` unless every endpoint is
+    loopback, as ``run`` is: no connection leaves the machine."""
     from netfleet.spec import load_spec
 
     return plan_of(load_spec(Path(spec)), cost=cost)
@@ -48,7 +50,12 @@ def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
     )
     the_plan = Plan(spec, list(runs), limits.concurrency, est)
     if cost and is_cloud(spec):  # what launching would cost
+        from netfleet.cloud.aws.plan import safety
         from netfleet.cloud.aws.runs import plan_cost
+
+        # the rule `run` follows, before any client exists: backing sim asks only a loopback
+        # emulator (else the plan's look-ups would reach AWS: credentials, EC2, pricing)
+        safety.check_campaign(spec, safety.PLAN_SERVICES)
 
         priced = plan_cost(spec, est, runs=the_plan.runs)  # the waves and stop bounds
         if priced is not None:

@@ -1,6 +1,7 @@
 """The provider seam: what the provider-neutral lifecycle asks of one cloud.
 
-A cloud is one package implementing :class:`Cloud` — ``catalogue`` and ``price`` (plan),
+A cloud is one package implementing :class:`Cloud` — ``catalogue``, ``price`` and ``quota``
+(plan; :mod:`netfleet.cloud.guard` holds every launch to the last two),
 ``acquire`` (machines, each journalled before it exists), ``bootstrap`` (machines → hosts the
 runner can use) and ``release`` (give back what a :class:`Scope` names, from the record alone).
 :class:`netfleet.cloud.lifecycle.CloudProvider` walks a campaign through them; nothing in the
@@ -50,6 +51,18 @@ class Price:
     usd: float | None  #: None: a price is unknown (then no guard can vouch for the cost)
     source: str  #: where the prices come from (a dated table, an API…)
     unknown: tuple[str, ...] = ()  #: machine types without a price
+    #: what the priced machines cost when ``usd`` is None (named beside the refusal)
+    subtotal: float | None = None
+
+
+@dataclass(frozen=True)
+class Quota:
+    """What the account's limits say about the requested machines, before anything exists."""
+
+    #: each limit the requests would break, naming what to raise (empty: they fit)
+    over: tuple[str, ...] = ()
+    #: what could not be checked, and why (never a reason to refuse on its own)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,13 @@ class Cloud(Protocol):
         ...
 
     def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
-        """What holding the requested machines for ``hours`` costs (plan)."""
+        """What holding the requested machines for ``hours`` costs (plan). A cloud that cannot
+        say returns ``usd=None``: :mod:`netfleet.cloud.guard` then refuses the launch."""
+        ...
+
+    def quota(self, requests: Sequence[HostRequest]) -> Quota:
+        """The account's limits for the requested machines (plan): the guard refuses a launch
+        that would break one (a fleet stopped half-way by the cloud)."""
         ...
 
     async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Machine]:

@@ -72,13 +72,13 @@ from netfleet.cloud.aws.acquire.fargate import (
 from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
 from netfleet.cloud.aws.measure import expiry, spot
-from netfleet.cloud.aws.plan import catalogue, permissions, prices, safety
+from netfleet.cloud.aws.plan import catalogue, permissions, prices, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import userdata
 from netfleet.cloud.journal import Journal, default_root
 from netfleet.cloud.lifecycle import CloudProvider
 from netfleet.cloud.release import give_back
-from netfleet.cloud.seam import Machine, Price, Released, Scope
+from netfleet.cloud.seam import Machine, Price, Quota, Released, Scope
 from netfleet.errors import EnvironmentProblem, HostError, InputError, LabError
 from netfleet.hosts.base import Host, Process
 from netfleet.hosts.netns import NetnsHost
@@ -285,7 +285,14 @@ class AwsCloud:
                 unknown.append(req.spec.machine)
             else:
                 usd += hourly * hours
-        return Price(None if unknown else usd, table.source, tuple(sorted(set(unknown))))
+        return Price(
+            None if unknown else usd, table.source, tuple(sorted(set(unknown))), subtotal=usd
+        )
+
+    def quota(self, requests: Sequence[HostRequest]) -> Quota:
+        """The EC2 vCPU quotas of these requests' instances (:mod:`~.plan.quotas`)."""
+        found = quotas.check_campaign(self._cloud_spec(list(requests)))
+        return Quota(tuple(found.over), tuple(found.notes))
 
     # -- acquire ---------------------------------------------------------------------------
     async def acquire(self, requests: list[HostRequest], log: LeaseLog) -> list[Machine]:

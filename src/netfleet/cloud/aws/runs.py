@@ -14,7 +14,7 @@ from pathlib import Path
 
 from netfleet.cloud.aws.acquire import fargate
 from netfleet.cloud.aws.campaign import CloudSpec
-from netfleet.cloud.aws.plan import billing, costs, prices, safety
+from netfleet.cloud.aws.plan import billing, costs, prices, quotas, safety
 from netfleet.cloud.aws.plan.prices import Estimate
 from netfleet.cloud.journal import default_root
 from netfleet.errors import InputError
@@ -51,14 +51,18 @@ def confirm_campaign(
     yes: bool,
     ask: Callable[[str], bool] | None,
     say: Callable[[str], None],
+    switch_minutes: float | None = None,
 ) -> None:
     """:func:`safety.check_campaign`, then :func:`safety.confirm` for a campaign spec's
-    instances and tasks (``netfleet run``, before the provider is asked for anything)."""
+    instances and tasks (``netfleet run``, before the provider is asked for anything), naming
+    the dead-man switch the run follows (``switch_minutes``: the plan's)."""
     safety.check_campaign(spec)
     cs = cloud_spec(spec)
     if cs is not None:
         tasks = len(fargate_tiers(spec))
-        safety.confirm(cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks)
+        safety.confirm(
+            cs, est, yes=yes, ask=ask, say=say, fargate_tasks=tasks, switch_minutes=switch_minutes
+        )
 
 
 def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:
@@ -99,6 +103,10 @@ def plan_cost(
     tiers = fargate_tiers(spec)
     if tiers:
         priced = _with_fargate(priced, table, cs.region, tiers, minutes)
+        found = quotas.check_fargate(cs.region, sum(t.cpu for t in tiers) / 1024)
+        priced.table.notes += [f"note: {n}" for n in found.notes]
+        if found.over and priced.waves is not None:  # the run's guard refuses it (exit 4)
+            priced.waves.plan.unfit.extend(f"Fargate tasks: {o}" for o in found.over)
     return priced
 
 
@@ -120,15 +128,18 @@ def _with_fargate(
         rows.append([f"fargate-{t.cpu}-{t.memory}", *where, "server", 1, p, usd])
     ec2 = priced.estimate
     total = None if ec2.usd is None or est.usd is None else round(ec2.usd + est.usd, 4)
-    both = prices.Estimate(ec2.instances, total, [*ec2.unknown, *est.unknown], ec2.hours_each)
+    subtotal = round((ec2.subtotal or 0.0) + (est.subtotal or 0.0), 4)
+    both = prices.Estimate(
+        ec2.instances, total, [*ec2.unknown, *est.unknown], ec2.hours_each, subtotal=subtotal
+    )
     fg_usd = "unknown" if est.usd is None else costs.usd(est.usd) + " USD"
     notes = [
         f"{len(tiers)} Fargate tasks in {region}, {est.hours_each * 60:.0f} min each "
         f"({minutes:.1f} min of runs + 3 min start/stop overhead) at "
         f"{fargate.rates(table, region)}: {fg_usd}",
-        "estimated cost (instances + tasks): "
-        + ("unknown (no price for " + ", ".join(both.unknown) + ")" if total is None else "")
-        + ("" if total is None else costs.usd(total) + " USD"),
+        costs.estimate_note(total, subtotal, both.unknown).replace(
+            "estimated cost:", "estimated cost (instances + tasks):", 1
+        ),
     ]
     ec2_notes = ["EC2 " + n if n.startswith("estimated cost: ") else n for n in priced.table.notes]
     tab = Tabular(

@@ -14,7 +14,7 @@ from :mod:`netfleet.cloud.plan.stopbound`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: EC2 and Fargate bill Linux per second with a 60-second minimum
 MIN_BILLED_S = 60.0
@@ -80,6 +80,8 @@ class WavePlan:
     unpriced: list[str]
     unfit: list[str]  #: jobs that do not fit the budget even alone, with the limit to raise
     over_cost: str | None  #: why the plan exceeds max_cost, else None
+    #: what the priced machines cost (= ``usd`` when every machine has a price)
+    priced_usd: float = 0.0
 
     @property
     def waves(self) -> int:
@@ -197,7 +199,9 @@ def plan(
     over_cost = None
     if budget.max_cost is not None and (total is None or total > budget.max_cost):
         over_cost = (
-            "the cost cannot be bounded (no price for " + ", ".join(sorted(set(unpriced))) + ")"
+            "the cost cannot be bounded (no price for "
+            + ", ".join(sorted(set(unpriced)))
+            + f"; the priced part: ${usd:,.2f})"
             if total is None
             else f"estimated ${total:,.2f} exceeds --max-cost ${budget.max_cost:,.2f}"
         )
@@ -212,4 +216,43 @@ def plan(
         unpriced=sorted(set(unpriced)),
         unfit=unfit,
         over_cost=over_cost,
+        priced_usd=usd,
     )
+
+
+#: the shared machines' share of a plan's cost above which :func:`wider` is worth saying
+SHARED_DOMINATE = 0.5
+
+
+def shared_usd(p: WavePlan) -> float:
+    """What the shared machines (held for the whole wall time) cost in ``p``."""
+    return sum(m.usd_per_hour or 0.0 for m in p.shared) * billed_s(p.wall_s) / 3600
+
+
+def most_at_once(p: WavePlan) -> int:
+    """The most jobs running at the same time in ``p``."""
+    return max(
+        (sum(1 for o in p.slots if o.start_s <= s.start_s < o.end_s) for s in p.slots), default=0
+    )
+
+
+def wider(
+    jobs: Sequence[Job],
+    budget: Budget,
+    timing: Timing | None,
+    shared: Sequence[Machine],
+    p: WavePlan,
+) -> tuple[int, WavePlan] | None:
+    """When the shared machines dominate ``p`` (more than :data:`SHARED_DOMINATE` of its priced
+    cost) because few jobs may run at once (``budget.jobs``): the plan with every job allowed
+    at once (the other limits kept) and the concurrency it reaches — if that is cheaper. None
+    otherwise (nothing to say)."""
+    if not p.priced_usd or budget.jobs is None or len(jobs) <= budget.jobs:
+        return None
+    if shared_usd(p) <= SHARED_DOMINATE * p.priced_usd:
+        return None
+    alt = plan(jobs, replace(budget, jobs=None, max_cost=None), timing, shared)
+    n = most_at_once(alt)
+    if n <= budget.jobs or alt.priced_usd >= p.priced_usd:
+        return None
+    return n, plan(jobs, replace(budget, jobs=n, max_cost=None), timing, shared)

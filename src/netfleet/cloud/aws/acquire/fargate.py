@@ -124,7 +124,9 @@ def estimate(
             unknown.append(f"fargate {t.name}")
         else:
             total += price * hours
-    return prices.Estimate(len(tiers), None if unknown else round(total, 4), unknown, hours)
+    return prices.Estimate(
+        len(tiers), None if unknown else round(total, 4), unknown, hours, subtotal=round(total, 4)
+    )
 
 
 # -- provisioning ---------------------------------------------------------------------------

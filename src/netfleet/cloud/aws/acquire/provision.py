@@ -29,7 +29,7 @@ from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import images
 from netfleet.cloud.aws.acquire.configstate import state_labels
 from netfleet.cloud.aws.campaign import CloudSpec
-from netfleet.cloud.aws.plan import catalogue, safety
+from netfleet.cloud.aws.plan import catalogue, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import hostkeys, userdata
 from netfleet.cloud.journal import Journal
@@ -497,12 +497,8 @@ class Provisioner:
                 zones.append(other)
 
     def _quota_error(self, info: InstanceInfo, region: str, exc: Exception) -> EnvironmentProblem:
-        spot = self.spec.market == "spot"
-        quota = (
-            "L-34B43A08 (All Standard Spot Instance Requests)"
-            if spot
-            else ("L-1216C47A (Running On-Demand Standard instances)")
-        )
+        found = quotas.quota_of(info.instance_type, self.spec.market)
+        quota = "the family's vCPU quota" if found is None else f"{found[0]} ({found[1]})"
         return EnvironmentProblem(
             f"the account's vCPU quota in {region} does not allow another {info.instance_type}: "
             f"{exc}",

@@ -36,18 +36,51 @@ class CloudWatchCheck:
         return f"agrees: CloudWatch/iperf3 = {ratio:.3f}"
 
 
+#: CloudWatch's EC2 periods: detailed monitoring publishes per minute, basic per 5 minutes
+DETAILED_S, BASIC_S = 60, 300
+
+
+def monitoring_period(ec2: Any, instance_id: str) -> int:
+    """The period the instance's network metrics are published at: 60 s with detailed
+    monitoring (``Monitoring.State`` enabled), else 300 s — netfleet launches with basic
+    monitoring (detailed costs per metric), so on AWS this is 300 s."""
+    resp = ec2.describe_instances(InstanceIds=[instance_id])
+    for res in resp.get("Reservations", []):
+        for inst in res.get("Instances", []):
+            if inst.get("Monitoring", {}).get("State") == "enabled":
+                return DETAILED_S
+    return BASIC_S
+
+
+def whole_periods(
+    start: dt.datetime, end: dt.datetime, period: int
+) -> tuple[dt.datetime, dt.datetime]:
+    """[start, end) widened to whole ``period``-second buckets (CloudWatch sums whole ones)."""
+    t0 = start.timestamp() // period * period
+    t1 = -(-end.timestamp() // period) * period
+    return (
+        dt.datetime.fromtimestamp(t0, dt.UTC),
+        dt.datetime.fromtimestamp(max(t1, t0 + period), dt.UTC),
+    )
+
+
 def cloudwatch_bytes(
-    cw: Any, instance_id: str, metric: str, start: dt.datetime, end: dt.datetime
+    cw: Any,
+    instance_id: str,
+    metric: str,
+    start: dt.datetime,
+    end: dt.datetime,
+    period: int = DETAILED_S,
 ) -> float | None:
-    """Sum of NetworkIn/NetworkOut (bytes) over [start, end), 60 s periods (detailed monitoring;
-    with basic monitoring AWS gives 5-minute sums and the window must cover them)."""
+    """Sum of NetworkIn/NetworkOut (bytes) over [start, end) in ``period``-second sums (60:
+    detailed monitoring; 300: basic, and the window must cover whole 5-minute buckets)."""
     resp = cw.get_metric_statistics(
         Namespace="AWS/EC2",
         MetricName=metric,
         Dimensions=[{"Name": "InstanceId", "Value": instance_id}],
         StartTime=start,
         EndTime=end,
-        Period=60,
+        Period=period,
         Statistics=["Sum"],
         Unit="Bytes",
     )
@@ -63,14 +96,15 @@ def cross_check(
     end: dt.datetime,
     iperf_bytes: float,
     tolerance: float = 0.10,
+    period: int = DETAILED_S,
 ) -> CloudWatchCheck:
     """CloudWatch counts wire bytes (headers included), iperf3 goodput bytes: a few % more in
     CloudWatch is expected, so the default tolerance is 10 %."""
-    got = cloudwatch_bytes(cw, instance_id, metric, start, end)
+    got = cloudwatch_bytes(cw, instance_id, metric, start, end, period)
     return CloudWatchCheck(instance_id, metric, got, iperf_bytes, tolerance)
 
 
-#: seconds added on each side of a run's window: CloudWatch sums whole 60 s periods
+#: seconds added on each side of a run's window before it is widened to whole periods
 WINDOW_PAD_S = 60.0
 
 
@@ -101,20 +135,25 @@ def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
             clients[where] = (aws.client("ec2", where), aws.client("cloudwatch", where))
         return clients[where]
 
+    def when(stamp: str) -> dt.datetime:
+        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    runs = [e for e in envelopes if e.engine.name == "iperf3" and e.status == "ok"]
+    busy: dict[str, list[tuple[str, dt.datetime, dt.datetime]]] = {}  # instance → its runs
+    for env in runs:
+        for host in (env.client, env.server):
+            iid = host.labels.get("instance_id")
+            if isinstance(iid, str) and iid:
+                busy.setdefault(iid, []).append((env.run_id, when(env.started_at),
+                                                 when(env.ended_at)))  # fmt: skip
     ena: dict[str, str] = {}
+    period: dict[str, int] = {}
     rows: list[list[Any]] = []
-    for env in envelopes:
-        if env.engine.name != "iperf3" or env.status != "ok":
-            continue
+    for env in runs:
         sender, receiver = (
             (env.server, env.client) if env.direction == "in" else (env.client, env.server)
         )
-        start = dt.datetime.fromisoformat(env.started_at.replace("Z", "+00:00"))
-        end = dt.datetime.fromisoformat(env.ended_at.replace("Z", "+00:00"))
-        window = (
-            start - dt.timedelta(seconds=WINDOW_PAD_S),
-            end + dt.timedelta(seconds=WINDOW_PAD_S),
-        )
+        start, end = when(env.started_at), when(env.ended_at)
         for host, metric, key in (
             (sender, "NetworkOut", "sum_sent"),
             (receiver, "NetworkIn", "sum_received"),
@@ -128,13 +167,33 @@ def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
                     ena[iid] = "on" if ena_enabled(ec2, iid) else "OFF"
                 except (ClientError, BotoCoreError) as exc:
                     ena[iid] = f"cannot check: {str(exc)[:120]}"
+            if iid not in period:
+                try:
+                    period[iid] = monitoring_period(ec2, iid)
+                except (ClientError, BotoCoreError):
+                    period[iid] = BASIC_S  # the default: what netfleet launches with
+            window = whole_periods(
+                start - dt.timedelta(seconds=WINDOW_PAD_S),
+                end + dt.timedelta(seconds=WINDOW_PAD_S),
+                period[iid],
+            )
+            others = sorted(
+                rid
+                for rid, s0, s1 in busy.get(iid, [])
+                if rid != env.run_id and s0 < window[1] and s1 > window[0]
+            )
             got = _iperf3_bytes(env.result, key)
+            cw_bytes = None
             if got is None:
                 verdict = "no data: the iperf3 result has no end summary"
-                cw_bytes = None
+            elif others:
+                verdict = (
+                    f"cannot check: CloudWatch's {period[iid] // 60}-minute sums of this window "
+                    f"also hold {', '.join(others[:3])}{' …' if len(others) > 3 else ''}"
+                )
             else:
                 try:
-                    check = cross_check(cw, iid, metric, *window, got)
+                    check = cross_check(cw, iid, metric, *window, got, period=period[iid])
                     verdict, cw_bytes = check.verdict, check.cloudwatch_bytes
                 except (ClientError, BotoCoreError) as exc:
                     verdict, cw_bytes = f"cannot check: {str(exc)[:120]}", None
@@ -146,9 +205,12 @@ def session_checks(envelopes: Iterable[Any], region: str) -> Tabular:
         title="Cross-checks: ENA per instance, CloudWatch bytes vs iperf3 (goodput bytes)",
         notes=[
             "CloudWatch counts wire bytes (headers too) and every flow of the instance over whole "
-            f"60 s periods (window ±{WINDOW_PAD_S:.0f} s): a few % above iperf3 agrees; more than "
-            "10 % off is a mismatch worth a look (another flow, a lost counter, the wrong host).",
-            "No datapoints (basic monitoring, or an emulator such as moto) means not checked, "
-            "not passed.",
+            "periods — 5 minutes with basic monitoring (netfleet's instances), 1 minute with "
+            f"detailed — around the run (±{WINDOW_PAD_S:.0f} s, widened to whole periods): a few "
+            "% above iperf3 agrees; more than 10 % off is a mismatch worth a look (another flow, "
+            "a lost counter, the wrong host). A window that also holds another run of the "
+            "instance cannot be checked (runs closer than 5 minutes apart, with basic "
+            "monitoring).",
+            "No datapoints (an emulator such as moto) means not checked, not passed.",
         ],
     )  # fmt: skip

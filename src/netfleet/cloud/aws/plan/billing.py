@@ -57,13 +57,27 @@ class Flow:
     why: str = ""  #: how the volume was found (the estimate's assumption, or "measured")
 
 
-def transfer_kind(placement: str, src_region: str, dst_region: str, path: str = "auto") -> str:
-    """The billing kind of traffic between two hosts of a campaign."""
+def transfer_kind(
+    placement: str,
+    src_region: str,
+    dst_region: str,
+    path: str = "auto",
+    zones: tuple[str | None, str | None] | None = None,
+) -> str:
+    """The billing kind of traffic between two hosts of a campaign. ``zones``: the two hosts'
+    zones as far as the plan knows them (None: chosen at launch). With ``zones`` given, a
+    placement that does not keep the fleets in one zone (``none``, ``cross-region``) is priced
+    ``cross-az`` unless both zones are known and equal: an upper bound, as a zone-spread fleet
+    pays cross-AZ (before, the plan counted it free)."""
     if src_region != dst_region:
         return "cross-region"
     if path == "public":
         return "public-in-region"
-    return "cross-az" if placement == "cross-az" else "same-az"
+    if placement == "cross-az":
+        return "cross-az"
+    if zones is None or placement in ("same-az", "cluster"):
+        return "same-az"
+    return "same-az" if zones[0] is not None and zones[0] == zones[1] else "cross-az"
 
 
 def gbytes_at(gbps: float, seconds: float) -> float:
@@ -131,25 +145,32 @@ def transfer(table: PriceTable, flow: Flow) -> Line:
     )
 
 
+#: one pair a plan's transfer counts: (client type, client region, client zone, server type,
+#: server region, server zone); a zone None: chosen at launch
+Pair = tuple[str, str, "str | None", str, str, "str | None"]
+
+
 def plan_flows(
     placement: str,
     path: str,
-    pairs: Sequence[tuple[str, str, str, str]],
+    pairs: Sequence[Pair],
     gbps: Mapping[str, float],
     seconds: float,
 ) -> list[Flow]:
-    """Upper bound of the traffic a plan moves: each pair (client type, client region, server
-    type, server region) sends at the lower of the two types' advertised peaks for
-    ``seconds``. A type without a catalogue figure moves nothing here (named in ``why``)."""
+    """Upper bound of the traffic a plan moves: each pair (:data:`Pair`) sends at the lower of
+    the two types' advertised peaks for ``seconds``, billed as :func:`transfer_kind` says. A
+    type without a catalogue figure moves nothing here (named in ``why``)."""
     out = []
-    for ctype, cregion, stype, sregion in pairs:
-        kind = transfer_kind(placement, cregion, sregion, path)
+    for ctype, cregion, czone, stype, sregion, szone in pairs:
+        kind = transfer_kind(placement, cregion, sregion, path, (czone, szone))
         rate = min(gbps.get(ctype, 0.0), gbps.get(stype, 0.0))
         why = (
             f"≤ {rate:g} Gbit/s × {seconds / 60:.0f} min, the advertised peak the whole time"
             if rate
             else f"no catalogue figure for {ctype}/{stype}: not counted"
         )
+        if rate and kind == "cross-az" and placement != "cross-az":
+            why += "; zones chosen at launch may differ: priced cross-AZ"
         out.append(Flow(kind, cregion, sregion, gbytes_at(rate, seconds), why))
     return out
 

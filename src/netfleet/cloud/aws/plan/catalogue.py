@@ -54,16 +54,39 @@ def from_api(item: dict[str, Any]) -> InstanceInfo:
     )
 
 
+#: what DescribeInstanceTypes answers when one type of the request does not exist (retired, a
+#: typo, or an emulator's gap): it refuses the whole call (moto: ``….NotFound``)
+UNKNOWN_TYPE = "InvalidInstanceType"
+
+
 def describe(ec2: Any, types: list[str]) -> dict[str, InstanceInfo]:
-    """Look the types up (in batches of 100, the API's limit)."""
+    """Look the types up (in batches of 100, the API's limit). A type EC2 does not know is left
+    out of the answer (callers name it) instead of blanking the batch: a refused batch is
+    split in halves until the unknown ones stand alone."""
     out: dict[str, InstanceInfo] = {}
     wanted = sorted(set(types))
     for i in range(0, len(wanted), 100):
-        resp = ec2.describe_instance_types(InstanceTypes=wanted[i : i + 100])
-        for item in resp["InstanceTypes"]:
-            info = from_api(item)
-            out[info.instance_type] = info
+        _describe_known(ec2, wanted[i : i + 100], out)
     return out
+
+
+def _describe_known(ec2: Any, batch: list[str], out: dict[str, InstanceInfo]) -> None:
+    from botocore.exceptions import ClientError
+
+    try:
+        resp = ec2.describe_instance_types(InstanceTypes=batch)
+    except ClientError as exc:
+        if not str(exc.response.get("Error", {}).get("Code", "")).startswith(UNKNOWN_TYPE):
+            raise
+        if len(batch) == 1:
+            return  # this one is unknown
+        half = len(batch) // 2
+        _describe_known(ec2, batch[:half], out)
+        _describe_known(ec2, batch[half:], out)
+        return
+    for item in resp["InstanceTypes"]:
+        info = from_api(item)
+        out[info.instance_type] = info
 
 
 def measured_ratio(measured_gbps: float, info: InstanceInfo) -> float | None:

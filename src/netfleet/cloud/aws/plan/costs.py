@@ -79,12 +79,19 @@ def catalogue_of(cs: CloudSpec) -> tuple[dict[str, InstanceInfo] | None, str | N
     from netfleet.cloud.aws.plan import catalogue
 
     quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    types = sorted({f.instance_type for f in cs.fleets})
     try:
-        found = catalogue.describe(
-            aws.client("ec2", cs.region, config=quick), [f.instance_type for f in cs.fleets]
-        )
+        found = catalogue.describe(aws.client("ec2", cs.region, config=quick), types)
     except (BotoCoreError, ClientError, EnvironmentProblem) as exc:
         return None, f"transfer and vCPUs not estimated: no instance type data ({exc})"
+    unknown = [t for t in types if t not in found]
+    if unknown:
+        return found, (
+            f"not in the catalogue (DescribeInstanceTypes in {cs.region}): "
+            f"{', '.join(unknown)} — no vCPUs, bound or transfer for "
+            f"{'it' if len(unknown) == 1 else 'them'}; the other {len(found)} types are planned "
+            "from their figures (a launch refuses a type EC2 does not know)"
+        )
     return found, None
 
 
@@ -164,11 +171,16 @@ def plan(
     ]
     hours_each = parts[0].hours_each
     lines = bill_lines(cs, table, hours_each, minutes, gbps)
-    extra = billing.total(lines)
     unknown += [line.item for line in lines if line.usd is None]
-    total = None if unknown else round(sum(p.usd or 0.0 for p in parts) + (extra or 0.0), 4)
+    subtotal = round(sum(p.subtotal or 0.0 for p in parts) + sum(x.usd or 0.0 for x in lines), 4)
+    total = None if unknown else subtotal
     est = prices.Estimate(
-        sum(p.instances for p in parts), total, unknown, hours_each, cs.expires_after_minutes
+        sum(p.instances for p in parts),
+        total,
+        unknown,
+        hours_each,
+        cs.expires_after_minutes,
+        subtotal=subtotal,
     )
     rows = []
     for (itype, role, region), n in counts.items():
@@ -187,12 +199,7 @@ def plan(
         f"({minutes:.1f} min of runs + {OVERHEAD_MINUTES:g} min boot/teardown overhead)"
         + (", each at its region's price" if several else "")
         + f"; {est.instances * est.hours_each:.2f} instance-hours",
-        "estimated cost: "
-        + (
-            "unknown (no price for " + ", ".join(est.unknown) + ")"
-            if est.usd is None
-            else usd(est.usd) + " USD"
-        ),
+        estimate_note(est.usd, est.subtotal, est.unknown),
         *(line.text() for line in lines),
         *price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),
     ]
@@ -218,6 +225,19 @@ def plan(
         decimals=4,
     )
     return Priced(tab, est, spot, lines)
+
+
+def estimate_note(total: float | None, subtotal: float | None, unknown: list[str]) -> str:
+    """The plan's "estimated cost" line: the total, or — a price unknown — the priced subtotal,
+    what it leaves out, and how to give the missing price (``--max-cost`` refuses until then)."""
+    if total is not None:
+        return f"estimated cost: {usd(total)} USD"
+    part = "" if subtotal is None else f"priced subtotal {usd(subtotal)} USD without "
+    return (
+        f"estimated cost: unknown — {part}{', '.join(unknown)} (no price); give one with "
+        "`netfleet cloud prices refresh --instance-type TYPE` (online) or in the state "
+        "directory's prices.json: --max-cost refuses until then"
+    )
 
 
 def market_notes(cs: CloudSpec, table: prices.PriceTable, spot: Spot | None) -> list[str]:
@@ -254,18 +274,31 @@ def bill_lines(
         lines.append(billing.ebs(table, region, n * hours_each))
     if gbps is None:
         return lines
-    pairs = []
+    pairs: list[billing.Pair] = []
     for f in cs.fleets:
         if f.role == "server":
             continue
         others = sorted((g for g in cs.fleets if g is not f), key=lambda g: g.role != "server")
         dst = others[0] if others else f
-        pairs += [(f.instance_type, cs.region_of(f), dst.instance_type, cs.region_of(dst))] * (
-            f.count
-        )
-    flows = billing.plan_flows(cs.placement, cs.path, pairs, gbps, minutes * 60)
+        pair = (f.instance_type, cs.region_of(f), zone_of(cs, f),
+                dst.instance_type, cs.region_of(dst), zone_of(cs, dst))  # fmt: skip
+        pairs += [pair] * f.count
+    # hosts meet at public addresses with path public, and with auto across regions (no peering)
+    public = cs.path == "public" or (cs.path == "auto" and len(cs.regions) > 1)
+    path = "public" if public else cs.path
+    flows = billing.plan_flows(cs.placement, path, pairs, gbps, minutes * 60)
     lines += [billing.transfer(table, fl) for fl in flows if billing.TRANSFER[fl.kind][0]]
     return lines
+
+
+def zone_of(cs: CloudSpec, fleet: Any) -> str | None:
+    """The zone a fleet is known to launch in before launch (its own, else the block's in the
+    block's region); None: chosen at launch (the first zone offering its type)."""
+    if fleet.availability_zone:
+        return str(fleet.availability_zone)
+    if cs.availability_zone and cs.region_of(fleet) == cs.region:
+        return str(cs.availability_zone)
+    return None
 
 
 def price_sources(table: prices.PriceTable, used: set[tuple[str, str]]) -> list[str]:
@@ -293,32 +326,28 @@ def switch_minutes(held_minutes: float) -> float:
 
 def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool = False) -> None:
     """Refuse above --max-cost / --max-instances, or when a price is unknown (the cost cannot
-    be bounded). ``yes`` confirms the launch; it never lifts a limit (issue 25.6)."""
+    be bounded): the neutral :func:`netfleet.cloud.guard.limits` every cloud's launch passes,
+    plus (``cloud up``) a plan longer than the instances' dead-man switch. ``yes`` confirms the
+    launch; it never lifts a limit (issue 25.6)."""
+    from netfleet.cloud import guard as cloud_guard
+    from netfleet.cloud.seam import Price
+
     del yes  # the confirmation is asked elsewhere; the spending limit holds either way
-    if est.instances > max_instances:
-        raise InputError(
-            f"{est.instances} instances exceed --max-instances {max_instances}",
-            hint="raise --max-instances (--yes confirms a launch; it does not lift a limit)",
-        )
     held_min = est.hours_each * 60
-    if est.expires_minutes is not None and held_min > est.expires_minutes:
+    fits = est.instances <= max_instances  # the count is named first
+    if fits and est.expires_minutes is not None and held_min > est.expires_minutes:
         raise InputError(
             f"the plan holds instances {held_min:.0f} min, but they power themselves off after "
             f"expires_after_minutes {est.expires_minutes:g}: the runs would be cut short",
             hint=f"set `expires_after_minutes: {switch_minutes(held_min):.0f}` in the cloud "
             "block (the plan's end plus a margin), or shorten the plan",
         )
-    if est.usd is None:
-        raise InputError(
-            f"no price for {', '.join(est.unknown)}: the cost cannot be bounded",
-            hint="run `netfleet cloud prices refresh --instance-type TYPE` online (AWS Price "
-            "List API), or add the price to the table; --yes does not lift the limit",
-        )
-    if est.usd > max_cost:
-        raise InputError(
-            f"estimated ${est.usd:.2f} exceeds --max-cost ${max_cost:.2f}",
-            hint="raise --max-cost (--yes confirms a launch; it does not lift a limit)",
-        )
+    source = (
+        "`netfleet cloud prices refresh --instance-type TYPE` online (AWS Price List API), or "
+        "the table in the state directory"
+    )
+    price = Price(est.usd, source, tuple(est.unknown), est.subtotal)
+    cloud_guard.limits(price, est.instances, max_cost=max_cost, max_instances=max_instances)
 
 
 def billed(

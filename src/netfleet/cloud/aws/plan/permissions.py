@@ -12,9 +12,16 @@ the campaign (exit 4) naming every denied action — instead of a denial after i
 * reads the plan needs: DescribeInstanceTypes and DescribeSpotPriceHistory (a spot campaign
   priced at on-demand because the history was denied would be a silent lie), the SSM image
   parameter (AL2023);
-* Fargate: ECS has no dry run; ``ecs:ListClusters`` is read, the writes (RunTask,
-  RegisterTaskDefinition…) are named as unchecked — the IAM policy simulator checks them on a
-  real account (docs/cloud.md, "IAM").
+* Fargate: ECS has no dry run; ``ecs:ListClusters`` is read;
+* what a dry run cannot judge (a made-up id answers ``…NotFound``/``…Malformed`` on AWS before
+  the permission is decided; ECS's writes) is asked of the IAM policy simulator
+  (``iam:SimulatePrincipalPolicy``) as the caller (``sts:GetCallerIdentity``'s ARN), with the
+  campaign's tag as request and resource tag: its ``allowed``/``implicitDeny``/``explicitDeny``
+  decides; a simulator that cannot answer leaves them unchecked (never allowed);
+* service-linked roles (:func:`service_linked_roles`): a spot campaign needs
+  ``AWSServiceRoleForEC2Spot``, Fargate tiers ``AWSServiceRoleForECS``; a missing one the caller
+  may not create is refused with the one-line fix
+  (``aws iam create-service-linked-role --aws-service-name spot.amazonaws.com``).
 
 The results root (S3) is probed by the runner itself (``RawStore.check_access``).
 """
@@ -159,8 +166,147 @@ def reads(ec2: Any, region: str, cs: Any) -> list[tuple[str, Callable[[], Any]]]
     return out
 
 
+#: the service-linked roles a campaign's first use creates in an account: (role, service)
+SERVICE_LINKED = {
+    "spot": ("AWSServiceRoleForEC2Spot", "spot.amazonaws.com"),
+    "ecs": ("AWSServiceRoleForECS", "ecs.amazonaws.com"),
+}
+#: simulator decisions that mean allowed
+SIMULATED_ALLOWED = "allowed"
+#: what a simulator (or an emulator without one) may raise besides ClientError
+_UNANSWERED = (ValueError, KeyError)
+
+
+def caller_arn(sts: Any) -> str:
+    """The policy source the IAM policy simulator needs: the caller's user or role ARN (an
+    assumed role's session ARN mapped to its role; a role with a path is not found then, and
+    the simulation counts as unanswered)."""
+    arn = str(sts.get_caller_identity()["Arn"])
+    if ":assumed-role/" in arn:
+        head, _, rest = arn.partition(":assumed-role/")
+        return head.replace(":sts:", ":iam:") + ":role/" + rest.split("/")[0]
+    return arn
+
+
+def simulate(
+    iam: Any, arn: str, actions: list[str], context: dict[str, str], resource: str = "*"
+) -> dict[str, str]:
+    """action → the IAM policy simulator's decision (``allowed``, ``implicitDeny``,
+    ``explicitDeny``) for ``arn`` with the string ``context`` keys (e.g. the campaign's tag as
+    ``aws:RequestTag/netfleet:campaign``). Raises ClientError when the simulator cannot answer."""
+    entries = [
+        {"ContextKeyName": k, "ContextKeyValues": [v], "ContextKeyType": "string"}
+        for k, v in context.items()
+    ]
+    resp = iam.simulate_principal_policy(
+        PolicySourceArn=arn, ActionNames=actions, ResourceArns=[resource], ContextEntries=entries
+    )
+    return {str(r["EvalActionName"]): str(r["EvalDecision"]) for r in resp["EvaluationResults"]}
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:120]
+
+
+def _quick_client(service: str, region: str) -> Any:
+    from botocore.config import Config
+
+    once = Config(connect_timeout=5, read_timeout=15, retries={"total_max_attempts": 1})
+    return aws.client(service, region, config=once)
+
+
+def by_simulator(cs: Any, unchecked: list[Check], *, who: str | None) -> list[Check]:
+    """The dry runs AWS could not judge (made-up ids) asked of the IAM policy simulator
+    instead, as the caller ``who`` with the campaign's tag in the request and on the
+    resource; a simulator that cannot answer leaves them unchecked, saying why."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    if not unchecked:
+        return []
+    tag = {
+        "aws:RequestTag/netfleet:campaign": cs.campaign,
+        "aws:ResourceTag/netfleet:campaign": cs.campaign,
+    }
+    try:
+        if who is None:
+            raise ValueError("the caller's ARN is unknown (sts:GetCallerIdentity)")
+        found = simulate(_quick_client("iam", cs.region), who, [c.action for c in unchecked], tag)
+    except (BotoCoreError, ClientError, ResponseParserError, *_UNANSWERED) as exc:
+        why = f"the IAM policy simulator did not answer ({_first_line(exc)})"
+        return [Check(c.action, c.region, "unchecked", f"{c.detail}; {why}") for c in unchecked]
+    out = []
+    for c in unchecked:
+        decision = found.get(c.action)
+        if decision is None:
+            out.append(c)
+        else:
+            allowed = decision == SIMULATED_ALLOWED
+            outcome = "allowed" if allowed else "denied"
+            out.append(Check(c.action, c.region, outcome, f"IAM policy simulator: {decision}"))
+    return out
+
+
+def service_linked_roles(cs: Any, *, fargate: bool, who: str | None) -> list[Check]:
+    """The first spot launch (``AWSServiceRoleForEC2Spot``) and the first ECS use
+    (``AWSServiceRoleForECS``) in an account create a service-linked role: without
+    ``iam:CreateServiceLinkedRole`` AWS answers
+    ``AuthFailure.ServiceLinkedRoleCreationNotPermitted`` — after the VPC exists. A role
+    already there: allowed; missing: the simulator is asked whether the caller may create it
+    (denied names the one-line fix); unanswered: unchecked."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    wanted = (["spot"] if cs.market == "spot" else []) + (["ecs"] if fargate else [])
+    out = []
+    for key in wanted:
+        role, service = SERVICE_LINKED[key]
+        action = f"iam:CreateServiceLinkedRole ({role})"
+        fix = (
+            f"have an administrator run once: aws iam create-service-linked-role "
+            f"--aws-service-name {service} — or allow iam:CreateServiceLinkedRole with "
+            f"iam:AWSServiceName {service} (docs/iam-policy.json)"
+        )
+        try:
+            _quick_client("iam", cs.region).get_role(RoleName=role)
+            out.append(Check(action, "global", "allowed", f"{role} exists"))
+            continue
+        except ClientError as exc:
+            if _code(exc) != "NoSuchEntity":
+                out.append(
+                    Check(action, "global", "unchecked", f"iam:GetRole {role}: {_code(exc)}")
+                )
+                continue
+        except BotoCoreError as exc:
+            out.append(Check(action, "global", "unchecked", f"iam:GetRole {role}: {exc}"))
+            continue
+        try:
+            if who is None:
+                raise ValueError("the caller's ARN is unknown")
+            decision = simulate(
+                _quick_client("iam", cs.region),
+                who,
+                ["iam:CreateServiceLinkedRole"],
+                {"iam:AWSServiceName": service},
+                f"arn:aws:iam::*:role/aws-service-role/{service}/{role}",
+            ).get("iam:CreateServiceLinkedRole")
+        except (BotoCoreError, ClientError, ResponseParserError, *_UNANSWERED) as exc:
+            why = f"{role} does not exist yet and the IAM policy simulator did not answer "
+            out.append(Check(action, "global", "unchecked", f"{why}({_first_line(exc)}); {fix}"))
+            continue
+        if decision == SIMULATED_ALLOWED:
+            out.append(Check(action, "global", "allowed", f"{role} will be created at first use"))
+        else:
+            out.append(
+                Check(action, "global", "denied", f"{role} does not exist and {decision}: {fix}")
+            )
+    return out
+
+
 def check(cs: Any, *, fargate: bool = False) -> list[Check]:
     """Every check of the campaign ``cs`` (a :class:`~netfleet.cloud.aws.campaign.CloudSpec`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     found: list[Check] = []
     types = sorted({f.instance_type for f in cs.fleets})
     for region in cs.regions:
@@ -174,7 +320,18 @@ def check(cs: Any, *, fargate: bool = False) -> list[Check]:
         found.append(_try("ecs:ListClusters", cs.region, ecs.list_clusters, dry_run=False))
         for action in ("ecs:RegisterTaskDefinition", "ecs:RunTask", "ecs:StopTask"):
             found.append(Check(action, cs.region, "unchecked", "ECS has no dry run"))
-    return found
+    unchecked = [c for c in found if c.outcome == "unchecked"]
+    wanted = [c for c in unchecked if c.action.startswith("ecs:") or "NotFound" in c.detail
+              or "Malformed" in c.detail]  # fmt: skip
+    who: str | None = None
+    if wanted or cs.market == "spot" or fargate:
+        try:
+            who = caller_arn(_quick_client("sts", cs.region))
+        except (BotoCoreError, ClientError, KeyError):
+            who = None
+    simulated = by_simulator(cs, wanted, who=who)
+    found = [c for c in found if c not in wanted] + simulated
+    return found + service_linked_roles(cs, fargate=fargate, who=who)
 
 
 def require(cs: Any, *, fargate: bool = False) -> list[Check]:

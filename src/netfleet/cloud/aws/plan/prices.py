@@ -152,6 +152,8 @@ class Estimate:
     hours_each: float
     #: the instances' dead-man switch (``expires_after_minutes``); None: not an EC2 plan
     expires_minutes: float | None = None
+    #: what the priced part costs when ``usd`` is None (a price is unknown); else ``usd``
+    subtotal: float | None = None
 
 
 def estimate(
@@ -173,4 +175,6 @@ def estimate(
             unknown.append(itype)
         else:
             total += price * count * hours
-    return Estimate(n, None if unknown else round(total, 4), unknown, hours)
+    return Estimate(
+        n, None if unknown else round(total, 4), unknown, hours, subtotal=round(total, 4)
+    )

@@ -7,8 +7,10 @@ half-launched fleet. netfleet adds up the campaign's vCPUs per region and quota 
 from DescribeInstanceTypes), adds the vCPUs already running there, and refuses to launch when
 the sum is above the quota, naming the quota code to raise.
 
-Only the classes whose quota codes are listed in :data:`QUOTAS` are checked; a type of another
-class (F, X, Inf, DL, Trn, HPC, Mac, high memory) is named in a note as not checked. When the
+Only the classes whose quota codes are listed in :data:`QUOTAS` are checked (standard, G/VT, P
+and on-demand X); a type of another class (F, Inf, DL, Trn, HPC, Mac, high memory, spot X) is
+named in a note as not checked. Fargate's on-demand vCPUs (:data:`FARGATE`) are checked against
+the campaign's tasks (:func:`check_fargate`). When the
 Service Quotas API cannot answer (no permission, an emulator without EC2 quotas), the check is
 skipped with a note saying why: it is a safety net, never a reason to refuse on its own.
 """
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from netfleet.errors import EnvironmentProblem
+from netfleet.cloud.aws.plan import catalogue
 
 #: (class, market) → (quota code, AWS's quota name); the vCPU quotas of running instances
 QUOTAS: dict[tuple[str, str], tuple[str, str]] = {
@@ -37,21 +39,34 @@ QUOTAS: dict[tuple[str, str], tuple[str, str]] = {
     ("g", "spot"): ("L-3819A6DF", "All G and VT Spot Instance Requests"),
     ("p", "on-demand"): ("L-417A185B", "Running On-Demand P instances"),
     ("p", "spot"): ("L-7212CCBC", "All P Spot Instance Requests"),
+    ("x", "on-demand"): ("L-7295265B", "Running On-Demand X instances"),
 }
+#: Fargate's on-demand vCPUs (service code ``fargate``): every running task's vCPUs count
+FARGATE = ("L-3032A538", "Fargate On-Demand vCPU resource count")
 _FAMILY = re.compile(r"^([a-z]+?)\d")
 
 
 def quota_class(instance_type: str) -> str | None:
-    """``standard``, ``g`` or ``p`` by the type's family letters; None for a class not checked."""
+    """``standard``, ``g``, ``p`` or ``x`` by the type's family letters; None for a class not
+    checked."""
     m = _FAMILY.match(instance_type)
     family = m.group(1) if m else instance_type.split(".", 1)[0]
     if family in ("vt", "g") or (family.startswith("g") and len(family) <= 2):
         return "g"
     if family.startswith("p") and len(family) <= 2:
         return "p"
+    if family == "x":  # x1, x1e, x2idn, x2iedn, x2iezn, x8g: their own quota
+        return "x"
     if family[0] in "acdhimrtz" and not family.startswith(("inf", "dl", "trn", "hpc", "mac")):
         return "standard"
     return None
+
+
+def quota_of(instance_type: str, market: str) -> tuple[str, str] | None:
+    """(code, AWS's name) of the vCPU quota ``instance_type`` counts against in ``market``;
+    None when netfleet does not know it."""
+    cls = quota_class(instance_type)
+    return None if cls is None else QUOTAS.get((cls, market))
 
 
 @dataclass
@@ -137,8 +152,8 @@ def check(
 
 def _vcpus(ec2: Any, itype: str, *, known: dict[str, int]) -> int:
     if itype not in known:
-        found = ec2.describe_instance_types(InstanceTypes=[itype])["InstanceTypes"]
-        known[itype] = int(found[0]["VCpuInfo"]["DefaultVCpus"]) if found else 0
+        found = catalogue.describe(ec2, [itype]).get(itype)
+        known[itype] = found.vcpus if found else 0
     return known[itype]
 
 
@@ -158,24 +173,58 @@ def check_campaign(cs: Any) -> QuotaCheck:
     members = [(cs.region_of(f), f.instance_type, f.count) for f in cs.fleets]
     types = sorted({t for _, t, _ in members})
     try:
-        found = client("ec2", cs.region).describe_instance_types(InstanceTypes=types)
+        found = catalogue.describe(client("ec2", cs.region), types)
     except (BotoCoreError, ClientError) as exc:
         return QuotaCheck(notes=[f"vCPU quotas not checked: no instance type data ({exc})"])
-    vcpus = {
-        i["InstanceType"]: int(i.get("VCpuInfo", {}).get("DefaultVCpus", 0))
-        for i in found.get("InstanceTypes", [])
-    }
-    return check(members, vcpus, cs.market, client)
+    vcpus = {t: i.vcpus for t, i in found.items()}
+    out = check([m for m in members if m[1] in vcpus], vcpus, cs.market, client)
+    unknown = [t for t in types if t not in vcpus]
+    if unknown:
+        out.notes.append(f"vCPU quota not checked for {', '.join(unknown)} (not in the catalogue)")
+    return out
+
+
+def check_fargate(region: str, vcpus: float) -> QuotaCheck:
+    """Fargate's on-demand vCPU quota (:data:`FARGATE`) in ``region`` against the campaign's
+    tasks' ``vcpus`` (tasks already running elsewhere in the account are not counted: a
+    note says so). Not read: a note, never a refusal."""
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from netfleet import aws
+
+    code, name = FARGATE
+    out = QuotaCheck()
+    quick = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    try:
+        quota = aws.client("service-quotas", region, config=quick).get_service_quota(
+            ServiceCode="fargate", QuotaCode=code
+        )["Quota"]["Value"]
+    except (BotoCoreError, ClientError, KeyError) as exc:
+        why = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        out.notes.append(f"Fargate vCPU quota {code} in {region} not checked: {why}")
+        out.rows.append((region, code, int(vcpus), 0, None))
+        return out
+    out.rows.append((region, code, int(vcpus), 0, float(quota)))
+    out.notes.append(
+        f"Fargate: the tasks need {vcpus:g} vCPUs of {code} ({name}) in {region}, quota "
+        f"{quota:g} (tasks already running in the account not counted)"
+    )
+    if vcpus > quota:
+        out.over.append(
+            f"{region}: the Fargate tasks need {vcpus:g} vCPUs of {code} ({name}), the quota "
+            f"is {quota:g}"
+        )
+    return out
 
 
 def guard(result: QuotaCheck) -> None:
-    """Refuse before launch when a quota would be exceeded (no ``--yes``: AWS would refuse)."""
-    if result.over:
-        raise EnvironmentProblem(
-            "the fleet would exceed the account's vCPU quota: " + "; ".join(result.over),
-            hint="request an increase (Service Quotas → Amazon EC2 → the code named), stop "
-            "other instances, or launch fewer/smaller instances",
-        )
+    """Refuse before launch when a quota would be exceeded (no ``--yes``: AWS would refuse):
+    the neutral :func:`netfleet.cloud.guard.quota`."""
+    from netfleet.cloud import guard as cloud_guard
+    from netfleet.cloud.seam import Quota
+
+    cloud_guard.quota(Quota(tuple(result.over), tuple(result.notes)))
 
 
 def enforce(cs: Any, say: Callable[[str], None]) -> None:

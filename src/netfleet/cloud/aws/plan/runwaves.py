@@ -100,14 +100,22 @@ class RunWaves:
             )
         for t, b in sorted(long.items(), key=lambda x: -x[1].seconds):
             out.append(f"long: {t} up to {b.seconds / 60:.1f} min — {b.why}")
-        if self.acquire.expected_s is not None:
-            switch = expiry.switch_s(self.acquire.expected_s, self.scale)
+        switch = self.switch_minutes()
+        if switch is not None:
             out.append(
-                f"dead-man switch: {switch / 60:.1f} min "
+                f"dead-man switch: {switch:.1f} min "
                 "after launch (the plan's end plus a margin), pushed on by the controller's "
                 "heartbeat while it lives"
             )
         return out + self.notes
+
+    def switch_minutes(self) -> float | None:
+        """Minutes after launch the instances power themselves off (the plan's end plus a
+        margin, :mod:`netfleet.cloud.aws.measure.expiry`): what the run sets, and what its
+        confirmation says."""
+        if self.acquire.expected_s is None:
+            return None
+        return expiry.switch_s(self.acquire.expected_s, self.scale) / 60
 
     def guard(self) -> None:
         """Refuse before launch: a job that fits no budget, or a plan above --max-cost."""
@@ -121,7 +129,8 @@ class RunWaves:
             raise EnvironmentProblem(
                 "the plan does not fit its limits even one job at a time: "
                 + "; ".join(self.plan.unfit),
-                hint="raise the quota named (Service Quotas → Amazon EC2) or --max-instances",
+                hint="raise the quota named (Service Quotas → Amazon EC2, or AWS Fargate for "
+                "L-3032A538) or --max-instances",
             )
         if self.plan.over_cost:
             raise InputError(
@@ -200,8 +209,8 @@ def plan_run(
 
     def machine(name: str) -> waves.Machine:
         itype, region = ec2[name].machine, region_of[name]
-        cls = quotas.quota_class(itype)
-        code = quotas.QUOTAS.get((cls, cs.market), (None,))[0] if cls else None
+        found = quotas.quota_of(itype, cs.market)
+        code = None if found is None else found[0]
         price = (spot or {}).get(region, {}).get(itype)
         vcpus = 0 if infos is None or itype not in infos else infos[itype].vcpus
         return waves.Machine(
@@ -235,6 +244,19 @@ def plan_run(
     shared_machines = [machine(n) for n in sorted(shared) + idle]
     settings = next(h.cloud for h in ec2.values() if h.cloud is not None)
     wp = waves.plan(jobs, budget, timing(settings), shared_machines)
+    notes = []
+    hint = waves.wider(jobs, budget, timing(settings), shared_machines, wp)
+    if hint is not None:
+        n, alt = hint
+        held = ", ".join(sorted({m.instance_type for m in shared_machines}))
+        part = "" if wp.usd is not None else " (the priced instances)"
+        notes.append(
+            f"hint: the shared hosts ({held}) are {waves.shared_usd(wp) / wp.priced_usd:.0%} of "
+            f"this cost{part} — held {wp.wall_s / 3600:.1f} h while {budget.jobs} job(s) run at "
+            f"a time; `concurrency: {n}` (or --concurrency {n}) would hold them "
+            f"{alt.wall_s / 3600:.1f} h: ${alt.priced_usd:,.2f} instead of "
+            f"${wp.priced_usd:,.2f}{part} (each job's own hours stay the same)"
+        )
     names = {j.name: hosts for j, hosts in zip(jobs, jobs_hosts, strict=True)}
     order = sorted(wp.slots, key=lambda s: (s.start_s, s.wave))
 
@@ -263,7 +285,7 @@ def plan_run(
     scale = float(settings.time_scale) if settings.backing == "sim" else 1.0
     types = {n: h.machine for n, h in ec2.items()}
     unknown = tuple(sorted({t for t in types.values() if infos is None or t not in infos}))
-    return RunWaves(wp, acquire, bounds, types, scale=scale, vcpus_unknown=unknown)
+    return RunWaves(wp, acquire, bounds, types, notes=notes, scale=scale, vcpus_unknown=unknown)
 
 
 def timing(settings: Any) -> waves.Timing:
@@ -300,6 +322,7 @@ def priced(
     lines = costs.bill_lines(cs, table, p.instance_hours / n, run_min, gbps)
     extra = billing.total(lines)
     unknown = [*p.unpriced, *(line.item for line in lines if line.usd is None)]
+    subtotal = round(p.priced_usd + sum(line.usd or 0.0 for line in lines), 4)
     total = None if unknown or p.usd is None else round(p.usd + (extra or 0.0), 4)
     out_rows: list[list[object]] = []
     for (itype, region, price), (count, usd_) in rows.items():
@@ -312,7 +335,9 @@ def priced(
         cost = None if line.usd is None else round(line.usd, 4)
         out_rows.append([line.item, *([line.region] if several else []), None, None, cost])
     # the switch follows the plan (expiry): no fixed switch for the guard to hold it to
-    est = prices.Estimate(p.peak_instances, total, unknown, p.instance_hours / n, None)
+    est = prices.Estimate(
+        p.peak_instances, total, unknown, p.instance_hours / n, None, subtotal=subtotal
+    )
     per_region: dict[str, int] = {}
     for f in cs.fleets:
         per_region[cs.region_of(f)] = per_region.get(cs.region_of(f), 0) + f.count
@@ -321,9 +346,7 @@ def priced(
         f"{cs.instance_count} instances in {where}, {p.instance_hours:.2f} instance-hours "
         f"billed in all (per second, {waves.MIN_BILLED_S:g} s minimum; boot, install and "
         "release included)",
-        "estimated cost: "
-        + ("unknown (no price for " + ", ".join(unknown) + ")" if total is None
-           else costs.usd(total) + " USD"),
+        costs.estimate_note(total, subtotal, unknown),
         *rw.lines(),
         *(line.text() for line in lines),
         *costs.price_sources(table, {(cs.region_of(f), f.instance_type) for f in cs.fleets}),

@@ -26,6 +26,8 @@ from netfleet.spec.models import CampaignSpec
 
 #: the services a campaign may call (EC2, ECS for Fargate tiers, STS for the account)
 SERVICES = ("ec2", "ecs", "sts")
+#: and those a plan asks: prices (Price List API) and quotas (Service Quotas)
+PLAN_SERVICES = (*SERVICES, "pricing", "service-quotas")
 _confirmed: set[str] = set()
 
 
@@ -48,11 +50,12 @@ def target(services: Sequence[str] = SERVICES) -> Target:
     return Target(real, endpoints)
 
 
-def check_backing(backing: str, campaign: str) -> None:
-    """``backing: sim`` only against a loopback emulator (InputError, exit 2, otherwise)."""
+def check_backing(backing: str, campaign: str, services: Sequence[str] = SERVICES) -> None:
+    """``backing: sim`` only against a loopback emulator (InputError, exit 2, otherwise), for
+    each of ``services``."""
     if backing != "sim":
         return
-    where = target()
+    where = target(services)
     if where.real:
         raise InputError(
             f"campaign {campaign!r} has backing: sim (lab namespaces stand in for the "
@@ -69,8 +72,16 @@ def account(region: str) -> str:
     return f"{who.get('Account', '?')} ({who.get('Arn', '?')})"
 
 
-def launch_lines(cs: CloudSpec, est: Estimate, who: str, fargate_tasks: int = 0) -> list[str]:
-    """What a launch will create, where, for whom and at what estimated cost."""
+def launch_lines(
+    cs: CloudSpec,
+    est: Estimate,
+    who: str,
+    fargate_tasks: int = 0,
+    switch_minutes: float | None = None,
+) -> list[str]:
+    """What a launch will create, where, for whom and at what estimated cost, and when the
+    instances power themselves off: ``switch_minutes`` after launch when the switch follows a
+    plan (``netfleet run``), else the block's ``expires_after_minutes`` (``cloud up``)."""
     by_region: dict[str, list[str]] = {}
     for f in cs.fleets:
         by_region.setdefault(cs.region_of(f), []).append(f"{f.count} × {f.instance_type}")
@@ -90,10 +101,15 @@ def launch_lines(cs: CloudSpec, est: Estimate, who: str, fargate_tasks: int = 0)
     if fargate_tasks:
         lines.append(f"Fargate: one ECS cluster, {fargate_tasks} task definitions and tasks")
     cost = "unknown (no price for " + ", ".join(est.unknown) + ")" if est.usd is None else None
-    lines.append(
-        f"estimated cost: {cost or f'${est.usd:.4f}'} for {est.hours_each:.2f} h each; "
-        f"every instance powers itself off after {cs.expires_after_minutes:g} min"
+    switch = (
+        f"every instance powers itself off after {cs.expires_after_minutes:g} min "
+        "(expires_after_minutes)"
+        if switch_minutes is None
+        else f"every instance powers itself off {switch_minutes:.0f} min after launch (the "
+        "plan's end plus a margin), pushed on by netfleet's heartbeat while it runs"
     )
+    lines.append(f"estimated cost: {cost or f'${est.usd:.4f}'} for {est.hours_each:.2f} h each")
+    lines.append(switch)
     return lines
 
 
@@ -105,14 +121,16 @@ def confirm(
     ask: Callable[[str], bool] | None,
     say: Callable[[str], None],
     fargate_tasks: int = 0,
+    switch_minutes: float | None = None,
 ) -> None:
-    """On a real endpoint: show the account, regions, resources and cost, then require ``yes``
+    """On a real endpoint: show the account, regions, resources and cost (and the dead-man
+    switch, ``switch_minutes`` when it follows a plan: :func:`launch_lines`), then require ``yes``
     or ``ask(question)`` answering True (``ask`` None: no terminal to ask on). On loopback:
     nothing to confirm."""
     where = target()
     if where.real:
         who = account(cs.region)
-        for line in launch_lines(cs, est, who, fargate_tasks):
+        for line in launch_lines(cs, est, who, fargate_tasks, switch_minutes):
             say(line)
         if not yes:
             if ask is None:
@@ -140,9 +158,9 @@ def require_confirmed(campaign: str) -> None:
         )
 
 
-def check_campaign(spec: CampaignSpec) -> None:
+def check_campaign(spec: CampaignSpec, services: Sequence[str] = SERVICES) -> None:
     """:func:`check_backing` for a campaign spec's ``cloud:`` block (its aws hosts carry it)."""
     for host in spec.hosts.values():
         if isinstance(host, AwsHostSpec) and host.cloud is not None:
-            check_backing(host.cloud.backing, host.cloud.campaign)
+            check_backing(host.cloud.backing, host.cloud.campaign, services)
             return
