@@ -91,7 +91,7 @@ def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> N
     """The second run (nothing changed, the answer cached) in a fresh interpreter loads none of
     Typer, Click, Rich, pydantic, DuckDB, pyarrow or the readers: JSON needs none, and a table
     on a stdout that is not a terminal is the text drawn last time — nor ``dataclasses`` (with
-    ``inspect``), OpenSSL's ``_hashlib``, ``typing``, ``threading`` or ``signal``."""
+    ``inspect``), OpenSSL's ``_hashlib``, ``threading`` or ``signal``."""
     src = _folder(tmp_path, RUNS[:3])
     cat = str(tmp_path / "cat")
     argv = ["cheatsheet", "--import-from", str(src), "--catalog", cat, *SHEET]
@@ -101,8 +101,8 @@ def test_an_unchanged_folder_s_sheet_loads_no_heavy_library(tmp_path: Path) -> N
     heavy += ("rich",)
     # nor what its own values cost to define or key (plain classes; SHA-256 without OpenSSL)
     heavy += ("dataclasses", "inspect", "hashlib", "_hashlib")
-    # nor ``typing`` (annotations only, under TYPE_CHECKING), ``threading``, ``signal``, ``glob``
-    heavy += ("typing", "threading", "signal", "glob")
+    # nor ``threading``, ``signal``, ``glob``
+    heavy += ("threading", "signal", "glob")
     again = ["import", str(src), "--catalog", cat]
     for line in ([*argv, "--format", "json"], [*argv, "--format", "table"], again):
         # stdout a pipe, as the first run's: the sheet's lines precede the modules' names

@@ -21,7 +21,7 @@ from netfleet.analysis.analyze import (
 from netfleet.analysis.segments import SegmentationConfig
 from netfleet.analysis.series import RunInfo, run_from_envelope
 from netfleet.catalog import connect
-from netfleet.catalog.rows import RowError
+from netfleet.catalog.columns import RowError
 from netfleet.engines import measuring
 from netfleet.errors import CatalogError, InputError, StoreError
 from netfleet.store import RawStore, ResultsRoot
