@@ -265,21 +265,6 @@ sql = (
 print(con.execute(sql, [sys.argv[1] + '/**/*.json.gz']).fetchall())
 """)
 
-QUERY = """
-import sys
-from concurrent.futures import ThreadPoolExecutor
-from netfleet.catalog.fastpath import chunk_sql, connection
-from netfleet.catalog.ingestion import FAST_CHUNK_FILES, _readers, local_files
-from netfleet.store.rawfile import max_raw_bytes
-files = [str(p) for p in local_files(__import__("pathlib").Path(sys.argv[1]))]
-chunks = [files[i:i + FAST_CHUNK_FILES] for i in range(0, len(files), FAST_CHUNK_FILES)]
-sql = "SELECT count(*), sum(bytes), count(header) FROM (" + chunk_sql(max_raw_bytes()) + ")"
-def read(chunk):
-    return connection(threads=1).execute(sql, {"files": chunk}).fetchall()
-with ThreadPoolExecutor(_readers()) as pool:
-    print(sum(r[0][0] for r in pool.map(read, chunks)))
-"""
-
 NAIVE = """
 import gzip, json, sys
 from pathlib import Path
@@ -406,23 +391,23 @@ print(time.perf_counter() - t)
 """
 
 
-#: one process: the import's reading (``readtasks.read_task``: read, hash, inflate, decode,
+#: one process: the import's reading (``reader.read_task``: read, hash, inflate, decode,
 #: rows, Arrow tables) over up to 1,024 of the files, CPU milliseconds per file (the best of
 #: three passes after a warm-up task) — what each worker spends per file
 READ_CPU = """
 import sys, time
-from netfleet.catalog import readtasks, sourcelist
+from netfleet.catalog import reader, sourcelist
 from netfleet.catalog.sourcelist import Options
 from netfleet.store.sources import pattern_regex
 opts = Options("imported", {}, pattern_regex("seed002"))
 found = list(sourcelist.listed([sys.argv[1]], False))[:1088]
 tasks = [found[i : i + 64] for i in range(0, len(found), 64)]
-readtasks.read_task(tasks[0], opts, False)
+reader.read_task(tasks[0], opts, False)
 best = float("inf")
 for _ in range(3):
     t = time.process_time()
     for task in tasks[1:]:
-        readtasks.read_task(task, opts, False)
+        reader.read_task(task, opts, False)
     best = min(best, time.process_time() - t)
 n = sum(len(t) for t in tasks[1:])
 print(f"{best / n * 1000:.3f}", n)
@@ -686,7 +671,6 @@ def envelopes(files: int, rounds: int, seed: int) -> int:
                 ("netfleet ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
                 ("duckdb envelopes floor", [sys.executable, "-c", FLOOR, str(res)]),
                 # ingest's own query with its chunks and readers, no output
-                ("ingest's query alone", [sys.executable, "-c", QUERY, str(res)]),
                 ("raw streams → arrow (least)", [sys.executable, "-c", RAW_STREAMS, str(raw)]),
                 ("no-op ingest", [*EXE, "ingest", "--results", str(res), "--catalog", str(cat)]),
                 # seed 002's files are the client's (sender) side only: the receiver's cheat
@@ -710,7 +694,6 @@ def envelopes(files: int, rounds: int, seed: int) -> int:
                 ("ingest", got["netfleet ingest"]),
                 ("import + ingest", got["netfleet import"] + got["netfleet ingest"]),
                 ("envelopes floor", got["duckdb envelopes floor"]),
-                ("ingest's query alone", got["ingest's query alone"]),
                 ("raw streams → arrow", got["raw streams → arrow (least)"]),
                 ("old baseline", got["old baseline: per-day avg"]),
             ):

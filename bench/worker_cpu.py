@@ -1,4 +1,4 @@
-"""A worker's CPU per file (issue 26): ``readtasks._shipped_task`` — read, hash, inflate,
+"""A worker's CPU per file (issue 26): ``reader._shipped_task`` — read, hash, inflate,
 decode, checks, rows, Arrow tables and their IPC bytes — over the first files of a folder of
 foreign iperf3 files, in this one process, tasks of ``TASK_FILES`` files, after a warm-up task;
 the best of ``--rounds`` passes (CPU seconds: ``time.process_time``), as milliseconds a file.
@@ -20,7 +20,7 @@ import time
 
 
 def main() -> None:
-    from netfleet.catalog import readtasks
+    from netfleet.catalog import reader
     from netfleet.catalog.sourcelist import Options, listed
     from netfleet.store.sources import PRESETS, pattern_regex
 
@@ -34,11 +34,11 @@ def main() -> None:
     pattern = PRESETS.get(args.pattern, args.pattern)
     opts = Options("import", {}, pattern_regex(pattern), side="sender")
     files = list(listed([args.folder], False))[: args.files]
-    size = readtasks.TASK_FILES
+    size = reader.TASK_FILES
     tasks = [files[i : i + size] for i in range(0, len(files), size)]
     if len(tasks) < 2:
         sys.exit(f"{args.folder}: fewer than {2 * size} files")
-    readtasks._shipped_task(tasks[0], opts, False)  # the libraries it loads on first use
+    reader._shipped_task(tasks[0], opts, False)  # the libraries it loads on first use
     counted = sum(len(task) for task in tasks[1:])
     profile = cProfile.Profile() if args.profile else None
     best = float("inf")
@@ -47,7 +47,7 @@ def main() -> None:
         if profile:
             profile.enable()
         for task in tasks[1:]:
-            readtasks._shipped_task(task, opts, False)
+            reader._shipped_task(task, opts, False)
         if profile:
             profile.disable()
         best = min(best, time.process_time() - start)

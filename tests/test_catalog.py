@@ -43,8 +43,8 @@ MANIFEST: dict[str, Any] = json.loads((FIXTURES / "MANIFEST.json").read_text())[
 NAMES = sorted(MANIFEST)
 RAW = {name: json.loads((FIXTURES / f"{name}.json").read_text()) for name in NAMES}
 TYPES = ("m5.large", "t3.large", "c5n.18xlarge")
-# the module, not the function the package exports under the same name
-ingest_module = importlib.import_module("netfleet.catalog.ingestion")
+# the writer module (its parts are written, published and committed there)
+ingest_module = importlib.import_module("netfleet.catalog.writer")
 
 
 def make_envelope(
@@ -376,7 +376,7 @@ def test_a_run_whose_values_arrow_refuses_is_bad_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rows are converted to Arrow several runs at a time; a refused value rejects one run."""
-    rows_module = importlib.import_module("netfleet.catalog.rows")
+    rows_module = importlib.import_module("netfleet.catalog.build")
     real = rows_module.TABLE_PARSERS["iperf3"]
 
     def sloppy(run_id: str, result: Any, params: Any, outputs: Any) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from netfleet.catalog import ingest, query
-from netfleet.catalog.rows import TABLE_PARSERS
+from netfleet.catalog.build import TABLE_PARSERS
 from netfleet.engines import ENGINES
 from netfleet.engines.irtt import Irtt, IrttParams, one_line, summarize, table_rows
 from netfleet.hosts.packages import package_table

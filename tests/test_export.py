@@ -23,7 +23,7 @@ from netfleet.catalog.export import (
 )
 from netfleet.catalog.ingestion import ingest
 from netfleet.catalog.lazystreams_build import part_files
-from netfleet.catalog.rows import RUNS_SCHEMA
+from netfleet.catalog.schemas import RUNS_SCHEMA
 from netfleet.catalog.views import connect
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files

@@ -107,26 +107,6 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     assert _rows(tmp_path / "cat_ref", flagged)[0][0] >= 2  # the 2.001 s intervals
 
 
-def test_the_typed_decode_reads_the_plain_outputs_and_hands_back_the_odd_ones() -> None:
-    """The fast path (typed sums) is the one taken for iperf3's own -J files; a file it cannot
-    read exactly (a rate as text, NaN, an int written as a float) goes back to the dict path."""
-    from netfleet.catalog.onepass import typed_selective
-
-    plain = [p for p in RUNS if "stream" not in p.name]
-    assert all(typed_selective(p.read_bytes()) is not None for p in plain)
-    doc = json.loads(RUNS[0].read_bytes())
-    doc["intervals"][0]["sum"]["bytes"] = 1.5
-    assert typed_selective(json.dumps(doc).encode()) is None
-    doc["intervals"][0]["sum"]["bytes"] = 1
-    doc["intervals"][0]["sum"]["bits_per_second"] = 1e300
-    assert typed_selective(json.dumps(doc).encode()) is None
-    doc = json.loads(RUNS[0].read_bytes())  # a script's keys beside iperf3's: every one kept
-    for extra in ({"instanceType": "t2.nano"}, {"instanceType": "t2.nano", "host": "a"}):
-        typed = typed_selective(json.dumps({**doc, **extra}).encode())
-        assert typed is not None and all(typed[0][k] == v for k, v in extra.items())
-        assert len(typed[1]) == len(doc["intervals"]) and typed[0]["intervals"] == []
-
-
 def test_a_script_s_keys_become_labels_and_the_manifest_keeps_them(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
@@ -285,9 +265,9 @@ def test_a_folder_is_listed_in_path_order_and_a_link_loop_walked_once(tmp_path: 
 def test_many_files_are_read_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from netfleet.catalog import readtasks
+    from netfleet.catalog import reader
 
-    monkeypatch.setattr(readtasks, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(reader, "PARALLEL_MIN", 64)
     src = tmp_path / "src"
     src.mkdir()
     body = RUNS[0].read_bytes()
@@ -421,15 +401,15 @@ def test_an_unchanged_catalog_answers_without_the_heavy_libraries(tmp_path: Path
 
 
 def test_a_batch_of_sums_is_one_row_group_and_any_other_kind_is_split() -> None:
-    """An import by reference's batch skips the sum/stream split (and pyarrow.compute) only
-    when every interval row is a sum; a stream row among them gets the split's two groups."""
+    """A batch whose interval rows are all sums (an import by reference's) is one row group;
+    a stream row among them gets the split's two groups, sums first."""
     import pyarrow as pa
 
-    from netfleet.catalog.register import _sums_batch
     from netfleet.catalog.schemas import SCHEMAS
+    from netfleet.catalog.writer import Batch
 
     def batch(kinds: list[str | None]) -> Any:
-        made = _sums_batch()
+        made = Batch()
         rows = {name: [None] * len(kinds) for name in SCHEMAS["intervals"].names}
         rows.update(run_id=["r"] * len(kinds), kind=kinds, idx=list(range(len(kinds))))
         made.parts["intervals"].append(
@@ -469,36 +449,6 @@ def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     ids = [r for (r,) in _rows(cat, "SELECT run_id FROM runs")]
     assert len(ids) == len(set(ids)) == 3 and old_run not in ids  # no run twice, none lost
     assert report.changed == [str(changed)]
-
-
-def test_the_typed_checks_find_what_the_dict_checks_find() -> None:
-    """The fast check never says "clean" where the import's checks find something: over every
-    captured and public output, and over copies made to break each check in turn."""
-    from netfleet.catalog.onepass import typed_selective
-    from netfleet.catalog.typedsums import _surely_clean, flags
-    from netfleet.store.import_iperf3 import check_intervals
-
-    docs = [json.loads(p.read_bytes()) for p in [*RUNS, *PUBLIC] if "stream" not in p.name]
-    broken = []
-    for change in ("seconds", "start", "bits_per_second", "long"):
-        doc = json.loads(RUNS[0].read_bytes())
-        total = doc["intervals"][1]["sum"]
-        if change == "long":
-            total["seconds"] *= 3
-            total["end"] = total["start"] + total["seconds"]
-        else:
-            total[change] *= 1.1
-        broken.append(doc)
-    for doc in [*docs, *broken]:
-        typed = typed_selective(json.dumps(doc).encode())
-        assert typed is not None
-        want = check_intervals({"intervals": doc.get("intervals") or []}, "client")
-        assert flags(typed[1], "client") == want
-        if _surely_clean(typed[1]):
-            assert want == []
-    assert all(
-        check_intervals({"intervals": d["intervals"]}, "client") for d in broken
-    )  # each copy is flagged
 
 
 def test_one_file_under_two_names_is_one_run(tmp_path: Path) -> None:
@@ -546,7 +496,7 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
     validating the model: over every captured and public output (both sides, with labels from
     the path and the file), it is the model's, field by field; a host address that is not text
     goes through the model, which refuses it as the import does."""
-    from netfleet.catalog.onepass import _direct_envelope, _plain_envelope, selective
+    from netfleet.catalog.reader import _direct_envelope, _plain_envelope, selective
     from netfleet.engines.params.base import spec_params
     from netfleet.store.import_base import imported_envelope
     from netfleet.store.import_iperf3 import checked_shape, imported_params, iperf3_fields
@@ -578,102 +528,13 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
         _direct_envelope("import-x", "camp", fields)
 
 
-def test_a_task_s_sums_keep_only_its_kept_files_and_refuse_a_bad_value_alone() -> None:
-    """A task's files share one set of sum columns: a file no longer ok leaves its rows out,
-    and a file with a value Arrow refuses is refused alone, the others' rows kept."""
-    from netfleet.catalog.readtasks import _sum_table
-    from netfleet.catalog.sourcelist import Read
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS
-
-    sums: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
-    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(3)]
-    for n in range(3):
-        for idx in range(2):
-            for name in SUM_COLUMNS:
-                sums[name].append(None)
-            sums["run_id"][-1], sums["idx"][-1], sums["omitted"][-1] = f"run-{n}", idx, False
-            sums["bits_per_second"][-1] = 1e9 if n != 2 else "fast"  # run-2: not a number
-    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
-    reads[0].row["state"] = "bad"  # e.g. refused by its runs row meanwhile
-    table = _sum_table(sums, spans, reads)
-    assert table.column("run_id").to_pylist() == ["run-1", "run-1"]
-    assert [r.row["state"] for r in reads] == ["bad", "ok", "bad"]
-    assert "does not fit" in reads[2].row["reason"]
-    reads = [Read({"run_id": f"run-{n}", "state": "ok"}) for n in range(2)]
-    spans = [(read, 2 * n, 2 * n + 2) for n, read in enumerate(reads)]
-    whole = _sum_table({k: v[:4] for k, v in sums.items()}, spans, reads)
-    assert whole.column("run_id").to_pylist() == ["run-0", "run-0", "run-1", "run-1"]
-
-
-def test_typed_sum_columns_are_the_dict_path_s_with_reverse_sums_and_roles() -> None:
-    """The typed sum columns equal the dict path's (``sum_columns``) for sums with and without
-    their own ``sender``, ``--bidir``'s ``sum_bidir_reverse``, a repeated sum (3.12), and
-    ``omitted``, on both sides and both directions."""
-    from netfleet.catalog.onepass import typed_selective
-    from netfleet.catalog.typedsums import columns
-    from netfleet.engines.iperf3_rows import SUM_COLUMNS, sum_columns
-
-    base = json.loads(RUNS[0].read_bytes())
-    bidir = json.loads(RUNS[0].read_bytes())
-    for n, iv in enumerate(bidir["intervals"]):
-        back = dict(iv["sum"], bytes=iv["sum"]["bytes"] + 1)
-        if n % 2:
-            back.pop("sender", None)
-        iv["sum_bidir_reverse"] = back
-        iv["sum"]["omitted"] = n == 0
-    bidir["intervals"].insert(2, json.loads(json.dumps(bidir["intervals"][1])))  # 3.12 repeat
-    no_roles = json.loads(RUNS[0].read_bytes())
-    for iv in no_roles["intervals"]:
-        iv["sum"].pop("sender", None)
-    for doc in (base, bidir, no_roles):
-        typed = typed_selective(json.dumps(doc).encode())
-        assert typed is not None
-        for side in ("client", "server"):
-            for reverse in (False, True):
-                want: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
-                got: dict[str, list[Any]] = {name: [] for name in SUM_COLUMNS}
-                sum_columns("r", side, doc, reverse, want)
-                columns("r", side, typed[1], reverse, got)
-                assert got == want and want["run_id"]
-
-
-def test_a_small_import_of_iperf3_documents_loads_no_engine_nor_pydantic(tmp_path: Path) -> None:
-    """A few iperf3 ``-J`` files (read in the importing process: below ``PARALLEL_MIN``), the
-    CLI's own command in a fresh interpreter: the typed path makes their envelopes and rows
-    without the engine registry, pydantic or the import's other readers; a file of another
-    format (``--json-stream``) loads them, for itself."""
-    import subprocess
-    import sys
-
-    plain = [p for p in RUNS if "stream" not in p.name][:4]
-    heavy = ("pydantic", "netfleet.engines", "netfleet.store.envelope", "netfleet.store.imports")
-    code = (
-        "import sys\nfrom netfleet.cli.main import main\n"
-        "sys.argv = ['netfleet', 'import', sys.argv[1], '--catalog', sys.argv[2]]\n"
-        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('\\n'.join(sys.modules), file=sys.stderr)"
-    )
-    cases = [(plain, False), ([*plain, next(p for p in RUNS if "stream" in p.name)], True)]
-    for n, (files, loads) in enumerate(cases):
-        (tmp_path / str(n)).mkdir()
-        src = _folder(tmp_path / str(n), files)
-        cat = tmp_path / str(n) / "cat"
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(src), str(cat)], capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        loaded = {m for m in done.stderr.splitlines() if m.startswith(heavy)}
-        assert bool(loaded) == loads, loaded
-        assert _rows(cat, "SELECT count(*) FROM runs") == [(len(files),)]
-
-
 def test_rows_written_in_several_batches_are_those_of_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rows wait in the importing process a batch at a time (``BATCH_RUNS``): written in
     batches of a task or two, a run repeated across batches is kept once, and every table is
     what one batch writes."""
-    from netfleet.catalog import readtasks
+    from netfleet.catalog import reader
     from netfleet.catalog import register as register_module
 
     files = [p for p in RUNS if "stream" not in p.name][:7]
@@ -681,7 +542,7 @@ def test_rows_written_in_several_batches_are_those_of_one(
     shutil.copy(files[0], src / "zz-again.json")  # the first file's run, in the last task
     _age(src)
     one = register([str(src)], tmp_path / "one")
-    monkeypatch.setattr(readtasks, "TASK_FILES", 2)
+    monkeypatch.setattr(reader, "TASK_FILES", 2)
     monkeypatch.setattr(register_module, "BATCH_RUNS", 2)
     many = register([str(src)], tmp_path / "many")
     assert len(many.registered) == len(files) and len(many.duplicates) == 1

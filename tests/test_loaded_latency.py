@@ -16,7 +16,7 @@ import pytest
 from netfleet import api
 from netfleet.advice import advise
 from netfleet.catalog import ingest, query
-from netfleet.catalog.rows import TABLE_PARSERS
+from netfleet.catalog.build import TABLE_PARSERS
 from netfleet.engines import ENGINES
 from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose, link_rate
 from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, rpm, samples

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from netfleet.catalog.build import RowError, envelope_rows, run_row
 from netfleet.catalog.cheatsheet import STUB_FRACTION
-from netfleet.catalog.rows import SCHEMAS, RowError, envelope_rows, run_row
+from netfleet.catalog.schemas import SCHEMAS
 from netfleet.engines.iperf3_rows import result_rows
 from netfleet.values import as_bool, as_float, as_int
 

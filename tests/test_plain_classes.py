@@ -68,9 +68,9 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
     ),
     (
         Read,
-        [("row", ...), ("rows", None), ("sums", None)],
+        [("row", ...), ("rows", None)],
         False,
-        {"row": {"source": "/a.json", "state": "ok"}, "sums": {"bps": [1.0]}},
+        {"row": {"source": "/a.json", "state": "ok"}, "rows": {"runs": [{"run_id": "r"}]}},
     ),
     (Pending, [("root", ...), ("count", ...)], True, {"root": "/raw", "count": 2}),
 ]

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netfleet.catalog.rows import run_row
+from netfleet.catalog.columns import run_row
 from netfleet.engines.iperf3 import Iperf3
 from netfleet.engines.params import Iperf3Params
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord

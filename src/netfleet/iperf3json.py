@@ -1,7 +1,8 @@
 """iperf3 ``--json`` output → ``intervals`` and ``ends`` rows: the JSON-only part of the
 engine's row parser (:mod:`netfleet.engines.iperf3_rows` re-exports it and adds a text
-server's rows), apart from the engine registry so that import by reference reads iperf3
-documents without loading the engines and pydantic.
+server's rows): the one builder of an iperf3 run's interval rows (sums, reverse sums,
+streams: :func:`interval_rows`) and ``ends`` rows (:func:`end_row`), for every way into the
+catalog.
 
 Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/iperf3/):
 
@@ -117,66 +118,6 @@ def interval_rows(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool)
                 yield _interval_row(run_id, side, "stream", idx, stream, forward_sender)
 
 
-#: the columns :func:`sum_columns` fills, in the ``intervals`` table's order
-SUM_COLUMNS = ("run_id", "side", "role", "flow", "kind", "stream_id", "idx", "start", "end",
-               "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd", "snd_wnd", "rtt",
-               "rttvar", "pmtu", "packets", "lost_packets", "lost_percent", "jitter_ms",
-               "omitted")  # fmt: skip
-
-
-def sum_columns(
-    run_id: str, side: str, doc: Mapping[str, Any], reverse: bool, into: dict[str, list[Any]]
-) -> None:
-    """The ``kind = 'sum'`` rows :func:`interval_rows` gives (the same values, the same 3.12
-    repeat dropped), appended column by column to ``into`` (:data:`SUM_COLUMNS` → values):
-    no dict per row, for import by reference, which makes only these rows eagerly."""
-    forward_sender = (side == "client") != reverse
-    previous: tuple[Any, ...] | None = None
-    found: list[tuple[int, Mapping[str, Any], bool]] = []
-    for idx, raw in enumerate(_list(doc.get("intervals"))):
-        entry = obj(raw)
-        total = obj(entry.get("sum"))
-        key = (total.get("start"), total.get("end"), total.get("bytes"))
-        if total and key == previous:
-            continue
-        previous = key
-        if total:
-            found.append((idx, total, forward_sender))
-        back = obj(entry.get("sum_bidir_reverse"))
-        if back:
-            found.append((idx, back, not forward_sender))
-    if not found:
-        return
-    senders = [_sender(data.get("sender"), default) for _, data, default in found]
-    count = len(found)
-    into["run_id"] += [run_id] * count
-    into["side"] += [side] * count
-    into["role"] += ["sender" if s else "receiver" for s in senders]
-    into["flow"] += [
-        "client_to_server" if (side == "client") == s else "server_to_client" for s in senders
-    ]
-    into["kind"] += ["sum"] * count
-    into["stream_id"] += [None] * count
-    into["idx"] += [idx for idx, _, _ in found]
-    datas = [data for _, data, _ in found]
-    into["omitted"] += [bool(as_bool(data.get("omitted"))) for data in datas]
-    for name in _INTERVAL_FIELDS_INT:
-        values = [data.get(name) for data in datas]
-        into[name] += [
-            v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
-            for v in values
-        ]
-    for name in _INTERVAL_FIELDS_FLOAT:
-        values = [data.get(name) for data in datas]
-        into[name] += [v if v is None or type(v) is float else as_float(v) for v in values]
-
-
-def _sender(flag: Any, default: bool) -> bool:
-    """:func:`_interval_row`'s role: the entry's ``sender`` flag, else the default."""
-    value = as_bool(flag)
-    return default if value is None else value
-
-
 def _own_rtts(streams: list[Any]) -> Row:
     """RTT and cwnd summaries over the streams this host itself sent (others report 0s)."""
     own = [
@@ -198,7 +139,7 @@ def _own_rtts(streams: list[Any]) -> Row:
     }
 
 
-#: an ``ends`` row's columns, in :func:`end_values`' order
+#: an ``ends`` row's columns, in the order :func:`end_row` makes them
 END_COLUMNS = ("run_id", "side", "error", "sum_sent_bytes", "sum_sent_bps", "sum_sent_seconds",
                "sum_sent_retransmits", "sum_received_bytes", "sum_received_bps",
                "sum_received_seconds", "sum_sent_bidir_reverse_bytes",
@@ -211,11 +152,10 @@ END_COLUMNS = ("run_id", "side", "error", "sum_sent_bytes", "sum_sent_bps", "sum
 
 def end_row(run_id: str, side: str, doc: Mapping[str, Any]) -> Row:
     """One host's ``end`` summary and ``error``; every column is NULL when ``end`` is empty."""
-    return dict(zip(END_COLUMNS, end_values(run_id, side, doc), strict=True))
+    return dict(zip(END_COLUMNS, _end_values(run_id, side, doc), strict=True))
 
 
-def end_values(run_id: str, side: str, doc: Mapping[str, Any]) -> tuple[Any, ...]:
-    """:func:`end_row`'s values, in :data:`END_COLUMNS`' order (a task's rows as columns)."""
+def _end_values(run_id: str, side: str, doc: Mapping[str, Any]) -> tuple[Any, ...]:
     end = obj(doc.get("end"))
     sent, received = obj(end.get("sum_sent")), obj(end.get("sum_received"))
     back_sent = obj(end.get("sum_sent_bidir_reverse"))

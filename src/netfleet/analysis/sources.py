@@ -22,7 +22,7 @@ from netfleet.analysis.analyze import (
 from netfleet.analysis.segments import SegmentationConfig
 from netfleet.analysis.series import RunInfo, run_from_envelope
 from netfleet.catalog import connect
-from netfleet.catalog.rows import RowError
+from netfleet.catalog.columns import RowError
 from netfleet.engines import measuring
 from netfleet.errors import CatalogError, InputError, NetfleetError, StoreError
 from netfleet.store import RawStore, ResultsRoot

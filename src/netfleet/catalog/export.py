@@ -7,7 +7,7 @@ partitioned by the layout's ``d`` and ``campaign``. Athena uses partition projec
 (a date range) and ``campaign`` (injected: every query names its campaign), so no
 ``MSCK REPAIR`` is needed there; Spark and Trino's Hive connector discover partitions.
 
-The catalog tables are declared from :data:`netfleet.catalog.rows.SCHEMAS` (so they follow the
+The catalog tables are declared from :data:`netfleet.catalog.schemas.SCHEMAS` (so they follow the
 schema), one table per folder ``CATALOG/<table>/`` of Parquet parts; Hive partitions
 (``<key>=<value>/`` folders under a table) are declared when a local catalog has them (the
 ingest writes none today), and then ``MSCK REPAIR TABLE`` / ``sync_partition_metadata`` adds them.
@@ -154,7 +154,7 @@ def catalog_table_ddl(
 ) -> str:
     """``CREATE TABLE`` for one catalog table over ``LOCATION/<table>/`` (Parquet);
     :data:`LAZY_STREAMS` is the folder ``streams/``."""
-    from netfleet.catalog.rows import SCHEMAS
+    from netfleet.catalog.schemas import SCHEMAS
 
     folder = "streams" if table == LAZY_STREAMS else table
     loc = (location.rstrip("/") + f"/{folder}/").replace("'", "''")
@@ -192,7 +192,7 @@ def _lazy_schema() -> Any:
 def streams_view(dialect: Dialect, lazy: bool) -> str:
     """The view of every per-stream row: ``netfleet_intervals``' own (netfleet's runs) and,
     with ``lazy``, the built parts of registered files (the ``intervals`` columns only)."""
-    from netfleet.catalog.rows import INTERVALS_SCHEMA
+    from netfleet.catalog.schemas import INTERVALS_SCHEMA
 
     cols = ", ".join(_ident(n, dialect, ddl=False) for n in INTERVALS_SCHEMA.names)
     body = f"SELECT {cols} FROM {PREFIX}intervals WHERE kind = 'stream'"  # noqa: S608

@@ -3,7 +3,7 @@
 Import registers files by reference (``CATALOG/manifest.parquet``: ``file_id`` = the SHA-256
 of the file's bytes, ``source``, ``run_id``, ``state`` …) and keeps runs, ends and interval
 *sums* eagerly. The per-stream rows — ten times the sums with ``-P 10`` — are made here, from
-the source files, with the row builder ingest uses (:func:`netfleet.catalog.rows.envelope_rows`
+the source files, with the row builder ingest uses (:func:`netfleet.catalog.build.envelope_rows`
 over the envelope :func:`netfleet.store.imports.build_envelope` makes of the file; a netfleet
 envelope as it is), so they are the rows an eager ingest of the same file gives:
 
@@ -232,7 +232,8 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
     ``run_id`` the manifest's."""
     import pyarrow as pa
 
-    from netfleet.catalog.rows import INTERVALS_SCHEMA, envelope_rows
+    from netfleet.catalog.build import envelope_rows
+    from netfleet.catalog.schemas import INTERVALS_SCHEMA
     from netfleet.store.import_base import ImportProblem
 
     try:

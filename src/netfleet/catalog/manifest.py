@@ -58,12 +58,12 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netfleet.catalog.layout import TEMP_PREFIX
 from netfleet.durable import atomic_write, write_temp
 from netfleet.plain import Plain
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from typing import Any
 

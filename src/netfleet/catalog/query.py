@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 from netfleet.errors import CatalogError
 from netfleet.tabular import Tabular
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from typing import Any
 

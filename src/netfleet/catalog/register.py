@@ -1,7 +1,7 @@
 """``netfleet import --catalog``: register files by reference (issue 26).
 
 The files stay where they are (local paths, or ``s3://`` objects); each is read once — hashed,
-inflated, decoded selectively (:mod:`netfleet.catalog.onepass`) in one worker process per CPU
+inflated, decoded selectively (:mod:`netfleet.catalog.reader`) in one worker process per CPU
 — and its run's ``runs``, ``ends`` and interval-sum rows go straight into the catalog as one
 batch of parts (:mod:`netfleet.catalog.layout`), its manifest row into the manifest
 (:mod:`netfleet.catalog.manifest`). No envelope is written.
@@ -32,6 +32,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netfleet.catalog import sourcelist
 from netfleet.catalog.manifest import (
@@ -52,18 +53,17 @@ from netfleet.catalog.sourcelist import Found, Options
 from netfleet.errors import InputError
 from netfleet.plain import Plain
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from typing import Any
 
     import pyarrow as pa
 
-    from netfleet.catalog.ingestion import _Batch
     from netfleet.catalog.keepcopy import Keeper
+    from netfleet.catalog.writer import Writer
 
 
 # the readers (msgspec, isal, the import's builders, pyarrow) and the catalog's writing
-# (readtasks, ingestion, retire, keepcopy) are imported where files are read: a no-op import
+# (reader, ingestion, retire, keepcopy) are imported where files are read: a no-op import
 # lists, stats and compares with the manifest's index only
 
 Progress = Callable[[int, int], None]
@@ -208,9 +208,9 @@ def register(
                 found.clear()  # freed before the collector resumes: none of it walked
                 return report
             seen = (index, active, todo, gone)
-    from netfleet.catalog import readtasks
+    from netfleet.catalog import reader
 
-    with readtasks.pool(workers, len(todo)) as pool:
+    with reader.pool(workers, len(todo)) as pool:
         return _register(
             found, sources, catalog, asked, report, started, pool, keep_copy, progress,
             _options(campaign, labels, pattern, side), follow_links, seen,
@@ -237,12 +237,12 @@ def _register(
     seen: _Seen | None = None,
 ) -> RegisterReport:
     """:func:`register`'s work once something is to be read or marked."""
-    from netfleet.catalog import readtasks
-    from netfleet.catalog.ingestion import _prepared
+    from netfleet.catalog import reader
     from netfleet.catalog.keepcopy import Keeper
     from netfleet.catalog.retire import finish_retire, retire
+    from netfleet.catalog.writer import Writer, prepared
 
-    with _prepared(catalog, None) as (local, known):
+    with prepared(catalog, None) as (local, known):
         finish_retire(local)
         if seen is not None and still_current(local, seen[0]):  # no import came between
             index, active, todo, gone = seen
@@ -259,12 +259,12 @@ def _register(
             report.generation = index.generation
             report.seconds = time.monotonic() - started
             return report
-        _load_writer()  # (while the workers start: readtasks.pool)
-        tasks = readtasks.reads(todo, opts, follow_links, pool)  # handed out to the workers
+        _load_writer()  # (while the workers start: reader.pool)
+        tasks = reader.reads(todo, opts, follow_links, pool)  # handed out to the workers
         state = _State(index, active, index.generation, asked)
         keep = Keeper(keep_copy, follow_links) if keep_copy else None
         generation = state.generation + 1
-        writer = _Writer(local, known)
+        writer = Writer(local, known)
         done = 0
         for items, columns, tables in tasks:
             if writer.runs >= BATCH_RUNS:  # between two tasks' rows
@@ -291,9 +291,9 @@ def _register(
 
 def _load_writer() -> None:
     """Load what writing the catalog's parts and the manifest needs (pyarrow, the catalog's
-    schemas — not the row code, which loads the engines and pydantic —, Parquet; not
-    ``pyarrow.compute``: :func:`_sums_batch`) while the workers start (the fork server loads
-    the readers: :func:`~netfleet.catalog.readtasks.pool`): loaded on first use it was
+    schemas — not the row code, which loads the engines and pydantic —, Parquet) while the
+    workers start (the fork server loads
+    the readers: :func:`~netfleet.catalog.reader.pool`): loaded on first use it was
     0.3-0.5 s of one core alone at the end of the import, and loaded after handing out the
     tasks it waited for the workers' start."""
     import importlib
@@ -533,7 +533,7 @@ def _settle_task(
     columns: dict[str, list[Any]],
     tables: dict[str, pa.Table],
     state: _State,
-    writer: _Writer,
+    writer: Writer,
     report: RegisterReport,
     keep: Keeper | None,
 ) -> None:
@@ -567,7 +567,7 @@ def _settle_task(
 
 
 def _all_new(
-    sources: list[str], columns: dict[str, list[Any]], state: _State, writer: _Writer
+    sources: list[str], columns: dict[str, list[Any]], state: _State, writer: Writer
 ) -> bool:
     """Whether every file of a task is new to the manifest, read ok, and of a run new to
     this import and to the catalog: what :func:`_settle` would register, each."""
@@ -585,7 +585,7 @@ def _settle(
     item: Found,
     row: dict[str, Any],
     state: _State,
-    writer: _Writer,
+    writer: Writer,
     report: RegisterReport,
     keep: Keeper | None,
 ) -> None:
@@ -637,77 +637,3 @@ def _settle(
         writer.keep(run_id)
         report.registered.append(item.source)
     state.add(row)
-
-
-class _Writer:
-    """The rows read, committed to the catalog a batch at a time: of each task's tables, the
-    runs kept from that task (a run is in a task's tables once; a file repeating a run of an
-    earlier task or of the catalog is not kept)."""
-
-    def __init__(self, catalog: Path, known: set[str]) -> None:
-        self.catalog = catalog
-        self.known = known
-        self.first: dict[str, str] = {}
-        #: per task taken: its tables and the runs kept from them
-        self.waiting: list[tuple[dict[str, pa.Table], set[str]]] = []
-        self.runs = 0
-
-    def take(self, tables: dict[str, pa.Table]) -> None:
-        """A task's tables: the files :meth:`keep` names next are that task's."""
-        self.waiting.append((tables, set()))
-
-    def keep(self, run_id: str) -> None:
-        self.waiting[-1][1].add(run_id)
-        self.runs += 1
-
-    def keep_all(self, runs: list[str]) -> None:
-        """Every run of the task taken last (distinct, none kept before)."""
-        self.waiting[-1][1].update(runs)
-        self.runs += len(runs)
-
-    def flush(self) -> None:
-        import pyarrow as pa
-
-        kept = [(tables, runs) for tables, runs in self.waiting if runs]
-        self.waiting, self.runs = [], 0
-        if not kept:
-            return
-        from netfleet.catalog.ingestion import _write_batch
-
-        batch = _sums_batch()
-        for tables, runs in kept:
-            whole = len(runs) == tables["runs"].num_rows  # every run of the task: no filter
-            wanted = None if whole else pa.array(sorted(runs), pa.string())
-            for table, rows in tables.items():
-                if wanted is not None and rows.num_rows:
-                    import pyarrow.compute as pc
-
-                    rows = rows.filter(pc.is_in(rows.column("run_id"), value_set=wanted))
-                batch.parts[table].extend(rows.to_batches())
-            batch.runs += len(runs)
-            self.known.update(runs)
-        _write_batch(self.catalog, batch)
-
-
-def _sums_batch() -> _Batch:
-    """A batch of an import by reference's rows: its ``intervals`` are sums only (no
-    per-stream rows), so when every row's ``kind`` is ``sum`` its part is the one row group
-    :meth:`~netfleet.catalog.ingestion._Batch.tables` would make of them, without splitting
-    sums from streams — which loads ``pyarrow.compute`` (0.08-0.1 s of the importing
-    process, signatures built from docstrings). Any other ``kind`` (or none): the split."""
-    import pyarrow as pa
-
-    from netfleet.catalog.ingestion import _Batch
-    from netfleet.catalog.layout import TABLES
-    from netfleet.catalog.schemas import SCHEMAS
-
-    class SumsBatch(_Batch):
-        def tables(self) -> dict[str, list[pa.Table]]:
-            tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
-            kinds = tables["intervals"].column("kind")
-            every_sum = pa.chunked_array([pa.repeat("sum", len(kinds))], pa.string())
-            if self.columnar or not kinds.equals(every_sum):
-                return super().tables()
-            return {t: [rows] for t, rows in tables.items()}
-
-    return SumsBatch()

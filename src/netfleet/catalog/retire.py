@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
-from netfleet.catalog.ingestion import _Batch, _write_batch
 from netfleet.catalog.layout import IDS_DIR, TABLES, TEMP_PREFIX, committed_batches, ids_name
 from netfleet.catalog.layout import part_name as _part_name
+from netfleet.catalog.writer import Batch, write_batch
 from netfleet.durable import atomic_write
 
 RETIRE_JOURNAL = "_retire.json"
@@ -35,7 +35,7 @@ def retire(catalog: Path, runs: set[str]) -> list[str]:
         if not hit:
             continue
         drop = pa.array(sorted(hit), pa.string())
-        batch = _Batch()
+        batch = Batch()
         for table in TABLES:
             part = catalog / table / _part_name(batch_id)
             rows = pq.read_table(part) if part.exists() else SCHEMAS[table].empty_table()
@@ -46,7 +46,7 @@ def retire(catalog: Path, runs: set[str]) -> list[str]:
         entry = {"old": batch_id, "dropped": sorted(hit)}
         atomic_write(journal, json.dumps(entry).encode(), prefix=TEMP_PREFIX)
         if batch.runs:
-            _write_batch(catalog, batch)
+            write_batch(catalog, batch)
         delete_batch(catalog, batch_id)
         journal.unlink()
         gone += sorted(hit)

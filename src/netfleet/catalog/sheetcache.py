@@ -35,6 +35,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
@@ -42,7 +43,6 @@ from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 

@@ -10,16 +10,13 @@ from netfleet.engines.iperf3_live import parse_text_intervals
 from netfleet.iperf3json import (
     _INTERVAL_FIELDS_FLOAT,
     _INTERVAL_FIELDS_INT,
-    SUM_COLUMNS,
     Row,
     end_row,
     interval_rows,
-    sum_columns,
 )
 from netfleet.values import as_bool, as_int, obj
 
-__all__ = ["SUM_COLUMNS", "Row", "end_row", "interval_rows", "result_rows", "sum_columns",
-           "text_interval_rows"]  # fmt: skip
+__all__ = ["Row", "end_row", "interval_rows", "result_rows", "text_interval_rows"]
 
 
 def result_rows(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -315,15 +314,14 @@ def iperf3_fields(
     epoch_label: str | None,
     side: str,
     mtime: float | None,
-    flags_of: Callable[[str], list[dict[str, Any]]] | None = None,
     digest: str | None = None,
     keep_bytes: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The run id and the envelope's fields of an iperf3 document (JSON's values; ``client``,
     ``server`` and ``engine`` as dicts): :func:`iperf3_envelope` validates them as the model,
     import by reference reads them as they are (:func:`~netfleet.store.import_base.plain_envelope`).
-    ``flags_of(side)``: the interval checks' findings, when the caller has the intervals in
-    another form (import by reference's typed sums); else :func:`check_intervals` of ``doc``.
+    The interval checks: :func:`check_intervals` of ``doc`` (an import by reference's ``doc``
+    holds the intervals' sums only: the checks read nothing else).
     ``digest``, ``keep_bytes``: as :func:`~netfleet.store.import_base.provenance`'s."""
     labels, own_labels = merge_file_labels(doc, labels, found)
     start = doc.get("start") or {}
@@ -355,7 +353,7 @@ def iperf3_fields(
     version = str(start.get("version", "iperf3 (unknown version)"))
     error = doc.get("error")
     side_name = "server" if server_side else "client"
-    found_flags = check_intervals(doc, side_name) if flags_of is None else flags_of(side_name)
+    found_flags = check_intervals(doc, side_name)
     run_id, notes = provenance(
         path, data, inferred, found, found_flags, digest=digest, keep_bytes=keep_bytes
     )

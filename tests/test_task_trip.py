@@ -9,7 +9,7 @@ import pickle
 import pyarrow as pa
 import pytest
 
-from netfleet.catalog import readtasks
+from netfleet.catalog import reader
 from netfleet.catalog.layout import TABLES
 from netfleet.catalog.schemas import SCHEMAS
 
@@ -29,7 +29,7 @@ def _table(name: str, rows: int, *, nulls_only: bool = False) -> pa.Table:
 
 
 def test_tables_land_as_they_were_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
-    big = readtasks.PACKED_ROWS + 3
+    big = reader.PACKED_ROWS + 3
     cases = {
         "intervals": pa.concat_tables([_table("intervals", big), _table("intervals", 5)]),
         "runs": _table("runs", big, nulls_only=True),  # a batch of nulls only keeps its length
@@ -41,14 +41,14 @@ def test_tables_land_as_they_were_shipped(monkeypatch: pytest.MonkeyPatch) -> No
     def task(items: object, opts: object, follow_links: bool) -> tuple[object, object]:
         return columns, tables
 
-    monkeypatch.setattr(readtasks, "_columnar_task", task)
-    shipped = pickle.loads(pickle.dumps(readtasks._shipped_task([], None, False)))  # type: ignore[arg-type]
+    monkeypatch.setattr(reader, "_columnar_task", task)
+    shipped = pickle.loads(pickle.dumps(reader._shipped_task([], None, False)))  # type: ignore[arg-type]
     _, blob, packings = shipped
     intervals = [p for p in packings if p.table == "intervals"]
     assert len(intervals[0].sent) < len(SCHEMAS["intervals"])  # its nulls-only columns stayed
     assert len(intervals[1].sent) == len(SCHEMAS["intervals"])  # a small batch: as it is
     assert len(blob) < sum(t.nbytes for t in tables.values())
-    _, got_columns, landed = readtasks._landed([], shipped)
+    _, got_columns, landed = reader._landed([], shipped)
     assert got_columns == columns
     for name in TABLES:
         assert landed[name].schema.equals(SCHEMAS[name])

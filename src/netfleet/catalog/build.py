@@ -1,35 +1,25 @@
-"""Raw envelope → table rows: the engine-independent ``runs`` row, and the engine parsers (each
-engine's ``table_rows``, from the engine registry) that produce ``intervals``, ``ends`` and
-``latency`` rows. A run whose result is unusable still gets its ``runs`` row.
-The tables' schemas live in :mod:`netfleet.catalog.schemas` (re-exported here), so a process
-that only reads or writes the tables does not load the engines.
+"""A run's rows, by one builder per engine: the ``runs`` row from the tables' declaration
+(:func:`netfleet.catalog.columns.run_row`) and the engine's own rows (each engine's
+``table_rows``, from the engine registry: ``intervals``, ``ends``, ``latency`` …). Every way
+into the catalog — an ingested envelope, a foreign file imported by reference — builds its
+rows here. A run whose result is unusable still gets its ``runs`` row.
 Column meanings are documented in docs/catalog.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from netfleet.catalog.runrow import (  # noqa: F401  (re-exported: their old home)
-    RowError,
-    RunRows,
-    catalog_notes,
-    run_row,
-)
-from netfleet.catalog.schemas import (  # noqa: F401  (re-exported: the schemas' old home)
-    ENDS_SCHEMA,
-    INTERVALS_SCHEMA,
-    LATENCY_PHASES_SCHEMA,
-    LATENCY_SAMPLES_SCHEMA,
-    LATENCY_SCHEMA,
-    RUNS_SCHEMA,
-    SCHEMAS,
-)
+from netfleet.catalog.columns import RowError, run_row
 from netfleet.engines import ENGINES
 from netfleet.engines.contract import TableRows
 from netfleet.values import obj
 
+__all__ = ["TABLE_PARSERS", "RowError", "RunRows", "envelope_rows", "run_row"]
+
+Row = dict[str, Any]
 TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], TableRows]
 
 #: engine name (``engine.name`` in the envelope) → its catalog parser, derived from the engine
@@ -38,8 +28,30 @@ TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, 
 TABLE_PARSERS: dict[str, TableParser] = {name: e.table_rows for name, e in ENGINES.items()}
 
 
+@dataclass
+class RunRows:
+    """The rows of one run, ready to append to the tables."""
+
+    run: Row
+    intervals: list[Row] = field(default_factory=list)
+    ends: list[Row] = field(default_factory=list)
+    #: rows of the other tables (e.g. ``latency``), by table name
+    extra: dict[str, list[Row]] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run["run_id"])
+
+    def table(self, name: str) -> list[Row]:
+        if name == "runs":
+            return [self.run]
+        if name in ("intervals", "ends"):
+            return list(getattr(self, name))
+        return self.extra.get(name, [])
+
+
 def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
-    """All rows of one decoded raw file. Never raises on odd engine output (error shapes, empty
+    """All rows of one decoded envelope. Never raises on odd engine output (error shapes, empty
     ``end``, missing server output); raises :class:`RowError` when the envelope itself is
     unusable (no run_id, bad timestamps)."""
     run = run_row(doc, source)
