@@ -152,8 +152,13 @@ def run(
 
 def run_summary(envelope: Envelope) -> str:
     """The engine's one-line summary of a stored run (its received rate, for throughput
-    engines); empty when the engine has none."""
+    engines; both levels of a run that held two: "379 → 47.8 Mbit/s after 6.1 s"); empty when
+    the engine has none."""
     from netfleet.engines import summary
+    from netfleet.report.runline import run_levels
 
+    levels = run_levels(envelope.model_dump(mode="json")) if envelope.status == "ok" else None
+    if levels is not None:
+        return levels
     found = summary(envelope.engine.name, envelope.result)
     return found.text if found is not None else ""

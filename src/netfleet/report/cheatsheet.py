@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
+from netfleet.catalog.cheatsheet import (
+    LEVELS_SPREAD,
+    LEVELS_TAG,
+    STATS,
+    STUB_FRACTION,
+    CheatSheetData,
+    cheatsheet_data,
+)
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
@@ -98,6 +105,7 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             "add 'flow' to the group keys to separate them."
         )
     no_drop = any(row[-1] and "no drop" in str(row[-1]) for row in d.rows)
+    levels = any(row[-1] and LEVELS_TAG in str(row[-1]) for row in d.rows)
     rows = d.rows
     if d.scaled:
         scale_of = {group: (rate, time) for group, rate, time in d.scaled}
@@ -117,6 +125,14 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             "flag: adaptive runs stopped on a flat level with no evidence that it was the "
             "baseline (no level drop seen, host not known fixed-rate, shorter than the longest "
             "documented burst): their rate may be a burst's peak."
+        )
+    if levels:
+        notes.append(
+            f"flag 'two levels': the row's p95 is more than {LEVELS_SPREAD:g}× its p5, its "
+            "intervals sit at two levels (a credit burst then its baseline, or runs that "
+            "differ), so its avg and p50 lie between the levels and no interval had them: "
+            "p5/min ≈ the lower level, p95/max ≈ the higher; `netfleet analyze` gives each "
+            "run's burst, baseline and time at peak."
         )
     if d.runs and not d.rows:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
