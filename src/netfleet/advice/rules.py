@@ -62,7 +62,11 @@ def impossible_rates(envs: Iterable[Mapping[str, Any]]) -> list[Advice]:
 
 
 def _g(bps: float) -> str:
-    return f"{bps / 1e9:.2f} Gbit/s"
+    """A rate in advice: Gbit/s from 1 Gbit/s, Mbit/s with 3 significant digits below (0.05 vs
+    0.03 Gbit/s hid two rates 1.95× apart, issue 36)."""
+    if abs(bps) >= 1e9:
+        return f"{bps / 1e9:.2f} Gbit/s"
+    return f"{bps / 1e6:.3g} Mbit/s"
 
 
 def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
