@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,20 @@ def test_a_run_line_gives_both_levels_of_a_burst_and_one_of_a_steady_run() -> No
     assert 9.5 <= float(line.split("after ")[1].split(" s")[0]) <= 10.5
     steady = api.run_summary(_envelope("steady_out"))
     assert "→" not in steady and "Mbit/s" in steady
+
+
+def _line_styles(svg: bytes) -> list[str]:
+    """Each drawn series' stroke (colour and dashes) in a matplotlib SVG, legend lines too."""
+    text = svg.decode()
+    found = re.findall(r'<path d="[^"]*"[^>]*style="([^"]*stroke-width: 1\.8[^"]*)"', text, re.S)
+    return [re.sub(r"stroke-(linecap|dashoffset): [^;]*;? ?", "", s).strip("; ") for s in found]
+
+
+def test_plots_of_more_than_ten_series_draw_each_its_own_way() -> None:
+    from netfleet.report.plots import rate_cdf
+
+    # 12 tiers: the 11th (e.g. 651 Mbit/s) must not look like the 1st (the smallest)
+    groups = {f"tier{n}": [(n + 1) * 1e6, (n + 2) * 1e6] for n in range(12)}
+    styles = _line_styles(rate_cdf(groups, fmt="svg"))
+    assert len(styles) == 24  # 12 lines, 12 legend lines
+    assert len(set(styles[:12])) == 12, styles[:12]
