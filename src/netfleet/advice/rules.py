@@ -20,6 +20,8 @@ FLOW_CAP_RATIO = 1.8
 ASYMMETRY_RATIO = 1.5
 #: retransmitted segments / segments sent
 RETRANSMIT_RATE = 0.01
+#: a paced run (``-b``) that received at least this fraction of its pacing measured the pacing
+PACED_SHARE = 0.95
 
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -129,6 +131,34 @@ def retransmits(env: Mapping[str, Any]) -> list[Advice]:
     ]
 
 
+def paced(env: Mapping[str, Any]) -> list[Advice]:
+    """A TCP run paced by ``-b`` (the spec's ``bitrate``; iperf3's ``target_bitrate`` of an
+    imported file) that received about its pacing: it measured the pacing, not the path."""
+    params = ev.params(env)
+    if str(params.get("protocol", "tcp")).lower() != "tcp" or not params.get("bitrate"):
+        return []
+    from netfleet.units import parse_rate
+
+    try:
+        pace = parse_rate(str(params["bitrate"]))
+    except ValueError:
+        return []
+    got = ev.receiver_bps(env)
+    if not pace or got is None or got < PACED_SHARE * pace:
+        return []
+    return [
+        Advice(
+            "paced",
+            "warn",
+            f"paced at {_g(pace)} (-b) and received {_g(got)}: the run measured its pacing, "
+            "not the path (the path may carry more)",
+            "measure without -b (bitrate) to know what the path carries",
+            {"bitrate_bps": pace, "received_bps": got},
+            (str(env.get("run_id")),),
+        )
+    ]
+
+
 def ena_exceeded(env: Mapping[str, Any]) -> list[Advice]:
     deltas = ev._obj(ev._obj(env.get("notes")).get("ena_allowance_deltas"))
     out = []
@@ -233,7 +263,7 @@ def advise(envelopes: Iterable[Mapping[str, Any]]) -> list[Advice]:
     ok = _ok_throughput(envs)
     items: list[Advice] = []
     for e in ok:
-        items += cpu_bound(e) + gateway_mtu(e) + retransmits(e)
+        items += cpu_bound(e) + gateway_mtu(e) + retransmits(e) + paced(e)
     for e in envs:
         items += ena_exceeded(e)
     items += flow_cap(ok) + asymmetry(ok) + impossible_rates(envs)
