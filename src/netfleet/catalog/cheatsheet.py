@@ -18,6 +18,7 @@ from pathlib import Path
 from netfleet.catalog.layout import is_s3
 from netfleet.errors import CatalogError
 from netfleet.plain import Frozen
+from netfleet.text import natural_key
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
@@ -566,7 +567,7 @@ def _finish(
             for row in per_group
             if row[n]
         ),  # no intervals → no row
-        key=lambda row: tuple((v is None, v) for v in row[:n]),
+        key=lambda row: tuple(natural_key(v) for v in row[:n]),  # fargate-256 before -2048
     )
     rows = []
     for row in found:

@@ -1,0 +1,63 @@
+"""Issue 36, "Confusing": messages and listings a new user misread — each checked through the
+real command or function a user calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netfleet.cli.boundary import guarded
+from netfleet.cli.main import app
+from netfleet.errors import SpecError
+from netfleet.spec import load_spec
+
+SPEC = """\
+campaign: {name}
+hosts:
+  a: {{kind: local}}
+  b: {{kind: local}}
+tests:
+  - name: t
+    engine: iperf3
+    client: a
+    server: b
+    params: {{duration: 5, {field}: 2}}
+"""
+
+
+def cli(*args: str) -> int:
+    return guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
+
+
+def test_spec_errors_say_the_fix_not_the_regex(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(SPEC.format(name="my test", field="paralel"))
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    text = "\n".join(f"{where}: {msg}" for where, _line, msg in info.value.problems)
+    assert "campaign: 'my test' is not allowed here" in text and "e.g. 'my-test'" in text
+    assert "[A-Za-z0-9]" not in text  # no regular expression where words do
+    assert "tests.0.params.paralel: unknown field: did you mean 'parallel'?" in text
+
+
+def test_types_are_sorted_naturally_in_the_cheat_sheet(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    from netfleet.catalog import ingest
+    from netfleet.report.cheatsheet import cheatsheet
+
+    series = Path(__file__).parent / "fixtures" / "series"
+    part = tmp_path / "results" / "d=2026-11-22" / "campaign=series"
+    part.mkdir(parents=True)
+    for name, itype in (("steady_out", "fargate-2048-16384"), ("erratic_out", "fargate-256-512")):
+        doc = json.loads(gzip.decompress((series / f"{name}.json.gz").read_bytes()))
+        doc["labels"] = {"instance_type": itype}
+        (part / f"{name}.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    ingest(tmp_path / "results", tmp_path / "catalog")
+    sheet = cheatsheet(tmp_path / "catalog", group_by=("instance_type",))
+    assert [r["instance_type"] for r in sheet.records()] == [
+        "fargate-256-512",
+        "fargate-2048-16384",
+    ]
