@@ -61,3 +61,25 @@ def test_types_are_sorted_naturally_in_the_cheat_sheet(tmp_path: Path) -> None:
         "fargate-256-512",
         "fargate-2048-16384",
     ]
+
+
+def test_cloud_plan_reads_the_fargate_example_its_header_names(tmp_path: Path) -> None:
+    from netfleet import api
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "fargate-tiers.cloud.yaml"
+    assert f"netfleet cloud plan examples/{example.name}" in example.read_text()
+    table = api.cloud_plan(example, state_dir=tmp_path)  # was "fargate: unknown field"
+    [note] = [n for n in table.notes if n.startswith("fargate: 10 tier task(s)")]
+    # 10 tiers: 15.5 vCPU and 75.5 GB, priced per vCPU-hour and GB-hour of eu-west-1
+    assert "15.5 vCPU and 75.5 GB" in note and "/hour at eu-west-1's Fargate price" in note
+
+
+def test_doctor_json_is_one_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    path = tmp_path / "c.yaml"
+    path.write_text(SPEC.format(name="doc", field="parallel"))
+    cli("doctor", str(path), "--format", "json")
+    doc = json.loads(capsys.readouterr().out)  # three documents back to back did not parse
+    assert set(doc) == {"hosts", "pairs", "advice"}
+    assert [h["host"] for h in doc["hosts"]["rows"]] == ["a", "b"]
