@@ -83,3 +83,26 @@ def test_doctor_json_is_one_document(tmp_path: Path, capsys: pytest.CaptureFixtu
     doc = json.loads(capsys.readouterr().out)  # three documents back to back did not parse
     assert set(doc) == {"hosts", "pairs", "advice"}
     assert [h["host"] for h in doc["hosts"]["rows"]] == ["a", "b"]
+
+
+def test_a_sheet_of_foreign_files_without_labels_falls_back_and_does_not_nag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import shutil
+
+    fixtures = Path(__file__).parent / "fixtures"
+    (tmp_path / "in").mkdir()
+    shutil.copy(fixtures / "import" / "v3_18_tcp.client.json", tmp_path / "in")
+    # an unrelated ./results with a raw result the catalog has not got
+    stray = tmp_path / "results" / "d=2026-01-01" / "campaign=x"
+    stray.mkdir(parents=True)
+    shutil.copy(fixtures / "series" / "steady_out.json.gz", stray)
+    monkeypatch.chdir(tmp_path)
+    assert cli("cheatsheet", "--import-from", "in", "--catalog", "cat", "--format", "json") == 0
+    doc = json.loads(capsys.readouterr().out)  # was: an error and ~45 column names
+    assert [(r["client"], r["direction"], r["runs"]) for r in doc["rows"]] == [("client", "out", 1)]
+    assert "--label instance_type=TYPE" in doc["notes"][0]
+    assert not any("not in the catalog yet" in n for n in doc["notes"])
+    # the sheet of the files just imported says it is the sender's (client -J, no server side)
+    assert doc["title"].endswith("sender side (no receiver data)")

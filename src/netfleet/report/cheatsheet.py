@@ -58,8 +58,12 @@ def scale_notes(scaled: Iterable[tuple[str, str, str | None]]) -> list[str]:
 def cheatsheet_table(d: CheatSheetData) -> Tabular:
     measure = "goodput" if d.rate == "goodput" else "wire rate"
     filters = d.filters
+    # every run counted came from its sender (seed 002's client -J files): the sheet is the
+    # sender's, and says so from its title on
+    all_sender = bool(d.from_sender) and d.from_sender >= d.runs - d.without_intervals
+    seen_by = "sender (no receiver-side data in these files)" if all_sender else d.side
     notes = [
-        f"{measure} of each non-omitted 'sum' interval seen by the {d.side}, in {d.unit_label}, "
+        f"{measure} of each non-omitted 'sum' interval seen by the {seen_by}, in {d.unit_label}, "
         f"over complete runs (status ok){' where ' + filters if filters else ''}; "
         "percentiles: DuckDB quantile_cont (linear interpolation)."
     ]
@@ -140,7 +144,11 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
         columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
         rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
-        f"{d.side} side" + (" (sender where absent)" if d.from_sender else ""),
+        + (
+            "sender side (no receiver data)"
+            if all_sender
+            else f"{d.side} side" + (" (sender where absent)" if d.from_sender else "")
+        ),
         notes=notes,
     )
 
