@@ -106,3 +106,16 @@ def test_a_sheet_of_foreign_files_without_labels_falls_back_and_does_not_nag(
     assert not any("not in the catalog yet" in n for n in doc["notes"])
     # the sheet of the files just imported says it is the sender's (client -J, no server side)
     assert doc["title"].endswith("sender side (no receiver data)")
+
+
+def test_lab_status_without_root_just_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from netfleet import api
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert api.lab_status(state_dir=tmp_path) == []  # was: "needs root"
+    assert cli("lab", "status", "--state-dir", str(tmp_path)) == 0
+    assert "no lab is up" in capsys.readouterr().out
