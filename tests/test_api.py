@@ -100,6 +100,7 @@ FACADE = {
     ("schema",): "schema",
     ("report", "topology"): "report_topology",
     ("report", "advice"): "advice",
+    ("advice",): "advice",  # the same command at the top level (issue 36)
     ("report", "html"): "report_html",
     ("report", "price"): "report_price",
     ("lab", "up"): "lab_up",

@@ -119,3 +119,11 @@ def test_lab_status_without_root_just_reads(
     assert api.lab_status(state_dir=tmp_path) == []  # was: "needs root"
     assert cli("lab", "status", "--state-dir", str(tmp_path)) == 0
     assert "no lab is up" in capsys.readouterr().out
+
+
+def test_advice_is_a_command_of_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    (tmp_path / "r").mkdir()
+    assert cli("advice", "--results", str(tmp_path / "r"), "--format", "json") == 0  # was 2
+    assert json.loads(capsys.readouterr().out)["rows"] == []

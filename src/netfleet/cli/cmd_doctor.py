@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from netfleet import api
-from netfleet.cli.options import FormatOpt, LabStateOpt, ResultsOpt
+from netfleet.cli.options import FormatOpt, LabStateOpt, ResultsOpt, emit_all
 from netfleet.report import OutputFormat
 
 
@@ -23,7 +23,6 @@ def doctor(
     and capabilities, CPUs, interface and path MTU (tracepath), NIC driver, ENA allowance
     counters, offloads, ICMP and TCP port reachability — then advice with its evidence; and
     a warning per provider rule revised since the campaign's earlier results were taken."""
-    from netfleet.cli.emit import emit_all
     from netfleet.report.doctor import doctor_tables
 
     report = api.doctor(spec_path, state_dir=state_dir, results=results)

@@ -36,7 +36,5 @@ def emit_all(tables: dict[str, Tabular], fmt: OutputFormat) -> None:
         return
     import json
 
-    from netfleet.report.output import json_document
-
-    doc = {name: json_document(table) for name, table in tables.items()}
-    print(json.dumps(doc, indent=2, default=str))
+    doc = {name: json.loads(render(table, fmt)) for name, table in tables.items()}
+    print(json.dumps(doc, indent=2))

@@ -63,10 +63,8 @@ class RichReporter:
         self.console.print(f"[dim]preflight: {plain(message)}[/]")
 
     def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
-        from netfleet.report.runline import RUN_LINE_LEGEND
-
         self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
-        self.console.print(f"[dim]{RUN_LINE_LEGEND}[/]")
+        self.console.print(f"[dim]{plain(api.RUN_LINE_LEGEND)}[/]")
         self.overall = self.progress.add_task("campaign", total=len(runs), rate="")
 
     def run_started(self, run: PlannedRun) -> None:
