@@ -127,3 +127,19 @@ def test_advice_is_a_command_of_its_own(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "r").mkdir()
     assert cli("advice", "--results", str(tmp_path / "r"), "--format", "json") == 0  # was 2
     assert json.loads(capsys.readouterr().out)["rows"] == []
+
+
+def test_a_bad_cloud_block_field_is_said_once_where_it_was_written(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "aws-cheatsheet.yaml"
+    text = example.read_text()
+    assert "  backing: sim\n" in text
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        text.replace("  backing: sim\n", "  backing: ssh\n  controller_cidr: 10.1.2.3/32\n")
+    )
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    # 4 fleets: the block is copied into each aws host, its problem was printed 5 times
+    [(where, line, msg)] = info.value.problems
+    assert where == "cloud.controller_cidr" and "not a public range" in msg
+    assert line == text.splitlines().index("  backing: sim") + 2

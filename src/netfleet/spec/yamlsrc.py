@@ -373,8 +373,20 @@ def problems_from(
         located = (err.get("ctx") or {}).get("error")
         if isinstance(located, LocatedError):
             loc = (*loc, *located.loc)
-        out.append((".".join(str(x) for x in loc) or "<top>", _line_for(loc, lines), msg))
+        loc = _written_at(loc)
+        found = (".".join(str(x) for x in loc) or "<top>", _line_for(loc, lines), msg)
+        if found not in out:  # the cloud block's problem once, not once per host
+            out.append(found)
     return out
+
+
+def _written_at(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where the user wrote the field: an aws host's ``cloud`` settings are the campaign's
+    ``cloud:`` block copied into every host (``hosts.srv.aws.cloud.controller_cidr`` is
+    ``cloud.controller_cidr``)."""
+    if len(loc) > 3 and loc[0] == "hosts" and "cloud" in loc[2:4]:
+        return ("cloud", *loc[loc.index("cloud", 2) + 1 :])
+    return loc
 
 
 def load_model(model: type[M], path: str | Path, *, what: str = "spec") -> M:
