@@ -143,3 +143,22 @@ def test_a_bad_cloud_block_field_is_said_once_where_it_was_written(tmp_path: Pat
     [(where, line, msg)] = info.value.problems
     assert where == "cloud.controller_cidr" and "not a public range" in msg
     assert line == text.splitlines().index("  backing: sim") + 2
+
+
+def test_a_narrow_terminal_folds_the_type_and_never_cuts_it() -> None:
+    import io
+
+    from rich.console import Console
+
+    from netfleet.report.output import render
+    from netfleet.tabular import Tabular
+
+    cols = ["instance type", "direction", "$/hour", "$/month", "sustained Gbit/s", "peak Gbit/s",
+            "$/h per sustained Gbit/s", "$/h per peak Gbit/s", "price from"]  # fmt: skip
+    rows = [[t, "out", 0.1, 73.0, 0.5, 0.6, 0.2, 0.17, "table 2024-06-01"]
+            for t in ("fargate-2048-16384", "fargate-256-512")]  # fmt: skip
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(render(Tabular(cols, rows), "table"))
+    body = [line for line in console.file.getvalue().splitlines() if line.startswith("│")]  # type: ignore[attr-defined]
+    first = "".join(line.split("│")[1].strip() for line in body)
+    assert first == "fargate-2048-16384fargate-256-512"  # was "farga…farga…"
