@@ -70,6 +70,13 @@ def test_per_flow_cap_and_asymmetry_across_runs() -> None:
     assert asym.evidence["ratio"] > 1.5
 
 
+def test_asymmetry_of_small_rates_is_said_in_mbit() -> None:
+    runs = [env("o", 47.8e6), env("i", 24.5e6, direction="in")]
+    [asym] = [a for a in advise(runs) if a.code == "asymmetry"]
+    # not "0.05 vs 0.02 Gbit/s, 1.95× apart": the rates the ratio is made of
+    assert "out 47.8 Mbit/s vs in 24.5 Mbit/s, 1.95× apart" in asym.message
+
+
 def test_gateway_mtu_from_the_streams_pmtu() -> None:
     e = env("g", 1e9)
     e["client"]["facts"]["mtu"] = e["server"]["facts"]["mtu"] = 9000

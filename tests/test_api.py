@@ -103,6 +103,7 @@ FACADE = {
     ("report", "loaded"): "report_loaded",
     ("report", "pps"): "report_pps",
     ("report", "advice"): "advice",
+    ("advice",): "advice",  # the same command at the top level (issue 36)
     ("report", "html"): "report_html",
     ("report", "price"): "report_price",
     ("lab", "up"): "lab_up",

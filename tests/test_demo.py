@@ -41,6 +41,12 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "Interval goodput" in out and "10/10 runs ok" in out
+    # issue 36: the terminal cheat sheet flags the credit host's rows (burst and baseline mixed:
+    # their avg and p50 are levels no interval had), and its run lines give both levels
+    burst_rows = [line for line in out.splitlines() if "│ lab-burst-1g-8g" in line]
+    assert len(burst_rows) == 2 and all("two levels" in line for line in burst_rows), out
+    assert re.search(r"ok burst burst→server (out|in) .*#0 +[\d.]+ → [\d.]+ Mbit/s after", out)
+    assert "run lines: status, test, client→server" in out
     assert out.count("✓ steady") == 2
     # issue 9: the lab runs at ×0.05 of the cloud figures its labels name, and says so
     assert "lab-steady-6g, out: lab at ×0.05 of the cloud figures its name gives" in " ".join(
@@ -115,7 +121,7 @@ def check_report_text(text: str) -> None:
     # loaded machine stalled an interval), never the rows flagged only "lab ×0.05"
     callout = re.search(r"(\d+) row\(s\) flagged because their runs change level", text)
     assert callout, text[:3000]
-    level_flags = text.count("burst-affected:") + text.count("rates span more than")
+    level_flags = text.count("burst then baseline in one row") + text.count("two levels (p95")
     assert int(callout.group(1)) == level_flags >= 2, (callout.group(0), level_flags)
     assert "the same from a shell: netfleet credit calc --baseline" in text
     assert "credit in Mbit (1 credit = 1 Gbit)" not in text

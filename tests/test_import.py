@@ -64,7 +64,7 @@ def cli(*args: str) -> int:
 
 def test_every_captured_output_imports_with_its_bytes_and_provenance(tmp_path: Path) -> None:
     root = ResultsRoot(tmp_path / "r")
-    report = import_files([str(p) for p in RUNS], root, labels=["cloud=lab"])
+    report = import_files([str(p) for p in RUNS], root, labels=["cloud=lab"], pair=False)
     assert report.bad == [] and len(report.imported) == len(RUNS)
     docs = {d["notes"]["imported"]["from"]: d for d in map(root.read, root.files())}
     for path in RUNS:
@@ -97,8 +97,8 @@ def run_id_hash(path: Path) -> str:
 
 def test_reimport_is_a_no_op_and_ingest_reads_the_numbers(tmp_path: Path) -> None:
     root = ResultsRoot(tmp_path / "r")
-    import_files([str(p) for p in RUNS], root)
-    import_files([str(p) for p in RUNS], root)
+    import_files([str(p) for p in RUNS], root, pair=False)
+    import_files([str(p) for p in RUNS], root, pair=False)
     assert len(list(root.files())) == len(RUNS)
     rep = ingest(root, tmp_path / "c")
     assert (rep.ingested, rep.bad) == (len(RUNS), [])

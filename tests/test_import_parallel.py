@@ -47,7 +47,9 @@ def test_workers_write_what_the_sequential_import_writes(
         )
         got[workers] = (tree(root), report)
     (seq_files, seq), (par_files, par) = got[1], got[2]
-    assert par_files == seq_files and len(par_files) == len(RUNS)  # byte for byte
+    # byte for byte; a test's client and server file are one run (paired alike)
+    assert par_files == seq_files and len(par_files) == len(RUNS) - len(seq.paired)
+    assert par.paired == seq.paired and seq.paired
     assert par.imported == [
         str(tmp_path / "r2" / Path(p).relative_to(tmp_path / "r1")) for p in seq.imported
     ]

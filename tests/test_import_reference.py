@@ -86,7 +86,8 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     files = [*RUNS, *IPERF2, *PUBLIC]
     src = _folder(tmp_path, files)
     root = ResultsRoot(tmp_path / "raw")
-    assert import_files([str(src)], root, labels=["cloud=lab"]).bad == []
+    # an import by reference keeps a run per file: compared with the envelope path unpaired
+    assert import_files([str(src)], root, labels=["cloud=lab"], pair=False).bad == []
     ingest(root, tmp_path / "cat_env")
     report = register([str(src)], tmp_path / "cat_ref", labels=["cloud=lab"])
     assert report.bad == [] and len(report.registered) == len(files)
@@ -514,6 +515,8 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
         assert _direct_envelope(run_id, "camp", fields) == want, path.name
         test = (doc.get("start") or {}).get("test_start") or {}
         kept = {k: test[k] for k in ("protocol", "num_streams", "duration", "omit") if k in test}
+        if test.get("target_bitrate"):  # -b: the spec's bitrate
+            kept["bitrate"] = f"{test['target_bitrate']}bit"
         assert fields["params"] == spec_params(kept), path.name  # the spec's vocabulary
     for value in (None, 0, 4, "x"):  # null values: dropped where the spec's renaming drops them
         test = {"protocol": value, "num_streams": value, "duration": value, "omit": value}

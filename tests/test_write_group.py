@@ -87,11 +87,11 @@ def test_an_interrupted_import_writes_what_it_had_prepared(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        import_files([str(sources)], ResultsRoot(root), progress=interrupt)
+        import_files([str(sources)], ResultsRoot(root), progress=interrupt, pair=False)
     assert len(list(root.rglob("*.json.gz"))) == 3 and not _temps(root)
     for path in root.rglob("*.json.gz"):
         ResultsRoot.read(path)  # whole: decodes and validates
-    report = import_files([str(sources)], ResultsRoot(root))
+    report = import_files([str(sources)], ResultsRoot(root), pair=False)
     # the three written before the interrupt are reported as already imported, not written again
     assert len(report.already) == 3 and not report.bad
     assert len(report.imported) == len(RUNS) - 3
@@ -113,7 +113,7 @@ def test_groups_are_cut_by_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         return original(self, items)
 
     monkeypatch.setattr(ResultsRoot, "write_encoded_many", counted)
-    report = import_files([str(sources)], ResultsRoot(tmp_path / "root"))
+    report = import_files([str(sources)], ResultsRoot(tmp_path / "root"), pair=False)
     assert calls == [2] * (len(RUNS) // 2) + ([1] if len(RUNS) % 2 else [])
     assert len(set(report.imported)) == len(RUNS)
     assert sorted(report.imported) == sorted(str(p) for p in (tmp_path / "root").rglob("*.json.gz"))

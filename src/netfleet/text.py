@@ -41,3 +41,18 @@ def line(text: object) -> str:
     obeyed — for a user- or disk-supplied string (a file name, a label) inside a line of output,
     so it can neither rewrite the terminal nor forge a line of its own."""
     return plain(text, keep_newlines=False)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(value: object) -> tuple[object, ...]:
+    """A sort key that orders the numbers inside names by value: ``fargate-256-512`` before
+    ``fargate-2048-16384``, ``c5.2xlarge`` before ``c5.12xlarge`` (None and non-text last as
+    they were: compared as text)."""
+    if value is None:
+        return (1,)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, (1, value))
+    parts = _DIGITS.split(str(value))
+    return (0, (2, tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)))

@@ -22,6 +22,8 @@ ASYMMETRY_RATIO = 1.5
 RETRANSMIT_RATE = 0.01
 #: a loaded phase whose median round trip grows by more than this over idle (ms): bufferbloat
 BLOAT_MS = 5.0
+#: a paced run (``-b``) that received at least this fraction of its pacing measured the pacing
+PACED_SHARE = 0.95
 
 
 def _ok_throughput(envs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -64,7 +66,11 @@ def impossible_rates(envs: Iterable[Mapping[str, Any]]) -> list[Advice]:
 
 
 def _g(bps: float) -> str:
-    return f"{bps / 1e9:.2f} Gbit/s"
+    """A rate in advice: Gbit/s from 1 Gbit/s, Mbit/s with 3 significant digits below (0.05 vs
+    0.03 Gbit/s hid two rates 1.95× apart, issue 36)."""
+    if abs(bps) >= 1e9:
+        return f"{bps / 1e9:.2f} Gbit/s"
+    return f"{bps / 1e6:.3g} Mbit/s"
 
 
 def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
@@ -133,6 +139,34 @@ def retransmits(env: Mapping[str, Any]) -> list[Advice]:
             f"{RETRANSMIT_RATE:.0%}): packets are dropped on the way (a policer, a full queue)",
             "look for a rate limiter (cloud allowance, shaper) or reduce streams/bitrate",
             {"retransmits": retrans, "segments": round(segments), "rate": round(rate, 4)},
+            (str(env.get("run_id")),),
+        )
+    ]
+
+
+def paced(env: Mapping[str, Any]) -> list[Advice]:
+    """A TCP run paced by ``-b`` (the spec's ``bitrate``; iperf3's ``target_bitrate`` of an
+    imported file) that received about its pacing: it measured the pacing, not the path."""
+    params = ev.params(env)
+    if str(params.get("protocol", "tcp")).lower() != "tcp" or not params.get("bitrate"):
+        return []
+    from netfleet.units import parse_rate
+
+    try:
+        pace = parse_rate(str(params["bitrate"]))
+    except ValueError:
+        return []
+    got = ev.receiver_bps(env)
+    if not pace or got is None or got < PACED_SHARE * pace:
+        return []
+    return [
+        Advice(
+            "paced",
+            "warn",
+            f"paced at {_g(pace)} (-b) and received {_g(got)}: the run measured its pacing, "
+            "not the path (the path may carry more)",
+            "measure without -b (bitrate) to know what the path carries",
+            {"bitrate_bps": pace, "received_bps": got},
             (str(env.get("run_id")),),
         )
     ]
@@ -323,7 +357,7 @@ def advise(envelopes: Iterable[Mapping[str, Any]]) -> list[Advice]:
     ok = _ok_throughput(envs)
     items: list[Advice] = []
     for e in ok:
-        items += cpu_bound(e) + gateway_mtu(e) + retransmits(e)
+        items += cpu_bound(e) + gateway_mtu(e) + retransmits(e) + paced(e)
     for e in envs:
         items += ena_exceeded(e) + bufferbloat(e)
     items += flow_cap(ok) + asymmetry(ok) + impossible_rates(envs)

@@ -33,6 +33,7 @@ _HOME = {
     "RunOutcome": "netfleet.api._campaign",
     "run": "netfleet.api._campaign",
     "run_summary": "netfleet.api._campaign",
+    "RUN_LINE_LEGEND": "netfleet.api._campaign",
     "cheatsheet": "netfleet.api._catalog",
     "export": "netfleet.api._catalog",
     "sql": "netfleet.api._catalog",
@@ -88,7 +89,7 @@ if TYPE_CHECKING:
         compare,
         measured_bucket,
     )
-    from netfleet.api._campaign import RunOutcome, run, run_summary
+    from netfleet.api._campaign import RUN_LINE_LEGEND, RunOutcome, run, run_summary
     from netfleet.api._catalog import cheatsheet, export, sql
     from netfleet.api._checks import advice, doctor
     from netfleet.api._cloud import (
@@ -163,6 +164,7 @@ __all__ = [
     "COMPARE_METRICS",
     "IMPORT_PRESETS",
     "IMPORT_SIDES",
+    "RUN_LINE_LEGEND",
     "Analysis",
     "CloudPrices",
     "CloudUp",

@@ -166,10 +166,23 @@ def run(
     return outcome
 
 
+def __getattr__(name: str) -> str:
+    if name == "RUN_LINE_LEGEND":  # what a run line's words mean (netfleet.report.runline)
+        from netfleet.report.runline import RUN_LINE_LEGEND
+
+        return RUN_LINE_LEGEND
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def run_summary(envelope: Envelope) -> str:
     """The engine's one-line summary of a stored run (its received rate, for throughput
-    engines); empty when the engine has none."""
+    engines; both levels of a run that held two: "379 → 47.8 Mbit/s after 6.1 s"); empty when
+    the engine has none."""
     from netfleet.engines import summary
+    from netfleet.report.runline import run_levels
 
+    levels = run_levels(envelope.model_dump(mode="json")) if envelope.status == "ok" else None
+    if levels is not None:
+        return levels
     found = summary(envelope.engine.name, envelope.result)
     return found.text if found is not None else ""

@@ -76,15 +76,38 @@ def cheatsheet(
             "--pattern and --label name the labels of files imported by --import-from",
             hint="add --import-from FOLDER, or drop them",
         )
+    from netfleet.errors import CatalogError
     from netfleet.report.cheatsheet import cheatsheet as build_cheatsheet
 
-    return build_cheatsheet(
-        where,
-        group_by=keys(by, required=False),
-        side=side,
-        campaign=campaign,
-        results=results_url(results),
+    group = keys(by, required=False)
+    # the raw results not yet ingested: those asked about, or the default root's when the
+    # sheet is not of files just imported (their folder is not ./results: issue 36)
+    pending = results_url(results) if results is not None or not sources else None
+    try:
+        return build_cheatsheet(
+            where, group_by=group, side=side, campaign=campaign, results=pending
+        )
+    except CatalogError as exc:
+        if "instance_type" not in group or not exc.message.startswith(NO_TYPE):
+            raise
+    # foreign files without an instance_type label: the sheet by client, and how to label them
+    fallback = tuple(dict.fromkeys("client" if k == "instance_type" else k for k in group))
+    table = build_cheatsheet(
+        where, group_by=fallback, side=side, campaign=campaign, results=pending
     )
+    table.notes.insert(0, NO_TYPE_NOTE)
+    return table
+
+
+#: the start of the catalog's error for a key no run has (``netfleet.catalog.cheatsheet``)
+NO_TYPE = "unknown key 'instance_type'"
+#: the note of a sheet grouped by client because no run has an instance type
+NO_TYPE_NOTE = (
+    "no run has an instance_type label, so the rows are by client instead (an imported file's "
+    "hosts are 'client' and 'server'): label the files with --label instance_type=TYPE, or "
+    "--pattern (e.g. seed002 for d={date}/{instance_type}-{epoch}.json.gz), to get a row per "
+    "type"
+)
 
 
 def sql(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from netfleet.cloud.aws.acquire.fargate import FargateCampaign
     from netfleet.cloud.aws.acquire.provision import CloudHost
     from netfleet.cloud.aws.campaign import CloudSpec
     from netfleet.cloud.aws.release.teardown import Expired
@@ -41,10 +42,39 @@ def load_cloud_spec(spec: str | os.PathLike[str]) -> CloudSpec:
 
 
 def cloud_plan(spec: str | os.PathLike[str], *, state_dir: Path | None = None) -> Tabular:
-    """Estimated cost and instance count of a cloud campaign file (nothing is launched)."""
-    from netfleet.cloud.aws.plan import costs
+    """Estimated cost and instance count of a cloud campaign file (nothing is launched); a
+    file with a ``fargate:`` block (``examples/fargate-tiers.cloud.yaml``) gets its tiers'
+    Fargate price in a note."""
+    from netfleet.cloud.aws.plan import costs, prices
+    from netfleet.spec.yamlsrc import load_yaml, validate_model
 
-    return costs.priced_plan(load_cloud_spec(spec), state_root(state_dir)).table
+    data, lines = load_yaml(Path(spec))
+    if not (isinstance(data, dict) and "fargate" in data):
+        return costs.priced_plan(load_cloud_spec(spec), state_root(state_dir)).table
+    from netfleet.cloud.aws.acquire.fargate import FargateCampaign
+
+    cs = validate_model(FargateCampaign, data, lines, Path(spec), what="cloud campaign")
+    root = state_root(state_dir)
+    table = costs.priced_plan(cs, root).table
+    table.notes.append(fargate_note(cs, prices.load(root)))
+    return table
+
+
+def fargate_note(cs: FargateCampaign, table: PriceTable) -> str:
+    """The Fargate tiers of a campaign priced at its region's Fargate rates (per vCPU-hour and
+    GB-hour of the price table), over its ``duration_minutes``; not in the EC2 total."""
+    tiers = cs.fargate.tiers
+    vcpus = sum(t.cpu for t in tiers) / 1024
+    gb = sum(t.memory for t in tiers) / 1024
+    what = f"fargate: {len(tiers)} tier task(s), {vcpus:g} vCPU and {gb:g} GB in all"
+    rates = table.fargate.get(cs.region)
+    if not rates:
+        return f"{what}: no Fargate price for {cs.region} in the table (netfleet cloud prices)"
+    hourly = vcpus * rates["vcpu_hour"] + gb * rates["gb_hour"]
+    text = f"{what}: ${hourly:.4f}/hour at {cs.region}'s Fargate price (table of {table.as_of})"
+    if cs.duration_minutes:
+        text += f", ${hourly * cs.duration_minutes / 60:.2f} over {cs.duration_minutes:g} min"
+    return text + " if all run at once — not in the EC2 total above"
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from netfleet.catalog.layout import is_s3
 from netfleet.errors import CatalogError
 from netfleet.plain import Frozen
+from netfleet.text import natural_key
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
 if TYPE_CHECKING:
@@ -47,6 +48,23 @@ INTERVAL_KEYS = {"flow": "i.flow"}
 STUB_FRACTION = 0.5
 #: the ``flag`` of a receiver-side group whose runs (some or all) have only the sender's side
 SENDER_FLAG = "{n} run(s) sender side: no receiver data"
+#: a group whose p95 is more than this many times its p5 holds two levels (issue 36)
+LEVELS_SPREAD = 2.0
+#: the ``flag`` of such a group: its avg and p50 lie between the levels and describe neither
+LEVELS_TAG = "two levels"
+LEVELS_FLAG = LEVELS_TAG + " (p95 {ratio:.1f}× p5): avg, p50 describe neither"
+
+
+def levels_flag(p5: float | None, p95: float | None) -> str | None:
+    """The flag of a group whose intervals sit at two levels (p95 > :data:`LEVELS_SPREAD` × p5:
+    a credit burst and its baseline in one row, as seed 002's 6 intervals at ~380 and 5 at
+    ~48 Mbit/s whose avg no interval had), else None. The one rule every format's flag and the
+    study report's take."""
+    if p5 is None or p95 is None or p5 <= 0 or p95 <= LEVELS_SPREAD * p5:
+        return None
+    return LEVELS_FLAG.format(ratio=p95 / p5)
+
+
 #: the statistics columns, in the unit asked for (named in title and notes): min, p5, avg, p50,
 #: p95, max of the interval rate — from :data:`_STATS_SQL`, by :func:`_stats`
 STATS = ("min", "p5", "avg", "p50", "p95", "max")
@@ -549,12 +567,13 @@ def _finish(
             for row in per_group
             if row[n]
         ),  # no intervals → no row
-        key=lambda row: tuple((v is None, v) for v in row[:n]),
+        key=lambda row: tuple(natural_key(v) for v in row[:n]),  # fargate-256 before -2048
     )
     rows = []
     for row in found:
         no_drop, stopped, _, _, senders = row[-5:]
         flags = [
+            levels_flag(row[n + 3], row[n + 6]),
             NO_DROP_FLAG.format(s=stopped or 0, n=no_drop) if no_drop else None,
             SENDER_FLAG.format(n=senders) if senders else None,
         ]

@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # (annotations' only)
     T = TypeVar("T")
 
 #: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 SHEETS_DIR = "_sheets"
 KEEP = 64
 #: the names of the entries (:func:`_prune`'s patterns, compiled when pruning)

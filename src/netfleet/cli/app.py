@@ -103,6 +103,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
         "command",
         _h("Check every host and client→server pair of a campaign before running it, then advice."),
     ),
+    "advice": (
+        "cmd_report",
+        "advice",
+        "command",
+        _h("Advice with evidence over raw results (the same as `netfleet report advice`)."),
+    ),
     "lab": (
         "cmd_lab",
         "app",

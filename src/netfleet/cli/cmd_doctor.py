@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from netfleet import api
-from netfleet.cli.console import console
-from netfleet.cli.options import FormatOpt, LabStateOpt, ResultsOpt, emit
+from netfleet.cli.options import FormatOpt, LabStateOpt, ResultsOpt, emit_all
 from netfleet.report import OutputFormat
 
 
@@ -26,8 +26,10 @@ def doctor(
     from netfleet.report.doctor import doctor_tables
 
     report = api.doctor(spec_path, state_dir=state_dir, results=results)
-    for table in doctor_tables(report.hosts, report.pairs, report.advice):
-        emit(table, fmt)
+    hosts, pairs, advice = doctor_tables(report.hosts, report.pairs, report.advice)
+    emit_all({"hosts": hosts, "pairs": pairs, "advice": advice}, fmt)  # JSON: one document
     if any(a.severity == "error" for a in report.advice):
-        console.print("[red]doctor found problems that will make runs fail[/]")
+        # on stderr: stdout holds the listing (one JSON document with --format json)
+        err = Console(stderr=True, highlight=False)
+        err.print("[red]doctor found problems that will make runs fail[/]")
         raise typer.Exit(4)

@@ -90,6 +90,8 @@ def import_(
     dups += f", {len(report.already)} already imported" if report.already else ""
     url = line(api.results_url(results))
     console.print(f"imported {len(report.imported)} file(s){dups} into {url}")
+    for server, client in report.paired:
+        console.print(f"  paired {line(server)} with {line(client)}: one test (iperf3 cookie)")
     registered.per_file(report, "already imported as", "notes.imported.flags", console)
     registered.outcome(report.bad, bool(report.imported or report.duplicates or report.already))
 

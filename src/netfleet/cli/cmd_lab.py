@@ -54,7 +54,8 @@ def status(
     state_dir: LabStateOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Show labs, their hosts, shapers (with live counters) and processes."""
+    """Show labs, their hosts, shapers (with live counters) and processes. Without root it
+    only reads the state files (processes and counters need root)."""
     from netfleet.report.lab import lab_hosts_table
 
     table = lab_hosts_table(api.lab_status(name, state_dir=state_dir))

@@ -24,3 +24,17 @@ def emit(data: Tabular, fmt: OutputFormat) -> None:
         from netfleet.cli.console import console
 
         console.print(out)
+
+
+def emit_all(tables: dict[str, Tabular], fmt: OutputFormat) -> None:
+    """Several listings of one command: for JSON one document, ``{name: listing, …}`` (each as
+    :func:`~netfleet.report.output.json_document`), never documents back to back; each in
+    turn for the other formats."""
+    if fmt is not OutputFormat.json:
+        for table in tables.values():
+            emit(table, fmt)
+        return
+    import json
+
+    doc = {name: json.loads(render(table, fmt)) for name, table in tables.items()}
+    print(json.dumps(doc, indent=2))

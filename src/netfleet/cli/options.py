@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from netfleet.cli.emit import emit as emit
+from netfleet.cli.emit import emit_all as emit_all
 from netfleet.report import OutputFormat
 
 CampaignOpt = Annotated[str | None, typer.Option("--campaign", help="only this campaign")]

@@ -64,6 +64,7 @@ class RichReporter:
 
     def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
         self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
+        self.console.print(f"[dim]{plain(api.RUN_LINE_LEGEND)}[/]")
         self.overall = self.progress.add_task("campaign", total=len(runs), rate="")
 
     def run_started(self, run: PlannedRun) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from netfleet.errors import LabError
 from netfleet.lab import delayline, netns
-from netfleet.lab.commands import require_root, tc
+from netfleet.lab.commands import tc
 from netfleet.lab.models import LabelValue
 from netfleet.lab.state import LabHost, LabState, lab_names, read_state, state_path
 
@@ -33,7 +34,9 @@ class QdiscStats(BaseModel):
 class HostStatus(BaseModel):
     host: LabHost
     namespace_exists: bool
-    processes: int = Field(description="processes running in the host's namespace")
+    processes: int | None = Field(
+        description="processes running in the host's namespace (None: not read, needs root)"
+    )
     out_qdisc: QdiscStats | None = Field(
         default=None, description="on the host's eth0 (what it sends)"
     )
@@ -102,6 +105,10 @@ class LabStatus(BaseModel):
     switch_exists: bool
     namespaces: list[str] = Field(description="every namespace the lab recorded")
     hosts: list[HostStatus]
+    live: bool = Field(
+        default=True,
+        description="processes and shaper counters were read (false when not root: they need it)",
+    )
 
     @property
     def healthy(self) -> bool:
@@ -142,10 +149,13 @@ def root_qdisc(ns: str, device: str) -> QdiscStats | None:
     return None
 
 
-def _host_status(state: LabState, host: LabHost) -> HostStatus:
+def _host_status(state: LabState, host: LabHost, live: bool = True) -> HostStatus:
+    exists = netns.exists(host.namespace)
+    if not live:
+        return HostStatus(host=host, namespace_exists=exists, processes=None)
     return HostStatus(
         host=host,
-        namespace_exists=netns.exists(host.namespace),
+        namespace_exists=exists,
         processes=len(netns.pids(host.namespace)),
         out_qdisc=root_qdisc(host.namespace, host.interface),
         in_qdisc=root_qdisc(state.switch, host.port),
@@ -156,8 +166,10 @@ def _host_status(state: LabState, host: LabHost) -> HostStatus:
 
 
 def status(name: str | None = None, state_dir: str | Path | None = None) -> list[LabStatus]:
-    """Every lab (or just ``name``): recorded hosts and shapers plus live namespaces and qdiscs."""
-    require_root()
+    """Every lab (or just ``name``): recorded hosts and shapers plus live namespaces and qdiscs.
+    Without root it only reads: the state files and which namespaces exist (the processes and
+    shaper counters need root, and are left out: ``live`` false)."""
+    live = os.geteuid() == 0
     names = [name] if name is not None else labs(state_dir)
     out = []
     for lab in names:
@@ -174,7 +186,8 @@ def status(name: str | None = None, state_dir: str | Path | None = None) -> list
                 switch=state.switch,
                 switch_exists=netns.exists(state.switch),
                 namespaces=state.namespaces,
-                hosts=[_host_status(state, h) for h in state.hosts.values()],
+                hosts=[_host_status(state, h, live) for h in state.hosts.values()],
+                live=live,
             )
         )
     return out

@@ -8,7 +8,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netfleet.catalog.cheatsheet import STATS, STUB_FRACTION, CheatSheetData, cheatsheet_data
+from netfleet.catalog.cheatsheet import (
+    LEVELS_SPREAD,
+    LEVELS_TAG,
+    STATS,
+    STUB_FRACTION,
+    CheatSheetData,
+    cheatsheet_data,
+)
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
@@ -48,8 +55,12 @@ def scale_notes(scaled: Iterable[tuple[str, str, str | None]]) -> list[str]:
 def cheatsheet_table(d: CheatSheetData) -> Tabular:
     measure = "goodput" if d.rate == "goodput" else "wire rate"
     filters = d.filters
+    # every run counted came from its sender (seed 002's client -J files): the sheet is the
+    # sender's, and says so from its title on
+    all_sender = bool(d.from_sender) and d.from_sender >= d.runs - d.without_intervals
+    seen_by = "sender (no receiver-side data in these files)" if all_sender else d.side
     notes = [
-        f"{measure} of each non-omitted 'sum' interval seen by the {d.side}, in {d.unit_label}, "
+        f"{measure} of each non-omitted 'sum' interval seen by the {seen_by}, in {d.unit_label}, "
         f"over complete runs (status ok){' where ' + filters if filters else ''}; "
         "percentiles: DuckDB quantile_cont (linear interpolation)."
     ]
@@ -95,6 +106,7 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             "add 'flow' to the group keys to separate them."
         )
     no_drop = any(row[-1] and "no drop" in str(row[-1]) for row in d.rows)
+    levels = any(row[-1] and LEVELS_TAG in str(row[-1]) for row in d.rows)
     rows = d.rows
     if d.scaled:
         scale_of = {group: (rate, time) for group, rate, time in d.scaled}
@@ -115,13 +127,25 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
             "baseline (no level drop seen, host not known fixed-rate, shorter than the longest "
             "documented burst): their rate may be a burst's peak."
         )
+    if levels:
+        notes.append(
+            f"flag 'two levels': the row's p95 is more than {LEVELS_SPREAD:g}× its p5, its "
+            "intervals sit at two levels (a credit burst then its baseline, or runs that "
+            "differ), so its avg and p50 lie between the levels and no interval had them: "
+            "p5/min ≈ the lower level, p95/max ≈ the higher; `netfleet analyze` gives each "
+            "run's burst, baseline and time at peak."
+        )
     if d.runs and not d.rows:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
     return Tabular(
         columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
         rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
-        f"{d.side} side" + (" (sender where absent)" if d.from_sender else ""),
+        + (
+            "sender side (no receiver data)"
+            if all_sender
+            else f"{d.side} side" + (" (sender where absent)" if d.from_sender else "")
+        ),
         notes=notes,
     )
 

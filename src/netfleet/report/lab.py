@@ -26,8 +26,15 @@ def lab_hosts_table(labs: list[LabStatus]) -> Tabular:
                     ", ".join(f"{k}={v}" for k, v in sorted(h.labels.items())),
                 ]
             )
+    notes = (
+        ["not root: read from the state files only; procs and shaper counters need root"]
+        if any(not st.live for st in labs)
+        else []
+    )
     return Tabular(
-        ["lab", "host", "namespace", "address", "mtu", "exists", "shaping", "procs", "labels"], rows
+        ["lab", "host", "namespace", "address", "mtu", "exists", "shaping", "procs", "labels"],
+        rows,
+        notes=notes,
     )
 
 

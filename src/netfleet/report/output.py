@@ -83,8 +83,12 @@ def render(data: Tabular, fmt: OutputFormat | str) -> str | Any:
         caption=Text(printable("\n".join(data.notes))) if data.notes else None,
         caption_justify="left",
     )
-    for name in data.columns:
-        table.add_column(Text(printable(name)), justify="left")
+    for col, name in enumerate(data.columns):
+        # the row's name (the first column) is folded onto more lines where the terminal is
+        # narrow, never cut to "farga…" (issue 36); the other cells may end in "…"
+        table.add_column(
+            Text(printable(name)), justify="left", overflow="fold" if col == 0 else "ellipsis"
+        )
     for row in data.rows:
         table.add_row(*(Text(printable(_cell(v, data.decimals))) for v in row))
     for col, name in enumerate(data.columns):

@@ -289,7 +289,8 @@ def overlay_series(
             x,
             lw=1.8,
             label=name,
-            color=f"C{n % 10}",
+            color=series_style(n)["color"],
+            linestyle=series_style(n)["linestyle"],
             baseline=None,  # no drop to 0 at the ends: the run did not stop at 0
         )
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
@@ -364,7 +365,8 @@ def rate_cdf(
                 where="post",
                 lw=1.8,
                 label=f"{name} (n={v.size})",
-                color=f"C{n % 10}",
+                color=series_style(n)["color"],
+                linestyle=series_style(n)["linestyle"],
             )
     ax.set_title(title, loc="left", fontsize=11, fontweight="bold")
     ax.set_xlabel(f"{unit}/s ({basis}, per interval)")
@@ -375,6 +377,19 @@ def rate_cdf(
     if groups:
         _legend_outside(ax)
     return to_bytes(fig, fmt)
+
+
+#: line styles and markers that tell apart series sharing one of the 10 colours (issue 36:
+#: the 11th series was drawn as the 1st)
+_DASHES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D")
+
+
+def series_style(n: int) -> dict[str, str]:
+    """The ``n``-th series' colour, line style and marker: the 10 colours first, then each again
+    with the next dash and marker (40 distinct series, then it repeats)."""
+    turn = (n // 10) % len(_DASHES)
+    return {"color": f"C{n % 10}", "linestyle": _DASHES[turn], "marker": _MARKERS[turn]}
 
 
 def _legend_outside(ax: Axes) -> None:
@@ -393,9 +408,13 @@ def price_scatter(
     fig, axes = _figure(1, 1, height=4.0)
     ax = axes[0][0]
     for n, (name, price, sustained, peak) in enumerate(points):
-        color = f"C{n % 10}"
+        style = series_style(n)
+        color, marker = style["color"], style["marker"]
         if sustained:
-            ax.scatter([sustained / scale], [price], color=color, s=60, zorder=3, label=f"{name}")
+            ax.scatter(
+                [sustained / scale], [price], color=color, marker=marker, s=60, zorder=3,
+                label=f"{name}",
+            )  # fmt: skip
             ax.annotate(
                 name,
                 (sustained / scale, price),
@@ -404,7 +423,10 @@ def price_scatter(
                 fontsize=8,
             )
         if peak and peak != sustained:
-            ax.scatter([peak / scale], [price], facecolors="none", edgecolors=color, s=60, zorder=3)
+            ax.scatter(
+                [peak / scale], [price], facecolors="none", edgecolors=color, marker=marker, s=60,
+                zorder=3,
+            )  # fmt: skip
             if sustained:
                 ax.plot(
                     [sustained / scale, peak / scale], [price, price], color=color, lw=1, ls=":"

@@ -24,6 +24,7 @@ from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, RunAnalysis
 from netfleet.analysis.calculator import plan
 from netfleet.catalog import query
+from netfleet.catalog.cheatsheet import LEVELS_TAG
 from netfleet.errors import InputError, NetfleetError
 from netfleet.pricetable import PriceTable
 from netfleet.report import plots
@@ -46,8 +47,12 @@ BURST_KINDS = ("burst", "burst-unfinished")
 MAX_BURST_HOSTS = 8
 #: a level whose ± exceeds this fraction of it is not a headline number
 WIDE = 0.25
-#: a cheat-sheet row whose max exceeds this × its min is flagged
-SPREAD = 2.0
+#: a cheat-sheet row whose runs the analysis finds burst then baseline (the sheet's own rule,
+#: :func:`netfleet.catalog.cheatsheet.levels_flag`, cannot tell which level is which)
+BURST_ROW_FLAG = (
+    "burst then baseline in one row: min ≈ the baseline, max ≈ the burst, avg and p50 are "
+    "neither; see Burst vs baseline"
+)
 #: appendix columns left out (and said once) when every run has the same value
 SAID_ONCE = frozenset({"campaign", "test", "server", "engine", "status", "repeat"})
 
@@ -206,25 +211,18 @@ def cheatsheet_section(
     }
     flags: dict[int, str] = {}
     it, d = sheet.columns.index("instance_type"), sheet.columns.index("direction")
-    lo, hi = sheet.columns.index("min"), sheet.columns.index("max")
+    f = sheet.columns.index("flag")
+    level_rows = set()  # flagged for a level change: the sheet's rule, or the analysis's burst
     for n, row in enumerate(sheet.rows):
-        if kinds.get((row[it], row[d])) in BURST_KINDS:
-            flags[n] = (
-                "burst-affected: min…max mix the burst and the baseline; see Burst vs baseline"
-            )
-        elif row[lo] and row[hi] and row[hi] > SPREAD * row[lo]:
-            flags[n] = (
-                f"rates span more than {SPREAD:g}×: a level change too short to classify "
-                "(a burst?); look at the series"
-            )
-    level_rows = set(flags)  # flagged for a level change; the sheet's own flags join below
-    if "flag" in sheet.columns:  # the sheet's own flag (adaptive runs) joins the row flags
-        f = sheet.columns.index("flag")
-        for n, row in enumerate(sheet.rows):
-            if row[f]:
-                flags[n] = "; ".join(x for x in (str(row[f]), flags.get(n)) if x)
-        sheet.columns = [c for i, c in enumerate(sheet.columns) if i != f]
-        sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
+        own = [x for x in str(row[f] or "").split("; ") if x]
+        if kinds.get((row[it], row[d])) in BURST_KINDS:  # the analysis knows which level is which
+            own = [BURST_ROW_FLAG, *(x for x in own if LEVELS_TAG not in x)]
+        if own:
+            flags[n] = "; ".join(own)
+        if any(x == BURST_ROW_FLAG or LEVELS_TAG in x for x in own):
+            level_rows.add(n)
+    sheet.columns = [c for i, c in enumerate(sheet.columns) if i != f]
+    sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
     if level_rows:

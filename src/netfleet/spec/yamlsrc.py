@@ -288,8 +288,66 @@ def _line_for(loc: tuple[str | int, ...], lines: LineMap) -> int | None:
     return None
 
 
-def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int | None, str]]:
-    """Turn a pydantic ValidationError into (field path, line, message) triples."""
+def field_names(model: Any, seen: set[Any] | None = None) -> set[str]:
+    """Every field name (and alias) of ``model`` and of the models its fields hold, and of every
+    engine's params model: the words an unknown field may be a misspelling of."""
+    from typing import get_args
+
+    top = seen is None
+    seen = set() if seen is None else seen
+    names: set[str] = set()
+    todo = [model]
+    if top:
+        from netfleet.engines import ENGINES
+
+        todo += [engine.params_model for engine in ENGINES.values()]
+    while todo:
+        item = todo.pop()
+        if item in seen:
+            continue
+        seen.add(item)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            for name, info in item.model_fields.items():
+                names.add(info.alias or name)
+                todo.append(info.annotation)
+        else:
+            todo.extend(get_args(item))
+    return names
+
+
+def _did_you_mean(loc: tuple[Any, ...], known: set[str]) -> str:
+    """ "did you mean 'parallel'? …" for a misspelt field, else nothing."""
+    import difflib
+
+    if not loc or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], sorted(known), n=1, cutoff=0.75)
+    if not close:
+        return ""
+    return f"did you mean {close[0]!r}? (else remove it; netfleet schema lists the fields)"
+
+
+def _pattern_text(err: Any) -> str:
+    """A value that does not have the form a field needs, in words: what it was, and the value
+    made to fit when replacing what is not allowed by '-' does it (``'my test'`` → ``'my-test'``),
+    rather than the regular expression alone."""
+    pattern = str((err.get("ctx") or {}).get("pattern", ""))
+    value = err.get("input")
+    text = f"{value!r} is not allowed here"
+    if isinstance(value, str) and pattern:
+        fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", value.strip()).strip("-")
+        if fixed != value and re.fullmatch(pattern, fixed):
+            return f"{text}: use letters, digits, '.', '_' and '-' only, e.g. {fixed!r}"
+        if fixed.lower() != value and re.fullmatch(pattern, fixed.lower()):
+            return f"{text}: use lower-case letters, digits and '-' only, e.g. {fixed.lower()!r}"
+    return f"{text}: it must match the pattern {pattern} (see docs/spec.md)"
+
+
+def problems_from(
+    exc: ValidationError, lines: LineMap, known: set[str] | None = None
+) -> list[tuple[str, int | None, str]]:
+    """Turn a pydantic ValidationError into (field path, line, message) triples. ``known``: the
+    field names an unknown one is compared with (:func:`field_names`)."""
     out = []
     for err in exc.errors():
         loc = tuple(
@@ -299,9 +357,12 @@ def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int |
         )
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = (
-                "unknown field: remove it or check its spelling (netfleet schema lists the fields)"
+            msg = "unknown field: " + (
+                _did_you_mean(loc, known or set())
+                or "remove it or check its spelling (netfleet schema lists the fields)"
             )
+        elif err["type"] == "string_pattern_mismatch":
+            msg = _pattern_text(err)
         elif err["type"] == "missing":
             msg = "required field is missing: add it"
         elif err["type"] == "string_type" and isinstance(err.get("input"), int | float):
@@ -312,8 +373,20 @@ def problems_from(exc: ValidationError, lines: LineMap) -> list[tuple[str, int |
         located = (err.get("ctx") or {}).get("error")
         if isinstance(located, LocatedError):
             loc = (*loc, *located.loc)
-        out.append((".".join(str(x) for x in loc) or "<top>", _line_for(loc, lines), msg))
+        loc = _written_at(loc)
+        found = (".".join(str(x) for x in loc) or "<top>", _line_for(loc, lines), msg)
+        if found not in out:  # the cloud block's problem once, not once per host
+            out.append(found)
     return out
+
+
+def _written_at(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where the user wrote the field: an aws host's ``cloud`` settings are the campaign's
+    ``cloud:`` block copied into every host (``hosts.srv.aws.cloud.controller_cidr`` is
+    ``cloud.controller_cidr``)."""
+    if len(loc) > 3 and loc[0] == "hosts" and "cloud" in loc[2:4]:
+        return ("cloud", *loc[loc.index("cloud", 2) + 1 :])
+    return loc
 
 
 def load_model(model: type[M], path: str | Path, *, what: str = "spec") -> M:
@@ -336,5 +409,7 @@ def validate_model(
         return model.model_validate(data, context={"lines": lines, "file": str(path)})
     except ValidationError as exc:
         raise SpecError(
-            f"{path}: invalid {what}", file=str(path), problems=problems_from(exc, lines)
+            f"{path}: invalid {what}",
+            file=str(path),
+            problems=problems_from(exc, lines, field_names(model)),
         ) from exc

@@ -296,11 +296,15 @@ _PARAMS = {"protocol": "protocol", "num_streams": "parallel", "duration": "durat
 
 def imported_params(test: dict[str, Any]) -> dict[str, Any]:
     """An imported run's ``params`` from its ``start.test_start``: ``spec_params`` of its
-    protocol, stream count, duration and omit (a ``num_streams`` of null is dropped)."""
+    protocol, stream count, duration and omit (a ``num_streams`` of null is dropped), and the
+    pacing (``-b``, iperf3's ``target_bitrate``) as the spec's ``bitrate`` when there was one."""
     out: dict[str, Any] = {}
     for key, name in _PARAMS.items():
         if key in test and (name == key or test[key] is not None):
             out[name] = test[key]
+    pace = test.get("target_bitrate")  # -b: the run measured its pacing (issue 36)
+    if isinstance(pace, int | float) and not isinstance(pace, bool) and pace > 0:
+        out["bitrate"] = f"{pace:.0f}bit"
     return out
 
 

@@ -50,6 +50,7 @@ from netfleet.store.import_base import (
 from netfleet.store.import_iperf2 import build_iperf2_envelope
 from netfleet.store.import_iperf3 import build_iperf3_envelope, check_intervals, decode
 from netfleet.store.import_labels import labels_of
+from netfleet.store.import_pairs import Pairing, pair_key
 from netfleet.store.limits import max_raw_bytes, too_large
 from netfleet.store.s3 import PartlyWritten
 from netfleet.store.sources import (
@@ -92,6 +93,9 @@ class ImportReport:
     #: (file, run id): the same run an earlier import already wrote (same bytes, campaign and
     #: labels); not written again
     already: list[tuple[str, str]] = field(default_factory=list)
+    #: (server file, client file) of one iperf3 TCP test, paired by its cookie: one run
+    #: (:mod:`netfleet.store.import_pairs`)
+    paired: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _plain(data: bytes) -> bytes:
@@ -232,8 +236,9 @@ class _Options:
     follow_links: bool = False
 
 
-#: one file's outcome: (source, key, gzip bytes, interval flags) or (source, why not)
-Prepared = tuple[str, str, bytes, int] | tuple[str, str]
+#: one file's outcome: (source, key, gzip bytes, interval flags, iperf3 pairing key) or
+#: (source, why not)
+Prepared = tuple[str, str, bytes, int, "tuple[str, str] | None"] | tuple[str, str]
 
 
 def prepare(path: Path, opts: _Options) -> Prepared:
@@ -265,7 +270,7 @@ def prepare(path: Path, opts: _Options) -> Prepared:
         return (str(path), f"unreadable ({exc.strerror or exc})")
     except Exception as exc:  # a shape no check foresaw: this file only, never the folder
         return (str(path), f"cannot be imported ({type(exc).__name__}: {str(exc)[:200]})")
-    return (str(path), rel, gz, len(env.notes["imported"]["flags"]))
+    return (str(path), rel, gz, len(env.notes["imported"]["flags"]), pair_key(env))
 
 
 def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
@@ -299,9 +304,12 @@ def import_files(
     progress: Progress | None = None,
     workers: int = 1,
     follow_links: bool = False,
+    pair: bool = True,
 ) -> ImportReport:
     """Import every source file into ``root`` (a local or S3 results root). A file
     that cannot be imported is reported with its reason; the others are still imported.
+    The client's and the server's iperf3 file of one TCP test are one run
+    (:mod:`netfleet.store.import_pairs`; ``pair=False``: a run per file).
 
     With ``workers`` > 1 (``netfleet import`` passes one per CPU, at most 4), files are read,
     checked and compressed in that many processes (``forkserver``: a script calling this must
@@ -328,25 +336,34 @@ def import_files(
     report = ImportReport()
     group = _Group(root, report)
     first: dict[str, str] = {}  # key → the file that made it
+
+    def take(source: str, rel: str, gz: bytes, flags: int) -> None:
+        if rel in first:
+            report.duplicates.append((source, first[rel]))
+        elif root.has(rel):
+            first[rel] = source
+            report.already.append((source, run_of(rel)))
+        else:
+            first[rel] = source
+            group.add(source, rel, gz, flags)
+
+    pairs = Pairing(take)  # an iperf3 test's client and server files: one run
+    report.paired = pairs.paired
     try:
         try:
             for done, outcome in enumerate(_prepared(paths, opts, workers), start=1):
                 if len(outcome) == 2:
                     report.bad.append(outcome)
-                elif outcome[1] in first:
-                    report.duplicates.append((outcome[0], first[outcome[1]]))
-                elif root.has(outcome[1]):
-                    first[outcome[1]] = outcome[0]
-                    report.already.append((outcome[0], run_of(outcome[1])))
                 else:
-                    first[outcome[1]] = outcome[0]
-                    group.add(*outcome)
+                    pairs.add(outcome if pair else (*outcome[:4], None))
                 if progress is not None:
                     progress(done, len(paths))
         except BaseException as exc:
             if not isinstance(exc, StoreError):  # Ctrl-C, a failure: the prepared are written
+                pairs.release()
                 group.flush()
             raise
+        pairs.release()
         group.flush()
     except StoreError as exc:  # the store failed under us: say how far the import got
         kind = StoreUnreachable if isinstance(exc, StoreUnreachable) else StoreError
