@@ -32,6 +32,10 @@ from netfleet.watch.baseline import Judgement, Settings
 WEBHOOK_TIMEOUT = 10.0
 
 
+#: the alert log is rotated (to ``alerts.jsonl.1``) past this size (a record is ~600 bytes)
+MAX_ALERT_LOG_BYTES = 16 * 1024 * 1024
+
+
 def alert_record(
     j: Judgement, campaign: str, round_no: int, time: str, settings: Settings
 ) -> dict[str, Any]:
@@ -60,12 +64,19 @@ def alert_record(
 
 
 def append_alerts(path: Path, records: list[dict[str, Any]]) -> None:
-    """Append the records, one JSON object a line, flushed to disk."""
+    """Append the records, one JSON object a line, flushed to disk. A log past
+    :data:`MAX_ALERT_LOG_BYTES` is first renamed ``alerts.jsonl.1`` (replacing the one
+    before): the log never grows without bound."""
     if not records:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags, 0o644)
+    if os.fstat(fd).st_size > MAX_ALERT_LOG_BYTES:
+        os.close(fd)
+        os.replace(path, path.with_name(path.name + ".1"))  # a rename: never through a link
+        fd = os.open(path, flags, 0o644)
     try:
         os.write(fd, data.encode())
         os.fsync(fd)
