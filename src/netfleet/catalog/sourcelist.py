@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from netfleet.errors import InputError, StoreError
+from netfleet.errors import InputError, StoreError, named
 from netfleet.plain import Frozen, Plain
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2.5 ms a command)
@@ -142,7 +142,16 @@ def _local_listed(local: list[str], follow_links: bool) -> list[Found]:
     add, stat, make = out.append, os.stat, tuple.__new__
     seen: set[str] | None = set() if len(local) > 1 else None
     for src in local:
-        for source in source_files(os.path.abspath(src), follow_links):
+        for source in source_files(
+            os.path.abspath(
+                named(
+                    "a source",
+                    src,
+                    hint="name a file, folder or glob (an empty one is the working directory)",
+                )
+            ),
+            follow_links,
+        ):
             if seen is not None:
                 if source in seen:
                     continue
