@@ -4,15 +4,14 @@ import again must not see success while the file is still not in the catalog."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
+from tests.test_import_reference import _age, _folder
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 GOOD = sorted(p for p in FIX.glob("*.json") if p.name != "MANIFEST.json")[:2]
@@ -22,19 +21,10 @@ def cli(*args: str) -> int:
     return guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
 
 
-def _age(folder: Path) -> None:
-    then = time.time_ns() - 60 * 10**9
-    for p in folder.iterdir():
-        os.utime(p, ns=(then, then))
-
-
 def test_a_refused_file_keeps_the_exit_status_until_it_changes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    src = tmp_path / "src"
-    src.mkdir()
-    for f in GOOD:
-        shutil.copy(f, src / f.name)
+    src = _folder(tmp_path, GOOD)
     (src / "broken.json").write_text('{"start": ')
     _age(src)
     cat = str(tmp_path / "cat")
