@@ -24,6 +24,7 @@ RANKS: dict[str, int] = {
     "iperf3json": 0,  # iperf3 -J JSON → intervals/ends rows (values only; no engine registry)
     "jsonparse": 0,  # JSON text → values, fast (pydantic_core) with json.loads's results
     "journalfile": 0,  # reading a JSON-lines journal someone else may have written (bounded)
+    "readback": 0,  # reading back any other file netfleet wrote where others may write
     "children": 0,  # child-process hygiene (SIGCHLD) for every process netfleet starts
     "workers": 0,  # forkserver pools whose workers get the current environment
     "keymaterial": 0,  # detecting private-key material (specs, labels) without echoing it

@@ -44,6 +44,15 @@ class InputError(NetfleetError):
     exit_status = ExitStatus.INVALID_INPUT
 
 
+def named(what: str, value: str, hint: str | None = None) -> str:
+    """``value`` (a path or URL the user gave for ``what``), or an InputError when it is empty:
+    an empty path is the working directory to the file system (``--catalog=`` would write a
+    catalog there, ``import ""`` import the folder, catalog included), never what was meant."""
+    if not value.strip():
+        raise InputError(f"{what} is empty", hint=hint or f"give {what} a path, or leave it out")
+    return value
+
+
 class SpecError(InputError):
     """An invalid campaign spec or lab file; carries the file, field path and line."""
 

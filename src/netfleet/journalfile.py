@@ -11,6 +11,9 @@ either may be writable by others (a shared directory). What is read back is a cl
   JSON or not an object is skipped — counted with its line number and the reason — and never
   stops the records after it (the parser's own ``RecursionError`` on a line nested 100,000
   deep is caught; the depth of what parsed is measured without recursion).
+
+Other files netfleet reads back from such places follow the same rules through
+:mod:`netfleet.readback`.
 """
 
 from __future__ import annotations
@@ -25,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from netfleet.errors import StoreError
+from netfleet.readback import MAX_DEPTH, deeper_than
 
 #: a journal larger than this is refused (a run journal grows by about 1 KB per run)
 MAX_JOURNAL_BYTES = 256 * 1024 * 1024
 #: a longer line is no record netfleet wrote
 MAX_RECORD_BYTES = 1024 * 1024
-#: netfleet's records nest 3 deep; a deeper one is refused
-MAX_DEPTH = 16
 
 
 @dataclass
@@ -117,7 +119,7 @@ def parse_records(data: bytes) -> Records:
         else:
             if not isinstance(rec, dict):
                 why = "not a JSON object"
-            elif _deeper_than(rec, MAX_DEPTH):
+            elif deeper_than(rec, MAX_DEPTH):
                 why = f"nested more than {MAX_DEPTH} levels deep"
             else:
                 out.records.append(rec)
@@ -125,16 +127,3 @@ def parse_records(data: bytes) -> Records:
                 continue
         out.skipped.append((number, why))
     return out
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Do lists and objects in ``value`` nest more than ``limit`` levels (no recursion)?"""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > limit:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return False

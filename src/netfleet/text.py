@@ -3,8 +3,11 @@
 A label, a host name, a spec path or a remote tool's output may hold Rich markup (``[/]``,
 ``[bold]``) or terminal control sequences (``ESC ] 0 ; title BEL``, ``ESC [ 31 m``). Printed as
 is, the first crashes or garbles Rich output and the second re-titles, recolours or rewrites the
-user's terminal. :func:`printable` makes every C0/C1 control character (and DEL) visible as an
-escape such as ``\\x1b``; :func:`plain` does that and escapes Rich markup, for text that is
+user's terminal. Unicode's bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE and its kin)
+make a file name read backwards (``evil\u202egpj.exe`` shows as ``evilexe.jpg``) in a terminal,
+a spreadsheet or a rendered markdown table. :func:`printable` makes every C0/C1 control
+character (and DEL) visible as an escape such as ``\\x1b``, and every bidi control as one such
+as ``\\u202e``; :func:`plain` does that and escapes Rich markup, for text that is
 embedded in a markup string. (A base module: it imports only the standard library, and Rich's
 escape helper when :func:`plain` is first called: a JSON cheat sheet loads no Rich.)
 """
@@ -13,12 +16,14 @@ from __future__ import annotations
 
 import re
 
-#: C0 controls except newline and tab, DEL, and the C1 controls (U+0080..U+009F)
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: C0 controls except newline and tab, DEL, the C1 controls (U+0080..U+009F) and the bidi
+#: controls: ALM, LRM, RLM, LRE..RLO, LRI..PDI
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _visible(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: object, *, keep_newlines: bool = True) -> str:

@@ -12,13 +12,17 @@ def results_url(results: str | os.PathLike[str] | None = None, from_spec: str | 
     """The results root: ``results``, else ``$NETFLEET_RESULTS``, else the spec's, else
     ``results``."""
     if results is not None:
-        return os.fspath(results)
+        from netfleet.errors import named
+
+        return named("--results", os.fspath(results))
     return os.environ.get("NETFLEET_RESULTS") or from_spec or "results"
 
 
 def catalog_dir(catalog: str | os.PathLike[str] | None = None) -> Path | str:
     """The catalog: a directory, or an ``s3://`` URL kept as text (a Path would fold its
     ``//``); the catalog functions take either."""
-    where = os.fspath(catalog) if catalog is not None else None
+    from netfleet.errors import named
+
+    where = named("--catalog", os.fspath(catalog)) if catalog is not None else None
     where = where or os.environ.get("NETFLEET_CATALOG") or "catalog"
     return where if where.startswith("s3://") else Path(where)

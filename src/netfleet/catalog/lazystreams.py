@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from netfleet.catalog.manifest import MANIFEST
 from netfleet.errors import CatalogError, NetfleetError
+from netfleet.readback import NotOurs, open_back
 
 if TYPE_CHECKING:
     import duckdb
@@ -91,11 +91,13 @@ def manifest_runs(
 
 
 def opened(path: Path) -> Any:
-    """A regular file opened for reading, never through a link at its name."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{path}: not a regular file")
+    """A regular file opened for reading (:func:`netfleet.readback.open_back`: looked at
+    first, so a FIFO or a device a forged manifest names is never opened; never through a link
+    at its name, never waiting). OSError naming why otherwise."""
+    try:
+        fd = open_back(path)
+    except NotOurs as exc:
+        raise OSError(f"{exc}: not read") from None
     return os.fdopen(fd, "rb")
 
 

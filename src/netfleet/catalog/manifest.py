@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING
 from netfleet.catalog.layout import TEMP_PREFIX
 from netfleet.durable import atomic_write, write_temp
 from netfleet.plain import Plain
+from netfleet.readback import loads_back, open_back, read_back
 
 if TYPE_CHECKING:
     from typing import Any
@@ -74,6 +75,9 @@ MANIFEST = "manifest.parquet"
 #: the folder of the manifest's segments (``g<generation>.parquet``)
 SEGMENTS = "manifest.segments"
 INDEX = "_manifest_index"
+#: the most bytes of the index read back (≈ 200 bytes a file: millions of files); a larger
+#: one is not ours and the manifest files are read instead
+MAX_INDEX_BYTES = 2 * 1024 * 1024 * 1024
 #: the columns the index keeps per row (not retired)
 INDEX_COLUMNS = (
     "row_id", "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag",
@@ -495,15 +499,16 @@ def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:
 
 def _read_head(catalog_dir: str | os.PathLike[str], size: int) -> tuple[dict[str, Any], memoryview]:
     """The index's JSON head and the bytes after it (of the first ``size`` bytes; -1: all)."""
-    fd = os.open(Path(catalog_dir) / INDEX, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a file")
-        data = fh.read() if size < 0 else fh.read(size)
+    path = Path(catalog_dir) / INDEX
+    if size < 0:
+        data = read_back(path, MAX_INDEX_BYTES)
+    else:
+        with os.fdopen(open_back(path), "rb") as fh:
+            data = fh.read(size)
     end = data.find(b"\n")
     if end < 0:
         raise ValueError("no head")
-    head = json.loads(data[:end])
+    head = loads_back(data[:end])
     rest = memoryview(data)[end + 1 :]
     if not isinstance(head, dict) or not isinstance(head.get("generation"), int):
         raise ValueError("no generation")

@@ -311,7 +311,8 @@ def read_local(
     source = os.path.abspath(path)
     known = {**known, "checked_ns": time.time_ns()}  # before the read: racy files (register)
     try:
-        data, st = read_checked(path, follow_links, limit)
+        listed = (known["inode"], known["size"], known["mtime_ns"])
+        data, st = read_checked(path, follow_links, limit, None if None in listed else listed)
     except ImportProblem as exc:
         return Read({"source": source, "state": "bad", "reason": str(exc), **known})
     except OSError as exc:

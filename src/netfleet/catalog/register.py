@@ -50,7 +50,7 @@ from netfleet.catalog.manifest import (
 from netfleet.catalog.manifest import write_changes as _write_changes
 from netfleet.catalog.memory import collector_paused, give_back
 from netfleet.catalog.sourcelist import Found, Options
-from netfleet.errors import InputError
+from netfleet.errors import InputError, named
 from netfleet.plain import Plain
 
 if TYPE_CHECKING:
@@ -169,12 +169,13 @@ def register(
 
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
+    named("--catalog", os.fspath(catalog_dir))
     if str(catalog_dir).startswith("s3://"):
         raise InputError(
             "import by reference keeps its manifest in a local catalog",
             hint="give --catalog a local folder (the sources may be s3:// URLs)",
         )
-    if keep_copy:
+    if keep_copy is not None:  # (an empty one is an error, not left out)
         check_keep_copy(keep_copy)
     asked_labels = split_labels(labels)
     asked = json.dumps({"labels": asked_labels, "pattern": pattern, "side": side}, sort_keys=True)
@@ -202,7 +203,8 @@ def register(
                 active = _active(index, campaign, asked)
                 todo, gone = _work(found, sources, index, active)
             if not todo and not gone:  # (always so when unchanged)
-                report.unchanged = len(found)
+                report.bad = _still_refused(index, found, todo, active or None)
+                report.unchanged = len(found) - len(report.bad)
                 report.generation = index.generation
                 report.seconds = time.monotonic() - started
                 found.clear()  # freed before the collector resumes: none of it walked
@@ -254,7 +256,8 @@ def _register(
             index = on_disk
             active = _active(index, opts.campaign, asked)
             todo, gone = _work(found, sources, index, active)
-        report.unchanged = len(found) - len(todo)
+        report.bad = _still_refused(index, found, todo, active)
+        report.unchanged = len(found) - len(todo) - len(report.bad)
         if not todo and not gone:
             report.generation = index.generation
             report.seconds = time.monotonic() - started
@@ -328,6 +331,30 @@ def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
         )
         if its_campaign == campaign and its_asked == asked and state != "retired"
     }
+
+
+def _still_refused(
+    index: Index, found: list[Found], todo: list[Found], active: dict[str, int] | None
+) -> list[tuple[str, str]]:
+    """The files listed and not read again (their stat unchanged) whose row says they were
+    refused, with the reason then: a refusal stays in the report (and the exit status) until
+    the file changes, so a cron job's next import does not call it fine. Nothing decoded when
+    the index holds no refused row (the no-op's case)."""
+    states = index.distinct("state")
+    if states is not None and "bad" not in states:
+        return []
+    cols = index.columns
+    state, reason = cols["state"], cols["reason"]
+    if active is None:  # every row this import's (:func:`_unchanged`)
+        active = dict(zip(cols["source"], range(len(index)), strict=True))
+    read = {item.source for item in todo}
+    return [
+        (item.source, f"unchanged since it was refused: {reason[at]}")
+        for item in found
+        if (at := active.get(item.source)) is not None
+        and state[at] == "bad"
+        and item.source not in read
+    ]
 
 
 def _work(
@@ -599,7 +626,9 @@ def _settle(
         and (old["state"], row["state"]) in (("ok", "ok"), ("missing", "ok"), ("bad", "bad"))
         and (row["state"] == "ok" or old.get("reason") == row.get("reason"))
     ):  # touched, back where it was, or hashed again (racy): the same bytes, the same run
-        if any(old.get(k) != row.get(k) for k in fields) or old["state"] == "missing":
+        if row["state"] == "bad":  # refused again: still in the report and the exit status
+            report.bad.append((item.source, f"unchanged since it was refused: {row['reason']}"))
+        elif any(old.get(k) != row.get(k) for k in fields) or old["state"] == "missing":
             report.touched.append(item.source)
         else:  # hashed again (racy), found as it was
             report.unchanged += 1

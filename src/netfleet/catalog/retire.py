@@ -8,10 +8,18 @@ import json
 import re
 from pathlib import Path
 
-from netfleet.catalog.layout import IDS_DIR, TABLES, TEMP_PREFIX, committed_batches, ids_name
+from netfleet.catalog.layout import (
+    IDS_DIR,
+    MAX_IDS_BYTES,
+    TABLES,
+    TEMP_PREFIX,
+    committed_batches,
+    ids_name,
+)
 from netfleet.catalog.layout import part_name as _part_name
 from netfleet.catalog.writer import Batch, write_batch
 from netfleet.durable import atomic_write
+from netfleet.readback import loads_back, read_back
 
 RETIRE_JOURNAL = "_retire.json"
 
@@ -62,7 +70,7 @@ def finish_retire(catalog: Path) -> None:
     changed and retires their runs again."""
     journal = catalog / RETIRE_JOURNAL
     try:
-        entry = json.loads(journal.read_text())
+        entry = loads_back(read_back(journal, MAX_IDS_BYTES))
         old, dropped = str(entry["old"]), {str(r) for r in entry["dropped"]}
         if not re.fullmatch(r"[0-9A-Za-z-]+", old):  # a batch name, never a path
             raise ValueError(old)
@@ -80,8 +88,8 @@ def finish_retire(catalog: Path) -> None:
 
 def batch_ids(catalog: Path, batch_id: str) -> list[str]:
     try:
-        text = (catalog / IDS_DIR / ids_name(batch_id)).read_text()
-        return [json.loads(line) for line in text.splitlines()]
+        text = read_back(catalog / IDS_DIR / ids_name(batch_id), MAX_IDS_BYTES).decode()
+        return [loads_back(line) for line in text.splitlines()]
     except (OSError, ValueError):
         import pyarrow.parquet as pq
 

@@ -15,9 +15,14 @@ Why a cached answer cannot be stale: committed parts are never rewritten (see
 An answer is kept only when the key is the same after the query as before it (an ingest that
 commits a batch meanwhile may or may not be in the answer). An entry is one JSON file,
 ``CATALOG/_sheets/sheet-<sha256 of the key>.json``, written atomically; ``_`` keeps it out of
-what Spark, Athena and Trino read as table data. An entry that does not parse or does not hold
-the shape expected is ignored (and written again). Only answers made of JSON's own values
-(text, numbers, booleans, null) are kept, so one reads back exactly what was computed. At most
+what Spark, Athena and Trino read as table data. An entry is read back only as
+:func:`netfleet.journalfile.read_back` allows (a regular file, never a link, a FIFO or a device,
+of at most :data:`MAX_ENTRY_BYTES`) and only when this user wrote it and nobody else may write
+it (an entry another user planted is not believed); it names itself inside (an entry renamed
+to another question's name is not that question's answer). An entry that breaks a rule, does
+not parse or does not hold the shape expected is ignored (and written again). Only answers
+made of JSON's own values (text, numbers, booleans, null) are kept, so one reads back exactly
+what was computed. At most
 :data:`KEEP` entries stay; netfleet deletes only files in that directory that carry its own
 name pattern, and only when ``_sheets`` is a real directory (a link there is neither read
 nor written through). S3 catalogs are not cached.
@@ -42,6 +47,7 @@ from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
 from netfleet.catalog.manifest import MANIFEST, current_generation
 from netfleet.durable import atomic_write, checked_dir
 from netfleet.errors import LinkRefused
+from netfleet.readback import loads_back, read_back
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
@@ -65,6 +71,8 @@ if TYPE_CHECKING:  # (annotations' only)
 CACHE_FORMAT = 4
 SHEETS_DIR = "_sheets"
 KEEP = 64
+#: the most bytes of an entry read back (a sheet is kilobytes): a larger one is not ours
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
 #: the names of the entries (:func:`_prune`'s patterns, compiled when pruning)
 _ENTRY = r"^sheet-[0-9a-f]{64}\.json$"
 _TEXT = r"^text-[0-9a-f]{64}\.txt$"
@@ -115,18 +123,17 @@ def cached_text(
     entry = folder / f"text-{sha256(text.encode()).hexdigest()}.txt"
     if _own_folder(folder):
         try:
-            if stat.S_ISREG(os.lstat(entry).st_mode):
-                found = entry.read_bytes().decode("utf-8")
-                if keep(found):
-                    return found
-        except (OSError, UnicodeDecodeError):
+            named, _, found = read_back(entry, MAX_ENTRY_BYTES, own=True).decode().partition("\n")
+            if named == entry.name and keep(found):
+                return found
+        except (OSError, ValueError):
             pass
     drawn = draw()
     if not keep(drawn):
         return drawn
     try:
         checked_dir(folder.parent, folder.name)
-        atomic_write(entry, drawn.encode("utf-8"), prefix=TEMP_PREFIX)
+        atomic_write(entry, f"{entry.name}\n{drawn}".encode(), prefix=TEMP_PREFIX)
         _prune(folder)
     except (OSError, LinkRefused):  # the text stands without its cache entry
         pass
@@ -175,11 +182,11 @@ def _key(catalog_dir: Path, question: dict[str, Any]) -> str:
 
 def _read(entry: Path, load: Callable[[Any], T | None]) -> T | None:
     try:
-        info = os.lstat(entry)
-        if not stat.S_ISREG(info.st_mode):
+        doc = loads_back(read_back(entry, MAX_ENTRY_BYTES, own=True))
+        if doc.pop("entry") != entry.name:  # one of ours, renamed: another question's
             return None
-        return load(json.loads(entry.read_text()))
-    except (OSError, ValueError, TypeError):
+        return load(doc)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
@@ -203,7 +210,7 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
         return
     try:
         checked_dir(folder.parent, folder.name)  # made, never a link (netfleet.durable)
-        atomic_write(entry, json.dumps(doc).encode(), prefix=TEMP_PREFIX)
+        atomic_write(entry, json.dumps({**doc, "entry": entry.name}).encode(), prefix=TEMP_PREFIX)
         _prune(folder)
     except (OSError, LinkRefused):  # the answer stands without its cache entry
         return

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from netfleet import __version__
 from netfleet.catalog.layout import CATALOG_FORMAT, TEMP_PREFIX, committed_parts
+from netfleet.readback import loads_back, read_back
 from netfleet.units import MAX_RATE
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ WINDOW = 256
 MAX_NEW_ROWS = 100_000
 #: rates kept in all, at most (8 bytes each): more groups than that are computed afresh
 MAX_VALUES = 1 << 18
+#: the most bytes of a kept state read back (its rates, 2 MiB at most, and its head)
+MAX_STATE_BYTES = 64 * 1024 * 1024
 #: the tables the sheet reads
 TABLES = ("runs", "intervals")
 #: the counts of the sheet's notes (:class:`netfleet.catalog.cheatsheet.CheatSheetData`)
@@ -260,14 +263,12 @@ def load(catalog: Path, question: dict[str, Any]) -> tuple[dict[str, Any], Tally
     try:
         if not stat.S_ISDIR(os.lstat(catalog / STATE_DIR).st_mode):
             return None
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        raw = path.read_bytes()
+        raw = read_back(path, MAX_STATE_BYTES, own=True)
         if not raw.startswith(_MAGIC):
             return None
         size = int.from_bytes(raw[len(_MAGIC) : len(_MAGIC) + 8], "little")
         start = len(_MAGIC) + 8
-        head = json.loads(raw[start : start + size])
+        head = loads_back(raw[start : start + size])
         data = raw[start + size :]
         if hashlib.sha256(data).hexdigest() != head["sha256"] or head["question"] != question:
             return None

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from netfleet.errors import InputError, StoreError
+from netfleet.errors import InputError, StoreError, named
 from netfleet.plain import Frozen, Plain
 
 if TYPE_CHECKING:
@@ -137,7 +137,16 @@ def _local_listed(local: list[str], follow_links: bool) -> list[Found]:
     add, stat, make = out.append, os.stat, tuple.__new__
     seen: set[str] | None = set() if len(local) > 1 else None
     for src in local:
-        for source in source_files(os.path.abspath(src), follow_links):
+        for source in source_files(
+            os.path.abspath(
+                named(
+                    "a source",
+                    src,
+                    hint="name a file, folder or glob (an empty one is the working directory)",
+                )
+            ),
+            follow_links,
+        ):
             if seen is not None:
                 if source in seen:
                     continue

@@ -12,6 +12,13 @@ compared with the row's ``file_id``:
 * ``missing`` — gone from its source (a kept copy, ``--keep-copy``, is hashed instead when
   there is one: ``kept_ok`` names those whose copy still holds the bytes).
 
+A local source is looked at before it is opened (:mod:`netfleet.readback`'s rules): what is
+no longer a regular file (a FIFO, a device, a folder) is ``changed`` without being opened; a
+symbolic link is followed only when its target is the file imported (``--follow-links``: the
+manifest's size, mtime and inode are the target's), else it is ``changed``; a file whose size
+is not the size imported is ``changed`` without being read (a sparse petabyte costs a stat),
+and no more than that size is hashed.
+
 Nothing is written: verify reports, import acts. Files are hashed in threads (hashlib and file
 reads release the GIL).
 """
@@ -28,6 +35,7 @@ from typing import Any
 
 from netfleet.catalog.manifest import load_index
 from netfleet.errors import InputError
+from netfleet.readback import NotOurs, open_back
 
 
 @dataclass
@@ -101,16 +109,18 @@ def _check(row: dict[str, Any]) -> tuple[str, str]:
     """(``ok`` | ``changed`` | ``corrupt`` | ``missing`` | ``kept``, why)."""
     source = row["source"]
     try:
-        digest, now = _hash(source)
+        digest, now = _hash(source, row)
     except FileNotFoundError:
         kept = row.get("kept")
         if kept:
             try:
                 if _hash(kept)[0] == row["file_id"]:
                     return "kept", ""
-            except OSError:
+            except (OSError, ValueError):
                 pass
         return "missing", ""
+    except NotOurs:  # not the file imported any more, told without reading it
+        return "changed", ""
     except OSError as exc:
         return "corrupt", f"unreadable ({exc.strerror or exc})"
     if digest == row["file_id"]:
@@ -121,8 +131,10 @@ def _check(row: dict[str, Any]) -> tuple[str, str]:
     return "changed", ""
 
 
-def _hash(source: str) -> tuple[str, tuple[Any, ...]]:
-    """SHA-256 of the bytes at ``source`` and its stat as the manifest keeps it."""
+def _hash(source: str, row: dict[str, Any] | None = None) -> tuple[str, tuple[Any, ...]]:
+    """SHA-256 of the bytes at ``source`` and its stat as the manifest keeps it. ``row``: the
+    manifest's row of a local source — NotOurs when the stat alone says it is not that file
+    (not a regular file, a link to another, another size); nothing is opened then."""
     sha = hashlib.sha256()
     if source.startswith("s3://"):
         from netfleet import aws
@@ -141,13 +153,25 @@ def _hash(source: str) -> tuple[str, tuple[Any, ...]]:
             sha.update(chunk)
             size += len(chunk)
         return sha.hexdigest(), (size, None, None, str(got.get("ETag", "")).strip('"'))
-    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)  # never waits on a FIFO
+    path = source
+    if row is not None and stat.S_ISLNK(os.lstat(source).st_mode):
+        target = os.stat(source)  # imported with --follow-links: the manifest has its stat
+        if (target.st_size, target.st_mtime_ns, target.st_ino) != (
+            row.get("size"),
+            row.get("mtime_ns"),
+            row.get("inode"),
+        ):
+            raise NotOurs("a link to another file")
+        path = os.path.realpath(source)
+    fd = open_back(path)  # looked at first: a FIFO or a device is never opened
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError("not a regular file any more")
-        while chunk := os.read(fd, 1 << 20):
+        if row is not None and st.st_size != row.get("size"):
+            raise NotOurs("another size")
+        left = st.st_size + 1  # a file grown since its stat: read one byte more, not to its end
+        while left and (chunk := os.read(fd, min(left, 1 << 20))):
             sha.update(chunk)
+            left -= len(chunk)
     finally:
         os.close(fd)
     return sha.hexdigest(), (st.st_size, st.st_mtime_ns, st.st_ino, None)

@@ -9,7 +9,7 @@ import typer
 
 from netfleet import api
 from netfleet.cli.console import ask_at_terminal, console
-from netfleet.cli.options import LabStateOpt, ResultsOpt, emit
+from netfleet.cli.options import LabStateOpt, MaxRunsOpt, ResultsOpt, cap_runs, emit
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
 from netfleet.text import plain
@@ -53,6 +53,7 @@ def run(
             help="cloud: confirm the launch, on real AWS without asking (never lifts a limit)",
         ),
     ] = False,
+    max_runs: MaxRunsOpt = None,
 ) -> None:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends. Exit 3 if any run
@@ -61,6 +62,7 @@ def run(
     from netfleet.report.advice import advice_table
     from netfleet.report.plan import plan_table
 
+    cap_runs(max_runs)
     with RichReporter(console) as reporter:
         outcome = api.run(
             spec_path,

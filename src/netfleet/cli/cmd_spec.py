@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.options import FormatOpt, emit
+from netfleet.cli.options import FormatOpt, MaxRunsOpt, cap_runs, emit
 from netfleet.report import OutputFormat
 from netfleet.report.plan import plan_table
 
@@ -24,8 +24,10 @@ def schema(
 def plan(
     spec: Annotated[Path, typer.Argument(help="campaign spec (YAML)")],
     fmt: FormatOpt = OutputFormat.table,
+    max_runs: MaxRunsOpt = None,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
+    cap_runs(max_runs)
     the_plan = api.plan(spec, cost=fmt == OutputFormat.table)
     emit(plan_table(the_plan), fmt)
     if the_plan.cost is not None:  # what launching would cost

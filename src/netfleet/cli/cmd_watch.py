@@ -112,6 +112,12 @@ def watch(
     when the change is significant and ≥ --threshold; a later round back at the baseline clears
     it. Alerts: STATE/alerts.jsonl, --webhook, OpenMetrics file/endpoint. Exit 5 while an alert
     is open after the last round."""
+    if webhook:  # given here, not by the variable: every local user can read it
+        print(
+            f"warning: --webhook on the command line is visible to every local user "
+            f"(/proc/PID/cmdline, ps); the URL may hold a token: set {WEBHOOK_ENV} instead",
+            file=sys.stderr,
+        )
     webhook = webhook or os.environ.get(WEBHOOK_ENV) or None
     exe = str(Path(shutil.which("netfleet") or sys.argv[0]).absolute())
     result = api.watch(

@@ -66,6 +66,7 @@ def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
 
     problems: list[tuple[str, int | None, str]] = []
     _check_matrix_size(spec, lines, file)
+    _check_run_count(spec, lines, file)
     for ti, test in enumerate(spec.tests):
         for combo in combinations(test):
             params = {k: v for k, v in combo.items() if k not in ("client", "server")}
@@ -121,6 +122,58 @@ def _check_matrix_size(spec: CampaignSpec, lines: LineMap, file: str) -> None:
                     )
                 ],
             )
+
+
+#: runs a campaign may plan (override: ``--max-runs`` or NETFLEET_MAX_RUNS): a full mesh of
+#: 1,000 hosts (bench/plan_mesh.py: about a million runs, 10 s and 1 GB to plan)
+MAX_RUNS = 1_000_000
+
+
+def max_runs() -> int:
+    raw = os.environ.get("NETFLEET_MAX_RUNS", "").strip()
+    return int(raw) if raw.isdigit() else MAX_RUNS
+
+
+def _pairs(test: Any, hosts: list[str]) -> int:
+    """The (client, server) pairs one combination of ``test`` runs over."""
+    if test.topology is None:
+        return 1
+    members = len(test.topology.members(hosts))
+    if test.topology.kind == "pairs":
+        return members // 2
+    if test.topology.kind == "star":
+        return members
+    return members * (members - 1)  # mesh: every ordered pair
+
+
+def _check_run_count(spec: CampaignSpec, lines: LineMap, file: str) -> None:
+    """Refuse a campaign of more runs than the cap *before* expanding it (counted: repeats ×
+    each test's combinations × its pairs; excludes not subtracted, so at most that many): 10
+    million runs would otherwise end planning in a MemoryError."""
+    cap = max_runs()
+    hosts = list(spec.hosts)
+    per_test = [
+        (math.prod(len(v) for v in t.matrix.values()) + len(t.include)) * _pairs(t, hosts)
+        for t in spec.tests
+    ]
+    total = spec.repeats * sum(per_test)
+    if total <= cap:
+        return
+    biggest = max(range(len(per_test)), key=per_test.__getitem__)
+    shape = f"{spec.repeats:,} repeats × {sum(per_test):,} runs a repeat"
+    raise SpecError(
+        f"{file}: invalid campaign spec",
+        file=file,
+        problems=[
+            (
+                "repeats" if spec.repeats > 1 else f"tests.{biggest}",
+                lines.get(("repeats",)) or lines.get(("tests", biggest)),
+                f"the campaign plans up to {shape} = {total:,} runs, over the cap of {cap:,} "
+                f"(test {spec.tests[biggest].name!r}: {per_test[biggest]:,} a repeat): "
+                "shrink it, or pass --max-runs (NETFLEET_MAX_RUNS)",
+            )
+        ],
+    )
 
 
 def _short(combo: dict[str, Any]) -> str:

@@ -187,11 +187,17 @@ def direction_of(subject_sends: bool) -> str:
 
 
 def read_checked(
-    path: Path | str, follow_links: bool, limit: int | None = None
+    path: Path | str,
+    follow_links: bool,
+    limit: int | None = None,
+    listed: tuple[int, int, int] | None = None,
 ) -> tuple[bytes, os.stat_result]:
     """The file's bytes and its stat when opened: a regular file only, never through a link
     unless asked, never more than the raw-result limit (``limit``: it, read by the caller
-    from the environment once for many files)."""
+    from the environment once for many files). ``listed``: the inode, size and mtime (ns) the
+    listing saw — the file opened must be that one (``O_NOFOLLOW`` guards only the last
+    component: a folder on the path swapped for a link after the listing would otherwise
+    have root read a file elsewhere)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -210,6 +216,12 @@ def read_checked(
                 else _KINDS.get(stat.S_IFMT(st.st_mode), "a special file")
             )
             raise ImportProblem(f"not a regular file ({what})")
+        here = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if listed is not None and not follow_links and listed != here:
+            raise ImportProblem(
+                "not the file listed (changed, or a folder on its path replaced since): "
+                "import it again"
+            )
         limit = max_raw_bytes() if limit is None else limit
         if st.st_size > limit:
             raise ImportProblem(

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
+import stat
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -241,13 +243,14 @@ class _Options:
 Prepared = tuple[str, str, bytes, int, "tuple[str, str] | None"] | tuple[str, str]
 
 
-def prepare(path: Path, opts: _Options) -> Prepared:
-    """Read, check and encode one file: no side effects, so it can run in a worker process.
-    Whatever the file holds, the outcome is its envelope or the reason it is refused."""
+def prepare(path: Path, opts: _Options, listed: tuple[int, int, int] | None = None) -> Prepared:
+    """Read, check and encode one file (the one ``listed``: its inode, size and mtime when it
+    was listed): no side effects, so it can run in a worker process. Whatever the file holds,
+    the outcome is its envelope or the reason it is refused."""
     from netfleet.store.rawfile import encode
 
     try:
-        data, mtime = _read(path, opts.follow_links)
+        data, mtime = _read(path, opts.follow_links, listed)
         env = build_envelope(
             path,
             data,
@@ -273,22 +276,39 @@ def prepare(path: Path, opts: _Options) -> Prepared:
     return (str(path), rel, gz, len(env.notes["imported"]["flags"]), pair_key(env))
 
 
-def _read(path: Path, follow_links: bool) -> tuple[bytes, float]:
-    """The file's bytes and mtime (:func:`read_checked`)."""
-    data, st = read_checked(path, follow_links)
+def _read(
+    path: Path, follow_links: bool, listed: tuple[int, int, int] | None
+) -> tuple[bytes, float]:
+    """The file's bytes and mtime (:func:`read_checked`: the file ``listed``)."""
+    data, st = read_checked(path, follow_links, listed=listed)
     return data, st.st_mtime
+
+
+def _prepare_listed(opts: _Options, path: Path, listed: tuple[int, int, int] | None) -> Prepared:
+    return prepare(path, opts, listed)
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """A listed regular file's inode, size and mtime (ns); None for anything else (refused
+    when read)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepared]:
     """Each file prepared, in order: in ``workers`` processes when there are enough files."""
+    stamps = [_stamp(p) for p in paths]
     if workers < 2 or len(paths) < PARALLEL_MIN:
-        yield from (prepare(p, opts) for p in paths)
+        yield from (prepare(p, opts, s) for p, s in zip(paths, stamps, strict=True))
         return
     from netfleet.workers import process_pool
 
     pool = process_pool(workers)
     try:
-        yield from pool.map(partial(prepare, opts=opts), paths, chunksize=8)
+        yield from pool.map(partial(_prepare_listed, opts), paths, stamps, chunksize=8)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

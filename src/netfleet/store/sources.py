@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from operator import attrgetter
 from pathlib import Path
 
-from netfleet.errors import InputError
+from netfleet.errors import InputError, named
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 #: the campaign an import files its runs under unless told (a valid name: tests check it)
@@ -25,7 +25,17 @@ def expand_sources(sources: Iterable[str], follow_links: bool = False) -> Iterat
     input error. Links and special files (FIFOs, devices) found are listed too — :func:`prepare`
     refuses them with the reason — and a linked folder is walked only with ``follow_links``."""
     for src in sources:
-        yield from (Path(p) for p in source_files(src, follow_links))
+        yield from (
+            Path(p)
+            for p in source_files(
+                named(
+                    "a source",
+                    src,
+                    hint="name a file, folder or glob (an empty one is the working directory)",
+                ),
+                follow_links,
+            )
+        )
 
 
 def source_files(src: str, follow_links: bool = False) -> list[str]:
@@ -185,7 +195,7 @@ def check_keep_copy(dest: str) -> None:
     """``--keep-copy DEST``: a local folder must exist (it is made) and be writable before any
     file is read, so that a bad destination is one clear error, not a failure half-way through
     (an ``s3://`` prefix is checked by its first write)."""
-    if dest.startswith("s3://"):
+    if named("--keep-copy", dest).startswith("s3://"):
         return
     folder = Path(dest)
     try:

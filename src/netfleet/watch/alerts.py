@@ -9,8 +9,12 @@ what netfleet prints or logs about it is :func:`redact`'s ``scheme://host[:port]
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.client
 import json
 import os
+import socket
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -22,8 +26,14 @@ from netfleet.aws import is_loopback_url
 from netfleet.errors import InputError
 from netfleet.watch.baseline import Judgement, Settings
 
-#: seconds a webhook may take before the round goes on without it
+#: seconds a webhook request may take in all — connecting, sending, the answer — before the
+#: round goes on without it (one wall-clock deadline: a server trickling a byte at a time
+#: cannot hold it longer)
 WEBHOOK_TIMEOUT = 10.0
+
+
+#: the alert log is rotated (to ``alerts.jsonl.1``) past this size (a record is ~600 bytes)
+MAX_ALERT_LOG_BYTES = 16 * 1024 * 1024
 
 
 def alert_record(
@@ -54,12 +64,19 @@ def alert_record(
 
 
 def append_alerts(path: Path, records: list[dict[str, Any]]) -> None:
-    """Append the records, one JSON object a line, flushed to disk."""
+    """Append the records, one JSON object a line, flushed to disk. A log past
+    :data:`MAX_ALERT_LOG_BYTES` is first renamed ``alerts.jsonl.1`` (replacing the one
+    before): the log never grows without bound."""
     if not records:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags, 0o644)
+    if os.fstat(fd).st_size > MAX_ALERT_LOG_BYTES:
+        os.close(fd)
+        os.replace(path, path.with_name(path.name + ".1"))  # a rename: never through a link
+        fd = os.open(path, flags, 0o644)
     try:
         os.write(fd, data.encode())
         os.fsync(fd)
@@ -73,7 +90,13 @@ class Webhook:
 
     @classmethod
     def parse(cls, url: str) -> Webhook:
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError as exc:  # "Invalid IPv6 URL": an unclosed [
+            raise InputError(
+                f"--webhook: {redact(url)!r} is not a URL ({exc})",
+                hint="give http://HOST[:PORT]/PATH; an IPv6 address goes in brackets: http://[::1]:8080/x",
+            ) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InputError(
                 f"--webhook: {redact(url)!r} is not an http(s) URL",
@@ -101,16 +124,23 @@ class Webhook:
         req = urllib.request.Request(  # noqa: S310 — the scheme is checked in parse
             urlunsplit(parts._replace(netloc=netloc)), data=body, method="POST", headers=headers
         )
-        handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+        deadline = _Deadline(WEBHOOK_TIMEOUT)
+        handlers: list[urllib.request.BaseHandler] = [
+            _NoRedirect(),
+            _DeadlineHttp(deadline),
+            _DeadlineHttps(deadline),
+        ]
         if is_loopback_url(self.url):
             handlers.append(urllib.request.ProxyHandler({}))  # loopback never via a proxy
         opener = urllib.request.build_opener(*handlers)
         try:
-            with opener.open(req, timeout=WEBHOOK_TIMEOUT) as resp:
+            with deadline, opener.open(req, timeout=WEBHOOK_TIMEOUT) as resp:
                 resp.read(65536)
         except urllib.error.HTTPError as exc:
             return f"webhook {self.shown}: HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            if deadline.expired:
+                return f"webhook {self.shown}: no answer within {WEBHOOK_TIMEOUT:g} s"
             reason = getattr(exc, "reason", exc)
             return f"webhook {self.shown}: {self._scrub(str(reason))}"
         return None
@@ -121,6 +151,65 @@ class Webhook:
             if secret and len(secret) > 1:
                 text = text.replace(secret, "…")
         return text
+
+
+class _Deadline:
+    """One wall-clock deadline for a request: when it passes, the sockets of the connections
+    made under it are shut down (a read waiting on them returns at once). Each socket
+    operation's own timeout is the whole deadline, so connecting cannot outlast it either."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._connections: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._timer.cancel()
+
+    def made(self, cls: Any) -> Any:
+        """``cls`` (an HTTP(S)Connection class) whose instances this deadline watches."""
+
+        def make(*args: Any, **kwargs: Any) -> Any:
+            connection = cls(*args, **kwargs)
+            with self._lock:
+                self._connections.append(connection)
+            return connection
+
+        return make
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for connection in self._connections:
+                sock = connection.sock
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _UnderDeadline:
+    """An HTTP(S) handler whose connections a :class:`_Deadline` watches."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(self._deadline.made(http_class), req, **kwargs)  # type: ignore[misc]
+
+
+class _DeadlineHttp(_UnderDeadline, urllib.request.HTTPHandler):
+    pass
+
+
+class _DeadlineHttps(_UnderDeadline, urllib.request.HTTPSHandler):
+    pass
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

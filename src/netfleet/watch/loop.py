@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from netfleet.durable import atomic_write
 from netfleet.errors import ExitStatus, InputError
+from netfleet.readback import read_back
 from netfleet.watch.alerts import alert_record, append_alerts
 from netfleet.watch.baseline import (
     SERIES_KEYS,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 RunAsync = Callable[[Coroutine[Any, Any, Any]], Any]
 
 STATE_FILE = "state.json"
+#: the most bytes of a state read back (a series keeps its last rounds: kilobytes)
+MAX_STATE_BYTES = 64 * 1024 * 1024
 ALERT_LOG = "alerts.jsonl"
 METRICS_FILE = "metrics.prom"
 LOCK_FILE = ".lock"
@@ -93,10 +96,10 @@ class WatchResult:
 
 def load_state(state_dir: Path, campaign: str) -> WatchState:
     path = state_dir / STATE_FILE
-    if not path.exists():
+    try:  # a link, FIFO or device there is refused, never followed or waited on
+        state = WatchState.model_validate_json(read_back(path, MAX_STATE_BYTES))
+    except FileNotFoundError:
         return WatchState(campaign=campaign)
-    try:
-        state = WatchState.model_validate_json(path.read_bytes())
     except (ValidationError, ValueError, OSError) as exc:
         raise InputError(
             f"{path}: not a netfleet watch state ({str(exc).splitlines()[0]})",

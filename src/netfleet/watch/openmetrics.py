@@ -128,7 +128,38 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, port
 
 
-class _V6Server(ThreadingHTTPServer):
+#: connections served at once (a thread each); one more is closed at once
+MAX_CONNECTIONS = 16
+#: seconds a connection may sit idle (no request, or a request trickled) before it is closed
+CONNECTION_TIMEOUT = 5.0
+
+
+class _Bounded(ThreadingHTTPServer):
+    """At most :data:`MAX_CONNECTIONS` connections (threads) at a time: 1,000 idle
+    connections held 1,006 threads of the root process."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: closed, no thread
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+class _V6Server(_Bounded):
     address_family = socket.AF_INET6
 
 
@@ -141,6 +172,8 @@ class MetricsServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = CONNECTION_TIMEOUT  # the socket's: an idle connection is closed
+
             def do_GET(self) -> None:
                 if self.path.split("?")[0] not in ("/", "/metrics"):
                     self.send_error(404)
@@ -155,7 +188,7 @@ class MetricsServer:
             def log_message(self, *args: Any) -> None:
                 return
 
-        cls: type[ThreadingHTTPServer] = _V6Server if ":" in host else ThreadingHTTPServer
+        cls: type[_Bounded] = _V6Server if ":" in host else _Bounded
         try:
             self._httpd = cls((host, port), Handler)
         except OSError as exc:

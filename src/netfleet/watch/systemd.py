@@ -28,10 +28,13 @@ SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 
 
 def quote(arg: str) -> str:
-    """One ``ExecStart=`` word: systemd's own quoting (not a shell), ``%`` doubled."""
+    """One ``ExecStart=`` word: systemd's own quoting (not a shell), ``%`` doubled (a
+    specifier otherwise) and ``$`` doubled (``$VAR`` and ``${VAR}`` are expanded from the
+    service's environment otherwise: a path holding ``${NETFLEET_WATCH_WEBHOOK}`` would put
+    the secret on the command line)."""
     if any(ord(c) < 32 or ord(c) == 127 for c in arg):
         raise InputError(f"{arg!r}: a control character cannot go into a systemd unit")
-    arg = arg.replace("%", "%%")
+    arg = arg.replace("%", "%%").replace("$", "$$")
     if arg and re.fullmatch(r"[A-Za-z0-9_./:=@+,%-]+", arg):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
