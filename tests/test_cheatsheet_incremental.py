@@ -12,6 +12,7 @@ import json
 import math
 import os
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from netfleet.catalog.register import register
 from netfleet.catalog.sheetcache import SHEETS_DIR
 from netfleet.catalog.sheetstate import STATE_DIR
 from tests.test_import_reference import PUBLIC, RUNS
+from tests.test_layers import loaded_modules
 
 TYPES = ("c4.large", "m5.large", "r4.large")
 #: captured iperf3 outputs of the engine's tests: --bidir, errors, UDP
@@ -200,25 +202,39 @@ def test_a_window_gives_duckdb_s_quantiles_or_none(seed: int) -> None:
     assert group.count == len(every) and group.low == min(every) and group.high == max(every)
 
 
-def test_the_command_after_new_files_loads_no_duckdb_nor_numpy(tmp_path: Path) -> None:
-    """``netfleet cheatsheet`` after an import of new files, in a fresh interpreter: the kept
-    tally and the batch read with pyarrow — no DuckDB, no NumPy — and the sheet printed is
-    the one printed afresh."""
-    from tests.test_cheatsheet_nonumpy import _run
+def _run(argv: list[str]) -> tuple[str, set[str]]:
+    """The command's stdout (a file, as a pipe: no terminal) and the modules it loaded, in a
+    fresh interpreter."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "stdout"
+        loaded = loaded_modules(
+            "import os, sys\nfrom netfleet.cli.main import main\n"
+            + f"sys.argv = ['netfleet', *{argv!r}]\n"
+            + f"fd, kept = os.open({str(out)!r}, os.O_WRONLY | os.O_CREAT), os.dup(1)\n"
+            + "os.dup2(fd, 1)\n"
+            + "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code\n"
+            + "sys.stdout.flush()\nos.dup2(kept, 1)\n"
+        )
+        return out.read_text(), loaded
 
+
+def test_the_command_after_new_files_loads_no_duckdb(tmp_path: Path) -> None:
+    """``netfleet cheatsheet`` after an import of new files, in a fresh interpreter: the kept
+    tally and the batch read with pyarrow — no DuckDB — and the sheet printed is the one
+    printed afresh."""
     src, cat = tmp_path / "src", tmp_path / "cat"
     _place(src, RUNS[:8], 0)
     _import(src, cat)
     argv = ["cheatsheet", "--catalog", str(cat), "--by", "instance_type", "--side", "sender"]
-    _run([*argv, "-f", "csv"], False)  # the first sheet keeps its tally
+    _run([*argv, "-f", "csv"])  # the first sheet keeps its tally
     _place(src, RUNS[8:12], 8)
     _import(src, cat)
-    kept, loaded = _run([*argv, "-f", "csv"], False)
-    assert "pyarrow" in loaded and not {"duckdb", "numpy"} & loaded
+    kept, loaded = _run([*argv, "-f", "csv"])
+    assert "pyarrow" in loaded and "duckdb" not in loaded
     for entry in [*(cat / SHEETS_DIR).glob("*"), *(cat / STATE_DIR).glob("*")]:
         entry.unlink()
-    fresh, loaded = _run([*argv, "-f", "csv"], False)
-    assert "duckdb" in loaded and "numpy" not in loaded
+    fresh, loaded = _run([*argv, "-f", "csv"])
+    assert "duckdb" in loaded
 
     def all_but_the_average(text: str) -> list[list[str]]:
         rows = [line.split(",") for line in text.splitlines()]
