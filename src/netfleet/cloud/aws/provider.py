@@ -188,11 +188,18 @@ class AwsCloud:
         #: task leases of this session not yet released (instances are released after them)
         self._live_tasks: set[str] = set()
         self._tasks_settled = asyncio.Event()
-        self._session: _Session | None = None
+        #: what each acquire leaves for its bootstrap, by the acquire's lease ids (waves may
+        #: acquire at once)
+        self._sessions: dict[tuple[str, ...], _Session] = {}
         #: every aws host the campaign will ask for, the plan's expected wall time (prepare)
         self._planned: list[HostRequest] = []
         self._expected_s: float | None = None
         self._net: _Network | None = None
+        #: held while the campaign's network is made: concurrent first acquires (two wave
+        #: groups) make it once; made lazily, on the running loop
+        self._net_lock: asyncio.Lock | None = None
+        #: the first acquire's failure to make the network: the others do not try again
+        self._net_failed: BaseException | None = None
         self._ssh_hosts: list[CloudSshHost] = []
         #: the requests (names and specs) whose checks and permission probes passed, and
         #: their CloudSpec: plan's probes are not sent again by the acquire that follows
@@ -210,6 +217,8 @@ class AwsCloud:
         if beat is not None and beat.task is not None:  # an earlier campaign's network stayed open
             beat.task.cancel()
         self._net = None
+        self._net_lock = None
+        self._net_failed = None
         self._ssh_hosts = []
 
     def _whole(self, requests: list[HostRequest]) -> list[HostRequest]:
@@ -297,11 +306,7 @@ class AwsCloud:
         whole = [r for r in self._whole(requests) if r.spec.fargate is None]  # = cs.fleets
         task_reqs = [r for r in requests if r.spec.fargate is not None]
         requests = [r for r in requests if r.spec.fargate is None]
-        if self._net is None:
-            self._net = await self._network(cs, settings, whole, log)
-        elif task_reqs:
-            raise HostError("aws: Fargate tasks are acquired with the campaign's first hosts")
-        net = self._net
+        net = await self._campaign_network(cs, settings, whole, task_reqs, log)
         prov, bills, base = net.prov, net.bills, net.base
         leases = [
             log.intent(self.name, r.name, {"kind": "instance", **base,
@@ -331,10 +336,44 @@ class AwsCloud:
         tiers = (
             self._tasks(settings, prov, task_reqs, log, base, bills[cs.region]) if task_reqs else []
         )
-        self._session = _Session(settings, prov, cs, log, launched, tiers)
-        return [Machine(req, lease, h) for req, h, lease in launched] + [
+        machines = [Machine(req, lease, h) for req, h, lease in launched] + [
             Machine(req, lease, th) for req, th, lease in tiers
         ]
+        key = tuple(m.lease.id for m in machines)
+        self._sessions[key] = _Session(settings, prov, cs, log, launched, tiers)
+        return machines
+
+    async def _campaign_network(
+        self,
+        cs: CloudSpec,
+        settings: Any,
+        whole: list[HostRequest],
+        task_reqs: list[HostRequest],
+        log: LeaseLog,
+    ) -> _Network:
+        """The campaign's network, made by the first acquire while the others wait for it
+        (two wave groups acquiring at once made two VPCs, and the second overwrote the
+        campaign's key pair and SSH key)."""
+        if self._net_lock is None:
+            self._net_lock = asyncio.Lock()
+        async with self._net_lock:
+            if self._net_failed is not None:
+                raise HostError(
+                    f"aws: campaign {cs.campaign!r}: its network could not be made "
+                    f"({self._net_failed}): no hosts launched for this wave"
+                )
+            if self._net is not None:
+                if task_reqs:
+                    raise HostError(
+                        "aws: Fargate tasks are acquired with the campaign's first hosts"
+                    )
+                return self._net
+            try:
+                self._net = await self._network(cs, settings, whole, log)
+            except BaseException as exc:
+                self._net_failed = exc
+                raise
+            return self._net
 
     async def _network(
         self, cs: CloudSpec, settings: Any, hosts: list[HostRequest], log: LeaseLog
@@ -390,16 +429,14 @@ class AwsCloud:
     async def bootstrap(self, machines: list[Machine]) -> list[Host]:
         """The instances as hosts (a lab namespace each with backing ``sim``, SSH once ready
         with ``ssh``), the tiers as standing servers; then the spot watchers."""
-        session = self._session
-        mine = [lease.id for _, _, lease in [*session.launched, *session.tiers]] if session else []
-        if session is None or [m.lease.id for m in machines] != mine:
+        session = self._sessions.pop(tuple(m.lease.id for m in machines), None)
+        if session is None:
             raise HostError("aws: bootstrap of machines this acquire did not return")
         settings, prov, cs, log = session.settings, session.prov, session.cs, session.log
         launched, tiers = session.launched, session.tiers
         net = self._net
         assert net is not None
         extra, public = net.extra, net.public
-        first = net.heartbeat is None
         if settings.backing == "sim":
             if net.lab is None:
                 self._sim_lab(net, tiers, log)
@@ -412,7 +449,7 @@ class AwsCloud:
             private = {**extra, "path": "private"}  # a task is met at its ENI's private address
             tasks = [task_host(req, th, port, private) for req, th, _ in tiers]
             hosts = [*ssh_hosts, *tasks]
-        if first:
+        if net.heartbeat is None:  # the first wave ready (another may have been first)
             self._start_heartbeat(net)
         for region in cs.regions:  # one watcher per region: DescribeInstances is regional
             ids = [h.instance_id for _, h, _ in launched if h.region == region]
@@ -434,7 +471,6 @@ class AwsCloud:
             )
             probe.start()
             self.watchers.append(probe)
-        self._session = None
         return hosts
 
     def _tasks(
