@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +16,15 @@ import yaml
 
 from netfleet import aws
 from netfleet.cloud.aws.provider import AwsCloud
-from netfleet.cloud.aws.release import teardown
 from netfleet.hosts.provider import HostRequest, MemoryLeaseLog
 from netfleet.spec import load_spec
 from tests import motokit
 from tests.motokit import MotoServer
+from tests.test_cloud_run import fresh, left, netfleet
 
 moto = motokit.moto  # one moto server for the module
+__all__ = ["fresh"]  # the results bucket made for each test
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
-
-
-@pytest.fixture
-def fresh(moto: MotoServer) -> MotoServer:
-    moto.reset()
-    aws.client("s3", "us-east-1").create_bucket(Bucket="netfleet-results")
-    return moto
 
 
 def race_spec(tmp_path: Path, campaign: str = "racy", itype: str = "t3.micro") -> Path:
@@ -65,21 +57,6 @@ def race_spec(tmp_path: Path, campaign: str = "racy", itype: str = "t3.micro") -
     path = tmp_path / f"{campaign}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def netfleet(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"),
-        "NETFLEET_S3_STATE": str(tmp_path / "s3state"),
-        "COLUMNS": "250",
-    }
-    argv = [sys.executable, "-m", "netfleet", *args]
-    return subprocess.run(argv, env=env, text=True, capture_output=True, timeout=300)
-
-
-def left(campaign: str) -> dict[str, int | None]:
-    return teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
 
 
 def requests(spec_path: Path) -> list[HostRequest]:
