@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,16 @@ __all__ = ["fresh"]  # the results bucket made for each test
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 
-def race_spec(tmp_path: Path, campaign: str = "racy", itype: str = "t3.micro") -> Path:
+def race_spec(
+    tmp_path: Path,
+    campaign: str = "racy",
+    itype: str = "t3.micro",
+    hosts: int = 4,
+    **cloud: Any,
+) -> Path:
     """Issue 35's race: two client pairs, no ``role: server`` host, ``concurrency: 2`` — two
     wave groups, acquired at once."""
+    names = ["a1", "a2", "b1", "b2", "c1", "c2", "d1", "d2"][:hosts]
     doc = {
         "campaign": campaign,
         "results": f"s3://netfleet-results/{campaign}",
@@ -40,16 +48,14 @@ def race_spec(tmp_path: Path, campaign: str = "racy", itype: str = "t3.micro") -
             "market": "on-demand",
             "backing": "sim",
             "expires_after_minutes": 60,
-            "fleets": [
-                {"name": n, "instance_type": itype, "role": "client"}
-                for n in ("a1", "a2", "b1", "b2")
-            ],
+            "fleets": [{"name": n, "instance_type": itype, "role": "client"} for n in names],
+            **cloud,
         },
         "tests": [
             {
                 "name": "tput",
                 "engine": "iperf3",
-                "topology": {"kind": "pairs", "hosts": ["a1", "a2", "b1", "b2"]},
+                "topology": {"kind": "pairs", "hosts": names},
                 "params": {"duration": 1, "omit": 0},
             }
         ],
@@ -114,3 +120,124 @@ def test_the_race_campaign_runs_and_leaves_nothing(fresh: MotoServer, tmp_path: 
     assert "2 of 2 runs ok" in res.stdout, res.stdout[-3000:]
     assert "Traceback" not in res.stderr
     assert not any(left("racy").values()), left("racy")
+
+
+def _one_wave(tmp_path: Path, campaign: str, hosts: int, **cloud: Any) -> tuple[AwsCloud, Any]:
+    """Every host of ``campaign`` acquired in one wave (each launch in its own thread), not
+    bootstrapped; the caller gives everything back (:func:`_destroy`)."""
+    reqs = requests(race_spec(tmp_path, campaign, hosts=hosts, **cloud))
+    cloud_ = AwsCloud(state_root=tmp_path / "cloud", poll_s=0.05)
+    cloud_.prepare(reqs, 120.0)
+    return cloud_, asyncio.run(cloud_.acquire(reqs, MemoryLeaseLog()))
+
+
+def _destroy(cloud: AwsCloud, campaign: str) -> None:
+    from netfleet.cloud.release import give_back
+    from netfleet.cloud.seam import Scope
+
+    asyncio.run(give_back(cloud, Scope.of_campaign(campaign, ["us-east-1"])))
+    assert not any(left(campaign).values()), left(campaign)
+
+
+# -- 7. known_hosts of a wave -------------------------------------------------------------------
+def test_a_wave_coming_up_together_pins_every_host_key(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six instances come up together; the first known_hosts rewrite stalls (a busy disk):
+    every instance's key is pinned (before: that stale rewrite landed last and lost the
+    others' lines)."""
+    from netfleet import durable
+
+    real, writes = durable.atomic_write, []
+
+    def slow_disk(*args: Any, **kwargs: Any) -> Any:
+        writes.append(args[0])
+        if len(writes) == 1:  # the first rewrite stalls while the others come up
+            time.sleep(1.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(durable, "atomic_write", slow_disk)
+    cloud, machines = _one_wave(tmp_path, "pins", 6)
+    try:
+        pinned = (tmp_path / "cloud" / "pins" / "known_hosts").read_text().splitlines()
+        for m in machines:
+            assert any(line.startswith(m.detail.private_ip + " ") for line in pinned), (
+                m.detail.name,
+                pinned,
+            )
+    finally:
+        _destroy(cloud, "pins")
+
+
+# -- leak 5: public-path launches in parallel ---------------------------------------------------
+def test_public_path_launches_lock_only_the_prefix_list_change(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``path: public``: a wave's RunInstances all go out before the first host's address
+    joins the prefix list (before: each launch, wait for running included, waited for the
+    one before it — a wave booted one by one, billed idle)."""
+    from tests.awshooks import hooked
+
+    stamps: dict[str, list[float]] = {"run": [], "modify": []}
+
+    def run(params: dict[str, Any]) -> None:
+        if not params.get("DryRun"):  # not the permission probe
+            stamps["run"].append(time.monotonic())
+
+    def modify(params: dict[str, Any]) -> None:
+        stamps["modify"].append(time.monotonic())
+
+    def booting(params: dict[str, Any]) -> None:
+        time.sleep(0.4)  # an instance takes a while to be running
+
+    handlers = {
+        "ec2.RunInstances": run,
+        "ec2.ModifyManagedPrefixList": modify,
+        "ec2.DescribeInstances": booting,
+    }
+    with hooked(monkeypatch, handlers):
+        cloud, _ = _one_wave(tmp_path, "pub", 4, path="public")
+    try:
+        assert len(stamps["run"]) == 4 and len(stamps["modify"]) == 4, stamps
+        assert max(stamps["run"]) < min(stamps["modify"]), stamps
+        # and every address did join the list, none lost to a stale version
+        ec2 = aws.client("ec2", "us-east-1")
+        (plist,) = ec2.describe_managed_prefix_lists(
+            Filters=[{"Name": "tag:netfleet:campaign", "Values": ["pub"]}]
+        )["PrefixLists"]
+        entries = ec2.get_managed_prefix_list_entries(PrefixListId=plist["PrefixListId"])
+        assert len(entries["Entries"]) == 4, entries
+    finally:
+        _destroy(cloud, "pub")
+
+
+# -- leak 2: burstable types in credit mode standard -------------------------------------------
+def test_burstable_types_launch_in_standard_credit_mode(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T3/T3a/T4g launch *unlimited* unless told: surplus credits are billed on top of the
+    hourly price the estimate counts. netfleet asks for ``standard``; other families get no
+    credit specification (AWS refuses one for them)."""
+    from netfleet.cloud.aws.acquire.provision import Provisioner
+    from netfleet.cloud.aws.campaign import CloudSpec
+    from tests.awshooks import hooked
+
+    spec = CloudSpec(
+        campaign="credits",
+        region="us-east-1",
+        fleets=[
+            {"instance_type": "t3.micro", "count": 1, "role": "server"},
+            {"instance_type": "t4g.nano", "count": 1, "role": "client"},
+            {"instance_type": "m5.large", "count": 1, "role": "client"},
+        ],
+        duration_minutes=5,
+    )
+    with hooked(monkeypatch) as calls:
+        prov = Provisioner(spec, tmp_path)  # its clients are hooked
+        try:
+            prov.acquire()
+        finally:
+            prov.release()
+    asked = {p["InstanceType"]: p.get("CreditSpecification") for p in calls.ops("RunInstances")}
+    standard = {"CpuCredits": "standard"}
+    assert asked == {"t3.micro": standard, "t4g.nano": standard, "m5.large": None}, asked

@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -164,9 +163,6 @@ class _Network:
     public: bool
     lab: Any = None  #: backing sim: the lab's state
     shorts: dict[str, str] = field(default_factory=dict)  #: host name → lab host (sim)
-    #: hosts meeting at public addresses each add theirs to the shared prefix lists, one
-    #: version at a time: those launch one after another (the others in parallel)
-    serial: threading.Lock = field(default_factory=threading.Lock)
     heartbeat: Any = None
 
 
@@ -315,11 +311,10 @@ class AwsCloud:
         ]  # fmt: skip
 
         def launch(req: HostRequest, lease: Lease) -> CloudHost:
-            with net.serial if prov.public else contextlib.nullcontext():
-                return prov.launch(
-                    req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
-                    fleet=net.index[req.name],
-                )  # fmt: skip
+            return prov.launch(
+                req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
+                fleet=net.index[req.name],
+            )  # fmt: skip
 
         made = await _all_launched(
             [asyncio.to_thread(launch, r, lease) for r, lease in zip(requests, leases, strict=True)]

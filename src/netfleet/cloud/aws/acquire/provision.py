@@ -16,6 +16,7 @@ each has its own host key in its user-data), in its fleet's region and zone
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 from botocore.exceptions import WaiterError
 
-from netfleet import aws, durable
+from netfleet import aws
 from netfleet.cloud import faults, owner
 from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import images
@@ -127,6 +128,10 @@ def _state_of(resp: dict[str, Any] | None) -> str:
     return retry.answered(resp) or "unknown"
 
 
+#: burstable families launched in credit mode ``standard`` (never billed beyond the hourly price)
+CREDIT_FAMILIES = frozenset({"t2", "t3", "t3a", "t4g"})
+
+
 @dataclass
 class Provisioner:
     spec: CloudSpec
@@ -151,7 +156,12 @@ class Provisioner:
         self.networks: dict[str, Network] = {}
         #: fleet index → where its instances run
         self.sites: list[Site] = []
-        self._pinned: list[str] = []
+        self._pinned = hostkeys.KnownHosts(self.known_hosts)
+        #: instances launch in parallel threads (a wave): one prefix-list change at a time
+        #: (each needs the list's current version), one zone fallback at a time (it may
+        #: create a subnet and moves the sites) — the rest of a launch is not serialized
+        self._prefix_lock = threading.Lock()
+        self._zone_lock = threading.Lock()
         self.ec2 = aws.client("ec2", self.spec.region)
         self._clients: dict[str, Any] = {}
         self._amis: dict[tuple[str, str], str] = {}
@@ -236,7 +246,7 @@ class Provisioner:
         if len(self.networks) > 1:
             self._admit_other_regions()
         self.network = self.networks.get(spec.region)
-        self._pinned = []
+        self._pinned.reset()
 
     def _prepare_region(self, region: str, client_key: hostkeys.KeyPair) -> Network:
         spec, ec2 = self.spec, self.client(region)
@@ -453,11 +463,9 @@ class Provisioner:
         )
         self._launched[net.region] = self._launched.get(net.region, 0) + 1
         host = self._wait_host(iid, name, role, info, net.region, zones[-1])
-        self._pinned.append(hostkeys.known_hosts_line(host.private_ip, host_key.public_openssh))
+        self._pinned.pin([host.private_ip, host.public_ip or ""], host_key.public_openssh)
         if host.public_ip:
-            self._pinned.append(hostkeys.known_hosts_line(host.public_ip, host_key.public_openssh))
             self._admit_address(host)
-        durable.atomic_write(self.known_hosts, ("\n".join(self._pinned) + "\n").encode())
         return host
 
     def _run_somewhere(
@@ -487,7 +495,8 @@ class Provisioner:
                     raise self._quota_error(info, net.region, exc) from None
                 if code not in CAPACITY_ERRORS:
                     raise
-                other = self._fallback_zone(net, info.instance_type, zones, fleet)
+                with self._zone_lock:
+                    other = self._fallback_zone(net, info.instance_type, zones, fleet)
                 if other is None:
                     raise EnvironmentProblem(
                         f"no capacity for {info.instance_type} in {', '.join(zones)} "
@@ -560,7 +569,8 @@ class Provisioner:
                     PrefixListId=plist, CurrentVersion=found[0]["Version"], AddEntries=[entry]
                 )
 
-            retry.call(add, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
+            with self._prefix_lock:  # only the change: the launches and waits run in parallel
+                retry.call(add, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
 
     def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
@@ -695,6 +705,10 @@ class Provisioner:
         ]
         if self.spec.market == "spot":
             tags += self.tag_spec("spot-instances-request", token)
+        if info.instance_type.split(".")[0] in CREDIT_FAMILIES:
+            # T3/T3a/T4g launch "unlimited" by default: a run above baseline would bill
+            # surplus credits the estimate does not count (seed 002's T2s were standard)
+            kwargs["CreditSpecification"] = {"CpuCredits": "standard"}
         family = self.spec.image_family
         resp = self.client(net.region).run_instances(
             ImageId=ami,
