@@ -482,3 +482,98 @@ def test_two_tiers_end_to_end_offline(fresh: MotoServer, tmp_path: Path) -> None
     finally:
         prov.release()
     assert not any(counts("nf-e2e").values())
+
+
+# -- AWS's misbehaviour on a first real run (issue 35) ------------------------------------------
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``faults("iam-propagation")``: the emulation in this process answers with that profile
+    (``netfleet_sim.awsfaults``); its state (what it injected) is returned."""
+    from netfleet_sim import awsfaults
+
+    def use(value: str) -> Any:
+        monkeypatch.setenv(awsfaults.PROFILE_ENV, value)
+        awsfaults.reset()
+        return awsfaults.state()
+
+    yield use
+    monkeypatch.delenv(awsfaults.PROFILE_ENV, raising=False)
+    awsfaults.reset()
+
+
+def test_a_role_just_created_is_waited_for(fresh: MotoServer, tmp_path: Path, faults: Any) -> None:
+    """IAM's eventual consistency: for seconds after the execution role is created,
+    RegisterTaskDefinition is denied iam:PassRole and RunTask cannot assume the role. Both are
+    retried until IAM settles (before: the first refusal aborted the campaign)."""
+    c = campaign("nf-iam", tiers=TWO_TIERS[:1])
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        st = faults("iam-propagation:pass_s=1.5:assume_s=3")
+        (host,) = fargate.acquire_tiers(prov, c.fargate)
+        assert host.task_arn
+        assert st.injected["AccessDeniedException"] >= 1, st.injected
+        assert st.injected["InvalidParameterException"] >= 1, st.injected
+    finally:
+        prov.release()
+    assert not any(counts("nf-iam").values())
+
+
+def test_a_pass_role_denial_that_lasts_names_the_permission(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    c = campaign("nf-deny", tiers=TWO_TIERS[:1])
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        faults("iam-propagation:pass_s=60")
+        with pytest.raises(EnvironmentProblem, match="still refused after 1 s") as err:
+            fargate.FargateTiers(prov, c.fargate, iam_settle_s=1.0).acquire()
+        assert "iam:PassRole" in str(err.value) and "iam:PassRole" in str(err.value.hint)
+    finally:
+        prov.release()
+    assert not any(counts("nf-deny").values())
+
+
+def test_no_fargate_capacity_is_retried_in_the_other_subnets(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    """RunTask places no task ("Capacity is unavailable at this time…") twice: it is asked
+    again, round the campaign's subnets (two zones here), and the task runs (before: the
+    first answer aborted the campaign). When capacity never comes, the error says where it
+    was tried (below)."""
+    c = campaign(
+        "nf-cap",
+        tiers=TWO_TIERS[:1],
+        placement="cross-az",
+        fleets=[
+            {"name": "c1", "instance_type": "t3.micro", "role": "client"},
+            {"name": "c2", "instance_type": "t3.micro", "role": "client"},
+        ],
+    )
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        st = faults("fargate-capacity:times=2")
+        (host,) = fargate.FargateTiers(prov, c.fargate, capacity_s=20.0).acquire()
+        assert host.task_arn and st.injected["FargateCapacity"] == 2
+        assert len(st.task_subnets) == 3 and len(set(st.task_subnets)) == 2, st.task_subnets
+        assert st.task_subnets[0] != st.task_subnets[1]
+    finally:
+        prov.release()
+    assert not any(counts("nf-cap").values())
+
+
+def test_capacity_that_never_comes_says_where_it_was_tried(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    c = campaign("nf-nocap", tiers=TWO_TIERS[:1])
+    prov = Provisioner(c, tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        faults("fargate-capacity:times=1000")
+        with pytest.raises(EnvironmentProblem, match=r"Capacity is unavailable.*tried \d+ times"):
+            fargate.FargateTiers(prov, c.fargate, capacity_s=1.0).acquire()
+    finally:
+        prov.release()
+    assert not any(counts("nf-nocap").values())
