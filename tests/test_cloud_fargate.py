@@ -18,6 +18,7 @@ import sys
 import textwrap
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -501,38 +502,42 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     awsfaults.reset()
 
 
+#: the one tier the tests below start (the campaign's own block: the same tier)
+ONE_TIER = fargate.FargateBlock(tiers=[fargate.tier(256, 512)])
+
+
+@contextmanager
+def client_network(tmp_path: Path, name: str, **kw: Any) -> Iterator[Provisioner]:
+    """One-tier campaign ``name``'s network and client, released afterwards: 0 left."""
+    prov = Provisioner(campaign(name, tiers=TWO_TIERS[:1], **kw), tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        yield prov
+    finally:
+        prov.release()
+    assert not any(counts(name).values())
+
+
 def test_a_role_just_created_is_waited_for(fresh: MotoServer, tmp_path: Path, faults: Any) -> None:
     """IAM's eventual consistency: for seconds after the execution role is created,
     RegisterTaskDefinition is denied iam:PassRole and RunTask cannot assume the role. Both are
     retried until IAM settles (before: the first refusal aborted the campaign)."""
-    c = campaign("nf-iam", tiers=TWO_TIERS[:1])
-    prov = Provisioner(c, tmp_path, poll_s=0.05)
-    prov.acquire()
-    try:
+    with client_network(tmp_path, "nf-iam") as prov:
         st = faults("iam-propagation:pass_s=1.5:assume_s=3")
-        (host,) = fargate.acquire_tiers(prov, c.fargate)
+        (host,) = fargate.acquire_tiers(prov, ONE_TIER)
         assert host.task_arn
         assert st.injected["AccessDeniedException"] >= 1, st.injected
         assert st.injected["InvalidParameterException"] >= 1, st.injected
-    finally:
-        prov.release()
-    assert not any(counts("nf-iam").values())
 
 
 def test_a_pass_role_denial_that_lasts_names_the_permission(
     fresh: MotoServer, tmp_path: Path, faults: Any
 ) -> None:
-    c = campaign("nf-deny", tiers=TWO_TIERS[:1])
-    prov = Provisioner(c, tmp_path, poll_s=0.05)
-    prov.acquire()
-    try:
+    with client_network(tmp_path, "nf-deny") as prov:
         faults("iam-propagation:pass_s=60")
         with pytest.raises(EnvironmentProblem, match="still refused after 1 s") as err:
-            fargate.FargateTiers(prov, c.fargate, iam_settle_s=1.0).acquire()
+            fargate.FargateTiers(prov, ONE_TIER, iam_settle_s=1.0).acquire()
         assert "iam:PassRole" in str(err.value) and "iam:PassRole" in str(err.value.hint)
-    finally:
-        prov.release()
-    assert not any(counts("nf-deny").values())
 
 
 def test_no_fargate_capacity_is_retried_in_the_other_subnets(
@@ -542,38 +547,19 @@ def test_no_fargate_capacity_is_retried_in_the_other_subnets(
     again, round the campaign's subnets (two zones here), and the task runs (before: the
     first answer aborted the campaign). When capacity never comes, the error says where it
     was tried (below)."""
-    c = campaign(
-        "nf-cap",
-        tiers=TWO_TIERS[:1],
-        placement="cross-az",
-        fleets=[
-            {"name": "c1", "instance_type": "t3.micro", "role": "client"},
-            {"name": "c2", "instance_type": "t3.micro", "role": "client"},
-        ],
-    )
-    prov = Provisioner(c, tmp_path, poll_s=0.05)
-    prov.acquire()
-    try:
+    two = [{"name": n, "instance_type": "t3.micro", "role": "client"} for n in ("c1", "c2")]
+    with client_network(tmp_path, "nf-cap", placement="cross-az", fleets=two) as prov:
         st = faults("fargate-capacity:times=2")
-        (host,) = fargate.FargateTiers(prov, c.fargate, capacity_s=20.0).acquire()
+        (host,) = fargate.FargateTiers(prov, ONE_TIER, capacity_s=20.0).acquire()
         assert host.task_arn and st.injected["FargateCapacity"] == 2
         assert len(st.task_subnets) == 3 and len(set(st.task_subnets)) == 2, st.task_subnets
         assert st.task_subnets[0] != st.task_subnets[1]
-    finally:
-        prov.release()
-    assert not any(counts("nf-cap").values())
 
 
 def test_capacity_that_never_comes_says_where_it_was_tried(
     fresh: MotoServer, tmp_path: Path, faults: Any
 ) -> None:
-    c = campaign("nf-nocap", tiers=TWO_TIERS[:1])
-    prov = Provisioner(c, tmp_path, poll_s=0.05)
-    prov.acquire()
-    try:
+    with client_network(tmp_path, "nf-nocap") as prov:
         faults("fargate-capacity:times=1000")
         with pytest.raises(EnvironmentProblem, match=r"Capacity is unavailable.*tried \d+ times"):
-            fargate.FargateTiers(prov, c.fargate, capacity_s=1.0).acquire()
-    finally:
-        prov.release()
-    assert not any(counts("nf-nocap").values())
+            fargate.FargateTiers(prov, ONE_TIER, capacity_s=1.0).acquire()
