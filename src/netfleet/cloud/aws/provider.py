@@ -410,6 +410,7 @@ class AwsCloud:
         prov = net.prov
         sim = net.settings.backing == "sim"
         loop = asyncio.get_running_loop()
+        tasks = any(r.spec.fargate is not None for r in self._planned)
         net.heartbeat = expiry.start(
             {r: prov.client(r) for r in prov.spec.regions},
             prov.spec.campaign,
@@ -418,6 +419,8 @@ class AwsCloud:
             sim=sim,
             scale=_scale(net.settings),
             rearm=None if sim else expiry.rearm_over_ssh(lambda: list(self._ssh_hosts), loop),
+            installation=prov.installation,  # not another installation's same-named campaign
+            ecs={prov.spec.region: aws.client("ecs", prov.spec.region)} if tasks else None,
         )
 
     # -- bootstrap -------------------------------------------------------------------------
