@@ -241,3 +241,30 @@ def test_burstable_types_launch_in_standard_credit_mode(
     asked = {p["InstanceType"]: p.get("CreditSpecification") for p in calls.ops("RunInstances")}
     standard = {"CpuCredits": "standard"}
     assert asked == {"t3.micro": standard, "t4g.nano": standard, "m5.large": None}, asked
+
+
+# -- leak 3: a released host's address leaves the prefix list ----------------------------------
+def test_a_released_hosts_address_leaves_the_prefix_list(fresh: MotoServer, tmp_path: Path) -> None:
+    """``path: public``: releasing a host (its last run ended) takes its public /32 out of the
+    campaign's prefix list (before: it stayed, and whoever AWS gave the address next was
+    admitted by the next waves' security group)."""
+    from netfleet.cloud.release import give_back
+    from netfleet.cloud.seam import Scope
+
+    cloud, machines = _one_wave(tmp_path, "unadmit", 2, path="public")
+    try:
+        ec2 = aws.client("ec2", "us-east-1")
+        (plist,) = ec2.describe_managed_prefix_lists(
+            Filters=[{"Name": "tag:netfleet:campaign", "Values": ["unadmit"]}]
+        )["PrefixLists"]
+
+        def held() -> set[str]:
+            got = ec2.get_managed_prefix_list_entries(PrefixListId=plist["PrefixListId"])
+            return {e["Cidr"] for e in got["Entries"]}
+
+        gone, kept = machines
+        assert held() == {f"{gone.detail.public_ip}/32", f"{kept.detail.public_ip}/32"}
+        assert asyncio.run(give_back(cloud, Scope.of_lease(gone.lease))).outcome == "released"
+        assert held() == {f"{kept.detail.public_ip}/32"}
+    finally:
+        _destroy(cloud, "unadmit")

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -197,6 +198,8 @@ class AwsCloud:
         #: the first acquire's failure to make the network: the others do not try again
         self._net_failed: BaseException | None = None
         self._ssh_hosts: list[CloudSshHost] = []
+        #: the prefix lists' changes of this process's releases, one at a time
+        self._prefix_lock = threading.Lock()
         #: the requests (names and specs) whose checks and permission probes passed, and
         #: their CloudSpec: plan's probes are not sent again by the acquire that follows
         self._checked: tuple[list[tuple[str, Any]], CloudSpec] | None = None
@@ -696,6 +699,8 @@ class AwsCloud:
         what = f"instance {found['InstanceId']}"
         _check_owned(what, tags, campaign, me, lease.id, "terminate")
         ec2.terminate_instances(InstanceIds=[found["InstanceId"]])
+        if found.get("PublicIpAddress"):  # its address goes back to AWS's pool: not admitted
+            self._unadmit(Path(res["state_root"]), campaign, str(found["PublicIpAddress"]))
 
         def terminated() -> bool:
             got = _instance(ec2, found["InstanceId"])
@@ -705,6 +710,22 @@ class AwsCloud:
         Journal(Path(res["state_root"]), campaign).deleted("instance", region, found["InstanceId"])
         self._billed(found["InstanceId"])
         return "released"
+
+    def _unadmit(self, root: Path, campaign: str, address: str) -> None:
+        """A released host's public /32 out of the campaign's prefix lists (every region's):
+        the address returns to AWS's pool, and the next waves' security groups must not admit
+        whoever gets it."""
+        from netfleet.cloud.aws.acquire.provision import change_prefix_list
+
+        journal = Journal(root, campaign)
+        if not journal.exists():
+            return
+        for rec in journal.read().live():
+            if rec.kind == "prefix-list" and rec.id:
+                with self._prefix_lock:  # releases run in parallel: one version at a time
+                    change_prefix_list(
+                        aws.client("ec2", rec.region), rec.id, remove=[f"{address}/32"]
+                    )
 
     def _wait(self, done: Any, what: str, limit_s: float, max_delay: float) -> None:
         deadline, delay = time.monotonic() + limit_s, self.poll_s

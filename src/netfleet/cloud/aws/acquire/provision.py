@@ -110,6 +110,35 @@ class Network:
     prefix_list_id: str | None = None
 
 
+def change_prefix_list(
+    ec2: Any,
+    plist: str,
+    add: list[dict[str, str]] | None = None,
+    remove: list[str] | None = None,
+) -> None:
+    """Add entries to / remove CIDRs from a managed prefix list, at its current version (a
+    change in progress or a stale version is retried). A CIDR to remove that the list does
+    not hold is passed over."""
+
+    def change() -> None:
+        found = ec2.describe_managed_prefix_lists(PrefixListIds=[plist])["PrefixLists"]
+        kwargs: dict[str, Any] = {"AddEntries": add} if add else {}
+        if remove:
+            pages = ec2.get_paginator("get_managed_prefix_list_entries").paginate(
+                PrefixListId=plist
+            )
+            held = {e["Cidr"] for page in pages for e in page.get("Entries", [])}
+            gone = [{"Cidr": c} for c in remove if c in held]
+            if gone:
+                kwargs["RemoveEntries"] = gone
+        if kwargs:
+            ec2.modify_managed_prefix_list(
+                PrefixListId=plist, CurrentVersion=found[0]["Version"], **kwargs
+            )
+
+    retry.call(change, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
+
+
 def subnet_cidr(vpc_cidr: str, index: int) -> str:
     """The ``index``-th /24 of a 10.x.0.0/16."""
     return vpc_cidr.replace(".0.0/16", f".{index}.0/24")
@@ -561,16 +590,8 @@ class Provisioner:
         for region, net in self.networks.items():
             if net.prefix_list_id is None:
                 continue
-            ec2, plist = self.client(region), net.prefix_list_id
-
-            def add(ec2: Any = ec2, plist: str = plist) -> None:
-                found = ec2.describe_managed_prefix_lists(PrefixListIds=[plist])["PrefixLists"]
-                ec2.modify_managed_prefix_list(
-                    PrefixListId=plist, CurrentVersion=found[0]["Version"], AddEntries=[entry]
-                )
-
             with self._prefix_lock:  # only the change: the launches and waits run in parallel
-                retry.call(add, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
+                change_prefix_list(self.client(region), net.prefix_list_id, add=[entry])
 
     def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
