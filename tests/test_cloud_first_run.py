@@ -268,3 +268,64 @@ def test_a_released_hosts_address_leaves_the_prefix_list(fresh: MotoServer, tmp_
         assert held() == {f"{kept.detail.public_ip}/32"}
     finally:
         _destroy(cloud, "unadmit")
+
+
+# -- 6a/6b: seed 002 as written -----------------------------------------------------------------
+def test_a_type_that_cannot_boot_the_image_is_refused_before_anything_exists(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """t1.micro boots paravirtual images only (DescribeInstanceTypes'
+    SupportedVirtualizationTypes, as AWS answers it: ``netfleet_sim.awsfaults``), netfleet's
+    are HVM: refused naming the type and the fix, before a VPC exists (before: RunInstances'
+    InvalidParameterCombination, raw, mid-study)."""
+    from netfleet.cloud.aws.acquire.provision import Provisioner
+    from netfleet.cloud.aws.campaign import CloudSpec
+    from netfleet.errors import InputError
+
+    spec = CloudSpec(
+        campaign="pv",
+        region="us-east-1",
+        fleets=[
+            {"instance_type": "t2.micro", "count": 1, "role": "server"},
+            {"instance_type": "t1.micro", "count": 1, "role": "client"},
+        ],
+        duration_minutes=5,
+    )
+    with pytest.raises(InputError, match=r"t1\.micro boots only paravirtual images") as err:
+        Provisioner(spec, tmp_path).acquire()
+    assert "t2.micro" in str(err.value.hint)
+    assert not any(left("pv").values())
+
+
+def test_fleets_whose_types_share_no_zone_each_get_a_zone_offering_theirs(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """No zone of us-east-1 offers both vt1.3xlarge (a, d) and trn1.2xlarge (c, f) in moto's
+    offerings (AWS's): each fleet goes to the first zone offering its type, preferring one
+    already used, and a note says so (before: "no zone of us-east-1 offers all of …", the
+    campaign refused)."""
+    from netfleet.cloud.aws.acquire.provision import Provisioner
+    from netfleet.cloud.aws.campaign import CloudSpec
+
+    spec = CloudSpec(
+        campaign="zones",
+        region="us-east-1",
+        placement="same-az",
+        fleets=[
+            {"instance_type": "t3.micro", "count": 1, "role": "server"},
+            {"instance_type": "vt1.3xlarge", "count": 1, "role": "client"},
+            {"instance_type": "trn1.2xlarge", "count": 1, "role": "client"},
+        ],
+        duration_minutes=5,
+    )
+    prov = Provisioner(spec, tmp_path)
+    try:
+        prov.prepare()
+        assert [s.az for s in prov.sites] == ["us-east-1a", "us-east-1a", "us-east-1c"]
+        assert len(prov.notes) == 1 and "no zone of us-east-1 offers all" in prov.notes[0]
+        subnets = aws.client("ec2", "us-east-1").describe_subnets(
+            Filters=[{"Name": "tag:netfleet:campaign", "Values": ["zones"]}]
+        )["Subnets"]
+        assert sorted(s["AvailabilityZone"] for s in subnets) == ["us-east-1a", "us-east-1c"]
+    finally:
+        prov.release()

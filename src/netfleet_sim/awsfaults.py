@@ -9,7 +9,9 @@ real code, message and HTTP status, an ECS one the JSON protocol's ``__type`` �
 AWS's answer (a throttle is retried by botocore's own policy first).
 
 * ``none`` (always on): moto's DryRun gaps closed — ``CreateVpc`` with ``DryRun=True`` creates
-  a VPC on moto; here it answers ``DryRunOperation`` after moto's IAM check, as AWS does;
+  a VPC on moto; here it answers ``DryRunOperation`` after moto's IAM check, as AWS does; and
+  DescribeInstanceTypes says t1.micro boots paravirtual images only (moto's data adds hvm;
+  AWS refuses an HVM image on it with InvalidParameterCombination);
 * ``eventual``: the first ``describes`` calls naming a resource created in this process answer
   ``…NotFound`` (instances, VPCs, subnets, security groups, gateways, route tables), and
   DescribeTasks answers ``failures: [{reason: MISSING}]`` for a task just started;
@@ -372,7 +374,15 @@ def _dig(doc: Any, path: str) -> Any:
     return doc
 
 
+#: types AWS boots from paravirtual images only (moto's catalogue says hvm too)
+PARAVIRTUAL_ONLY = frozenset({"t1.micro"})
+
+
 def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw: Any) -> None:
+    if op == "DescribeInstanceTypes":
+        for item in parsed.get("InstanceTypes", []):
+            if item.get("InstanceType") in PARAVIRTUAL_ONLY:
+                item["SupportedVirtualizationTypes"] = ["paravirtual"]
     if op in CREATES:
         rid = _dig(parsed, CREATES[op][0])
         if isinstance(rid, str) and "eventual" in p:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet import aws
+from netfleet import aws, text
 from netfleet.cloud import backing, owner
 from netfleet.cloud.aws.acquire.fargate import (
     IPERF3_PORT,
@@ -389,6 +390,8 @@ class AwsCloud:
         net = log.intent(self.name, "network", where)
         prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
         await asyncio.to_thread(prov.prepare)
+        for note in prov.notes:  # where the fleets went, when it is not where asked
+            print(f"note: {text.line(note)}", file=sys.stderr)
         log.acquired(net)  # a reference: state_root + campaign locate the cloud journal
         bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
         self.bills.extend(bills.values())

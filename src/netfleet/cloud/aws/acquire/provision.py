@@ -34,7 +34,7 @@ from netfleet.cloud.aws.plan import catalogue, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import hostkeys, userdata
 from netfleet.cloud.journal import Journal
-from netfleet.errors import EnvironmentProblem
+from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import public_path
 
 TAG_CAMPAIGN = owner.TAG_CAMPAIGN
@@ -200,6 +200,8 @@ class Provisioner:
         self._launched: dict[str, int] = {}
         #: hosts meet at their public addresses (path public, or auto across regions)
         self.public = public_path(self.spec, len(self.spec.regions))
+        #: what the user should know about where things went (printed by the caller)
+        self.notes: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------
     def client(self, region: str) -> Any:
@@ -267,6 +269,7 @@ class Provisioner:
             if unknown:
                 raise EnvironmentProblem(f"unknown instance types in {region}: {sorted(unknown)}")
             self.catalogue.update(found)
+            self._check_virtualization(region, types)
         self.sites = self.place()
         client_key = hostkeys.generate(resource_name(spec.campaign))
         hostkeys.write_private(self.identity, client_key)
@@ -390,6 +393,33 @@ class Provisioner:
                 )
             )
 
+    def _check_virtualization(self, region: str, types: set[str]) -> None:
+        """Refuse, before anything is created, a type that cannot boot the image: netfleet's
+        images are HVM, and a type whose SupportedVirtualizationTypes lacks the image's (t1.micro:
+        paravirtual only) makes RunInstances answer InvalidParameterCombination mid-study."""
+        ec2 = self.client(region)
+        wanted = "hvm"
+        if self.spec.ami:
+            imgs = ec2.describe_images(ImageIds=[self.spec.ami]).get("Images", [])
+            wanted = str(imgs[0].get("VirtualizationType", "hvm")) if imgs else "hvm"
+        found = ec2.describe_instance_types(InstanceTypes=sorted(types))["InstanceTypes"]
+        bad = {
+            str(t["InstanceType"]): "/".join(t.get("SupportedVirtualizationTypes") or [])
+            for t in found
+            if wanted not in (t.get("SupportedVirtualizationTypes") or [wanted])
+        }
+        if bad:
+            image = f"ami {self.spec.ami}" if self.spec.ami else f"image {self.spec.image_family}"
+            raise InputError(
+                f"campaign {self.spec.campaign!r}: "
+                + ", ".join(f"{t} boots only {v} images" for t, v in sorted(bad.items()))
+                + f"; the {image} is {wanted}: RunInstances would refuse it "
+                "(InvalidParameterCombination)",
+                hint="drop those types, or use their current-generation successors "
+                "(t1.micro → t2.micro/t3.micro), or run them in a campaign of their own with a "
+                f"{'/'.join(sorted(set(bad.values())))} `ami:`",
+            )
+
     def place(self) -> list[Site]:
         """Each fleet's region and zone. A zone given (the fleet's, or the block's in its
         region) is kept; ``cross-az`` gives every other fleet (hosts of one name together)
@@ -417,7 +447,10 @@ class Provisioner:
                 az = min(self._zones(region, types), key=lambda z: (taken.count(z), z))
             else:
                 types = {x.instance_type for x in spec.fleets if spec.region_of(x) == region}
-                offered = self._zones(region, types)
+                offered = self._zones(region, types, strict=spec.placement == "cluster")
+                if not offered:  # no zone offers them all: this fleet's type decides
+                    offered = self._zones(region, {f.instance_type})
+                    self._note_split(region, types)
                 az = next((z for z in used.get(region, []) if z in offered), offered[0])
             chosen[group] = Site(region, az)
             used.setdefault(region, []).append(az)
@@ -437,9 +470,19 @@ class Provisioner:
         found = self.ec2.describe_subnets(SubnetIds=[self.spec.subnet_id])["Subnets"]
         return str(found[0]["AvailabilityZone"])
 
-    def _zones(self, region: str, types: set[str]) -> list[str]:
+    def _note_split(self, region: str, types: set[str]) -> None:
+        note = (
+            f"no zone of {region} offers all of {', '.join(sorted(types))}: each fleet goes to "
+            "the first zone offering its type (its hosts' availability_zone label says which; "
+            "traffic between zones crosses them)"
+        )
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _zones(self, region: str, types: set[str], strict: bool = True) -> list[str]:
         """The region's available zones (by name) where every one of ``types`` is offered
-        (DescribeInstanceTypeOfferings); all of them if the API lists no offering at all."""
+        (DescribeInstanceTypeOfferings); all of them if the API lists no offering at all.
+        None fits: an error, or (not ``strict``) no zone."""
         ec2 = self.client(region)
         zones = sorted(
             z["ZoneName"]
@@ -457,7 +500,7 @@ class Provisioner:
         if not offered:
             return zones
         fit = [z for z in zones if types <= offered.get(z, set())]
-        if not fit:
+        if not fit and strict:
             raise EnvironmentProblem(
                 f"no zone of {region} offers all of {', '.join(sorted(types))}",
                 hint="split the types over fleets with their own availability_zone "
