@@ -271,10 +271,10 @@ def test_run_task_sends_the_journal_token_for_idempotency(tmp_path: Path) -> Non
                 "startedBy": "netfleet",
             },
         )
-        assert tiers._run("netfleet-nf-fg", "td", "subnet-1", "sg-1", token) == arn
+        assert tiers._run("netfleet-nf-fg", "td", ["subnet-1"], "sg-1", token) == arn
         stub.add_response("run_task", {"tasks": [], "failures": [{"reason": "RESOURCE:ENI"}]})
         with pytest.raises(EnvironmentProblem, match="RESOURCE:ENI"):
-            tiers._run("netfleet-nf-fg", "td", "subnet-1", "sg-1", token)
+            tiers._run("netfleet-nf-fg", "td", ["subnet-1"], "sg-1", token)
 
 
 def test_tiers_need_the_campaign_network_and_journal_checks_ecs_arns(tmp_path: Path) -> None:
@@ -523,7 +523,7 @@ def test_a_role_just_created_is_waited_for(fresh: MotoServer, tmp_path: Path, fa
     RegisterTaskDefinition is denied iam:PassRole and RunTask cannot assume the role. Both are
     retried until IAM settles (before: the first refusal aborted the campaign)."""
     with client_network(tmp_path, "nf-iam") as prov:
-        st = faults("iam-propagation:pass_s=1.5:assume_s=3")
+        st = faults("iam-propagation:pass_s=1.5:assume_s=8")
         (host,) = fargate.acquire_tiers(prov, ONE_TIER)
         assert host.task_arn
         assert st.injected["AccessDeniedException"] >= 1, st.injected

@@ -65,6 +65,15 @@ def race_spec(
     return path
 
 
+def cloud_spec(campaign: str, server: str, *clients: str, **kw: Any) -> Any:
+    """A ``cloud up`` campaign in us-east-1: one ``server`` instance, one of each client type."""
+    from netfleet.cloud.aws.campaign import CloudSpec
+
+    fleets = [{"instance_type": server, "count": 1, "role": "server"}]
+    fleets += [{"instance_type": t, "count": 1, "role": "client"} for t in clients]
+    return CloudSpec(campaign=campaign, region="us-east-1", fleets=fleets, duration_minutes=5, **kw)
+
+
 def requests(spec_path: Path) -> list[HostRequest]:
     spec = load_spec(spec_path)
     return [HostRequest(n, h) for n, h in spec.hosts.items() if h.kind == "aws"]
@@ -219,19 +228,9 @@ def test_burstable_types_launch_in_standard_credit_mode(
     hourly price the estimate counts. netfleet asks for ``standard``; other families get no
     credit specification (AWS refuses one for them)."""
     from netfleet.cloud.aws.acquire.provision import Provisioner
-    from netfleet.cloud.aws.campaign import CloudSpec
     from tests.awshooks import hooked
 
-    spec = CloudSpec(
-        campaign="credits",
-        region="us-east-1",
-        fleets=[
-            {"instance_type": "t3.micro", "count": 1, "role": "server"},
-            {"instance_type": "t4g.nano", "count": 1, "role": "client"},
-            {"instance_type": "m5.large", "count": 1, "role": "client"},
-        ],
-        duration_minutes=5,
-    )
+    spec = cloud_spec("credits", "t3.micro", "t4g.nano", "m5.large")
     with hooked(monkeypatch) as calls:
         prov = Provisioner(spec, tmp_path)  # its clients are hooked
         try:
@@ -279,18 +278,9 @@ def test_a_type_that_cannot_boot_the_image_is_refused_before_anything_exists(
     are HVM: refused naming the type and the fix, before a VPC exists (before: RunInstances'
     InvalidParameterCombination, raw, mid-study)."""
     from netfleet.cloud.aws.acquire.provision import Provisioner
-    from netfleet.cloud.aws.campaign import CloudSpec
     from netfleet.errors import InputError
 
-    spec = CloudSpec(
-        campaign="pv",
-        region="us-east-1",
-        fleets=[
-            {"instance_type": "t2.micro", "count": 1, "role": "server"},
-            {"instance_type": "t1.micro", "count": 1, "role": "client"},
-        ],
-        duration_minutes=5,
-    )
+    spec = cloud_spec("pv", "t2.micro", "t1.micro")
     with pytest.raises(InputError, match=r"t1\.micro boots only paravirtual images") as err:
         Provisioner(spec, tmp_path).acquire()
     assert "t2.micro" in str(err.value.hint)
@@ -305,19 +295,8 @@ def test_fleets_whose_types_share_no_zone_each_get_a_zone_offering_theirs(
     already used, and a note says so (before: "no zone of us-east-1 offers all of …", the
     campaign refused)."""
     from netfleet.cloud.aws.acquire.provision import Provisioner
-    from netfleet.cloud.aws.campaign import CloudSpec
 
-    spec = CloudSpec(
-        campaign="zones",
-        region="us-east-1",
-        placement="same-az",
-        fleets=[
-            {"instance_type": "t3.micro", "count": 1, "role": "server"},
-            {"instance_type": "vt1.3xlarge", "count": 1, "role": "client"},
-            {"instance_type": "trn1.2xlarge", "count": 1, "role": "client"},
-        ],
-        duration_minutes=5,
-    )
+    spec = cloud_spec("zones", "t3.micro", "vt1.3xlarge", "trn1.2xlarge", placement="same-az")
     prov = Provisioner(spec, tmp_path)
     try:
         prov.prepare()

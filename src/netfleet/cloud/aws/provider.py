@@ -317,7 +317,7 @@ class AwsCloud:
         def launch(req: HostRequest, lease: Lease) -> CloudHost:
             return prov.launch(
                 req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
-                fleet=net.index[req.name],
+                fleet=net.index[req.name], tools=req.tools,
             )  # fmt: skip
 
         made = await _all_launched(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -515,9 +516,11 @@ class Provisioner:
         instance_type: str,
         extra_tags: dict[str, str] | None = None,
         fleet: int | None = None,
+        tools: Sequence[str] = (),
     ) -> CloudHost:
         """One instance of fleet ``fleet`` (its region and zone; None: the block's region's
-        first zone) with its own generated host key, pinned in known_hosts once it runs."""
+        first zone) with its own generated host key, pinned in known_hosts once it runs; its
+        user-data installs ``tools`` (what its runs use; empty: every engine's)."""
         if not self.networks:
             raise EnvironmentProblem("launch before prepare: no network for the instances")
         site = self.sites[fleet] if fleet is not None else None
@@ -526,11 +529,14 @@ class Provisioner:
         info = self.catalogue[instance_type]
         ami = self._ami(info, net.region)
         host_key = hostkeys.generate(name)
+        user_data = userdata.render(
+            host_key, self.spec.expires_after_minutes, self.spec.image_family, tools or None
+        )
         zones = [az]  # where it was tried, the last where it runs
         iid = self._step(
             "instance",
             name,
-            lambda t: self._run_somewhere(info, ami, net, zones, host_key, t, extra_tags, fleet),
+            lambda t: self._run_somewhere(info, ami, net, zones, user_data, t, extra_tags, fleet),
             net.region,
         )
         self._launched[net.region] = self._launched.get(net.region, 0) + 1
@@ -546,7 +552,7 @@ class Provisioner:
         ami: str,
         net: Network,
         zones: list[str],
-        host_key: hostkeys.KeyPair,
+        user_data: str,
         token: str,
         extra_tags: dict[str, str] | None,
         fleet: int | None,
@@ -560,7 +566,7 @@ class Provisioner:
             az = zones[-1]
             attempt = token if len(zones) == 1 else f"{token}-{az}"  # a new request per zone
             try:
-                return self._run_instance(info, ami, net, az, host_key, attempt, extra_tags or {})
+                return self._run_instance(info, ami, net, az, user_data, attempt, extra_tags or {})
             except ClientError as exc:
                 code = retry.code(exc)
                 if code in QUOTA_ERRORS:
@@ -746,7 +752,7 @@ class Provisioner:
         ami: str,
         net: Network,
         az: str,
-        host_key: hostkeys.KeyPair,
+        user_data: str,
         token: str,
         extra_tags: dict[str, str],
     ) -> str:
@@ -773,7 +779,6 @@ class Provisioner:
             # T3/T3a/T4g launch "unlimited" by default: a run above baseline would bill
             # surplus credits the estimate does not count (seed 002's T2s were standard)
             kwargs["CreditSpecification"] = {"CpuCredits": "standard"}
-        family = self.spec.image_family
         resp = self.client(net.region).run_instances(
             ImageId=ami,
             InstanceType=info.instance_type,
@@ -786,7 +791,7 @@ class Provisioner:
             ClientToken=token,
             InstanceInitiatedShutdownBehavior="terminate",
             MetadataOptions=METADATA_OPTIONS,
-            UserData=userdata.render(host_key, self.spec.expires_after_minutes, family),
+            UserData=user_data,
             TagSpecifications=tags,
             **kwargs,
         )
