@@ -443,7 +443,6 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
     from netfleet.cloud.bootstrap.ready import wait_ready
     from netfleet.errors import EnvironmentProblem
-    from netfleet.hosts.ssh import SshHost
     from netfleet.lab.sshd import KeyPair
     from tests.sshlab import ssh_lab
 
@@ -458,10 +457,7 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
         def ready(timeout_s: float) -> Any:
             async def wait() -> list[str]:
-                h = SshHost(
-                    name="vm", address=fleet.addresses["vm"], user="root",
-                    key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=2,
-                )  # fmt: skip
+                h = lab_vm(fleet, pinned, 2)
                 try:
                     return await wait_ready(h, "i-0feed", marker=str(marker), timeout_s=timeout_s,
                                             first_delay=0.1, max_delay=0.3)  # fmt: skip
@@ -500,6 +496,16 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
         assert time.monotonic() - t0 < 5  # refused at once, not retried until the timeout
 
 
+def lab_vm(fleet: Any, pinned: Path, connect_timeout: float) -> Any:
+    """The lab's sshd ``vm`` as an instance reached with the campaign's pinned known_hosts."""
+    from netfleet.hosts.ssh import SshHost
+
+    return SshHost(
+        name="vm", address=fleet.addresses["vm"], user="root", key=str(fleet.client_key.private),
+        known_hosts=str(pinned), connect_timeout=connect_timeout,
+    )  # fmt: skip
+
+
 @ROOT
 @pytest.mark.netns
 @pytest.mark.skipif(not os.access("/usr/sbin/sshd", os.X_OK), reason="needs openssh-server")
@@ -509,7 +515,6 @@ def test_a_failed_user_data_command_is_reported_at_once(tmp_path: Path) -> None:
     900 s, billed, "still waiting for cloud-init to finish")."""
     from netfleet.cloud.bootstrap.ready import wait_ready
     from netfleet.errors import EnvironmentProblem
-    from netfleet.hosts.ssh import SshHost
     from tests.sshlab import ssh_lab
 
     with ssh_lab(tmp_path, ["vm"]) as fleet:
@@ -519,10 +524,7 @@ def test_a_failed_user_data_command_is_reported_at_once(tmp_path: Path) -> None:
         failed.write_text("apt-get install -y sockperf (exit 100)\n")
 
         async def wait() -> list[str]:
-            h = SshHost(
-                name="vm", address=fleet.addresses["vm"], user="root",
-                key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=5,
-            )  # fmt: skip
+            h = lab_vm(fleet, pinned, 5)
             try:
                 return await wait_ready(h, "i-0feed", marker=str(tmp_path / "ready"),
                                         failed_marker=str(failed), timeout_s=60)  # fmt: skip
