@@ -186,20 +186,30 @@ def test_user_data_carries_host_key_and_dead_mans_switch() -> None:
     assert timer[0] == "systemd-run" and "--on-active=90min" in timer
     assert timer[-2:] == ["/usr/bin/systemctl", "poweroff"]
     assert doc["runcmd"][0] == ["shutdown", "-P", "+90"]
-    # then set -e: a failed install stops cloud-init's runcmd script before the marker
-    assert doc["runcmd"][1] == "set -e"
+    # then set -e: a failed install stops cloud-init's runcmd script before the marker, each
+    # command run through netfleet_step, whose trap writes the failing one for readiness
+    cmds = steps(doc)
     # AL2023: one dnf call for what its repositories have (no iperf 2, no sockperf there),
     # strict: a failure is a failure
-    assert doc["runcmd"][2] == ["dnf", "install", "-y", "iproute", "iproute-tc", "ethtool",
-                                "iperf3", "iputils"]  # fmt: skip
-    assert not any("apt-get" in c for c in doc["runcmd"])
+    assert cmds[0] == ["dnf", "install", "-y", "iproute", "iproute-tc", "ethtool",
+                       "iperf3", "iputils"]  # fmt: skip
+    assert not any("apt-get" in c for c in cmds)
     # /usr/sbin's tools linked onto a login's PATH
-    assert (
-        doc["runcmd"][3][:2] == ["ln", "-sf"] and doc["runcmd"][4][-1] == "/usr/local/bin/ethtool"
-    )
+    assert cmds[1][:2] == ["ln", "-sf"] and cmds[2][-1] == "/usr/local/bin/ethtool"
     # the last command (cloud-init's final stage, after the packages) writes the ready marker
-    assert doc["runcmd"][5:] == [["mkdir", "-p", "/var/lib/netfleet"],
-                                 ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
+    assert cmds[3:] == [["mkdir", "-p", "/var/lib/netfleet"],
+                        ["touch", "/var/lib/netfleet/ready"]]  # fmt: skip
+
+
+def steps(doc: dict[str, Any]) -> list[list[str]]:
+    """The commands of a user-data's runcmd after ``set -e``, each through ``netfleet_step``
+    (its string lines before: the function and the trap writing the failing command)."""
+    runcmd = doc["runcmd"]
+    at = runcmd.index("set -e")
+    assert runcmd[at - 2].startswith("netfleet_step() {") and runcmd[at - 1].startswith("trap ")
+    assert "/var/lib/netfleet/failed" in runcmd[at - 1]
+    assert all(c[0] == "netfleet_step" for c in runcmd[at + 1 :])
+    return [c[1:] for c in runcmd[at + 1 :]]
 
 
 def test_user_data_for_debian_uses_apt() -> None:
@@ -209,15 +219,18 @@ def test_user_data_for_debian_uses_apt() -> None:
 
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
     assert doc["bootcmd"][0][0] == "systemd-run" and doc["runcmd"][0] == ["shutdown", "-P", "+30"]
-    assert doc["runcmd"][1] == "set -e"
-    update, *installs = doc["runcmd"][2:-4]
-    assert doc["runcmd"][-1] == ["touch", "/var/lib/netfleet/ready"]
+    cmds = steps(doc)
+    update, *installs = cmds[:-4]
+    assert cmds[-1] == ["touch", "/var/lib/netfleet/ready"]
     assert update[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
     assert update[-1] == "update" and "DPkg::Lock::Timeout=600" in update
     assert [c[-1] for c in installs] == ["iproute2", "ethtool", "iperf3", "iperf", "sockperf",
                                          "iputils-ping", "irtt"]  # fmt: skip
     assert all("install" in c and "-y" in c for c in installs)
     assert not any("dnf" in c for c in doc["runcmd"])
+    # a host whose runs use iperf3 only gets iperf3 (and the base tools), nothing else
+    only = steps(json.loads(render(generate("h"), 30, "debian-12", ["iperf3"]).split("\n", 1)[1]))
+    assert [c[-1] for c in only[1:-4]] == ["iproute2", "ethtool", "iperf3"]
     assert images.FAMILIES["debian-12"].user == "admin"
     assert images.FAMILIES["al2023"].user == "ec2-user"
 

@@ -18,6 +18,7 @@ import sys
 import textwrap
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -270,10 +271,10 @@ def test_run_task_sends_the_journal_token_for_idempotency(tmp_path: Path) -> Non
                 "startedBy": "netfleet",
             },
         )
-        assert tiers._run("netfleet-nf-fg", "td", "subnet-1", "sg-1", token) == arn
+        assert tiers._run("netfleet-nf-fg", "td", ["subnet-1"], "sg-1", token) == arn
         stub.add_response("run_task", {"tasks": [], "failures": [{"reason": "RESOURCE:ENI"}]})
         with pytest.raises(EnvironmentProblem, match="RESOURCE:ENI"):
-            tiers._run("netfleet-nf-fg", "td", "subnet-1", "sg-1", token)
+            tiers._run("netfleet-nf-fg", "td", ["subnet-1"], "sg-1", token)
 
 
 def test_tiers_need_the_campaign_network_and_journal_checks_ecs_arns(tmp_path: Path) -> None:
@@ -482,3 +483,83 @@ def test_two_tiers_end_to_end_offline(fresh: MotoServer, tmp_path: Path) -> None
     finally:
         prov.release()
     assert not any(counts("nf-e2e").values())
+
+
+# -- AWS's misbehaviour on a first real run (issue 35) ------------------------------------------
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``faults("iam-propagation")``: the emulation in this process answers with that profile
+    (``netfleet_sim.awsfaults``); its state (what it injected) is returned."""
+    from netfleet_sim import awsfaults
+
+    def use(value: str) -> Any:
+        monkeypatch.setenv(awsfaults.PROFILE_ENV, value)
+        awsfaults.reset()
+        return awsfaults.state()
+
+    yield use
+    monkeypatch.delenv(awsfaults.PROFILE_ENV, raising=False)
+    awsfaults.reset()
+
+
+#: the one tier the tests below start (the campaign's own block: the same tier)
+ONE_TIER = fargate.FargateBlock(tiers=[fargate.tier(256, 512)])
+
+
+@contextmanager
+def client_network(tmp_path: Path, name: str, **kw: Any) -> Iterator[Provisioner]:
+    """One-tier campaign ``name``'s network and client, released afterwards: 0 left."""
+    prov = Provisioner(campaign(name, tiers=TWO_TIERS[:1], **kw), tmp_path, poll_s=0.05)
+    prov.acquire()
+    try:
+        yield prov
+    finally:
+        prov.release()
+    assert not any(counts(name).values())
+
+
+def test_a_role_just_created_is_waited_for(fresh: MotoServer, tmp_path: Path, faults: Any) -> None:
+    """IAM's eventual consistency: for seconds after the execution role is created,
+    RegisterTaskDefinition is denied iam:PassRole and RunTask cannot assume the role. Both are
+    retried until IAM settles (before: the first refusal aborted the campaign)."""
+    with client_network(tmp_path, "nf-iam") as prov:
+        st = faults("iam-propagation:pass_s=1.5:assume_s=8")
+        (host,) = fargate.acquire_tiers(prov, ONE_TIER)
+        assert host.task_arn
+        assert st.injected["AccessDeniedException"] >= 1, st.injected
+        assert st.injected["InvalidParameterException"] >= 1, st.injected
+
+
+def test_a_pass_role_denial_that_lasts_names_the_permission(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    with client_network(tmp_path, "nf-deny") as prov:
+        faults("iam-propagation:pass_s=60")
+        with pytest.raises(EnvironmentProblem, match="still refused after 1 s") as err:
+            fargate.FargateTiers(prov, ONE_TIER, iam_settle_s=1.0).acquire()
+        assert "iam:PassRole" in str(err.value) and "iam:PassRole" in str(err.value.hint)
+
+
+def test_no_fargate_capacity_is_retried_in_the_other_subnets(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    """RunTask places no task ("Capacity is unavailable at this time…") twice: it is asked
+    again, round the campaign's subnets (two zones here), and the task runs (before: the
+    first answer aborted the campaign). When capacity never comes, the error says where it
+    was tried (below)."""
+    two = [{"name": n, "instance_type": "t3.micro", "role": "client"} for n in ("c1", "c2")]
+    with client_network(tmp_path, "nf-cap", placement="cross-az", fleets=two) as prov:
+        st = faults("fargate-capacity:times=2")
+        (host,) = fargate.FargateTiers(prov, ONE_TIER, capacity_s=20.0).acquire()
+        assert host.task_arn and st.injected["FargateCapacity"] == 2
+        assert len(st.task_subnets) == 3 and len(set(st.task_subnets)) == 2, st.task_subnets
+        assert st.task_subnets[0] != st.task_subnets[1]
+
+
+def test_capacity_that_never_comes_says_where_it_was_tried(
+    fresh: MotoServer, tmp_path: Path, faults: Any
+) -> None:
+    with client_network(tmp_path, "nf-nocap") as prov:
+        faults("fargate-capacity:times=1000")
+        with pytest.raises(EnvironmentProblem, match=r"Capacity is unavailable.*tried \d+ times"):
+            fargate.FargateTiers(prov, ONE_TIER, capacity_s=1.0).acquire()

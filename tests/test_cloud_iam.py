@@ -219,3 +219,56 @@ def test_a_results_root_that_refuses_is_refused_before_launch(
     assert res.returncode != 0 and res.returncode != 1, res.stderr[-2000:]
     assert action in res.stderr and "nothing was launched" in res.stderr, res.stderr[-2000:]
     assert _admin_counts(moto) == (0, 0)
+
+
+def ec2_only() -> dict[str, Any]:
+    """The shipped policy without any ECS, IAM or CloudWatch Logs action: what a user who runs
+    only EC2 campaigns may be given."""
+    doc = copy.deepcopy(POLICY)
+    for st in doc["Statement"]:
+        acts = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
+        st["Action"] = [a for a in acts if not a.startswith(("ecs:", "iam:", "logs:"))]
+    doc["Statement"] = [st for st in doc["Statement"] if st["Action"]]
+    return doc
+
+
+def test_an_ec2_only_campaign_is_torn_down_without_ecs_iam_or_logs(
+    moto: MotoServer, as_user: Any, tmp_path: Path
+) -> None:
+    """`cloud destroy` (and `reap`, which every `netfleet run` starts with) of an EC2-only
+    campaign under a policy holding no ECS, IAM or logs permission: the instance is terminated
+    first and everything goes (before: the first ECS read raised AccessDenied before anything
+    was terminated)."""
+    import datetime as dt
+
+    from netfleet.cloud.aws.acquire.provision import Provisioner
+    from netfleet.cloud.aws.campaign import CloudSpec
+    from netfleet.cloud.aws.release import teardown
+
+    spec = CloudSpec(
+        campaign="nf-ec2only",
+        region="us-east-1",
+        fleets=[{"instance_type": "t3.micro", "count": 1, "role": "client"}],
+        duration_minutes=5,
+    )
+    Provisioner(spec, tmp_path, poll_s=0.05).acquire()  # as the admin
+    env = as_user(ec2_only())
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        from botocore.exceptions import ClientError
+
+        with pytest.raises(ClientError):  # the user really may not read ECS
+            aws.client("ecs", "us-east-1").list_clusters()
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+        found = teardown.reap(tmp_path, ["us-east-1"], later, delete=False)
+        assert [e.campaign for e in found] == ["nf-ec2only"]
+        totals = teardown.destroy(tmp_path, "nf-ec2only", poll_s=0.05)
+        assert not any(totals.values()), totals
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    _auth(moto, "inf")
+    left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-ec2only")
+    assert not any(left.values()), left

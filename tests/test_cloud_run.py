@@ -462,7 +462,6 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
     from netfleet.cloud.bootstrap.ready import wait_ready
     from netfleet.errors import EnvironmentProblem
-    from netfleet.hosts.ssh import SshHost
     from netfleet.lab.sshd import KeyPair
     from tests.sshlab import ssh_lab
 
@@ -477,10 +476,7 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
         def ready(timeout_s: float) -> Any:
             async def wait() -> list[str]:
-                h = SshHost(
-                    name="vm", address=fleet.addresses["vm"], user="root",
-                    key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=2,
-                )  # fmt: skip
+                h = lab_vm(fleet, pinned, 2)
                 try:
                     return await wait_ready(h, "i-0feed", marker=str(marker), timeout_s=timeout_s,
                                             first_delay=0.1, max_delay=0.3)  # fmt: skip
@@ -536,3 +532,45 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
         with pytest.raises(HostError, match=r"not trusted.*CHANGED"):
             ready(20)()
         assert time.monotonic() - t0 < 5  # refused at once, not retried until the timeout
+
+
+def lab_vm(fleet: Any, pinned: Path, connect_timeout: float) -> Any:
+    """The lab's sshd ``vm`` as an instance reached with the campaign's pinned known_hosts."""
+    from netfleet.hosts.ssh import SshHost
+
+    return SshHost(
+        name="vm", address=fleet.addresses["vm"], user="root", key=str(fleet.client_key.private),
+        known_hosts=str(pinned), connect_timeout=connect_timeout,
+    )  # fmt: skip
+
+
+@ROOT
+@pytest.mark.netns
+@pytest.mark.skipif(not os.access("/usr/sbin/sshd", os.X_OK), reason="needs openssh-server")
+def test_a_failed_user_data_command_is_reported_at_once(tmp_path: Path) -> None:
+    """The user-data's trap wrote the failing command (``userdata.FAILED_MARKER``): the
+    readiness wait ends at once naming it and its exit status (before: it waited out its
+    900 s, billed, "still waiting for cloud-init to finish")."""
+    from netfleet.cloud.bootstrap.ready import wait_ready
+    from netfleet.errors import EnvironmentProblem
+    from tests.sshlab import ssh_lab
+
+    with ssh_lab(tmp_path, ["vm"]) as fleet:
+        pinned = tmp_path / "known_hosts"
+        pinned.write_text(fleet.sshd["vm"].known_hosts_line + "\n")
+        failed = tmp_path / "failed"
+        failed.write_text("apt-get install -y sockperf (exit 100)\n")
+
+        async def wait() -> list[str]:
+            h = lab_vm(fleet, pinned, 5)
+            try:
+                return await wait_ready(h, "i-0feed", marker=str(tmp_path / "ready"),
+                                        failed_marker=str(failed), timeout_s=60)  # fmt: skip
+            finally:
+                await h.close()
+
+        t0 = time.monotonic()
+        with pytest.raises(EnvironmentProblem, match=r"i-0feed.*user-data failed: apt-get "
+                           r"install -y sockperf \(exit 100\)"):  # fmt: skip
+            fleet.run(wait)
+        assert time.monotonic() - t0 < 30

@@ -80,14 +80,14 @@ def lan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
 
 
 def test_the_user_data_boots_a_userland(image: Path, lan: dict[str, str], tmp_path: Path) -> None:
-    """One userland from render()'s user-data: the pinned host key is sshd's, the engines were
-    installed by the script's apt-get, the ready marker is there — and a failing install leaves
-    no marker (set -e)."""
+    """One userland from render()'s user-data for a host whose runs use iperf3: the pinned host
+    key is sshd's, iperf3 was installed by the script's apt-get and no other engine (before:
+    every engine, seven installs under set -e), the ready marker is there."""
     key = generate("h")
     inst = userland_plugin._allocate("i-0123456789abcdef0")
     net = lan[userland_plugin.NET_ENV]
     log = userland.boot(
-        image, inst, render(key, 30, "debian-12"), "ssh-ed25519 AAAA test",
+        image, inst, render(key, 30, "debian-12", tools=["iperf3"]), "ssh-ed25519 AAAA test",
         lan[userland_plugin.BRIDGE_ENV], 24, net.rsplit(".", 1)[0] + ".1",
     )  # fmt: skip
     assert "runcmd: exit 0" in log, log
@@ -96,8 +96,10 @@ def test_the_user_data_boots_a_userland(image: Path, lan: dict[str, str], tmp_pa
     assert (root / "etc/ssh/ssh_host_ed25519_key.pub").read_text().split()[:2] == (
         key.public_openssh.split()[:2]
     )
-    for tool in ("usr/bin/iperf3", "usr/bin/iperf", "usr/bin/sockperf"):
-        assert (root / tool).exists(), tool
+    assert (root / "usr/bin/iperf3").exists()
+    for tool in ("usr/bin/iperf", "usr/bin/sockperf"):  # what the host's runs do not use
+        assert not (root / tool).exists(), tool
+    assert not (root / "var/lib/netfleet/failed").exists()
     # sshd answers in the namespace with the pinned key (once it listens: a moment after boot)
     deadline = time.monotonic() + 20
     while True:
@@ -114,8 +116,11 @@ def test_the_user_data_boots_a_userland(image: Path, lan: dict[str, str], tmp_pa
 def test_a_failed_install_writes_no_ready_marker(
     image: Path, lan: dict[str, str], tmp_path: Path
 ) -> None:
+    """A failing command stops the user-data (no ready marker) and its trap writes that command
+    and its exit status where the readiness check reads it (``userdata.FAILED_MARKER``)."""
     doc = json.loads(render(generate("h"), 30, "debian-12").split("\n", 1)[1])
-    doc["runcmd"].insert(3, ["apt-get", "install", "-y", "no-such-package-netfleet"])
+    after = doc["runcmd"].index("set -e") + 2  # after apt-get update
+    doc["runcmd"].insert(after, ["netfleet_step", "apt-get", "install", "-y", "no-such-pkg-nf"])
     inst = userland_plugin._allocate("i-0fedcba987654321f")
     net = lan[userland_plugin.NET_ENV]
     log = userland.boot(
@@ -124,6 +129,8 @@ def test_a_failed_install_writes_no_ready_marker(
     )  # fmt: skip
     assert "runcmd: exit 100" in log, log
     assert not (inst.root / "var/lib/netfleet/ready").exists()
+    said = (inst.root / "var/lib/netfleet/failed").read_text()
+    assert said == "apt-get install -y no-such-pkg-nf (exit 100)\n", said
 
 
 def _ssh_spec(tmp_path: Path) -> Path:

@@ -144,3 +144,56 @@ def test_the_switch_follows_the_plan_and_refuses_a_too_frequent_beat() -> None:
     stamp = (now() - dt.timedelta(seconds=5)).strftime(deadman.STAMP)
     assert deadman.fired([{"Key": TAG_EXPIRES, "Value": stamp}], now())
     assert not deadman.fired([{"Key": "other", "Value": stamp}], now())
+
+
+def _expires(ec2: object, rid: str) -> str | None:
+    tags = ec2.describe_tags(  # type: ignore[attr-defined]
+        Filters=[{"Name": "resource-id", "Values": [rid]}]
+    )["Tags"]
+    return next((t["Value"] for t in tags if t["Key"] == TAG_EXPIRES), None)
+
+
+def test_the_beat_stamps_only_this_installations_campaign_and_rearms_first(
+    moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two installations run a campaign of one name: the beat keeps alive only its own (before:
+    it stamped the other's, which then never expired); when tagging fails, the instances are
+    re-armed all the same (before: the re-arm came after the stamp, and a tagging error
+    skipped it); the campaign's Fargate cluster is stamped too (and its tasks; before:
+    never, so ``reap`` found a live cluster expired)."""
+    from netfleet.cloud.aws.release import fargate_teardown
+    from tests.awshooks import error, hooked
+
+    campaign = "nf-twice"
+    mine_root, theirs_root = tmp_path / "mine", tmp_path / "theirs"
+    mine, theirs = launch(campaign, 60, mine_root), launch(campaign, 60, theirs_root)
+    me = owner.installation(mine_root)
+    ec2, ecs = aws.client("ec2", REGION), aws.client("ecs", REGION)
+    tags = [
+        {"key": TAG_CAMPAIGN, "value": campaign},
+        {"key": owner.TAG_INSTALLATION, "value": me},
+        {"key": TAG_EXPIRES, "value": "2000-01-01T00:00:00Z"},
+    ]
+    cluster = ecs.create_cluster(clusterName=fargate_teardown.cluster_name(campaign), tags=tags)
+    before = {iid: _expires(ec2, iid) for iid in (mine, theirs)}
+    rearmed: list[int] = []
+    beat = deadman.Heartbeat(
+        {REGION: ec2}, campaign, switch_s=600, every_s=1, rearm=rearmed.append,
+        installation=me, ecs={REGION: ecs},
+    )  # fmt: skip
+    beat.beat()
+    assert _expires(ec2, mine) != before[mine] and _expires(ec2, theirs) == before[theirs]
+    arn = cluster["cluster"]["clusterArn"]
+    got = {t["key"]: t["value"] for t in ecs.list_tags_for_resource(resourceArn=arn)["tags"]}
+    assert got[TAG_EXPIRES] == _expires(ec2, mine), got
+    # a tagging error: the re-arm still happens, and the beat says what failed
+    rearmed.clear()
+    fails = {"ec2.CreateTags": lambda _p: error("UnauthorizedOperation", status=403)}
+    with hooked(monkeypatch, fails):
+        failing = deadman.Heartbeat(
+            {REGION: aws.client("ec2", REGION)}, campaign, switch_s=600, every_s=1,
+            rearm=rearmed.append, installation=me,
+        )  # fmt: skip
+        with pytest.raises(RuntimeError, match=r"stamp in us-east-1.*UnauthorizedOperation"):
+            failing.beat()
+    assert rearmed == [10]

@@ -9,7 +9,9 @@ real code, message and HTTP status, an ECS one the JSON protocol's ``__type`` �
 AWS's answer (a throttle is retried by botocore's own policy first).
 
 * ``none`` (always on): moto's DryRun gaps closed — ``CreateVpc`` with ``DryRun=True`` creates
-  a VPC on moto; here it answers ``DryRunOperation`` after moto's IAM check, as AWS does;
+  a VPC on moto; here it answers ``DryRunOperation`` after moto's IAM check, as AWS does; and
+  DescribeInstanceTypes says t1.micro boots paravirtual images only (moto's data adds hvm;
+  AWS refuses an HVM image on it with InvalidParameterCombination);
 * ``eventual``: the first ``describes`` calls naming a resource created in this process answer
   ``…NotFound`` (instances, VPCs, subnets, security groups, gateways, route tables), and
   DescribeTasks answers ``failures: [{reason: MISSING}]`` for a task just started;
@@ -26,7 +28,14 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   RunInstances gave it, honours ``tag:``/``state`` filters, reads ``closed`` once its instance
   is gone, and CancelSpotInstanceRequests on it is answered here (moto would fail on its id);
 * ``task-stops``: a Fargate task described ``after_describes`` times reads STOPPED with
-  ``stopCode`` EssentialContainerExited and a ``stoppedReason``.
+  ``stopCode`` EssentialContainerExited and a ``stoppedReason``;
+* ``iam-propagation``: for ``pass_s`` after a CreateRole, RegisterTaskDefinition answers
+  ``AccessDeniedException`` (``iam:PassRole`` on the new role), and for ``assume_s`` RunTask
+  answers ``InvalidParameterException`` "ECS was unable to assume the role" — IAM's eventual
+  consistency, which moto does not have;
+* ``fargate-capacity``: the first ``times`` RunTask calls (FARGATE) place no task:
+  ``failures: [{reason: "Capacity is unavailable at this time…"}]``, as AWS answers when a
+  zone has no Fargate capacity.
 
 ``NETFLEET_AWS_FAULTS_LOG`` names a file where the counts of injected errors are kept (code →
 times), so a test can check a subprocess met the fault it was given.
@@ -61,7 +70,14 @@ PROFILES: dict[str, dict[str, Any]] = {
     "dependency": {"seconds": 4.0},
     "spot-notice": {"after_s": 1.0, "grace_s": 2.0},
     "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
+    "iam-propagation": {"pass_s": 2.0, "assume_s": 4.0},
+    "fargate-capacity": {"times": 2},
 }
+#: AWS's RunTask failure reason when Fargate has no capacity in the subnet's zone
+FARGATE_NO_CAPACITY = (
+    "Capacity is unavailable at this time. Please try again later or in a different "
+    "availability zone"
+)
 
 #: create call → (response path to the new id, the NotFound code AWS uses for it)
 CREATES: dict[str, tuple[str, str]] = {
@@ -142,6 +158,11 @@ class State:
     spot_ended: dict[str, tuple[str, str]] = field(default_factory=dict)  #: instance → state, code
     rng: random.Random = field(default_factory=random.Random)
     injected: dict[str, int] = field(default_factory=dict)  #: code → how many times
+    role_created: float = -1e9  #: monotonic time of the last CreateRole
+    role_arn: str = ""
+    run_tasks: int = 0
+    #: the subnets the RunTask calls asked for, in order
+    task_subnets: list[str] = field(default_factory=list)
 
     def count(self, code: str) -> None:
         self.injected[code] = self.injected.get(code, 0) + 1
@@ -289,6 +310,36 @@ def _ecs_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
         return json_response(
             request, 400, {"__type": "ThrottlingException", "message": "Rate exceeded"}
         )
+    iam = p.get("iam-propagation", {})
+    since = time.monotonic() - st.role_created
+    if since < iam.get("pass_s", 0) and op == "RegisterTaskDefinition":
+        st.count("AccessDeniedException")
+        message = (
+            "User: arn:aws:iam::123456789012:user/netfleet is not authorized to perform: "
+            f"iam:PassRole on resource: {st.role_arn} because no identity-based policy allows "
+            "the iam:PassRole action"
+        )
+        return json_response(request, 400, {"__type": "AccessDeniedException", "message": message})
+    if since < iam.get("assume_s", 0) and op == "RunTask":
+        st.count("InvalidParameterException")
+        message = (
+            f"ECS was unable to assume the role '{st.role_arn}' that was provided for this "
+            "task. Please verify that the role being passed has the proper trust relationship "
+            "and permissions and that your IAM user has permissions to pass this role."
+        )
+        return json_response(
+            request, 400, {"__type": "InvalidParameterException", "message": message}
+        )
+    if op == "RunTask":
+        with contextlib.suppress(ValueError, AttributeError):
+            doc = json.loads(request.body or b"{}")
+            aws_vpc = doc.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
+            st.task_subnets.append(",".join(aws_vpc.get("subnets", [])))
+        st.run_tasks += 1
+        if st.run_tasks <= p.get("fargate-capacity", {}).get("times", 0):
+            st.count("FargateCapacity")
+            failure = {"arn": "", "reason": FARGATE_NO_CAPACITY}
+            return json_response(request, 200, {"tasks": [], "failures": [failure]})
     if "eventual" in p and op == "DescribeTasks":
         try:
             doc = json.loads(request.body or b"{}")
@@ -323,7 +374,15 @@ def _dig(doc: Any, path: str) -> Any:
     return doc
 
 
+#: types AWS boots from paravirtual images only (moto's catalogue says hvm too)
+PARAVIRTUAL_ONLY = frozenset({"t1.micro"})
+
+
 def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw: Any) -> None:
+    if op == "DescribeInstanceTypes":
+        for item in parsed.get("InstanceTypes", []):
+            if item.get("InstanceType") in PARAVIRTUAL_ONLY:
+                item["SupportedVirtualizationTypes"] = ["paravirtual"]
     if op in CREATES:
         rid = _dig(parsed, CREATES[op][0])
         if isinstance(rid, str) and "eventual" in p:
@@ -521,6 +580,14 @@ def install(registry: Registry) -> None:
     registry.sessions.append(register)
 
 
+def _role_created(parsed: Any, **_: Any) -> None:
+    if isinstance(parsed, dict) and parsed.get("Role"):
+        st = state()
+        with st.lock:
+            st.role_created = time.monotonic()
+            st.role_arn = str(parsed["Role"].get("Arn", ""))
+
+
 def register(session: Any) -> None:
     session.register("before-send.ec2", before_send)
     session.register("before-send.ecs", before_send)
@@ -528,5 +595,6 @@ def register(session: Any) -> None:
     session.register("before-call.ec2.RunInstances", _keep_params)
     session.register("before-call.ec2.DescribeSpotInstanceRequests", _keep_params)
     session.register("after-call.ecs", after_call)
+    session.register("after-call.iam.CreateRole", _role_created)
     session.register("before-parameter-build.ec2.CreateVpc", _dry_vpc_params)
     session.register("after-call.ec2.CreateVpc", _dry_vpc_answer)

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netfleet import aws
+from netfleet import aws, text
 from netfleet.cloud import backing, owner
 from netfleet.cloud.aws.acquire.fargate import (
     IPERF3_PORT,
@@ -164,9 +165,6 @@ class _Network:
     public: bool
     lab: Any = None  #: backing sim: the lab's state
     shorts: dict[str, str] = field(default_factory=dict)  #: host name → lab host (sim)
-    #: hosts meeting at public addresses each add theirs to the shared prefix lists, one
-    #: version at a time: those launch one after another (the others in parallel)
-    serial: threading.Lock = field(default_factory=threading.Lock)
     heartbeat: Any = None
 
 
@@ -188,12 +186,21 @@ class AwsCloud:
         #: task leases of this session not yet released (instances are released after them)
         self._live_tasks: set[str] = set()
         self._tasks_settled = asyncio.Event()
-        self._session: _Session | None = None
+        #: what each acquire leaves for its bootstrap, by the acquire's lease ids (waves may
+        #: acquire at once)
+        self._sessions: dict[tuple[str, ...], _Session] = {}
         #: every aws host the campaign will ask for, the plan's expected wall time (prepare)
         self._planned: list[HostRequest] = []
         self._expected_s: float | None = None
         self._net: _Network | None = None
+        #: held while the campaign's network is made: concurrent first acquires (two wave
+        #: groups) make it once; made lazily, on the running loop
+        self._net_lock: asyncio.Lock | None = None
+        #: the first acquire's failure to make the network: the others do not try again
+        self._net_failed: BaseException | None = None
         self._ssh_hosts: list[CloudSshHost] = []
+        #: the prefix lists' changes of this process's releases, one at a time
+        self._prefix_lock = threading.Lock()
         #: the requests (names and specs) whose checks and permission probes passed, and
         #: their CloudSpec: plan's probes are not sent again by the acquire that follows
         self._checked: tuple[list[tuple[str, Any]], CloudSpec] | None = None
@@ -210,6 +217,8 @@ class AwsCloud:
         if beat is not None and beat.task is not None:  # an earlier campaign's network stayed open
             beat.task.cancel()
         self._net = None
+        self._net_lock = None
+        self._net_failed = None
         self._ssh_hosts = []
 
     def _whole(self, requests: list[HostRequest]) -> list[HostRequest]:
@@ -304,11 +313,7 @@ class AwsCloud:
         whole = [r for r in self._whole(requests) if r.spec.fargate is None]  # = cs.fleets
         task_reqs = [r for r in requests if r.spec.fargate is not None]
         requests = [r for r in requests if r.spec.fargate is None]
-        if self._net is None:
-            self._net = await self._network(cs, settings, whole, log)
-        elif task_reqs:
-            raise HostError("aws: Fargate tasks are acquired with the campaign's first hosts")
-        net = self._net
+        net = await self._campaign_network(cs, settings, whole, task_reqs, log)
         prov, bills, base = net.prov, net.bills, net.base
         leases = [
             log.intent(self.name, r.name, {"kind": "instance", **base,
@@ -317,11 +322,10 @@ class AwsCloud:
         ]  # fmt: skip
 
         def launch(req: HostRequest, lease: Lease) -> CloudHost:
-            with net.serial if prov.public else contextlib.nullcontext():
-                return prov.launch(
-                    req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
-                    fleet=net.index[req.name],
-                )  # fmt: skip
+            return prov.launch(
+                req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
+                fleet=net.index[req.name], tools=req.tools,
+            )  # fmt: skip
 
         made = await _all_launched(
             [asyncio.to_thread(launch, r, lease) for r, lease in zip(requests, leases, strict=True)]
@@ -338,10 +342,44 @@ class AwsCloud:
         tiers = (
             self._tasks(settings, prov, task_reqs, log, base, bills[cs.region]) if task_reqs else []
         )
-        self._session = _Session(settings, prov, cs, log, launched, tiers)
-        return [Machine(req, lease, h) for req, h, lease in launched] + [
+        machines = [Machine(req, lease, h) for req, h, lease in launched] + [
             Machine(req, lease, th) for req, th, lease in tiers
         ]
+        key = tuple(m.lease.id for m in machines)
+        self._sessions[key] = _Session(settings, prov, cs, log, launched, tiers)
+        return machines
+
+    async def _campaign_network(
+        self,
+        cs: CloudSpec,
+        settings: Any,
+        whole: list[HostRequest],
+        task_reqs: list[HostRequest],
+        log: LeaseLog,
+    ) -> _Network:
+        """The campaign's network, made by the first acquire while the others wait for it
+        (two wave groups acquiring at once made two VPCs, and the second overwrote the
+        campaign's key pair and SSH key)."""
+        if self._net_lock is None:
+            self._net_lock = asyncio.Lock()
+        async with self._net_lock:
+            if self._net_failed is not None:
+                raise HostError(
+                    f"aws: campaign {cs.campaign!r}: its network could not be made "
+                    f"({self._net_failed}): no hosts launched for this wave"
+                )
+            if self._net is not None:
+                if task_reqs:
+                    raise HostError(
+                        "aws: Fargate tasks are acquired with the campaign's first hosts"
+                    )
+                return self._net
+            try:
+                self._net = await self._network(cs, settings, whole, log)
+            except BaseException as exc:
+                self._net_failed = exc
+                raise
+            return self._net
 
     async def _network(
         self, cs: CloudSpec, settings: Any, hosts: list[HostRequest], log: LeaseLog
@@ -359,6 +397,8 @@ class AwsCloud:
         net = log.intent(self.name, "network", where)
         prov = Provisioner(cs, root, poll_s=self.poll_s, session=net.id[:8])
         await asyncio.to_thread(prov.prepare)
+        for note in prov.notes:  # where the fleets went, when it is not where asked
+            print(f"note: {text.line(note)}", file=sys.stderr)
         log.acquired(net)  # a reference: state_root + campaign locate the cloud journal
         bills = {region: Bill(cs.market, region) for region in cs.regions}  # priced per region
         self.bills.extend(bills.values())
@@ -383,6 +423,7 @@ class AwsCloud:
         prov = net.prov
         sim = net.settings.backing == "sim"
         loop = asyncio.get_running_loop()
+        tasks = any(r.spec.fargate is not None for r in self._planned)
         net.heartbeat = expiry.start(
             {r: prov.client(r) for r in prov.spec.regions},
             prov.spec.campaign,
@@ -391,22 +432,22 @@ class AwsCloud:
             sim=sim,
             scale=_scale(net.settings),
             rearm=None if sim else expiry.rearm_over_ssh(lambda: list(self._ssh_hosts), loop),
+            installation=prov.installation,  # not another installation's same-named campaign
+            ecs={prov.spec.region: aws.client("ecs", prov.spec.region)} if tasks else None,
         )
 
     # -- bootstrap -------------------------------------------------------------------------
     async def bootstrap(self, machines: list[Machine]) -> list[Host]:
         """The instances as hosts (a lab namespace each with backing ``sim``, SSH once ready
         with ``ssh``), the tiers as standing servers; then the spot watchers."""
-        session = self._session
-        mine = [lease.id for _, _, lease in [*session.launched, *session.tiers]] if session else []
-        if session is None or [m.lease.id for m in machines] != mine:
+        session = self._sessions.pop(tuple(m.lease.id for m in machines), None)
+        if session is None:
             raise HostError("aws: bootstrap of machines this acquire did not return")
         settings, prov, cs, log = session.settings, session.prov, session.cs, session.log
         launched, tiers = session.launched, session.tiers
         net = self._net
         assert net is not None
         extra, public = net.extra, net.public
-        first = net.heartbeat is None
         if settings.backing == "sim":
             if net.lab is None:
                 self._sim_lab(net, tiers, log)
@@ -419,7 +460,7 @@ class AwsCloud:
             private = {**extra, "path": "private"}  # a task is met at its ENI's private address
             tasks = [task_host(req, th, port, private) for req, th, _ in tiers]
             hosts = [*ssh_hosts, *tasks]
-        if first:
+        if net.heartbeat is None:  # the first wave ready (another may have been first)
             self._start_heartbeat(net)
         for region in cs.regions:  # one watcher per region: DescribeInstances is regional
             ids = [h.instance_id for _, h, _ in launched if h.region == region]
@@ -441,7 +482,6 @@ class AwsCloud:
             )
             probe.start()
             self.watchers.append(probe)
-        self._session = None
         return hosts
 
     def _tasks(
@@ -669,6 +709,8 @@ class AwsCloud:
         what = f"instance {found['InstanceId']}"
         _check_owned(what, tags, campaign, me, lease.id, "terminate")
         ec2.terminate_instances(InstanceIds=[found["InstanceId"]])
+        if found.get("PublicIpAddress"):  # its address goes back to AWS's pool: not admitted
+            self._unadmit(Path(res["state_root"]), campaign, str(found["PublicIpAddress"]))
 
         def terminated() -> bool:
             got = _instance(ec2, found["InstanceId"])
@@ -678,6 +720,22 @@ class AwsCloud:
         Journal(Path(res["state_root"]), campaign).deleted("instance", region, found["InstanceId"])
         self._billed(found["InstanceId"])
         return "released"
+
+    def _unadmit(self, root: Path, campaign: str, address: str) -> None:
+        """A released host's public /32 out of the campaign's prefix lists (every region's):
+        the address returns to AWS's pool, and the next waves' security groups must not admit
+        whoever gets it."""
+        from netfleet.cloud.aws.acquire.provision import change_prefix_list
+
+        journal = Journal(root, campaign)
+        if not journal.exists():
+            return
+        for rec in journal.read().live():
+            if rec.kind == "prefix-list" and rec.id:
+                with self._prefix_lock:  # releases run in parallel: one version at a time
+                    change_prefix_list(
+                        aws.client("ec2", rec.region), rec.id, remove=[f"{address}/32"]
+                    )
 
     def _wait(self, done: Any, what: str, limit_s: float, max_delay: float) -> None:
         deadline, delay = time.monotonic() + limit_s, self.poll_s

@@ -50,12 +50,23 @@ IN_USE = frozenset(
 )
 #: how long a just-created resource may stay invisible before it is an error
 CREATE_BUDGET_S = 120.0
+#: how long a role just created may be unusable (IAM is eventually consistent: seconds, at
+#: times a minute, before ECS may pass or assume it)
+IAM_SETTLE_S = 60.0
 #: how long a delete may be refused while dependents detach (AWS: minutes for ENIs)
 DELETE_BUDGET_S = 600.0
 
 
 def code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def iam_settling(exc: ClientError) -> bool:
+    """A role created a moment ago, not yet usable: ``iam:PassRole`` denied (AccessDenied*),
+    or ECS "unable to assume the role" — answers that turn into success once IAM settles."""
+    message = str(exc.response.get("Error", {}).get("Message", ""))
+    denied = code(exc).startswith("AccessDenied") and "iam:PassRole" in message
+    return denied or "unable to assume the role" in message
 
 
 def call(
@@ -67,9 +78,11 @@ def call(
     max_delay: float = 15.0,
     sleep: Callable[[float], Any] | None = None,
     clock: Callable[[], float] | None = None,
+    also: Callable[[ClientError], bool] | None = None,
 ) -> T:
     """``fn()``, again after ``first_delay`` (doubling, at most ``max_delay``) while it raises
-    one of ``retry_on``, until ``budget_s`` has passed; then the last error is raised."""
+    one of ``retry_on`` (or an error ``also`` says is passing), until ``budget_s`` has passed;
+    then the last error is raised."""
     sleep = sleep or time.sleep
     clock = clock or time.monotonic
     deadline = clock() + budget_s
@@ -78,7 +91,8 @@ def call(
         try:
             return fn()
         except ClientError as exc:
-            if code(exc) not in retry_on or clock() + delay > deadline:
+            passing = code(exc) in retry_on or (also is not None and also(exc))
+            if not passing or clock() + delay > deadline:
                 raise
         sleep(delay)
         delay = min(max(delay * 2, 0.01), max_delay)

@@ -4,8 +4,11 @@ instance, injected through user-data and pinned in the campaign's known_hosts (n
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from netfleet import durable
 
 
 @dataclass(frozen=True)
@@ -35,3 +38,25 @@ def write_private(path: Path, pair: KeyPair) -> None:
 def known_hosts_line(address: str, host_public: str) -> str:
     key_type, blob = host_public.split()[:2]
     return f"{address} {key_type} {blob}"
+
+
+@dataclass
+class KnownHosts:
+    """The campaign's known_hosts, rewritten whole (atomically) as each instance of a session
+    comes up — under a lock: the instances of a wave come up together, each from its own
+    thread, and two unlocked rewrites lost the lines of the one that wrote first."""
+
+    path: Path
+    lines: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def reset(self) -> None:
+        """A new session: the earlier instances' keys are not trusted any more."""
+        with self._lock:
+            self.lines = []
+
+    def pin(self, addresses: list[str], host_public: str) -> None:
+        """The instance's host key for each of its ``addresses``, then the file rewritten."""
+        with self._lock:
+            self.lines += [known_hosts_line(a, host_public) for a in addresses if a]
+            durable.atomic_write(self.path, ("\n".join(self.lines) + "\n").encode())

@@ -9,7 +9,9 @@ generated for that instance and pinned in the campaign's known_hosts, until
    user-data was not applied, or the address is another machine's);
 3. it accepts the campaign's key — refused: not yet (cloud-init installs it);
 4. cloud-init has finished: the marker file the user-data's last command writes
-   (:data:`netfleet.cloud.bootstrap.userdata.READY_MARKER`, after the packages) exists.
+   (:data:`netfleet.cloud.bootstrap.userdata.READY_MARKER`, after the packages) exists — or
+   a user-data command failed (:data:`~netfleet.cloud.bootstrap.userdata.FAILED_MARKER`
+   exists): then the wait ends at once with an error naming the command and its exit status.
 
 Attempts back off (``first_delay`` doubling up to ``max_delay``) within ``timeout_s``; past it,
 :class:`~netfleet.errors.EnvironmentProblem` names the instance, its address and what it was
@@ -19,14 +21,18 @@ still waiting for.
 from __future__ import annotations
 
 import asyncio
+import shlex
 import time
 
-from netfleet.cloud.bootstrap.userdata import READY_MARKER
+from netfleet import text
+from netfleet.cloud.bootstrap.userdata import FAILED_MARKER, READY_MARKER
 from netfleet.errors import EnvironmentProblem, HostError
 from netfleet.hosts.ssh import HostKeyRefused, LoginRefused, SshHost
 
 #: boot, cloud-init and the engines' packages on a fresh instance
 READY_TIMEOUT_S = 900.0
+#: the check's exit status when the user-data failed (its failing command on stdout)
+FAILED_STATUS = 97
 
 
 async def wait_ready(
@@ -34,6 +40,7 @@ async def wait_ready(
     instance_id: str,
     *,
     marker: str = READY_MARKER,
+    failed_marker: str = FAILED_MARKER,
     timeout_s: float = READY_TIMEOUT_S,
     first_delay: float = 1.0,
     max_delay: float = 15.0,
@@ -49,9 +56,13 @@ async def wait_ready(
         if not seen or seen[-1] != what:
             seen.append(what)
 
+    failed, ready = shlex.quote(failed_marker), shlex.quote(marker)
+    check = (
+        f"if [ -e {failed} ]; then head -c 2000 {failed}; exit {FAILED_STATUS}; fi; test -e {ready}"
+    )
     while True:
         try:
-            res = await host.run(["test", "-e", marker], timeout=max(5.0, host.connect_timeout))
+            res = await host.run(["sh", "-c", check], timeout=max(5.0, host.connect_timeout))
         except HostKeyRefused as exc:
             raise HostError(
                 f"{who} presents an SSH host key other than the one netfleet generated and "
@@ -67,6 +78,14 @@ async def wait_ready(
             if res.returncode == 0:
                 note("ready")
                 return seen
+            if res.returncode == FAILED_STATUS:
+                raise EnvironmentProblem(
+                    f"{who}: its user-data failed: {text.line(res.stdout.strip())[:500]}",
+                    hint="the instance will not become ready: look at its console output "
+                    f"(aws ec2 get-console-output --instance-id {instance_id}) or "
+                    "/var/log/cloud-init-output.log; an install that failed is often the "
+                    "image's repositories being unreachable (no route to the internet)",
+                )
             note(f"cloud-init to finish ({marker} not there yet)")
         left = deadline - time.monotonic()
         if left <= 0:

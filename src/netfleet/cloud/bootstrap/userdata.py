@@ -10,7 +10,8 @@ Per image family (:mod:`netfleet.cloud.bootstrap.families`):
   second ``shutdown -P +N`` in ``runcmd`` (late boot, logind up) backs it up. With
   ``InstanceInitiatedShutdownBehavior=terminate`` the power-off terminates the instance.
 * **the engines** (``runcmd``): the base tools (ip, ss, tc, ethtool: AL2023 lacks
-  ``iproute-tc``) and the engines' tools the image's own repositories provide
+  ``iproute-tc``) and the tools the host's runs use (``netfleet run``: ``HostRequest.tools``;
+  every engine's when not known, ``cloud up``) that the image's own repositories provide
   (:data:`IMAGE_LACKS`: AL2023 has no iperf 2 and no sockperf package), AL2023 in one
   ``dnf install``; Debian ``apt-get update`` then one ``apt-get install`` per package (a fresh
   Debian AMI has no package lists), waiting up to 10 min for the dpkg lock (unattended-upgrades
@@ -19,8 +20,11 @@ Per image family (:mod:`netfleet.cloud.bootstrap.families`):
   (:func:`netfleet.engines.tools`).
   A campaign that needs a tool its image lacks is refused before launch (:func:`check_images`).
 * **the marker** (``runcmd``, last): :data:`READY_MARKER`. ``runcmd`` runs under ``set -e``
-  (after the switch's backup line): a failed install stops the script, the marker is never
-  written, and :mod:`netfleet.cloud.bootstrap.ready` does not call the instance ready.
+  (after the switch's backup line), each command through a ``netfleet_step`` shell function
+  that remembers it: a failed command stops the script, the ready marker is never written,
+  and an ``EXIT`` trap writes the failing command and its exit status to
+  :data:`FAILED_MARKER`, which :mod:`netfleet.cloud.bootstrap.ready` reads and reports at
+  once (instead of waiting out its timeout, billed).
 
 cloud-init writes ``runcmd`` into one ``sh`` script: a list entry becomes a quoted command, a
 string entry a line as it is — ``set -e`` is the only string entry.
@@ -49,6 +53,15 @@ _APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-q", "-o", "DPkg::L
 #: written by the user-data's last command (cloud-init's final stage, after the packages):
 #: the instance is ready for the campaign (:mod:`netfleet.cloud.bootstrap.ready` checks it over SSH)
 READY_MARKER = "/var/lib/netfleet/ready"
+#: written when a user-data command failed: that command and its exit status
+FAILED_MARKER = "/var/lib/netfleet/failed"
+#: runcmd's string lines (cloud-init pastes them as they are): a function that runs a command
+#: remembering it, and the trap that writes the failing one to FAILED_MARKER
+_STEP_LINES = [
+    'netfleet_step() { step="$*"; "$@"; }',
+    'trap \'rc=$?; if [ "$rc" -ne 0 ]; then mkdir -p /var/lib/netfleet; '
+    'printf "%s (exit %s)\\n" "$step" "$rc" > ' + FAILED_MARKER + "; fi' EXIT",
+]
 
 
 def installable(family: str, wanted: Iterable[str] | None = None) -> list[str]:
@@ -58,11 +71,13 @@ def installable(family: str, wanted: Iterable[str] | None = None) -> list[str]:
     return [t for t in (tools() if wanted is None else wanted) if t not in lacks]
 
 
-def install_commands(family: str) -> list[list[str]]:
-    """argv lists (run as root by cloud-init) installing the engines on ``family``: only
-    packages its repositories have, so any failure is a real one (``set -e`` stops there)."""
+def install_commands(family: str, tools: Iterable[str] | None = None) -> list[list[str]]:
+    """argv lists (run as root by cloud-init) installing the base tools and ``tools`` (None:
+    every engine's) on ``family``: only packages its repositories have, so any failure is a
+    real one (``set -e`` stops there)."""
     manager = FAMILIES[family].manager
-    packages, _ = packages_for([*BASE_TOOLS, *installable(family)], manager)
+    wanted = installable(family, None if tools is None else sorted(set(tools)))
+    packages, _ = packages_for([*BASE_TOOLS, *wanted], manager)
     if manager == "apt-get":
         each = [[*_APT, "install", "-y", "--no-install-recommends", p] for p in packages]
         return [[*_APT, "update"], *each]
@@ -123,9 +138,15 @@ def deadline_commands(minutes: int) -> tuple[list[list[str]], list[list[str]]]:
     return [timer], [["shutdown", "-P", f"+{minutes}"]]
 
 
-def render(host_key: KeyPair, shutdown_after_minutes: float, family: str = "al2023") -> str:
-    """A #cloud-config document. JSON is valid YAML, so every value is quoted by json.dumps —
-    nothing from a spec is pasted into a shell line unquoted."""
+def render(
+    host_key: KeyPair,
+    shutdown_after_minutes: float,
+    family: str = "al2023",
+    tools: Iterable[str] | None = None,
+) -> str:
+    """A #cloud-config document installing ``tools`` (what the host's runs use; None: every
+    engine's). JSON is valid YAML, so every value is quoted by json.dumps — nothing from a
+    spec is pasted into a shell line unquoted (the string lines are netfleet's own)."""
     minutes = max(1, math.ceil(shutdown_after_minutes))
     boot, late = deadline_commands(minutes)
     doc = {
@@ -142,11 +163,17 @@ def render(host_key: KeyPair, shutdown_after_minutes: float, family: str = "al20
         # runcmd runs in cloud-init's final stage; the ready marker last, after the engines
         "runcmd": [
             *late,  # the switch's backup may fail (no logind yet): not under set -e
-            "set -e",  # a failed install stops here: no ready marker
-            *install_commands(family),
-            *path_links(),
-            ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
-            ["touch", READY_MARKER],
+            *_STEP_LINES,
+            "set -e",  # a failed command stops here: no ready marker, the failed one instead
+            *[
+                ["netfleet_step", *argv]
+                for argv in [
+                    *install_commands(family, tools),
+                    *path_links(),
+                    ["mkdir", "-p", READY_MARKER.rsplit("/", 1)[0]],
+                    ["touch", READY_MARKER],
+                ]
+            ],
         ],
     }
     return "#cloud-config\n" + json.dumps(doc, indent=1) + "\n"

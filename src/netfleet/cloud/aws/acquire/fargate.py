@@ -17,9 +17,12 @@ The legal CPU/memory pairs are checked here, before anything is created: AWS's t
 from __future__ import annotations
 
 import datetime as dt
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import WaiterError
 
@@ -56,6 +59,12 @@ __all__ = [  # the pure models live in the spec layer (a campaign's `cloud.farga
     "legal_values",
     "tier_name",
 ]
+
+T = TypeVar("T")
+#: how long RunTask is retried while Fargate has no capacity (AWS: "try again later")
+CAPACITY_S = 120.0
+#: RunTask's failure reasons that mean "no Fargate capacity here, now"
+CAPACITY_WORDS = ("Capacity is unavailable",)
 
 
 class FargateCampaign(CloudSpec):
@@ -151,8 +160,17 @@ def ecs_tags(prov: Provisioner, token: str) -> list[dict[str, str]]:
 def network(prov: Provisioner) -> tuple[str, str]:
     """The campaign's subnet and security group in the cloud block's region (where the tiers
     run), from the spec and the intent journal."""
+    subnets, group = subnets_and_group(prov)
+    return subnets[0], group
+
+
+def subnets_and_group(prov: Provisioner) -> tuple[list[str], str]:
+    """The campaign's subnets in the cloud block's region — the one tasks are started in first
+    (the given ``subnet_id``, else the last the campaign made), then the others, where a task
+    goes when Fargate has no capacity in the first one's zone — and its security group."""
     region = prov.spec.region
-    made = {r.kind: r.id for r in prov.journal.read().live() if r.id and r.region == region}
+    live = [r for r in prov.journal.read().live() if r.id and r.region == region]
+    made = {r.kind: r.id for r in live}
     subnet = prov.spec.subnet_id or made.get("subnet")
     group = made.get("security-group")
     if not subnet or not group:
@@ -160,7 +178,8 @@ def network(prov: Provisioner) -> tuple[str, str]:
             f"campaign {prov.spec.campaign!r} has no subnet/security group yet",
             hint="acquire the campaign's network (Provisioner.acquire) before the Fargate tiers",
         )
-    return subnet, group
+    others = [] if prov.spec.subnet_id else [r.id for r in live if r.kind == "subnet"]
+    return [subnet, *dict.fromkeys(s for s in others if s and s != subnet)], group
 
 
 def family(campaign: str, t: TierSpec) -> str:
@@ -209,6 +228,10 @@ class FargateTiers:
     prov: Provisioner
     block: FargateBlock
     wait_s: float = 600.0
+    #: how long a just-created execution role may be refused before it is an error
+    iam_settle_s: float = retry.IAM_SETTLE_S
+    #: how long RunTask is retried (round the campaign's subnets) while Fargate has no capacity
+    capacity_s: float = CAPACITY_S
     #: tier name → extra tags for its task (``netfleet run``: the host lease's id)
     task_tags: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -230,7 +253,7 @@ class FargateTiers:
         return self.prov._step(kind, key, create)
 
     def acquire(self) -> list[TierHost]:
-        subnet, group = network(self.prov)
+        subnets, group = subnets_and_group(self.prov)
         region = self.prov.spec.region
         self.role_arn, log_group = fargate_exec.create(
             aws.client("iam", region),
@@ -250,13 +273,15 @@ class FargateTiers:
         launched: list[tuple[TierSpec, str]] = []
         for t in self.block.tiers:
             definition = self._step(
-                "task-definition", t.name, lambda tok, t=t: self._register(t, tok)
+                "task-definition",
+                t.name,
+                lambda tok, t=t: self._settled(f"tier {t.name}", partial(self._register, t, tok)),
             )
             arn = self._step(
                 "task",
                 t.name,
                 lambda tok, d=definition, t=t: self._run(
-                    cluster, d, subnet, group, tok, self.task_tags.get(t.name, {})
+                    cluster, d, subnets, group, tok, self.task_tags.get(t.name, {})
                 ),
             )
             launched.append((t, arn))
@@ -277,37 +302,89 @@ class FargateTiers:
         )
         return str(resp["taskDefinition"]["taskDefinitionArn"])
 
+    def _settled(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` (RegisterTaskDefinition, RunTask with the execution role just created),
+        again while IAM has not settled (``iam:PassRole`` denied, "unable to assume the
+        role") for up to ``iam_settle_s``; a refusal that outlasts it is an error naming the
+        permission."""
+        from botocore.exceptions import ClientError
+
+        try:
+            return retry.call(
+                fn,
+                retry_on=retry.THROTTLED,
+                also=retry.iam_settling,
+                budget_s=self.iam_settle_s,
+                first_delay=min(1.0, self.iam_settle_s / 8),
+                max_delay=10.0,
+            )
+        except ClientError as exc:
+            if not retry.iam_settling(exc):
+                raise
+            raise EnvironmentProblem(
+                f"{what}: the task execution role {self.role_arn} was still refused after "
+                f"{self.iam_settle_s:.0f} s: {exc}",
+                hint="allow iam:PassRole on arn:aws:iam::*:role/netfleet/* with "
+                "iam:PassedToService ecs-tasks.amazonaws.com (docs/iam-policy.json), then run "
+                "again; `netfleet cloud destroy CAMPAIGN` releases what was made",
+            ) from None
+
     def _run(
         self,
         cluster: str,
         definition: str,
-        subnet: str,
+        subnets: list[str],
         group: str,
         token: str,
         extra: dict[str, str] | None = None,
     ) -> str:
+        """RunTask in ``subnets[0]``; while Fargate answers that it has no capacity, again
+        (backing off, for up to ``capacity_s``) in the next subnet, round the campaign's
+        subnets — each attempt a new request (client token)."""
         tags = ecs_tags(self.prov, token)
         tags += [{"key": k, "value": v} for k, v in (extra or {}).items()]
-        resp = self.ecs.run_task(
-            cluster=cluster,
-            taskDefinition=definition,
-            launchType="FARGATE",
-            count=1,
-            clientToken=token,
-            networkConfiguration={
-                "awsvpcConfiguration": {
-                    "subnets": [subnet],
-                    "securityGroups": [group],
-                    "assignPublicIp": "ENABLED" if self.public_ip else "DISABLED",
-                }
-            },
-            tags=tags,
-            startedBy="netfleet",
-        )
-        if not resp.get("tasks"):
+        deadline = time.monotonic() + self.capacity_s
+        delay, attempt, tried = min(2.0, self.capacity_s / 8), 0, []
+        while True:
+            subnet = subnets[attempt % len(subnets)]
+            tried.append(subnet)
+            resp = self._settled(
+                f"task of {definition}",
+                partial(
+                    self.ecs.run_task,
+                    cluster=cluster,
+                    taskDefinition=definition,
+                    launchType="FARGATE",
+                    count=1,
+                    clientToken=token if attempt == 0 else f"{token}-{attempt}",
+                    networkConfiguration={
+                        "awsvpcConfiguration": {
+                            "subnets": [subnet],
+                            "securityGroups": [group],
+                            "assignPublicIp": "ENABLED" if self.public_ip else "DISABLED",
+                        }
+                    },
+                    tags=tags,
+                    startedBy="netfleet",
+                ),
+            )
+            if resp.get("tasks"):
+                return str(resp["tasks"][0]["taskArn"])
             reasons = "; ".join(str(f.get("reason")) for f in resp.get("failures", []))
-            raise EnvironmentProblem(f"run_task placed no task for {definition}: {reasons}")
-        return str(resp["tasks"][0]["taskArn"])
+            capacity = any(w in reasons for w in CAPACITY_WORDS)
+            if not capacity or time.monotonic() + delay > deadline:
+                where = f" (tried {len(tried)} times in {', '.join(dict.fromkeys(tried))})"
+                raise EnvironmentProblem(
+                    f"run_task placed no task for {definition}: {reasons}"
+                    + (where if capacity else ""),
+                    hint="Fargate has no capacity there now: try again later, or another "
+                    "region or tier"
+                    if capacity
+                    else None,
+                )
+            attempt += 1
+            time.sleep(delay)
+            delay = min(delay * 2, 20.0)
 
     def _wait_running(self, cluster: str, t: TierSpec, arn: str) -> TierHost:
         try:  # boto3's TasksRunning; a task just started may be MISSING for a moment: retried

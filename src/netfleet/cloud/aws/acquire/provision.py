@@ -16,6 +16,8 @@ each has its own host key in its user-data), in its fleet's region and zone
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 
 from botocore.exceptions import WaiterError
 
-from netfleet import aws, durable
+from netfleet import aws
 from netfleet.cloud import faults, owner
 from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import images
@@ -33,7 +35,7 @@ from netfleet.cloud.aws.plan import catalogue, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import hostkeys, userdata
 from netfleet.cloud.journal import Journal
-from netfleet.errors import EnvironmentProblem
+from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import public_path
 
 TAG_CAMPAIGN = owner.TAG_CAMPAIGN
@@ -109,6 +111,35 @@ class Network:
     prefix_list_id: str | None = None
 
 
+def change_prefix_list(
+    ec2: Any,
+    plist: str,
+    add: list[dict[str, str]] | None = None,
+    remove: list[str] | None = None,
+) -> None:
+    """Add entries to / remove CIDRs from a managed prefix list, at its current version (a
+    change in progress or a stale version is retried). A CIDR to remove that the list does
+    not hold is passed over."""
+
+    def change() -> None:
+        found = ec2.describe_managed_prefix_lists(PrefixListIds=[plist])["PrefixLists"]
+        kwargs: dict[str, Any] = {"AddEntries": add} if add else {}
+        if remove:
+            pages = ec2.get_paginator("get_managed_prefix_list_entries").paginate(
+                PrefixListId=plist
+            )
+            held = {e["Cidr"] for page in pages for e in page.get("Entries", [])}
+            gone = [{"Cidr": c} for c in remove if c in held]
+            if gone:
+                kwargs["RemoveEntries"] = gone
+        if kwargs:
+            ec2.modify_managed_prefix_list(
+                PrefixListId=plist, CurrentVersion=found[0]["Version"], **kwargs
+            )
+
+    retry.call(change, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
+
+
 def subnet_cidr(vpc_cidr: str, index: int) -> str:
     """The ``index``-th /24 of a 10.x.0.0/16."""
     return vpc_cidr.replace(".0.0/16", f".{index}.0/24")
@@ -125,6 +156,10 @@ def _state_of(resp: dict[str, Any] | None) -> str:
         for inst in res.get("Instances", []):
             return str(inst.get("State", {}).get("Name", "unknown"))
     return retry.answered(resp) or "unknown"
+
+
+#: burstable families launched in credit mode ``standard`` (never billed beyond the hourly price)
+CREDIT_FAMILIES = frozenset({"t2", "t3", "t3a", "t4g"})
 
 
 @dataclass
@@ -151,7 +186,12 @@ class Provisioner:
         self.networks: dict[str, Network] = {}
         #: fleet index → where its instances run
         self.sites: list[Site] = []
-        self._pinned: list[str] = []
+        self._pinned = hostkeys.KnownHosts(self.known_hosts)
+        #: instances launch in parallel threads (a wave): one prefix-list change at a time
+        #: (each needs the list's current version), one zone fallback at a time (it may
+        #: create a subnet and moves the sites) — the rest of a launch is not serialized
+        self._prefix_lock = threading.Lock()
+        self._zone_lock = threading.Lock()
         self.ec2 = aws.client("ec2", self.spec.region)
         self._clients: dict[str, Any] = {}
         self._amis: dict[tuple[str, str], str] = {}
@@ -161,6 +201,8 @@ class Provisioner:
         self._launched: dict[str, int] = {}
         #: hosts meet at their public addresses (path public, or auto across regions)
         self.public = public_path(self.spec, len(self.spec.regions))
+        #: what the user should know about where things went (printed by the caller)
+        self.notes: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------
     def client(self, region: str) -> Any:
@@ -228,6 +270,7 @@ class Provisioner:
             if unknown:
                 raise EnvironmentProblem(f"unknown instance types in {region}: {sorted(unknown)}")
             self.catalogue.update(found)
+            self._check_virtualization(region, types)
         self.sites = self.place()
         client_key = hostkeys.generate(resource_name(spec.campaign))
         hostkeys.write_private(self.identity, client_key)
@@ -236,7 +279,7 @@ class Provisioner:
         if len(self.networks) > 1:
             self._admit_other_regions()
         self.network = self.networks.get(spec.region)
-        self._pinned = []
+        self._pinned.reset()
 
     def _prepare_region(self, region: str, client_key: hostkeys.KeyPair) -> Network:
         spec, ec2 = self.spec, self.client(region)
@@ -351,6 +394,33 @@ class Provisioner:
                 )
             )
 
+    def _check_virtualization(self, region: str, types: set[str]) -> None:
+        """Refuse, before anything is created, a type that cannot boot the image: netfleet's
+        images are HVM, and a type whose SupportedVirtualizationTypes lacks the image's (t1.micro:
+        paravirtual only) makes RunInstances answer InvalidParameterCombination mid-study."""
+        ec2 = self.client(region)
+        wanted = "hvm"
+        if self.spec.ami:
+            imgs = ec2.describe_images(ImageIds=[self.spec.ami]).get("Images", [])
+            wanted = str(imgs[0].get("VirtualizationType", "hvm")) if imgs else "hvm"
+        found = ec2.describe_instance_types(InstanceTypes=sorted(types))["InstanceTypes"]
+        bad = {
+            str(t["InstanceType"]): "/".join(t.get("SupportedVirtualizationTypes") or [])
+            for t in found
+            if wanted not in (t.get("SupportedVirtualizationTypes") or [wanted])
+        }
+        if bad:
+            image = f"ami {self.spec.ami}" if self.spec.ami else f"image {self.spec.image_family}"
+            raise InputError(
+                f"campaign {self.spec.campaign!r}: "
+                + ", ".join(f"{t} boots only {v} images" for t, v in sorted(bad.items()))
+                + f"; the {image} is {wanted}: RunInstances would refuse it "
+                "(InvalidParameterCombination)",
+                hint="drop those types, or use their current-generation successors "
+                "(t1.micro → t2.micro/t3.micro), or run them in a campaign of their own with a "
+                f"{'/'.join(sorted(set(bad.values())))} `ami:`",
+            )
+
     def place(self) -> list[Site]:
         """Each fleet's region and zone. A zone given (the fleet's, or the block's in its
         region) is kept; ``cross-az`` gives every other fleet (hosts of one name together)
@@ -378,7 +448,10 @@ class Provisioner:
                 az = min(self._zones(region, types), key=lambda z: (taken.count(z), z))
             else:
                 types = {x.instance_type for x in spec.fleets if spec.region_of(x) == region}
-                offered = self._zones(region, types)
+                offered = self._zones(region, types, strict=spec.placement == "cluster")
+                if not offered:  # no zone offers them all: this fleet's type decides
+                    offered = self._zones(region, {f.instance_type})
+                    self._note_split(region, types)
                 az = next((z for z in used.get(region, []) if z in offered), offered[0])
             chosen[group] = Site(region, az)
             used.setdefault(region, []).append(az)
@@ -398,9 +471,19 @@ class Provisioner:
         found = self.ec2.describe_subnets(SubnetIds=[self.spec.subnet_id])["Subnets"]
         return str(found[0]["AvailabilityZone"])
 
-    def _zones(self, region: str, types: set[str]) -> list[str]:
+    def _note_split(self, region: str, types: set[str]) -> None:
+        note = (
+            f"no zone of {region} offers all of {', '.join(sorted(types))}: each fleet goes to "
+            "the first zone offering its type (its hosts' availability_zone label says which; "
+            "traffic between zones crosses them)"
+        )
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def _zones(self, region: str, types: set[str], strict: bool = True) -> list[str]:
         """The region's available zones (by name) where every one of ``types`` is offered
-        (DescribeInstanceTypeOfferings); all of them if the API lists no offering at all."""
+        (DescribeInstanceTypeOfferings); all of them if the API lists no offering at all.
+        None fits: an error, or (not ``strict``) no zone."""
         ec2 = self.client(region)
         zones = sorted(
             z["ZoneName"]
@@ -418,7 +501,7 @@ class Provisioner:
         if not offered:
             return zones
         fit = [z for z in zones if types <= offered.get(z, set())]
-        if not fit:
+        if not fit and strict:
             raise EnvironmentProblem(
                 f"no zone of {region} offers all of {', '.join(sorted(types))}",
                 hint="split the types over fleets with their own availability_zone "
@@ -433,9 +516,11 @@ class Provisioner:
         instance_type: str,
         extra_tags: dict[str, str] | None = None,
         fleet: int | None = None,
+        tools: Sequence[str] = (),
     ) -> CloudHost:
         """One instance of fleet ``fleet`` (its region and zone; None: the block's region's
-        first zone) with its own generated host key, pinned in known_hosts once it runs."""
+        first zone) with its own generated host key, pinned in known_hosts once it runs; its
+        user-data installs ``tools`` (what its runs use; empty: every engine's)."""
         if not self.networks:
             raise EnvironmentProblem("launch before prepare: no network for the instances")
         site = self.sites[fleet] if fleet is not None else None
@@ -444,20 +529,21 @@ class Provisioner:
         info = self.catalogue[instance_type]
         ami = self._ami(info, net.region)
         host_key = hostkeys.generate(name)
+        user_data = userdata.render(
+            host_key, self.spec.expires_after_minutes, self.spec.image_family, tools or None
+        )
         zones = [az]  # where it was tried, the last where it runs
         iid = self._step(
             "instance",
             name,
-            lambda t: self._run_somewhere(info, ami, net, zones, host_key, t, extra_tags, fleet),
+            lambda t: self._run_somewhere(info, ami, net, zones, user_data, t, extra_tags, fleet),
             net.region,
         )
         self._launched[net.region] = self._launched.get(net.region, 0) + 1
         host = self._wait_host(iid, name, role, info, net.region, zones[-1])
-        self._pinned.append(hostkeys.known_hosts_line(host.private_ip, host_key.public_openssh))
+        self._pinned.pin([host.private_ip, host.public_ip or ""], host_key.public_openssh)
         if host.public_ip:
-            self._pinned.append(hostkeys.known_hosts_line(host.public_ip, host_key.public_openssh))
             self._admit_address(host)
-        durable.atomic_write(self.known_hosts, ("\n".join(self._pinned) + "\n").encode())
         return host
 
     def _run_somewhere(
@@ -466,7 +552,7 @@ class Provisioner:
         ami: str,
         net: Network,
         zones: list[str],
-        host_key: hostkeys.KeyPair,
+        user_data: str,
         token: str,
         extra_tags: dict[str, str] | None,
         fleet: int | None,
@@ -480,14 +566,15 @@ class Provisioner:
             az = zones[-1]
             attempt = token if len(zones) == 1 else f"{token}-{az}"  # a new request per zone
             try:
-                return self._run_instance(info, ami, net, az, host_key, attempt, extra_tags or {})
+                return self._run_instance(info, ami, net, az, user_data, attempt, extra_tags or {})
             except ClientError as exc:
                 code = retry.code(exc)
                 if code in QUOTA_ERRORS:
                     raise self._quota_error(info, net.region, exc) from None
                 if code not in CAPACITY_ERRORS:
                     raise
-                other = self._fallback_zone(net, info.instance_type, zones, fleet)
+                with self._zone_lock:
+                    other = self._fallback_zone(net, info.instance_type, zones, fleet)
                 if other is None:
                     raise EnvironmentProblem(
                         f"no capacity for {info.instance_type} in {', '.join(zones)} "
@@ -548,15 +635,8 @@ class Provisioner:
         for region, net in self.networks.items():
             if net.prefix_list_id is None:
                 continue
-            ec2, plist = self.client(region), net.prefix_list_id
-
-            def add(ec2: Any = ec2, plist: str = plist) -> None:
-                found = ec2.describe_managed_prefix_lists(PrefixListIds=[plist])["PrefixLists"]
-                ec2.modify_managed_prefix_list(
-                    PrefixListId=plist, CurrentVersion=found[0]["Version"], AddEntries=[entry]
-                )
-
-            retry.call(add, retry_on=retry.NOT_YET | retry.IN_USE | retry.THROTTLED)
+            with self._prefix_lock:  # only the change: the launches and waits run in parallel
+                change_prefix_list(self.client(region), net.prefix_list_id, add=[entry])
 
     def _placement_group(self, region: str | None = None) -> str:
         """A cluster placement group named after the campaign (moto lacks the API: Stubber)."""
@@ -668,7 +748,7 @@ class Provisioner:
         ami: str,
         net: Network,
         az: str,
-        host_key: hostkeys.KeyPair,
+        user_data: str,
         token: str,
         extra_tags: dict[str, str],
     ) -> str:
@@ -691,7 +771,10 @@ class Provisioner:
         ]
         if self.spec.market == "spot":
             tags += self.tag_spec("spot-instances-request", token)
-        family = self.spec.image_family
+        if info.instance_type.split(".")[0] in CREDIT_FAMILIES:
+            # T3/T3a/T4g launch "unlimited" by default: a run above baseline would bill
+            # surplus credits the estimate does not count (seed 002's T2s were standard)
+            kwargs["CreditSpecification"] = {"CpuCredits": "standard"}
         resp = self.client(net.region).run_instances(
             ImageId=ami,
             InstanceType=info.instance_type,
@@ -704,7 +787,7 @@ class Provisioner:
             ClientToken=token,
             InstanceInitiatedShutdownBehavior="terminate",
             MetadataOptions=METADATA_OPTIONS,
-            UserData=userdata.render(host_key, self.spec.expires_after_minutes, family),
+            UserData=user_data,
             TagSpecifications=tags,
             **kwargs,
         )

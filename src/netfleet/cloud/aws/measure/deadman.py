@@ -23,8 +23,10 @@ import asyncio
 import datetime as dt
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
+from netfleet.cloud import owner
 from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, TAG_EXPIRES
 from netfleet.cloud.aws.plan.costs import switch_minutes
 from netfleet.cloud.bootstrap.userdata import deadline_commands
@@ -44,21 +46,33 @@ def rearm_argv(minutes: int) -> list[list[str]]:
     return [["systemctl", "stop", "netfleet-deadline.timer"], *boot, *late]
 
 
-def campaign_resources(ec2: Any, campaign: str) -> list[str]:
-    """Every resource id tagged with the campaign (what ``reap`` would judge by its stamp)."""
-    ids: list[str] = []
+def campaign_resources(ec2: Any, campaign: str, installation: str | None = None) -> list[str]:
+    """Every resource id tagged with the campaign (what ``reap`` would judge by its stamp) and,
+    unless ``installation`` is None, with that installation's id: another installation's
+    campaign of the same name is not ours to keep alive."""
+    ids = _tagged(ec2, TAG_CAMPAIGN, campaign)
+    if installation is not None:
+        ids &= _tagged(ec2, owner.TAG_INSTALLATION, installation)
+    return sorted(ids)
+
+
+def _tagged(ec2: Any, key: str, value: str) -> set[str]:
+    ids: set[str] = set()
     pages = ec2.get_paginator("describe_tags").paginate(
-        Filters=[{"Name": "key", "Values": [TAG_CAMPAIGN]}, {"Name": "value", "Values": [campaign]}]
+        Filters=[{"Name": "key", "Values": [key]}, {"Name": "value", "Values": [value]}]
     )
     for page in pages:
-        ids += [t["ResourceId"] for t in page.get("Tags", [])]
-    return sorted(set(ids))
+        ids.update(t["ResourceId"] for t in page.get("Tags", []))
+    return ids
 
 
 class Heartbeat:
     """Push the campaign's ``expires-at`` to now + ``switch_s`` every ``every_s`` seconds in
     each region (``clients``: region → EC2 client), in a thread (boto3 blocks); ``rearm``
-    (optional) re-arms the instances' own timers with the same period."""
+    (optional) re-arms the instances' own timers with the same period — first, so that a
+    tagging error cannot skip it. Only resources carrying ``installation``'s id are stamped
+    (None: any owner's); with ``ecs`` (region → ECS client) the campaign's cluster and its
+    running Fargate tasks are stamped too (``cloud reap`` reads the cluster's)."""
 
     def __init__(
         self,
@@ -70,6 +84,8 @@ class Heartbeat:
         rearm: Callable[[int], None] | None = None,
         now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         until: dt.datetime | None = None,
+        installation: str | None = None,
+        ecs: dict[str, Any] | None = None,
     ) -> None:
         if switch_s < MIN_BEATS * every_s:
             raise ValueError(
@@ -83,6 +99,8 @@ class Heartbeat:
         self.rearm = rearm
         self.now = now
         self.until = until
+        self.installation = installation
+        self.ecs = ecs or {}
         self.beats = 0
         self.failures: list[str] = []
         self.task: asyncio.Task[None] | None = None
@@ -97,15 +115,45 @@ class Heartbeat:
         return self.deadline().strftime(STAMP)
 
     def beat(self) -> None:
+        """Re-arm, then stamp every region's resources and tasks; each step runs even when
+        another failed, the failures raised together afterwards."""
         at = self.deadline()
         value = at.strftime(STAMP)
-        for ec2 in self.clients.values():
-            ids = campaign_resources(ec2, self.campaign)
-            for i in range(0, len(ids), 500):
-                _stamp(ec2, ids[i : i + 500], value)
+        failed: list[str] = []
+
+        def step(what: str, fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except Exception as exc:
+                failed.append(f"{what}: {exc}")
+
         if self.rearm is not None:
-            self.rearm(max(1, math.ceil((at - self.now()).total_seconds() / 60)))
+            rearm = self.rearm
+            minutes = max(1, math.ceil((at - self.now()).total_seconds() / 60))
+            step("re-arm", lambda: rearm(minutes))
+        for region, ec2 in self.clients.items():
+            step(f"stamp in {region}", partial(self._stamp_ec2, ec2, value))
+        for region, ecs in self.ecs.items():
+            step(f"stamp Fargate in {region}", partial(self._stamp_ecs, ecs, value))
+        if failed:
+            raise RuntimeError("; ".join(failed))
         self.beats += 1
+
+    def _stamp_ec2(self, ec2: Any, value: str) -> None:
+        ids = campaign_resources(ec2, self.campaign, self.installation)
+        for i in range(0, len(ids), 500):
+            _stamp(ec2, ids[i : i + 500], value)
+
+    def _stamp_ecs(self, ecs: Any, value: str) -> None:
+        from netfleet.cloud.aws.release import fargate_teardown
+
+        cluster = fargate_teardown.our_cluster(ecs, self.campaign, self.installation)
+        if cluster is None:
+            return
+        tags = [{"key": TAG_EXPIRES, "value": value}]
+        ecs.tag_resource(resourceArn=cluster["clusterArn"], tags=tags)
+        for task in fargate_teardown.tasks(ecs, self.campaign, self.installation):
+            ecs.tag_resource(resourceArn=task["taskArn"], tags=tags)
 
     async def _loop(self) -> None:
         while True:

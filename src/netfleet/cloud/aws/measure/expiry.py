@@ -85,13 +85,22 @@ def start(
     sim: bool,
     scale: float,
     rearm: Callable[[int], None] | None,
+    installation: str | None = None,
+    ecs: dict[str, Any] | None = None,
 ) -> deadman.Heartbeat:
     """The campaign's heartbeat, started on the running loop (see the module doc)."""
     every = SIM_EVERY_S if sim else EVERY_S
     grace = max(GRACE_S * scale, deadman.MIN_BEATS * every, SIM_GRACE_S if sim else 0.0)
     until = launched_at + dt.timedelta(seconds=switch_s(expected_s, scale))
     beat = deadman.Heartbeat(
-        clients, campaign, switch_s=grace, every_s=every, rearm=rearm, until=until
+        clients,
+        campaign,
+        switch_s=grace,
+        every_s=every,
+        rearm=rearm,
+        until=until,
+        installation=installation,
+        ecs=ecs,
     )
     beat.start()
     return beat

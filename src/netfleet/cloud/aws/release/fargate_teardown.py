@@ -1,5 +1,8 @@
-"""Tearing down a campaign's Fargate tiers: tasks stopped first (before anything else in the
-region), then — after the instances — task definitions deregistered and the cluster deleted.
+"""Tearing down a campaign's Fargate tiers: tasks stopped (right after the instances were
+asked to terminate), then — once the instances are gone — task definitions deregistered, the
+execution role and log group deleted and the cluster deleted. A campaign whose journal recorded
+none of these may be torn down under a policy without ECS, IAM or logs permissions
+(:func:`unless_denied`).
 
 Everything is found by name *and* tag: the cluster is ``netfleet-<campaign>``, the task
 definition families ``netfleet-<campaign>-<tier>``; a resource is touched only if it carries the
@@ -13,9 +16,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
-from botocore.exceptions import WaiterError
+from botocore.exceptions import ClientError, WaiterError
 
 from netfleet import aws
 from netfleet.cloud import faults, owner
@@ -25,6 +28,7 @@ from netfleet.cloud.journal import CAMPAIGN_RE
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 
 Note = Callable[[str, str], None]
+T = TypeVar("T")
 STOP_REASON = "netfleet teardown"
 
 
@@ -123,19 +127,26 @@ def definitions(ecs: Any, campaign: str, installation: str | None) -> list[str]:
     return out
 
 
-def release_definitions_and_cluster(
-    ecs: Any, campaign: str, installation: str | None, note: Note
-) -> None:
-    """Deregister the campaign's task definitions, then delete its cluster (retrying while AWS
-    still counts tasks in it)."""
+def deregister_definitions(ecs: Any, campaign: str, installation: str | None, note: Note) -> None:
+    """Deregister the campaign's task definitions."""
     for arn in definitions(ecs, campaign, installation):
         retry.ignore_missing(partial(ecs.deregister_task_definition, taskDefinition=arn))
         note("task-definition", arn)
+
+
+def delete_exec_role_and_logs(
+    ecs: Any, campaign: str, installation: str | None, note: Note
+) -> None:
+    """The tasks' execution role and log group (:mod:`netfleet.cloud.aws.acquire.fargate_exec`)."""
     region = ecs.meta.region_name
     fargate_exec.delete(
         aws.client("iam", region), aws.client("logs", region), campaign, installation, note
     )
     faults.point("teardown:after-task-definitions")
+
+
+def delete_cluster(ecs: Any, campaign: str, installation: str | None, note: Note) -> None:
+    """Delete the campaign's cluster (retrying while AWS still counts tasks in it)."""
     cluster = our_cluster(ecs, campaign, installation)
     if cluster is not None:
         arn = str(cluster["clusterArn"])
@@ -144,17 +155,57 @@ def release_definitions_and_cluster(
     faults.point("teardown:after-cluster")
 
 
-def remaining(ecs: Any, campaign: str, installation: str | None = None) -> dict[str, int]:
+def remaining(ecs: Any, campaign: str, installation: str | None = None) -> dict[str, int | None]:
     """Per ECS resource type (and the tasks' execution role and log group), how many of the
-    campaign's are still live."""
+    campaign's are still live; None where the caller may not look (AccessDenied: a policy
+    for EC2-only campaigns holds no ECS, IAM or logs permission)."""
     region = ecs.meta.region_name
     iam, logs = aws.client("iam", region), aws.client("logs", region)
-    return {
-        **fargate_exec.remaining(iam, logs, campaign, installation),
-        "tasks": len(tasks(ecs, campaign, installation)),
-        "task-definitions": len(definitions(ecs, campaign, installation)),
-        "clusters": 0 if our_cluster(ecs, campaign, installation) is None else 1,
-    }
+    out: dict[str, int | None] = {"iam-roles": None, "log-groups": None}
+    with contextlib.suppress(Denied):
+        out.update(_denied_is(lambda: fargate_exec.remaining(iam, logs, campaign, installation)))
+    for kind, count in (
+        ("tasks", lambda: len(tasks(ecs, campaign, installation))),
+        ("task-definitions", lambda: len(definitions(ecs, campaign, installation))),
+        ("clusters", lambda: 0 if our_cluster(ecs, campaign, installation) is None else 1),
+    ):
+        try:
+            out[kind] = _denied_is(count)
+        except Denied:
+            out[kind] = None
+    return out
+
+
+#: what AWS answers a call the caller's policy does not allow
+DENIED = frozenset(
+    {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException"}
+)
+
+
+class Denied(Exception):
+    """A call the caller's policy does not allow (one of :data:`DENIED`)."""
+
+
+def _denied_is(fn: Callable[[], T]) -> T:
+    """``fn()``, its AccessDenied raised as :class:`Denied`."""
+    try:
+        return fn()
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if retry.code(exc) in DENIED or status == 403:  # 403: Forbidden, whatever the body
+            raise Denied(str(exc)) from exc
+        raise
+
+
+def unless_denied(fn: Callable[[], T], default: T, *, recorded: bool) -> T:
+    """``fn()``; when the policy denies it and the campaign's journal ``recorded`` nothing of
+    this kind (an EC2-only campaign under a policy without ECS, IAM or logs), ``default``."""
+    try:
+        return _denied_is(fn)
+    except Denied:
+        if recorded:
+            raise
+        return default
 
 
 def expired(ecs: Any, stamp: str, installation: str | None = None) -> dict[str, str]:

@@ -1,7 +1,10 @@
 """Teardown in order, from the journal and the tags; then count what remains through the API.
 
-Order: Fargate tasks stopped → wait STOPPED → instances → wait terminated → task definitions
-deregistered → ECS cluster deleted (:mod:`.fargate_teardown`) → spot requests → placement
+Order: instances asked to terminate (what bills most goes first, and needs only EC2
+permissions) → Fargate tasks stopped → wait STOPPED → wait terminated → task definitions
+deregistered, execution role and log group deleted → ECS cluster deleted
+(:mod:`.fargate_teardown`; denied ECS, IAM or logs calls are passed over when the journal
+recorded nothing of those kinds: an EC2-only campaign) → spot requests → placement
 group, key pair, security group (DependencyViolation retried while ENIs detach) → internet
 gateway detached and deleted (retried while public addresses are still mapped) → route table
 disassociated and deleted → subnet → VPC.
@@ -50,6 +53,8 @@ RESOURCE_TYPES = (
     "vpcs",
 )
 RETRYABLE = retry_.IN_USE | retry_.THROTTLED
+#: journal kinds that need ECS, IAM or logs permissions to release
+FARGATE_KINDS = frozenset({"task", "task-definition", "ecs-cluster", "iam-role", "log-group"})
 
 
 def _code(exc: ClientError) -> str:
@@ -208,22 +213,29 @@ def teardown_region(
             journal.deleted(kind, region, rid)
 
     gone = partial(wait_until_gone, poll_s=poll_s, wait_s=wait_s, region=region)
-    ecs = aws.client("ecs", region)
-    tasks = fargate_teardown.stop_tasks(ecs, campaign, installation)
-    faults.point("teardown:after-stop-tasks")
-    fargate_teardown.wait_stopped(ecs, campaign, tasks, poll_s=poll_s, wait_s=wait_s)
-    gone(
-        partial(fargate_teardown.tasks, ecs, campaign, installation),
-        f"Fargate tasks of {campaign} still running",
+    recorded = journal is not None and any(
+        r.kind in FARGATE_KINDS for r in journal.read().resources if r.region == region
     )
-    for arn in tasks:
-        note("task", arn)
-    faults.point("teardown:after-tasks-stopped")
+    ecs = aws.client("ecs", region)
     ids = live_instances(ec2, campaign, installation)
     faults.point("teardown:before-terminate")
     if ids:
         ec2.terminate_instances(InstanceIds=ids)
     faults.point("teardown:after-terminate")
+    none: list[str] = []
+    tasks = fargate_teardown.unless_denied(
+        partial(fargate_teardown.stop_tasks, ecs, campaign, installation), none, recorded=recorded
+    )
+    faults.point("teardown:after-stop-tasks")
+    if tasks:
+        fargate_teardown.wait_stopped(ecs, campaign, tasks, poll_s=poll_s, wait_s=wait_s)
+        gone(
+            partial(fargate_teardown.tasks, ecs, campaign, installation),
+            f"Fargate tasks of {campaign} still running",
+        )
+    for arn in tasks:
+        note("task", arn)
+    faults.point("teardown:after-tasks-stopped")
     if ids:
         wait_terminated(ec2, ids, f"instances of {campaign} still not terminated", poll_s=poll_s,
                         wait_s=wait_s, region=region)  # fmt: skip
@@ -234,7 +246,14 @@ def teardown_region(
     for iid in ids:
         note("instance", iid)
     faults.point("teardown:after-wait-terminated")
-    fargate_teardown.release_definitions_and_cluster(ecs, campaign, installation, note)
+    for step in (
+        fargate_teardown.deregister_definitions,
+        fargate_teardown.delete_exec_role_and_logs,
+        fargate_teardown.delete_cluster,
+    ):
+        fargate_teardown.unless_denied(
+            partial(step, ecs, campaign, installation, note), None, recorded=recorded
+        )
     spot = ec2.describe_spot_instance_requests(Filters=f)["SpotInstanceRequests"]
     open_ids = [s["SpotInstanceRequestId"] for s in spot if s["State"] in ("open", "active")]
     if open_ids:
@@ -375,7 +394,13 @@ def find_expired(
             if key not in out:
                 out[key] = Expired(region, campaign, exp)
         ecs = aws.client("ecs", region)
-        for campaign, exp in fargate_teardown.expired(ecs, stamp, installation).items():
+        no_clusters: dict[str, str] = {}
+        clusters = fargate_teardown.unless_denied(  # a policy for EC2-only campaigns
+            partial(fargate_teardown.expired, ecs, stamp, installation),
+            no_clusters,
+            recorded=False,
+        )
+        for campaign, exp in clusters.items():
             out.setdefault((region, campaign), Expired(region, campaign, exp))
     for e in out.values():
         e.counts = remaining(aws.client("ec2", e.region), e.campaign, installation)
