@@ -487,10 +487,7 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
         def answers() -> bool:  # sshd is up: an independent login runs a command
             async def probe() -> bool:
-                h = SshHost(
-                    name="vm", address=fleet.addresses["vm"], user="root",
-                    key=str(fleet.client_key.private), known_hosts=str(pinned), connect_timeout=2,
-                )  # fmt: skip
+                h = lab_vm(fleet, pinned, 2)
                 try:
                     return (await h.run(["true"], timeout=5)).returncode == 0
                 except HostError:
