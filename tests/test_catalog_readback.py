@@ -175,3 +175,21 @@ def test_a_fifo_where_a_registered_file_was_never_hangs_the_stream_rows(catalog:
     )
     assert rc != 0 and "Traceback" not in err, err
     assert f"{source}: cannot read the registered file (not a regular file" in err
+
+
+def test_a_kept_sheet_holding_a_rate_no_link_carries_is_computed_again(catalog: Path) -> None:
+    """Issue 37 (low): a kept answer is held to the catalog's own bound (10 Tbit/s): an entry
+    root owns and that names itself, but holds 424,242 Gbit/s — damaged or forged by root's
+    own hand — is not printed: the sheet is computed again."""
+    import json
+
+    expected = sheet(catalog)[1]
+    (catalog / "_tallies").rename(catalog.parent / "tallies")  # the answer from the entry
+    (entry,) = (catalog / "_sheets").iterdir()
+    doc = json.loads(entry.read_bytes())
+    n = len(doc["group_keys"])
+    doc["rows"][0][n + 2 + 5] = 424_242_000.0  # the max, in the sheet's unit
+    entry.write_text(json.dumps(doc))
+    rc, out, err, _ = sheet(catalog)
+    assert rc == 0, err
+    assert out == expected and "424" not in out

@@ -171,10 +171,27 @@ def _from_cache(doc: Any) -> CheatSheetData | None:
         and isinstance(doc["scaled"], list)
         and all(isinstance(s, list) and len(s) == 3 and plain(s) for s in doc["scaled"])
     )
-    if not shaped:
+    if not shaped or not _plausible_stats(doc["rows"], len(doc["group_keys"]), doc["unit_label"]):
         return None
     doc["scaled"] = [(tuple(g), rate, time) for g, rate, time in doc["scaled"]]
     return CheatSheetData(**doc)
+
+
+def _plausible_stats(rows: list[list[Any]], keys: int, unit_label: str) -> bool:
+    """Every statistic of the rows (after the group keys, runs and intervals) a rate a link can
+    carry in ``unit_label`` (:func:`~netfleet.units.plausible_rate`, the catalog's own bound):
+    a kept answer holding one that is not — a forged or damaged entry — is computed again."""
+    from netfleet.units import RATE_UNITS, plausible_rate
+
+    scales = {label + "/s": scale for scale, label in RATE_UNITS.values()}
+    if unit_label not in scales:
+        return False
+    scale = scales[unit_label]
+    return all(
+        v is None or (isinstance(v, int | float) and plausible_rate(float(v) * scale))
+        for row in rows
+        for v in row[keys + 2 : keys + 2 + len(STATS)]
+    )
 
 
 class _Keys:
