@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from netfleet.engines.params.ping import PingParams
+from netfleet.engines.ping import Ping, summarize
 from netfleet.errors import LabError, SpecError
 from netfleet.lab import LabState, down, lab_schema, load_lab, resolve_host, status, up
 from netfleet.lab import delayline as dl
@@ -304,3 +306,33 @@ def test_a_delay_reads_back_from_the_state_file_unchanged(text: str) -> None:
 
     link = Link.model_validate({"out": {"delay": text, "loss": "0.001%"}, "in": {"jitter": 0}})
     assert Link.model_validate_json(link.model_dump_json(by_alias=True)) == link
+
+
+@pytest.mark.netns
+@needs_root
+def test_the_ping_engine_counts_no_loss_for_requests_in_flight_at_its_end(
+    delay_lab: tuple[str, Path],
+) -> None:
+    """The ping engine's own argv (``-c`` with a ``-w`` deadline) on a 60 ms round trip at
+    50 ms intervals: ping exits on its 20th reply with one or two requests still in flight and
+    reports them lost; netfleet counts them apart (nothing was lost) — and a lossy link's loss
+    is still its loss."""
+    name, state = delay_lab
+    server = resolve_host(name, "server", state)
+    params = PingParams(count=20, interval=0.05, duration=10, size=56)
+    far = resolve_host(name, "far", state)
+    argv = Ping().argv(params, server.address)
+    out = subprocess.run(
+        ["ip", "netns", "exec", far.namespace, *argv], capture_output=True, text=True, timeout=30
+    ).stdout
+    summary = summarize(out, params.count)
+    assert summary["received"] == 20 and summary["transmitted"] > 20, out  # in flight at the end
+    assert summary["ping_loss_percent"] > 0  # ping's own figure counts them lost
+    assert summary["loss_percent"] == 0.0 and summary["in_flight_at_end"] >= 1
+    lossy = resolve_host(name, "lossy", state)
+    params = PingParams(count=40, interval=0.01, duration=10, size=56)
+    out = subprocess.run(
+        ["ip", "netns", "exec", lossy.namespace, *Ping().argv(params, server.address)],
+        capture_output=True, text=True, timeout=30,
+    ).stdout  # fmt: skip
+    assert 25 <= summarize(out, params.count)["loss_percent"] <= 75, out
