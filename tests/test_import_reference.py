@@ -319,7 +319,7 @@ def test_the_import_command_calls_one_function_per_kind_of_import(
     """``netfleet import`` without --catalog makes envelopes (``api.import_files``), with it
     registers by reference (``api.register``); --keep-copy without --catalog is refused before
     anything is written."""
-    src = _folder(tmp_path, RUNS[:2])
+    src = _folder(tmp_path, RUNS[:4:2])  # two tests' client files (a client and its server pair)
     results, cat = tmp_path / "results", tmp_path / "cat"
     refused = cli("import", str(src), "--results", str(results), "--keep-copy", str(tmp_path))
     assert refused == ExitStatus.INVALID_INPUT

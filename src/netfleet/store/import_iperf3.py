@@ -163,13 +163,18 @@ def _check_rates(doc: dict[str, Any], where: str) -> None:
     for i, iv in enumerate(doc.get("intervals") or []):
         if not isinstance(iv, dict):
             continue
-        parts = [("sum", iv.get("sum"))]
+        parts = [iv.get("sum")]
         streams = iv.get("streams")
         if isinstance(streams, list):
-            parts += [(f"streams[{n}]", s) for n, s in enumerate(streams)]
-        for name, part in parts:
-            if isinstance(part, dict):
-                check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
+            parts += streams
+        for n, part in enumerate(parts):
+            if not isinstance(part, dict):
+                continue
+            rate = part.get("bits_per_second")
+            if type(rate) is float and 0.0 <= rate <= MAX_RATE:
+                continue  # the common case, at once; the rule itself is check_rate's
+            name = "sum" if n == 0 else f"streams[{n - 1}]"
+            check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
     end = doc.get("end")
     if isinstance(end, dict):
         for key, part in end.items():
@@ -210,35 +215,44 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+_FLOATS = frozenset({float})
+
+
 def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
     flags: list[dict[str, Any]] = []
-    spans: list[tuple[dict[str, Any], float]] = []
+    spans: list[tuple[int, float]] = []
     prev_end: float | None = None
     prev_omitted = False
     for i, iv in enumerate(doc.get("intervals") or []):
         s = iv.get("sum") if isinstance(iv, dict) else None
         if not isinstance(s, dict):
             continue
-        start, end, secs = _num(s.get("start")), _num(s.get("end")), _num(s.get("seconds"))
-        nbytes, bps = _num(s.get("bytes")), _num(s.get("bits_per_second"))
+        get = s.get
+        values = (get("start"), get("end"), get("seconds"), get("bytes"), get("bits_per_second"))
+        if _FLOATS.issuperset(map(type, values[:3])) and type(values[4]) is float:
+            start, end, secs, nbytes, bps = values  # the common case: JSON's floats already
+            if type(nbytes) is not float:
+                nbytes = _num(nbytes)
+        else:
+            start, end, secs, nbytes, bps = map(_num, values)
         if start is None or end is None or secs is None:
             continue
-        where = {"side": side, "interval": i}
-        omitted = bool(s.get("omitted"))
+        omitted = bool(get("omitted"))
         if abs((end - start) - secs) > max(TOLERANCE * secs, 1e-3):
+            where = {"side": side, "interval": i}
             flags.append({**where, "field": "seconds", "detail": f"{secs} ≠ end−start"})
         restart = prev_omitted and not omitted  # -O: the clock restarts after the omitted part
         if prev_end is not None and not restart and abs(start - prev_end) > max(1e-3, 0.01 * secs):
             detail = f"starts at {start}, the previous interval ended at {prev_end}"
-            flags.append({**where, "field": "start", "detail": detail})
+            flags.append({"side": side, "interval": i, "field": "start", "detail": detail})
         if nbytes is not None and bps is not None:
-            flag = rate_flag(where, nbytes, secs, bps, TOLERANCE)
+            flag = rate_flag({"side": side, "interval": i}, nbytes, secs, bps, TOLERANCE)
             if flag:
                 flags.append(flag)
         if not omitted:
-            spans.append((where, secs))
+            spans.append((i, secs))
         prev_end, prev_omitted = end, omitted
-    return flags + long_interval_flags(spans)
+    return flags + long_interval_flags([({"side": side, "interval": i}, x) for i, x in spans])
 
 
 def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str, Any]]:
