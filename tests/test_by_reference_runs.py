@@ -101,4 +101,4 @@ def test_advice_and_the_report_read_the_runs_from_their_files(
     out = tmp_path / "report.html"
     assert cli("report", "html", "--catalog", str(cat), "--out", str(out)) == 0
     page = out.read_text()
-    assert "capped near 0.29" in page  # the per-flow-cap advice, from the uncompressed files
+    assert "capped near 286 Mbit/s" in page  # the per-flow-cap advice, from the uncompressed files

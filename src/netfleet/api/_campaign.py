@@ -60,6 +60,7 @@ def run(
     say: Callable[[str], None] | None = None,
     show: Callable[[Tabular], None] | None = None,
     ask: Callable[[str], bool] | None = None,
+    max_runs: int | None = None,
 ) -> RunOutcome:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends.
@@ -77,6 +78,8 @@ def run(
     ``backing: sim`` is refused on any endpoint that is not loopback; on a real AWS endpoint the
     account, regions, resources and estimate go to ``say`` and the launch needs ``yes`` or
     ``ask(question)`` answering True (:mod:`netfleet.cloud.aws.plan.safety`).
+    ``max_runs``: the most runs the campaign may plan (default NETFLEET_MAX_RUNS, else
+    1,000,000; counted before anything is expanded).
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
     from netfleet.api._spec import is_cloud, plan_of
@@ -84,7 +87,7 @@ def run(
     from netfleet.spec import load_spec
     from netfleet.store import open_root
 
-    campaign = load_spec(Path(spec))
+    campaign = load_spec(Path(spec), max_runs=max_runs)
     root = open_root(results_url(results, campaign.results))
     outcome = RunOutcome(root.url)
     cloud = is_cloud(campaign)

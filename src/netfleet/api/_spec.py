@@ -22,15 +22,16 @@ def schema(*, lab: bool = False) -> dict[str, Any]:
     return spec_schema()
 
 
-def plan(spec: str | os.PathLike[str], *, cost: bool = True) -> Plan:
+def plan(spec: str | os.PathLike[str], *, cost: bool = True, max_runs: int | None = None) -> Plan:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing. With
     ``cost``, a campaign with cloud hosts also gets what launching them would cost
     (``Plan.cost``; spot prices are asked of AWS) — refused
     (:class:`~netfleet.errors.InputError`) for ``backing: sim`` unless every endpoint is
-    loopback, as ``run`` is: no connection leaves the machine."""
+    loopback, as ``run`` is: no connection leaves the machine. ``max_runs``: the most runs the
+    campaign may plan (default NETFLEET_MAX_RUNS, else 1,000,000; counted before expanding)."""
     from netfleet.spec import load_spec
 
-    return plan_of(load_spec(Path(spec)), cost=cost)
+    return plan_of(load_spec(Path(spec), max_runs=max_runs), cost=cost)
 
 
 def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:

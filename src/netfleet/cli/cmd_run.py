@@ -9,7 +9,7 @@ import typer
 
 from netfleet import api
 from netfleet.cli.console import ask_at_terminal, console
-from netfleet.cli.options import LabStateOpt, MaxRunsOpt, ResultsOpt, cap_runs, emit
+from netfleet.cli.options import LabStateOpt, MaxRunsOpt, ResultsOpt, emit
 from netfleet.errors import ExitStatus
 from netfleet.report import OutputFormat
 from netfleet.text import plain
@@ -62,7 +62,6 @@ def run(
     from netfleet.report.advice import advice_table
     from netfleet.report.plan import plan_table
 
-    cap_runs(max_runs)
     with RichReporter(console) as reporter:
         outcome = api.run(
             spec_path,
@@ -73,6 +72,7 @@ def run(
             install=install,
             concurrency=concurrency,
             max_cost=max_cost,
+            max_runs=max_runs,
             max_instances=max_instances,
             yes=yes,
             reporter=reporter,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from netfleet import api
-from netfleet.cli.options import FormatOpt, MaxRunsOpt, cap_runs, emit
+from netfleet.cli.options import FormatOpt, MaxRunsOpt, emit
 from netfleet.report import OutputFormat
 from netfleet.report.plan import plan_table
 
@@ -27,8 +27,7 @@ def plan(
     max_runs: MaxRunsOpt = None,
 ) -> None:
     """Expand a campaign spec into its runs and estimate the wall time. Runs nothing."""
-    cap_runs(max_runs)
-    the_plan = api.plan(spec, cost=fmt == OutputFormat.table)
+    the_plan = api.plan(spec, cost=fmt == OutputFormat.table, max_runs=max_runs)
     emit(plan_table(the_plan), fmt)
     if the_plan.cost is not None:  # what launching would cost
         emit(the_plan.cost, fmt)

@@ -51,11 +51,3 @@ MaxRunsOpt = Annotated[
         "[env NETFLEET_MAX_RUNS; default 1,000,000]",
     ),
 ]
-
-
-def cap_runs(max_runs: int | None) -> None:
-    """``--max-runs``: the spec loader reads the cap from NETFLEET_MAX_RUNS."""
-    if max_runs is not None:
-        import os
-
-        os.environ["NETFLEET_MAX_RUNS"] = str(max_runs)

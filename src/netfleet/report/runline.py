@@ -35,8 +35,7 @@ def levels_text(credit: Any) -> str | None:
 def run_levels(doc: Mapping[str, Any]) -> str | None:
     """:func:`levels_text` of a stored run (an envelope as JSON), or None when it is no
     throughput run with intervals, or held one level."""
-    from netfleet.catalog.rows import envelope_rows
-    from netfleet.catalog.runrow import RowError
+    from netfleet.catalog.build import RowError, envelope_rows
 
     try:
         rows = envelope_rows(doc).intervals

@@ -16,12 +16,14 @@ from netfleet.spec.models import CampaignSpec
 from netfleet.spec.yamlsrc import LineMap, load_yaml, problems_from, validate_model
 
 
-def load_spec(path: str | Path) -> CampaignSpec:
-    """Validate a campaign spec file; raise SpecError naming file, field path, line and fix."""
+def load_spec(path: str | Path, *, max_runs: int | None = None) -> CampaignSpec:
+    """Validate a campaign spec file; raise SpecError naming file, field path, line and fix.
+    ``max_runs``: the most runs it may plan (default :func:`max_runs`: NETFLEET_MAX_RUNS, else
+    :data:`MAX_RUNS`)."""
     data, lines = load_yaml(path)
     data = _with_inventory(data, Path(path), lines)
     spec = validate_model(CampaignSpec, data, lines, path, what="campaign spec")
-    _check_combinations(spec, lines, str(path))
+    _check_combinations(spec, lines, str(path), max_runs)
     return spec
 
 
@@ -60,13 +62,15 @@ def _with_inventory(data: Any, path: Path, lines: LineMap) -> Any:
     return {**data, "hosts": merged}
 
 
-def _check_combinations(spec: CampaignSpec, lines: LineMap, file: str) -> None:
+def _check_combinations(
+    spec: CampaignSpec, lines: LineMap, file: str, cap: int | None = None
+) -> None:
     from netfleet.spec.bandwidth import budget_problem
     from netfleet.spec.matrix import combinations
 
     problems: list[tuple[str, int | None, str]] = []
     _check_matrix_size(spec, lines, file)
-    _check_run_count(spec, lines, file)
+    _check_run_count(spec, lines, file, max_runs() if cap is None else cap)
     for ti, test in enumerate(spec.tests):
         for combo in combinations(test):
             params = {k: v for k, v in combo.items() if k not in ("client", "server")}
@@ -146,11 +150,10 @@ def _pairs(test: Any, hosts: list[str]) -> int:
     return members * (members - 1)  # mesh: every ordered pair
 
 
-def _check_run_count(spec: CampaignSpec, lines: LineMap, file: str) -> None:
+def _check_run_count(spec: CampaignSpec, lines: LineMap, file: str, cap: int) -> None:
     """Refuse a campaign of more runs than the cap *before* expanding it (counted: repeats ×
     each test's combinations × its pairs; excludes not subtracted, so at most that many): 10
     million runs would otherwise end planning in a MemoryError."""
-    cap = max_runs()
     hosts = list(spec.hosts)
     per_test = [
         (math.prod(len(v) for v in t.matrix.values()) + len(t.include)) * _pairs(t, hosts)
