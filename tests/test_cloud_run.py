@@ -173,7 +173,8 @@ def test_plan_without_credentials_says_the_vcpus_are_unknown(tmp_path: Path) -> 
     none = str(tmp_path / "none")
     env.update(AWS_CONFIG_FILE=none, AWS_SHARED_CREDENTIALS_FILE=none,
                AWS_EC2_METADATA_DISABLED="true", NETFLEET_CLOUD_DIR=str(tmp_path / "cloud"),
-               COLUMNS="250")  # fmt: skip
+               COLUMNS="250", AWS_ENDPOINT_URL="http://127.0.0.1:9")  # fmt: skip
+    # (backing: sim plans only against loopback: an endpoint where nothing answers)
     argv = [sys.executable, "-m", "netfleet", "plan", str(EXAMPLES / "aws-cheatsheet.yaml")]
     res = subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
     out = " ".join(res.stdout.split())
