@@ -1,6 +1,7 @@
 """compare's bootstrap holds bounded memory whatever the runs (issue 37 item 10): 100,000 runs
 a side at once peaked at 12 GB. Here 20,000 runs a side × 2,000 resamples — 40 million values
-a side unbatched — stay under 400 MB of RSS, in a process of its own."""
+a side unbatched, 1.1 GiB before batching — stay under 600 MiB of RSS (190 MiB measured
+alone), in a process of its own."""
 
 from __future__ import annotations
 
@@ -23,4 +24,4 @@ def test_the_bootstrap_of_many_runs_holds_bounded_memory() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, check=True
     )
     peak_mib = int(done.stdout) / 1024
-    assert peak_mib < 400, f"peak RSS {peak_mib:.0f} MiB"
+    assert peak_mib < 600, f"peak RSS {peak_mib:.0f} MiB"
