@@ -54,6 +54,15 @@ def run_processes(
     return pids
 
 
+def hold(pids: list[int]) -> None:
+    """Stop the dead controller's processes where they are (SIGSTOP), once the test has seen
+    them outlive it: they stay strays for the resume to find on a machine however busy (a run of
+    6-8 s ended before the resume looked, and there was nothing to stop). iperf3 handles
+    SIGTERM, so the resume's SIGTERM waits and its SIGKILL after the grace ends them."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+
+
 @contextmanager
 def killed_mid_run(
     proc: subprocess.Popen[Any],

@@ -25,7 +25,7 @@ from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec import load_spec
 from netfleet.spec.ssh import SshJump
 from netfleet.store import ResultsRoot
-from tests.killkit import alive, killed_mid_run
+from tests.killkit import alive, hold, killed_mid_run
 from tests.sshlab import SshLab, ssh_lab
 
 pytestmark = [
@@ -307,11 +307,7 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
         )
     with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1, log=log) as pids:
         assert all(alive(p) for p in pids), "remote server and client outlive the controller"
-        # held where they are (SIGSTOP), so that they are still strays when the resume looks, on
-        # a machine however busy (a run of 8 s ended before the resume came); iperf3 handles
-        # SIGTERM, so the resume's SIGTERM waits for them and its SIGKILL after the grace ends them
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
+        hold(pids)  # strays still when the resume looks
         res = subprocess.run(
             fleet.netfleet("run", str(spec_path), "--results", str(results), "--resume"),
             capture_output=True,
