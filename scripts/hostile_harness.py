@@ -5,7 +5,9 @@
 For each ``CORPUS_DIR/campaign/*.yaml`` it runs ``netfleet plan FILE`` and ``netfleet run
 --dry-run FILE``; for each ``CORPUS_DIR/lab/*.yaml`` ``netfleet lab up FILE`` — through the CLI's
 own entry point and error boundary, under an address-space limit (RLIMIT_AS, default 1 GiB) and a
-per-case alarm. Prints one JSON line per case: file, command, exit status, seconds, output.
+per-case alarm. Prints one JSON line per case: file, command, exit status, seconds (wall clock),
+cpu_seconds (this process's CPU time: what the case cost, apart from waiting on a busy
+machine), output.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def main() -> None:
         jobs.append((path, ["lab", "up", "--state-dir", state, str(path)]))
     for path, argv in jobs:
         out = io.StringIO()
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), time.process_time()
         signal.alarm(CASE_ALARM_S)
         try:
             with contextlib.redirect_stderr(out), contextlib.redirect_stdout(out):
@@ -59,7 +61,7 @@ def main() -> None:
             out.write(f"harness: {type(exc).__name__}: {exc}")
         finally:
             signal.alarm(0)
-        seconds = time.monotonic() - t0
+        seconds, cpu_seconds = time.monotonic() - t0, time.process_time() - cpu0
         if rc == 0 and argv[:2] == ["lab", "up"]:  # a case that was valid after all: undo it
             with contextlib.redirect_stderr(out), contextlib.redirect_stdout(out):
                 name = _lab_name(path)
@@ -69,7 +71,8 @@ def main() -> None:
                     )
                 )
         rec = {"file": str(path), "cmd": argv[0] if argv[0] != "lab" else "lab up", "rc": rc}
-        rec.update(seconds=round(seconds, 3), out=out.getvalue()[-4000:])
+        rec.update(seconds=round(seconds, 3), cpu_seconds=round(cpu_seconds, 3))
+        rec.update(out=out.getvalue()[-4000:])
         print(json.dumps(rec), flush=True)
     shutil.rmtree(state, ignore_errors=True)
 

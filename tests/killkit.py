@@ -30,11 +30,16 @@ def alive(pid: int) -> bool:
 
 
 def run_processes(
-    journal: Path, proc: subprocess.Popen[Any], picks: Picks, timeout: float = 60
+    journal: Path,
+    proc: subprocess.Popen[Any],
+    picks: Picks,
+    timeout: float = 60,
+    log: Path | None = None,
 ) -> list[int]:
     """The pids of the two processes (server, client) the journal recorded for the run
     ``picks`` chooses, once both are there; the test fails when that run never started (within
-    ``timeout`` s, or before the controller ``proc`` ended)."""
+    ``timeout`` s, or before the controller ``proc`` ended: then with the end of ``log``, the
+    file its stderr went to)."""
     deadline = time.monotonic() + timeout
     pids: list[int] = []
     while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
@@ -42,8 +47,20 @@ def run_processes(
         keys = {r["run_key"] for r in recs if r["event"] == "run_started" and picks(r)}
         pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] in keys]
         time.sleep(0.1)
+    if len(pids) < 2 and proc.poll() is not None:
+        said = log.read_text(errors="replace")[-3000:] if log is not None else "(not kept)"
+        raise AssertionError(f"the controller exited ({proc.returncode}) before the run: {said}")
     assert len(pids) == 2, "the long run never started"
     return pids
+
+
+def hold(pids: list[int]) -> None:
+    """Stop the dead controller's processes where they are (SIGSTOP), once the test has seen
+    them outlive it: they stay strays for the resume to find on a machine however busy (a run of
+    6-8 s ended before the resume looked, and there was nothing to stop). iperf3 handles
+    SIGTERM, so the resume's SIGTERM waits and its SIGKILL after the grace ends them."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
 
 
 @contextmanager
@@ -54,13 +71,14 @@ def killed_mid_run(
     *,
     timeout: float = 60,
     settle: float = 0.0,
+    log: Path | None = None,
 ) -> Iterator[list[int]]:
     """SIGKILL the controller ``proc`` (no cleanup of any kind) ``settle`` s after the run
     ``picks`` chooses has its two processes (:func:`run_processes`); yield their pids, and kill
     those still alive when the block ends."""
     pids: list[int] = []
     try:
-        pids = run_processes(journal, proc, picks, timeout)
+        pids = run_processes(journal, proc, picks, timeout, log)
         time.sleep(settle)
         proc.send_signal(signal.SIGKILL)
     finally:

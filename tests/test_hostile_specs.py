@@ -1,7 +1,9 @@
 """The hostile-input corpus (scripts/hostile_corpus.py) through the real CLI: every malformed
 campaign spec through ``plan`` and ``run --dry-run``, every malformed lab file through ``lab up``.
 Each must exit 2 naming the file (and line) with a fix, print no traceback, and finish in under
-2 s within 1 GiB of address space (issue 10)."""
+2 s within 1 GiB of address space (issue 10). The 2 s are CPU seconds (what the case costs: a
+quadratic parse or an alias bomb burns them); the wall clock, which a busy shared machine
+stretches, is bounded by the harness's 10 s alarm (a case that hangs)."""
 
 from __future__ import annotations
 
@@ -66,7 +68,8 @@ def test_hostile_input_is_refused_cleanly(
     out = rec["out"]
     assert rec["rc"] == 2, out
     assert "Traceback" not in out and "internal error" not in out, out
-    assert rec["seconds"] < CASE_LIMIT_S, f"took {rec['seconds']} s"
+    took = f"took {rec['cpu_seconds']} s of CPU, {rec['seconds']} s of wall clock"
+    assert rec["cpu_seconds"] < CASE_LIMIT_S, took
     assert f"{name}.yaml" in out, "the file is not named"
     located = re.search(rf"{re.escape(name)}\.yaml:\d+:", out)
     assert located or "fix:" in out, f"no line and no fix: {out}"

@@ -131,13 +131,13 @@ def test_a_port_someone_else_listens_on_is_never_taken_for_our_server(tmp_path: 
     the run's server would take: ours cannot bind there, and the client must not measure
     against theirs — the server moves to another port and the run measures iperf3."""
     from netfleet.lab.state import host_namespace
-    from netfleet.runner.session import PORT_BASE
+    from netfleet.runner.session import server_port
     from tests.labkit import lab_up, run, write_spec
 
     squatter = textwrap.dedent(f"""\
         import socket, sys
         s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", {PORT_BASE})); s.listen(16)
+        s.bind(("0.0.0.0", {server_port(0, 0, 0)})); s.listen(16)
         print("listening", flush=True)
         conns = []
         s.settimeout(60)
@@ -176,3 +176,16 @@ def test_a_port_someone_else_listens_on_is_never_taken_for_our_server(tmp_path: 
             out, _ = held.communicate()
     assert "accepted" not in out  # the client never connected to the squatter
     assert result.ok == result.total == 1, [(e.test, e.reason) for e in result.failed]
+
+
+def test_two_controllers_on_one_host_reach_for_different_server_ports() -> None:
+    """Each controller process draws its own start in the port range: two campaigns on one
+    host (the ctrl-c test above and another file's local campaign, two users) would otherwise
+    try the same ports in the same order, one's client meeting the other's server."""
+    code = "from netfleet.runner.session import server_port; print(server_port(1, 0, 0))"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]  # at once: three controllers
+    ports = {int(p.communicate(timeout=60)[0]) for p in procs}
+    assert len(ports) > 1, ports  # all three the same: 1 in 400 million by chance

@@ -25,7 +25,7 @@ from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec import load_spec
 from netfleet.spec.ssh import SshJump
 from netfleet.store import ResultsRoot
-from tests.killkit import alive, killed_mid_run
+from tests.killkit import alive, hold, killed_mid_run
 from tests.sshlab import SshLab, ssh_lab
 
 pytestmark = [
@@ -293,18 +293,21 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
             params: {duration: 1, bitrate: 20mbit}
           - name: long
             topology: {kind: pairs, hosts: [h3, h4]}
-            params: {duration: 8, bitrate: 20mbit}
+            params: {duration: 4, bitrate: 20mbit}
         """,
     )
     results = tmp_path / "r"
     journal = journal_path(results, "crashssh")
-    proc = subprocess.Popen(
-        fleet.netfleet("run", str(spec_path), "--results", str(results)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1) as pids:
+    log = tmp_path / "controller.err"  # its errors (in a file: a pipe nobody reads fills up)
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            fleet.netfleet("run", str(spec_path), "--results", str(results)),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1, log=log) as pids:
         assert all(alive(p) for p in pids), "remote server and client outlive the controller"
+        hold(pids)  # strays still when the resume looks
         res = subprocess.run(
             fleet.netfleet("run", str(spec_path), "--results", str(results), "--resume"),
             capture_output=True,
@@ -312,8 +315,7 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
             timeout=90,
         )
         assert res.returncode == 0, res.stdout + res.stderr
-        # the two strays are stopped in parallel: stopping the server may end the client first
-        assert res.stdout.count("stopped a stray iperf3") >= 1
+        assert res.stdout.count("stopped a stray iperf3") == 2, res.stdout[:1500]
         outcomes = {r["pid"]: r["outcome"] for r in read_records(journal) if r["event"] == "stray"}
         assert sorted(outcomes) == sorted(pids) and set(outcomes.values()) <= {"killed", "gone"}
         assert not any(alive(p) for p in pids)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 import signal
 import time
 from collections.abc import Callable
@@ -26,6 +27,17 @@ from netfleet.runner.events import Reporter
 PORT_BASE = 20000
 PORT_SPAN = 20000
 SERVER_READY_S = 10.0
+#: where this controller's servers start in the port range: drawn once per process, so that two
+#: controllers on one host (two campaigns, two users) do not reach for the same ports in the
+#: same order, one's client connecting to the other's server
+_PORT_OFFSET = secrets.randbelow(PORT_SPAN)
+
+
+def server_port(sequence: int, started: int, attempt: int) -> int:
+    """The port a run's server tries: spread by the run's sequence number, the processes the
+    run has started and the attempt (a port someone else holds sends the server to the next)."""
+    spread = _PORT_OFFSET + sequence * 7 + started * 131 + attempt * 7919
+    return PORT_BASE + spread % PORT_SPAN
 
 
 @dataclass
@@ -74,10 +86,7 @@ class RunSession:
             return entry
         last = ""
         for attempt in range(5):
-            port = (
-                PORT_BASE
-                + (self.run.sequence * 7 + len(self.started) * 131 + attempt * 7919) % PORT_SPAN
-            )
+            port = server_port(self.run.sequence, len(self.started), attempt)
             argv = make_argv(port)
             proc = await self.server.start(argv)
             entry = Started("server", self.server, proc, argv, port)
