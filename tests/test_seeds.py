@@ -241,12 +241,18 @@ def test_seed003_the_gateway_path_mtu_and_its_advice(
     s = paths_spec(tmp_path, name, duration=2)
     doctor = cli(capsys, "doctor", s, "--state-dir", str(state), "--format", "json")
     assert "path-mtu" in doctor and "1500" in doctor and "9000" in doctor
+    # issue 36: this lab's gateway forwards at any rate — said beside "use private addresses"
+    [said] = [a for a in json.loads(doctor)["advice"]["rows"] if a["code"] == "path-mtu"]
+    assert "gateway has no rate cap" in said["finding"], said
     results, catalog = run_and_ingest(capsys, tmp_path, s, state)
     advice = cli_json(capsys, "report", "advice", "--results", results)
     [gw] = [r for r in advice["rows"] if r["code"] == "path-mtu"]
     assert "1500" in gw["finding"] and "9000" in gw["finding"]
-    rows = cli_json(capsys, "report", "topology", "--catalog", catalog)["rows"]
-    assert {r["topology"] for r in rows} == {"private", "public"}
+    assert "gateway has no rate cap" in gw["finding"], gw
+    topology = cli_json(capsys, "report", "topology", "--catalog", catalog)
+    assert {r["topology"] for r in topology["rows"]} == {"private", "public"}
+    assert any(n.startswith("topology public: through a lab gateway; this lab's gateway has no "
+                            "rate cap") for n in topology["notes"]), topology["notes"]  # fmt: skip
 
 
 def test_seed004_r4_large_bursts_then_gives_its_baseline(tmp_path: Path, capsys: Any) -> None:
@@ -338,4 +344,5 @@ def test_seed003_the_capped_gateway_makes_public_slower(tmp_path: Path, capsys: 
     assert 0.85 < public / (0.5 * GOODPUT) < 1.05, rows
     assert private > 1.2 * public, rows
     advice = cli_json(capsys, "report", "advice", "--results", results)
-    assert any(r["code"] == "path-mtu" for r in advice["rows"])
+    [gw] = [r for r in advice["rows"] if r["code"] == "path-mtu"]
+    assert "rate cap" not in gw["finding"]  # a capped gateway: the comparison stands

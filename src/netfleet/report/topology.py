@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from netfleet.catalog.pending import catalog_notes
-from netfleet.catalog.topology import COLUMNS, topology_prices, topology_rows
+from netfleet.catalog.topology import COLUMNS, PRICE_LABELS, topology_labels, topology_rows
 from netfleet.pricetable import PriceTable
 from netfleet.report.cheatsheet import scale_notes
 from netfleet.tabular import Tabular
@@ -42,13 +42,18 @@ def topology_table(
     """One row per value of ``by`` (a label key or runs column), with what each column means;
     with ``results`` (a results root), raw results not yet in the catalog are named in a note."""
     from netfleet import pricetable
+    from netfleet.lab.gateway import RATE_LABEL, UNCAPPED, uncapped_words
 
     rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
-    prices = topology_prices(catalog_dir, by, campaign)
+    labels = topology_labels(catalog_dir, by, campaign, (*PRICE_LABELS, RATE_LABEL))
     table = pricetable.load(pricetable.default_state_root())
     sources: set[str] = set()
+    uncapped = [str(g) for g, (*_, gw) in labels.items() if UNCAPPED in gw]
+    words = uncapped_words({RATE_LABEL: UNCAPPED})
+    gateway = [f"{by} {', '.join(uncapped)}: through a lab gateway; {words}."] if uncapped else []
     for row in rows:
-        hourly, source = _price(*prices.get(row[0], ([], [], [])), table)
+        prices, types, regions, _gw = labels.get(row[0], ([], [], [], []))
+        hourly, source = _price(prices, types, regions, table)
         row += [hourly, None if hourly is None else hourly * HOURS_PER_MONTH]
         if source:
             sources.add(source)
@@ -80,6 +85,7 @@ def topology_table(
             f"{HOURS_PER_MONTH:g} h a month (seed 001: 24 × 30 h); a pair costs twice"
             + (f"; from {', '.join(sorted(sources))}." if sources else "; no prices found."),
             *scale_notes((f"{by} {value}", rate, time) for value, rate, time in scaled),
+            *gateway,
             *catalog_notes(results, catalog_dir),
         ],
         decimals=2,
