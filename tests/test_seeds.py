@@ -111,6 +111,11 @@ def test_seed000_fargate_out_vs_in_and_price(tmp_path: Path, capsys: Any) -> Non
     assert abs(out * 1e9 / (680.8e6 * GOODPUT) - 1) < 0.05, out
     assert abs((out / in_) / (680.8 / 63.8) - 1) < 0.1, (out, in_)
     assert any("lab at ×0.2" in n for n in sheet["notes"])
+    # issue 36: the cloud figures, as the seed gives them, and the profile's 4.4 % said
+    cloud = cli_json(capsys, "cheatsheet", "--catalog", catalog, "--scale", "cloud")
+    c50 = {(r["instance_type"], r["direction"]): r["p50"] for r in cloud["rows"]}
+    assert c50["fargate-2048-4096", "out"] == out / 0.2
+    assert any("4.4 % under" in n for n in cloud["notes"]), cloud["notes"]
     price = cli_json(capsys, "report", "price", "--catalog", catalog, "--target", "1gbit")
     row = next(
         r for r in price["rows"]
