@@ -125,6 +125,7 @@ def test_seed000_fargate_out_vs_in_and_price(tmp_path: Path, capsys: Any) -> Non
     assert abs(row["cloud_sustained_gbps"] / (3.404 * GOODPUT) - 1) < 0.05, row
     per = row["usd_per_sustained_gbps_hour"]
     assert abs(per / (0.152 / row["cloud_sustained_gbps"]) - 1) < 1e-9, row
+    assert any("4.4 % under" in n for n in price["notes"]), price["notes"]
 
 
 @pytest.fixture(scope="module")
