@@ -107,7 +107,7 @@ def test_the_html_report_gives_a_scaled_lab_in_cloud_figures_in_every_section(
 
     root = ResultsRoot(tmp_path / "raw")
     fargate = {"instance_type": "f256-512m", "lab_scale": 0.2, "lab_time_scale": 1,
-               "lab_rate_basis": "goodput"}  # fmt: skip
+               "lab_rate_basis": "goodput", "advertised": "100gbit"}  # fmt: skip
     root.write(make_envelope("tcp_1stream", "lab-1", labels=fargate))
     root.write(make_envelope("tcp_p2", "cloud-1", labels={"instance_type": "m5.large"}))
     ingest(root, tmp_path / "cat")
@@ -131,6 +131,11 @@ def test_the_html_report_gives_a_scaled_lab_in_cloud_figures_in_every_section(
     inout = {r["instance_type"]: r for r in table("inout").data.records()}
     assert inout["f256-512m"]["cloud_out_mbps"] == inout["f256-512m"]["out_mbps"] / 0.2
     assert inout["m5.large"]["cloud_out_mbps"] is None
+    # the advertised figure is the cloud's: measured ÷ advertised in cloud figures
+    (adv,) = table("advertised").data.records()
+    assert adv["sustained_mbps"] == inout["f256-512m"]["cloud_out_mbps"]
+    assert adv["sustained_ratio"] == adv["sustained_mbps"] / 100e3
+    assert adv["lab_scale"] == "lab ×0.2 (time ×1)"
     summary = doc.section("summary")
     assert summary is not None
     heads = [i for b in summary.blocks if isinstance(b, Bullets) for i in b.items]
