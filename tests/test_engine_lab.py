@@ -167,4 +167,5 @@ def test_doctor_flags_the_gateway_mtu(gw_lab: tuple[str, Path], tmp_path: Path) 
     assert "apub" in gateway.message and gateway.evidence == {
         "path_mtu": 1500,
         "interface_mtu": 9000,
+        "lab_gateway_rate": "uncapped",  # (issue 36: this lab's gateway has no rate cap)
     }

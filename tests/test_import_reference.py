@@ -232,6 +232,51 @@ def test_verify_finds_changed_corrupt_and_missing_files(tmp_path: Path) -> None:
     assert cli("verify", "--catalog", str(cat)) == ExitStatus.RUNS_FAILED
 
 
+def test_verify_prune_forgets_files_gone_and_a_refused_one_gone_is_no_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: verify stayed at exit 3 forever once a file was deleted — even a refused one
+    that never held a run — and its fix ("import the sources again") changed nothing. A refused
+    file gone is listed, not a problem; ``--prune`` (asked, ``--yes``, ``--dry-run``) forgets
+    the missing ones, their runs leave the catalog, and verify is green again."""
+    src = _folder(tmp_path, RUNS[:3])
+    (src / "zero.json").write_bytes(b"")  # refused: no run
+    cat = tmp_path / "cat"
+    register([str(src)], cat)
+    (src / "zero.json").unlink()
+    register([str(src)], cat)  # the import marks it missing
+    assert "missing" in _states(cat)["zero.json"]
+    report = api.verify(catalog=str(cat))
+    assert report.gone_refused == [str(src / "zero.json")] and report.problems == 0
+    assert cli("verify", "--catalog", str(cat)) == 0
+
+    a = sorted(src.glob("*.json"))[0]
+    gone_run = _run_of(cat, a)
+    a.unlink()
+    runs = {r[0] for r in query(cat, "SELECT run_id FROM runs").rows}
+    assert gone_run in runs and len(runs) == 3
+    capsys.readouterr()
+    assert cli("verify", "--catalog", str(cat)) == ExitStatus.RUNS_FAILED
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"netfleet verify --prune --catalog {cat}" in said
+    # without --yes and no terminal to ask: refused, nothing changed
+    with pytest.raises(InputError, match="--yes"):
+        api.verify(catalog=str(cat), prune=True)
+    declined = api.verify(catalog=str(cat), prune=True, ask=lambda question: False)
+    assert declined.pruned == [] and declined.missing == [str(a)]
+    assert cli("verify", "--catalog", str(cat), "--prune", "--dry-run") == ExitStatus.RUNS_FAILED
+    said = " ".join(capsys.readouterr().out.split())
+    assert "would forget 2 file(s) and take 1 run(s) out" in said
+    assert {r[0] for r in query(cat, "SELECT run_id FROM runs").rows} == runs
+    assert cli("verify", "--catalog", str(cat), "--prune", "--yes") == 0
+    assert {r[0] for r in query(cat, "SELECT run_id FROM runs").rows} == runs - {gone_run}
+    assert _states(cat)[a.name][-1] == "retired" and _states(cat)["zero.json"][-1] == "retired"
+    again = api.verify(catalog=str(cat))
+    assert again.problems == 0 and again.prunable == [] and again.ok == 2
+    a.write_bytes(RUNS[0].read_bytes())  # back at its source: a new run when imported again
+    assert len(register([str(src)], cat).registered) == 1
+
+
 def test_a_bad_file_never_stops_the_others_and_links_are_refused(tmp_path: Path) -> None:
     src = _folder(tmp_path, RUNS[:2])
     (src / "zero.json").write_bytes(b"")

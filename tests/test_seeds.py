@@ -111,6 +111,11 @@ def test_seed000_fargate_out_vs_in_and_price(tmp_path: Path, capsys: Any) -> Non
     assert abs(out * 1e9 / (680.8e6 * GOODPUT) - 1) < 0.05, out
     assert abs((out / in_) / (680.8 / 63.8) - 1) < 0.1, (out, in_)
     assert any("lab at ×0.2" in n for n in sheet["notes"])
+    # issue 36: the cloud figures, as the seed gives them, and the profile's 4.4 % said
+    cloud = cli_json(capsys, "cheatsheet", "--catalog", catalog, "--scale", "cloud")
+    c50 = {(r["instance_type"], r["direction"]): r["p50"] for r in cloud["rows"]}
+    assert c50["fargate-2048-4096", "out"] == out / 0.2
+    assert any("4.4 % under" in n for n in cloud["notes"]), cloud["notes"]
     price = cli_json(capsys, "report", "price", "--catalog", catalog, "--target", "1gbit")
     row = next(
         r for r in price["rows"]
@@ -120,6 +125,7 @@ def test_seed000_fargate_out_vs_in_and_price(tmp_path: Path, capsys: Any) -> Non
     assert abs(row["cloud_sustained_gbps"] / (3.404 * GOODPUT) - 1) < 0.05, row
     per = row["usd_per_sustained_gbps_hour"]
     assert abs(per / (0.152 / row["cloud_sustained_gbps"]) - 1) < 1e-9, row
+    assert any("4.4 % under" in n for n in price["notes"]), price["notes"]
 
 
 @pytest.fixture(scope="module")
@@ -241,12 +247,18 @@ def test_seed003_the_gateway_path_mtu_and_its_advice(
     s = paths_spec(tmp_path, name, duration=2)
     doctor = cli(capsys, "doctor", s, "--state-dir", str(state), "--format", "json")
     assert "path-mtu" in doctor and "1500" in doctor and "9000" in doctor
+    # issue 36: this lab's gateway forwards at any rate — said beside "use private addresses"
+    [said] = [a for a in json.loads(doctor)["advice"]["rows"] if a["code"] == "path-mtu"]
+    assert "gateway has no rate cap" in said["finding"], said
     results, catalog = run_and_ingest(capsys, tmp_path, s, state)
     advice = cli_json(capsys, "report", "advice", "--results", results)
     [gw] = [r for r in advice["rows"] if r["code"] == "path-mtu"]
     assert "1500" in gw["finding"] and "9000" in gw["finding"]
-    rows = cli_json(capsys, "report", "topology", "--catalog", catalog)["rows"]
-    assert {r["topology"] for r in rows} == {"private", "public"}
+    assert "gateway has no rate cap" in gw["finding"], gw
+    topology = cli_json(capsys, "report", "topology", "--catalog", catalog)
+    assert {r["topology"] for r in topology["rows"]} == {"private", "public"}
+    assert any(n.startswith("topology public: through a lab gateway; this lab's gateway has no "
+                            "rate cap") for n in topology["notes"]), topology["notes"]  # fmt: skip
 
 
 def test_seed004_r4_large_bursts_then_gives_its_baseline(tmp_path: Path, capsys: Any) -> None:
@@ -338,4 +350,5 @@ def test_seed003_the_capped_gateway_makes_public_slower(tmp_path: Path, capsys: 
     assert 0.85 < public / (0.5 * GOODPUT) < 1.05, rows
     assert private > 1.2 * public, rows
     advice = cli_json(capsys, "report", "advice", "--results", results)
-    assert any(r["code"] == "path-mtu" for r in advice["rows"])
+    [gw] = [r for r in advice["rows"] if r["code"] == "path-mtu"]
+    assert "rate cap" not in gw["finding"]  # a capped gateway: the comparison stands

@@ -109,17 +109,31 @@ def gateway_mtu(env: Mapping[str, Any]) -> list[Advice]:
     pmtus, mtu = ev.path_mtus(env), ev.interface_mtu(env)
     if not pmtus or mtu is None or min(pmtus) >= mtu:
         return []
+    found: dict[str, Any] = {"path_mtu": min(pmtus), "interface_mtu": mtu}
+    uncapped = _uncapped_gateway(ev._obj(env.get("labels")), found)
     return [
         Advice(
             "path-mtu",
             "warn",
             f"path MTU {min(pmtus)} is below the interface MTU {mtu} towards "
-            f"{ev._obj(env.get('server')).get('address')}: traffic crosses a gateway",
+            f"{ev._obj(env.get('server')).get('address')}: traffic crosses a gateway{uncapped}",
             "use private addresses (same VPC/subnet) so the path keeps the jumbo MTU",
-            {"path_mtu": min(pmtus), "interface_mtu": mtu},
+            found,
             (str(env.get("run_id")),),
         )
     ]
+
+
+def _uncapped_gateway(labels: Mapping[str, Any] | None, found: dict[str, Any]) -> str:
+    """``; `` + the words saying a lab's gateway has no rate cap (and ``found`` says so too),
+    or nothing: a path-MTU finding in a lab whose gateway forwards at any rate is about the MTU
+    only, never a cloud gateway's throughput (issue 36)."""
+    from netfleet.lab.gateway import RATE_LABEL, uncapped_words
+
+    words = uncapped_words(dict(labels or {}))
+    if labels and RATE_LABEL in labels:
+        found["lab_gateway_rate"] = labels[RATE_LABEL]
+    return f"; {words}" if words else ""
 
 
 def retransmits(env: Mapping[str, Any]) -> list[Advice]:
@@ -386,14 +400,16 @@ def advise_doctor(hosts: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> l
     for p in pairs:
         pmtu, mtu = p.get("path_mtu"), p.get("interface_mtu")
         if pmtu and mtu and pmtu < mtu:
+            found: dict[str, Any] = {"path_mtu": pmtu, "interface_mtu": mtu}
+            uncapped = _uncapped_gateway(p.get("labels"), found)
             items.append(
                 Advice(
                     "path-mtu",
                     "warn",
                     f"{p['client']}→{p['server']} ({p['address']}): path MTU {pmtu} < interface "
-                    f"MTU {mtu}: traffic crosses a gateway",
+                    f"MTU {mtu}: traffic crosses a gateway{uncapped}",
                     "use private addresses so the path keeps the interface MTU",
-                    {"path_mtu": pmtu, "interface_mtu": mtu},
+                    found,
                 )
             )
         if not p.get("ping"):

@@ -36,10 +36,13 @@ def cheatsheet(
     label: Iterable[str] = (),
     progress: Callable[[int, int], None] | None = None,
     imported: Callable[[RegisterReport], None] | None = None,
+    scale: Literal["lab", "cloud"] = "lab",
 ) -> Tabular:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB. ``by``: label
     keys or run columns. Raw results under ``results`` not yet in the catalog are noted.
+    ``scale``: the rows of a scaled lab in the lab's figures (``lab``) or as the cloud figures
+    they stand for (``cloud``: ÷ their ``lab_scale``, flagged ``cloud``).
 
     ``import_from``: files, folders, globs or ``s3://`` prefixes imported by reference into the
     catalog first, in the same call — as ``register(import_from, catalog=catalog,
@@ -85,7 +88,7 @@ def cheatsheet(
     pending = results_url(results) if results is not None or not sources else None
     try:
         return build_cheatsheet(
-            where, group_by=group, side=side, campaign=campaign, results=pending
+            where, group_by=group, side=side, campaign=campaign, results=pending, scale=scale
         )
     except CatalogError as exc:
         if "instance_type" not in group or not exc.message.startswith(NO_TYPE):
@@ -93,7 +96,7 @@ def cheatsheet(
     # foreign files without an instance_type label: the sheet by client, and how to label them
     fallback = tuple(dict.fromkeys("client" if k == "instance_type" else k for k in group))
     table = build_cheatsheet(
-        where, group_by=fallback, side=side, campaign=campaign, results=pending
+        where, group_by=fallback, side=side, campaign=campaign, results=pending, scale=scale
     )
     table.notes.insert(0, NO_TYPE_NOTE)
     return table

@@ -20,12 +20,16 @@ def report_topology(
     results: str | None = None,
     by: str = "topology",
     campaign: str | None = None,
+    scale: Literal["lab", "cloud"] = "lab",
 ) -> Tabular:
     """Seed 001's summary: request/response latency, ping and throughput per topology label
-    (``by``: a label key or runs column)."""
+    (``by``: a label key or runs column). ``scale``: a scaled lab's throughput as measured
+    (``lab``) or as the cloud figures it stands for (``cloud``)."""
     from netfleet.report.topology import topology_table
 
-    return topology_table(catalog_dir(catalog), by, campaign, results=results_url(results))
+    return topology_table(
+        catalog_dir(catalog), by, campaign, results=results_url(results), scale=scale
+    )
 
 
 def report_loaded(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from netfleet.api._paths import catalog_dir, results_url
+from netfleet.errors import InputError
 
 if TYPE_CHECKING:
     from netfleet.catalog.ingestion import IngestReport
@@ -124,10 +125,41 @@ def ingest(
     return run_ingest(open_root(results_url(results)), catalog_dir(catalog), progress=progress)
 
 
-def verify(*, catalog: str | os.PathLike[str] | None = None) -> VerifyReport:
+def verify(
+    *,
+    catalog: str | os.PathLike[str] | None = None,
+    prune: bool = False,
+    dry_run: bool = False,
+    yes: bool = False,
+    ask: Callable[[str], bool] | None = None,
+) -> VerifyReport:
     """Hash every file the catalog's manifest holds again (an import by reference) and report
     the changed (rewritten since), corrupt (other bytes, same stat, or unreadable) and missing
-    ones (a kept copy holding the bytes is named). Writes nothing."""
+    ones (a kept copy holding the bytes is named); files refused when read and gone since are
+    listed apart (no run: not a problem). Writes nothing, unless ``prune``: the missing and
+    gone-refused files are then forgotten — their manifest rows retired, their runs out of the
+    catalog — once ``yes`` or ``ask(question)`` answers True (``dry_run``: named, nothing
+    written). Nothing on disk is deleted."""
+    from netfleet.catalog.verify import prune as forget_gone
     from netfleet.catalog.verify import verify as run_verify
 
-    return run_verify(catalog_dir(catalog))
+    report = run_verify(catalog_dir(catalog))
+    if not prune or not report.prunable:
+        return report
+    if dry_run:
+        return forget_gone(report, dry_run=True)
+    runs = len(report.runs)
+    question = (
+        f"forget {len(report.prunable)} file(s) gone from their source"
+        f" and take their {runs} run(s) out of {report.catalog_dir}?"
+    )
+    if not yes:
+        if ask is None:
+            raise InputError(
+                f"{report.catalog_dir}: --prune would forget {len(report.prunable)} file(s)"
+                f" and {runs} run(s); nothing was changed",
+                hint="confirm with --yes (api: yes=True), or list them first with --dry-run",
+            )
+        if not ask(question):
+            return report
+    return forget_gone(report)

@@ -18,7 +18,8 @@ Columns (others may be added; these are never renamed — ``docs/import.md``):
 * ``run_id`` — the catalog's run id of the run the file holds (null when none);
 * ``generation`` — the manifest generation that last changed the row;
 * ``state`` — ``ok`` | ``bad`` (read, refused: ``reason``) | ``retired`` (the file changed
-  since: a newer row holds it, this one's catalog rows are gone) | ``missing`` (gone from its
+  since: a newer row holds it, this one's catalog rows are gone; or ``netfleet verify
+  --prune`` forgot it, gone from its source) | ``missing`` (gone from its
   source; its runs stay in the catalog, the bytes can no longer be verified);
 * ``reason`` — why not ok (null when ok);
 * ``labels`` — the run's labels (JSON object: ``--label``, the pattern's, the file's own;

@@ -484,7 +484,9 @@ class _State:
         return out
 
     def mark(self, source: str, **changes: Any) -> None:
-        at = self.active[source]
+        self.mark_at(self.active[source], **changes)
+
+    def mark_at(self, at: int, **changes: Any) -> None:
         self.index.set(at, changes)
         self.marked[self.index.columns["row_id"][at]] = at
         self.changed = True
@@ -542,6 +544,40 @@ class _State:
         self.new = {}
         rows = pa.concat_tables([rows_table(changed), made]) if changed else made
         _write_changes(catalog, rows, self.index, generation, table)
+
+
+#: the reason of a manifest row ``netfleet verify --prune`` forgot
+FORGOTTEN = "forgotten: gone from its source (netfleet verify --prune)"
+
+
+def forget(catalog_dir: str | os.PathLike[str], gone: Callable[[dict[str, Any]], bool],
+           sources: Iterable[str]) -> tuple[list[str], list[str]]:  # fmt: skip
+    """Forget the manifest rows of ``sources`` (not retired) that are still gone from their
+    source (``gone(row)``, asked again under the catalog's lock: a file back since is kept):
+    each row retired with the reason :data:`FORGOTTEN`, and the runs they held — unless another
+    row still holds them — taken out of the catalog. Returns the sources forgotten and the run
+    ids taken out."""
+    from netfleet.catalog.retire import finish_retire, retire
+    from netfleet.catalog.writer import prepared
+
+    wanted = set(sources)
+    with prepared(catalog_dir, None) as (local, _known):
+        finish_retire(local)
+        index = load_index(local)
+        state = _State(index, {}, index.generation, "")
+        forgotten = []
+        for at, row in list(enumerate(index.rows())):
+            if row["state"] == "retired" or row["source"] not in wanted or not gone(row):
+                continue
+            state.mark_at(at, state="retired", reason=FORGOTTEN)
+            forgotten.append(row["source"])
+            if row["run_id"]:
+                state.retire.add(row["run_id"])
+        if not state.changed:
+            return [], []
+        runs = retire(local, state.retiring())
+        state.write(local)
+    return forgotten, runs
 
 
 def _under(source: str, given: str) -> bool:

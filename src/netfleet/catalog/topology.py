@@ -98,20 +98,26 @@ def topology_rows(
     return rows, missing, scaled
 
 
-def topology_prices(
-    catalog_dir: str | os.PathLike[str], by: str = "topology", campaign: str | None = None
-) -> dict[Any, tuple[list[str], list[str], list[str]]]:
-    """Per value of ``by``: the distinct ``price_per_hour`` labels, instance types and regions
-    of its complete runs (for the $/month column of seed 001's table)."""
+#: the labels :func:`topology_labels` gives per value: the $/month column's (seed 001's table)
+#: and the lab gateway's cap (a public-vs-private comparison through an uncapped one says so)
+PRICE_LABELS = ("price_per_hour", "instance_type", "region")
+
+
+def topology_labels(
+    catalog_dir: str | os.PathLike[str],
+    by: str = "topology",
+    campaign: str | None = None,
+    keys: tuple[str, ...] = PRICE_LABELS,
+) -> dict[Any, tuple[list[str], ...]]:
+    """Per value of ``by``: for each label of ``keys`` (plain names), its distinct values
+    over the value's complete runs, sorted."""
     con = connect(catalog_dir)
     try:
         expr, params = _Keys(con).resolve(by)
         where = " AND r.campaign = ?" if campaign else ""
+        lists = ", ".join(f"list(DISTINCT json_extract_string(r.labels, '$.{k}'))" for k in keys)
         sql = f"""
-        SELECT {expr} AS g,
-               list(DISTINCT json_extract_string(r.labels, '$.price_per_hour')),
-               list(DISTINCT json_extract_string(r.labels, '$.instance_type')),
-               list(DISTINCT json_extract_string(r.labels, '$.region'))
+        SELECT {expr} AS g, {lists}
         FROM runs r WHERE r.status = 'ok'{where} GROUP BY 1
         """  # noqa: S608 -- fixed identifiers; values are parameters
         found = con.execute(sql, [*params, *([campaign] if campaign else [])]).fetchall()
@@ -119,8 +125,7 @@ def topology_prices(
         raise CatalogError(f"topology report failed: {exc}") from exc
     finally:
         con.close()
-    out: dict[Any, tuple[list[str], list[str], list[str]]] = {}
-    for g, *lists in found:
-        prices, types, regions = (sorted(str(v) for v in (x or []) if v is not None) for x in lists)
-        out[g] = (prices, types, regions)
-    return out
+    return {
+        g: tuple(sorted(str(v) for v in (x or []) if v is not None) for x in lists)
+        for g, *lists in found
+    }

@@ -10,7 +10,13 @@ compared with the row's ``file_id``:
   (the disk, a copy tool that kept the times); or a row that was ``ok`` whose file can no
   longer be read as it was;
 * ``missing`` — gone from its source (a kept copy, ``--keep-copy``, is hashed instead when
-  there is one: ``kept_ok`` names those whose copy still holds the bytes).
+  there is one: ``kept_ok`` names those whose copy still holds the bytes);
+* ``gone_refused`` — a file refused when it was read (it holds no run: nothing to verify),
+  gone since: listed, never a problem.
+
+``--prune`` (:func:`prune`) forgets the missing and gone-refused files: their manifest rows
+are retired, the runs they held leave the catalog (a source is asked again under the
+catalog's lock: one back since is kept). Nothing on disk is deleted (a kept copy stays).
 
 A local source is looked at before it is opened (:mod:`netfleet.readback`'s rules): what is
 no longer a regular file (a FIFO, a device, a folder) is ``changed`` without being opened; a
@@ -19,8 +25,8 @@ manifest's size, mtime and inode are the target's), else it is ``changed``; a fi
 is not the size imported is ``changed`` without being read (a sparse petabyte costs a stat),
 and no more than that size is hashed.
 
-Nothing is written: verify reports, import acts. Files are hashed in threads (hashlib and file
-reads release the GIL).
+Without ``--prune`` nothing is written: verify reports, import acts. Files are hashed in
+threads (hashlib and file reads release the GIL).
 """
 
 from __future__ import annotations
@@ -49,10 +55,24 @@ class VerifyReport:
     missing: list[str] = field(default_factory=list)
     #: missing at their source, but the kept copy holds the same bytes
     kept_ok: list[str] = field(default_factory=list)
+    #: refused when read (no run), gone from their source since: not a problem
+    gone_refused: list[str] = field(default_factory=list)
+    #: source → the run it holds, of the missing files
+    runs: dict[str, str] = field(default_factory=dict)
+    #: the files ``--prune`` forgot (a dry run: would forget) and the runs taken out with them
+    pruned: list[str] = field(default_factory=list)
+    pruned_runs: list[str] = field(default_factory=list)
+    #: a dry run of ``--prune``: nothing was written
+    dry_run: bool = False
 
     @property
     def problems(self) -> int:
         return len(self.changed) + len(self.corrupt) + len(self.missing)
+
+    @property
+    def prunable(self) -> list[str]:
+        """What ``--prune`` forgets: the missing and gone-refused files."""
+        return [*self.missing, *self.gone_refused]
 
 
 def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyReport:
@@ -68,6 +88,10 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
     index = load_index(catalog)  # the manifest's stat index: no pyarrow to load
     rows = [r for r in index.rows() if r["state"] in ("ok", "missing")]
     report = VerifyReport(catalog, generation=index.generation)
+    for row in index.rows():  # refused when read: only whether they are still there
+        source = row["source"]  # (an S3 object refused is not fetched again to tell)
+        if row["state"] == "bad" and not source.startswith("s3://") and _gone(row):
+            report.gone_refused.append(source)
     outcomes = _check_all(rows, workers)
     for row, (what, why) in zip(rows, outcomes, strict=True):
         report.checked += 1
@@ -78,12 +102,38 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
             report.changed.append(source)
         elif what == "corrupt":
             report.corrupt.append((source, why))
-        elif what == "kept":
-            report.missing.append(source)
-            report.kept_ok.append(source)
+        elif not row["run_id"]:  # read and refused, gone since: nothing to verify
+            report.gone_refused.append(source)
         else:
             report.missing.append(source)
+            report.runs[source] = row["run_id"]
+            if what == "kept":
+                report.kept_ok.append(source)
     return report
+
+
+def prune(report: VerifyReport, dry_run: bool = False) -> VerifyReport:
+    """Forget what ``report`` found gone (:attr:`VerifyReport.prunable`): their manifest rows
+    retired, their runs out of the catalog (:func:`netfleet.catalog.register.forget`). A dry
+    run names them and writes nothing. ``report`` is returned, ``pruned`` and ``pruned_runs``
+    filled in."""
+    from netfleet.catalog.register import forget
+
+    report.dry_run = dry_run
+    if dry_run:
+        report.pruned = report.prunable
+        report.pruned_runs = sorted({report.runs[s] for s in report.missing})
+        return report
+    report.pruned, report.pruned_runs = forget(report.catalog_dir, _gone, report.prunable)
+    return report
+
+
+def _gone(row: dict[str, Any]) -> bool:
+    """Whether ``row``'s file is gone from its source (a local one: not even a link left)."""
+    source = row["source"]
+    if not source.startswith("s3://"):
+        return not os.path.lexists(source)
+    return _check(row)[0] in ("missing", "kept")
 
 
 def _check_all(rows: list[dict[str, Any]], workers: int) -> list[tuple[str, str]]:

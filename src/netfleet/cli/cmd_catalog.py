@@ -11,7 +11,7 @@ from netfleet import api
 from netfleet.cli import registered
 from netfleet.cli.boundary import err_console
 from netfleet.cli.console import bar_when_needed, console, file_bar
-from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, ScaleOpt, emit
 from netfleet.errors import NetfleetError
 from netfleet.report import OutputFormat
 from netfleet.text import line
@@ -62,6 +62,7 @@ def cheatsheet(
         list[str] | None,
         typer.Option("--label", help="with --import-from: key=value label for every run"),
     ] = None,
+    scale: ScaleOpt = "lab",
 ) -> None:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s) per group, over complete
     runs with omitted intervals left out — seed 002's Athena query on DuckDB. With
@@ -89,6 +90,7 @@ def cheatsheet(
                 label=label or (),
                 progress=tick,
                 imported=imported,
+                scale=scale,
             )
         except NetfleetError:  # no sheet: the import's own failure (every file refused) first
             _outcomes(reports)

@@ -3,6 +3,7 @@ or (``--catalog``) registered by reference in a catalog's manifest; ``netfleet v
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -96,12 +97,31 @@ def import_(
     registered.outcome(report.bad, bool(report.imported or report.duplicates or report.already))
 
 
-def verify(catalog: CatalogOpt = None) -> None:
+def verify(
+    catalog: CatalogOpt = None,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="forget the files gone from their source: their manifest rows and runs leave "
+            "the catalog (asks first; nothing on disk is deleted)",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="with --prune: list what would go, change nothing")
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="with --prune: forget without asking")] = False,
+) -> None:
     """Hash every file an import by reference registered again and compare with the manifest:
     changed (rewritten since: import again), corrupt (other bytes under the same stat, or
-    unreadable), missing (a --keep-copy copy is checked instead). Writes nothing. Exit 3 when
-    any file is not as it was imported."""
-    report = api.verify(catalog=catalog)
+    unreadable), missing (a --keep-copy copy is checked instead; --prune forgets them). Writes
+    nothing without --prune. Exit 3 when any file is not as it was imported."""
+    if (dry_run or yes) and not prune:
+        raise InputError("--dry-run and --yes go with --prune", hint="netfleet verify --prune")
+    from netfleet.cli.console import ask_at_terminal
+
+    report = api.verify(catalog=catalog, prune=prune, dry_run=dry_run, yes=yes,
+                        ask=ask_at_terminal())  # fmt: skip
     console.print(
         f"{report.checked} file(s) of manifest generation {report.generation} hashed: "
         f"{report.ok} as imported"
@@ -111,11 +131,36 @@ def verify(catalog: CatalogOpt = None) -> None:
     for path, why in report.corrupt:
         console.print(f"  [red]corrupt[/] {line(path)}: {line(why)}")
     kept = set(report.kept_ok)
+    pruned = set(report.pruned) if not report.dry_run else set()
     for path in report.missing:
         more = " (its kept copy holds the bytes)" if path in kept else ""
-        console.print(f"  [red]missing[/] {line(path)}: gone from its source{more}")
-    if report.problems:
-        raise PartlyDone(
-            f"{report.problems} file(s) are not as they were imported",
-            hint="import the sources again to catalogue what changed",
+        now = "; forgotten, its run out of the catalog" if path in pruned else ""
+        console.print(f"  [red]missing[/] {line(path)}: gone from its source{more}{now}")
+    for path in report.gone_refused:
+        now = "; forgotten" if path in pruned else ""
+        console.print(
+            f"  gone {line(path)}: refused when imported, it holds no run (not a problem){now}"
         )
+    if report.dry_run:
+        console.print(
+            f"--dry-run: --prune would forget {len(report.pruned)} file(s) and take "
+            f"{len(report.pruned_runs)} run(s) out of the catalog; nothing was changed"
+        )
+    elif prune and report.prunable and not report.pruned:
+        console.print("nothing forgotten")
+    elif report.pruned:
+        console.print(
+            f"forgot {len(report.pruned)} file(s); {len(report.pruned_runs)} run(s) taken out "
+            "of the catalog (nothing on disk deleted)"
+        )
+    left = report.problems - (0 if report.dry_run else len(pruned & set(report.missing)))
+    if left:
+        fixes = []
+        if report.changed or report.corrupt:
+            fixes.append("import the changed sources again to catalogue what changed")
+        if set(report.missing) - pruned:
+            where = f" --catalog {shlex.quote(str(catalog))}" if catalog else ""
+            fixes.append(
+                f"forget the missing ones: netfleet verify --prune{where} (--dry-run lists them)"
+            )
+        raise PartlyDone(f"{left} file(s) are not as they were imported", hint="; ".join(fixes))

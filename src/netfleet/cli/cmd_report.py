@@ -9,7 +9,7 @@ import typer
 
 from netfleet import api
 from netfleet.cli import cmd_study
-from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, emit
+from netfleet.cli.options import CatalogOpt, FormatOpt, ResultsOpt, ScaleOpt, emit
 from netfleet.report import OutputFormat
 
 app = typer.Typer(help="Answers over the catalog and the raw results.", no_args_is_help=True)
@@ -24,9 +24,12 @@ def topology(
     by: Annotated[str, typer.Option("--by", help="label key or runs column")] = "topology",
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
+    scale: ScaleOpt = "lab",
 ) -> None:
     """Seed 001's summary: request/response latency, ping and throughput per topology label."""
-    table = api.report_topology(catalog=catalog, results=results, by=by, campaign=campaign)
+    table = api.report_topology(
+        catalog=catalog, results=results, by=by, campaign=campaign, scale=scale
+    )
     emit(table, fmt)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -49,5 +49,14 @@ MaxRunsOpt = Annotated[
         min=1,
         help="refuse a campaign that plans more runs than this, before expanding it "
         "[env NETFLEET_MAX_RUNS; default 1,000,000]",
+    ),
+]
+
+ScaleOpt = Annotated[
+    Literal["lab", "cloud"],
+    typer.Option(
+        "--scale",
+        help="a scaled lab's rates (label lab_scale): as measured (lab) or as the cloud "
+        "figures they stand for (cloud: ÷ lab_scale, flagged)",
     ),
 ]

@@ -20,6 +20,7 @@ from netfleet.errors import HostError
 from netfleet.hosts import ena
 from netfleet.hosts.base import Host
 from netfleet.hosts.packages import missing_tools
+from netfleet.lab.gateway import RATE_LABEL
 
 #: version landmarks worth knowing before a campaign (FIELD-NOTES)
 CAPABILITIES: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -160,4 +161,6 @@ async def pair_report(client: Host, server: Host, client_mtu: int | None) -> dic
         "interface_mtu": client_mtu,
         "port": port,
         "port_detail": detail,
+        # a lab's gateway: its cap, or "uncapped" (the path-MTU advice says so)
+        "labels": {k: v for k, v in server.labels.items() if k == RATE_LABEL},
     }

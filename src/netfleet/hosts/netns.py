@@ -67,9 +67,10 @@ class NetnsProvider(AttachProvider):
             labels = {**known, **lh.labels, **spec.labels}
             address = lh.address
             if spec.via == "gateway":
-                from netfleet.lab.gateway import public_address
+                from netfleet.lab.gateway import gateway_label, public_address
 
                 address = public_address(spec.lab, lh, state_dir=state_dir)
+                labels = {**labels, **gateway_label(spec.lab, state_dir)}
             return NetnsHost(
                 name=name,
                 address=address,

@@ -26,6 +26,31 @@ from netfleet.lab.shaping import tbf_args
 from netfleet.lab.state import BRIDGE, INTERFACE, LabHost, LabState, read_state
 
 ROUTER = "gw"
+#: the label a host reached through the gateway carries, and so every run whose server it is
+#: (:func:`gateway_label`): the gateway's cap in bit/s, or :data:`UNCAPPED`
+RATE_LABEL = "lab_gateway_rate"
+UNCAPPED = "uncapped"
+
+
+def gateway_label(lab: str, state_dir: str | Path | None = None) -> dict[str, float | str]:
+    """``{RATE_LABEL: cap}`` for a host reached through ``lab``'s gateway."""
+    state = read_state(lab, state_dir)
+    gateway = (state.gateway if state is not None else None) or {}
+    rate = gateway.get("rate")
+    return {RATE_LABEL: float(rate) if rate else UNCAPPED}
+
+
+def uncapped_words(labels: dict[str, object] | None) -> str:
+    """The sentence that goes beside a public-vs-private finding of runs through a lab gateway
+    with no rate cap (empty otherwise): its throughput is the lab router's, not a cloud
+    gateway's."""
+    if not labels or labels.get(RATE_LABEL) != UNCAPPED:
+        return ""
+    return (
+        "this lab's gateway has no rate cap (gateway.rate unset): throughput through it is the "
+        "lab router's, not a cloud gateway's, so this compares MTUs only (the lab profile "
+        "seed003 caps its gateway)"
+    )
 
 
 def router_namespace(lab: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from ipaddress import IPv4Address, IPv4Network, ip_network
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -304,6 +304,13 @@ class Scale(BaseModel):
 
     rate: float = Field(default=1.0, gt=0, description="lab rate / cloud rate")
     time: float = Field(default=1.0, gt=0, description="lab duration / cloud duration")
+    basis: Literal["wire", "goodput"] = Field(
+        default="wire",
+        description="what the cloud figures the shaper rates were built from are: wire rates "
+        "(what a shaper limits), or goodput (a seed's iperf3 figures used as shaper rates: the "
+        "lab's goodput lands under the seed's by the TCP/IP overhead, 4.4 % at MTU 1500; "
+        "outputs comparing the lab's figures with the cloud's say so)",
+    )
     note: str | None = None
 
 

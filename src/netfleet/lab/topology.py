@@ -36,13 +36,15 @@ from netfleet.lab.state import (
 log = logging.getLogger(__name__)
 
 
-def scale_labels(scale: Scale | None) -> dict[str, float]:
+def scale_labels(scale: Scale | None) -> dict[str, float | str]:
     """The labels a scaled lab puts on its hosts (so on every run they take part in):
-    ``lab_scale`` = lab rate ÷ cloud rate, ``lab_time_scale`` = lab duration ÷ cloud duration.
+    ``lab_scale`` = lab rate ÷ cloud rate, ``lab_time_scale`` = lab duration ÷ cloud duration,
+    and ``lab_rate_basis: goodput`` when its rates are a seed's goodput used as shaper rates.
     None for a lab at the cloud's own figures."""
     if scale is None or (scale.rate == 1.0 and scale.time == 1.0):
         return {}
-    return {"lab_scale": scale.rate, "lab_time_scale": scale.time}
+    basis = {"lab_rate_basis": "goodput"} if scale.basis == "goodput" else {}
+    return {"lab_scale": scale.rate, "lab_time_scale": scale.time, **basis}
 
 
 def plan(spec: LabSpec, source: str | None = None) -> LabState:

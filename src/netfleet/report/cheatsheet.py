@@ -4,9 +4,9 @@ what was measured, in which unit and rate basis, and what was left out."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from netfleet.catalog.cheatsheet import (
     LEVELS_SPREAD,
@@ -21,12 +21,24 @@ from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
 
 def cheatsheet(
-    catalog_dir: str | Path, *args: Any, results: str | Path | None = None, **kwargs: Any
+    catalog_dir: str | Path,
+    *args: Any,
+    results: str | Path | None = None,
+    scale: Scale = "lab",
+    **kwargs: Any,
 ) -> Tabular:
     """Min / p5 / avg / p50 / p95 / max of interval goodput (or wire rate) per group; the
     keyword arguments are those of :func:`netfleet.catalog.cheatsheet_data`. With ``results``
-    (a results root), raw results not yet in the catalog are named in a note."""
-    table = cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs))
+    (a results root), raw results not yet in the catalog are named in a note. ``scale``: a
+    scaled lab's rows in the lab's figures (``lab``) or as the cloud figures they stand for
+    (``cloud``)."""
+    table = cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs), scale)
+    if any(row[-1] and "lab ×" in str(row[-1]) for row in table.rows):
+        from netfleet.report.labscale import goodput_basis_note, goodput_basis_runs
+
+        found = goodput_basis_runs(catalog_dir, kwargs.get("campaign"))
+        if found:
+            table.notes.append(goodput_basis_note(f"{found} run(s)"))
     if results is not None:  # the store (and its models) only when asked: start-up time
         from netfleet.catalog.pending import pending_notes
 
@@ -34,25 +46,75 @@ def cheatsheet(
     return table
 
 
-def scale_note(group: str, rate: str, time: str | None) -> str:
+#: how a scaled lab's rates are shown: the lab's own, or the cloud figures they stand for
+Scale = Literal["lab", "cloud"]
+SCALES: tuple[Scale, ...] = ("lab", "cloud")
+
+
+def scale_note(group: str, rate: str, time: str | None, scale: Scale = "lab") -> str:
     """What a scaled lab's numbers are (issue 9: said beside the numbers, not only in a lab
-    file). ``rate``/``time``: the runs' ``lab_scale`` / ``lab_time_scale`` labels."""
+    file). ``rate``/``time``: the runs' ``lab_scale`` / ``lab_time_scale`` labels; ``scale``:
+    how the table shows them."""
     what = "rates and durations" if time in (None, rate) else f"rates; durations ×{time}"
+    if scale == "cloud" and _one(rate) is not None:
+        return (
+            f"{group}: lab at ×{rate} of the cloud figures its name gives ({what}): its rates "
+            f"are shown as the cloud figures they stand for, the lab's ÷ {rate} (flag 'cloud'; "
+            "--scale lab for the lab's own)."
+        )
     return (
         f"{group}: lab at ×{rate} of the cloud figures its name gives ({what}): these numbers "
-        f"are the lab's, not scaled back (÷ {rate} for the cloud's; label lab_scale)."
+        f"are the lab's, not scaled back (÷ {rate} for the cloud's: --scale cloud; label "
+        "lab_scale)."
     )
 
 
-def scale_notes(scaled: Iterable[tuple[str, str, str | None]]) -> list[str]:
+def scale_notes(scaled: Iterable[tuple[str, str, str | None]], scale: Scale = "lab") -> list[str]:
     """One :func:`scale_note` per distinct scale, naming every group at it."""
     groups: dict[tuple[str, str | None], list[str]] = {}
     for group, rate, time in scaled:
         groups.setdefault((rate, time), []).append(group)
-    return [scale_note("; ".join(names), rate, time) for (rate, time), names in groups.items()]
+    return [
+        scale_note("; ".join(names), rate, time, scale) for (rate, time), names in groups.items()
+    ]
 
 
-def cheatsheet_table(d: CheatSheetData) -> Tabular:
+def _one(rate: str) -> float | None:
+    """The one rate scale of a group's ``lab_scale`` labels (None: several, or unreadable —
+    no single cloud figure)."""
+    try:
+        value = float(rate)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+def in_cloud_figures(
+    rows: list[list[Any]],
+    columns: Sequence[str],
+    rates: Iterable[str],
+    found: Sequence[str | None],
+) -> list[list[Any]]:
+    """``rows`` (of ``columns``) with the cells of the ``rates`` columns ÷ each row's rate
+    scale (``found``: its ``lab_scale`` label, None when unscaled): the cloud figures a scaled
+    lab's rates stand for. A row of several scales, or none, keeps its figures."""
+    divide = set(rates)
+    out = []
+    for row, rate in zip(rows, found, strict=True):
+        one = None if rate is None else _one(rate)
+        if one is None:
+            out.append(row)
+            continue
+        out.append(
+            [
+                v / one if c in divide and isinstance(v, int | float) else v
+                for c, v in zip(columns, row, strict=True)
+            ]
+        )
+    return out
+
+
+def cheatsheet_table(d: CheatSheetData, scale: Scale = "lab") -> Tabular:
     measure = "goodput" if d.rate == "goodput" else "wire rate"
     filters = d.filters
     # every run counted came from its sender (seed 002's client -J files): the sheet is the
@@ -108,18 +170,27 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
     no_drop = any(row[-1] and "no drop" in str(row[-1]) for row in d.rows)
     levels = any(row[-1] and LEVELS_TAG in str(row[-1]) for row in d.rows)
     rows = d.rows
+    columns = [*d.group_keys, "runs", "intervals", *STATS, "flag"]
     if d.scaled:
         scale_of = {group: (rate, time) for group, rate, time in d.scaled}
         rows = []
+        rates: list[str | None] = []
         for row in d.rows:
             found = scale_of.get(tuple(row[: len(d.group_keys)]))
             flag = row[-1]
+            rates.append(None if found is None else found[0])
             if found is not None:  # beside the numbers: the row's flag says the lab's scale
-                flag = "; ".join(f for f in (flag, f"lab ×{found[0]}") if f)
+                shown = "cloud; " if scale == "cloud" and _one(found[0]) else ""
+                flag = "; ".join(f for f in (flag, f"{shown}lab ×{found[0]}") if f)
             rows.append([*row[:-1], flag])
+        if scale == "cloud":
+            rows = in_cloud_figures(rows, columns, STATS, rates)
         notes += scale_notes(
-            (", ".join(str(v) for v in group) or "all runs", rate, time)
-            for group, rate, time in d.scaled
+            (
+                (", ".join(str(v) for v in group) or "all runs", rate, time)
+                for group, rate, time in d.scaled
+            ),
+            scale,
         )
     if no_drop:
         notes.append(
@@ -138,7 +209,7 @@ def cheatsheet_table(d: CheatSheetData) -> Tabular:
     if d.runs and not d.rows:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
     return Tabular(
-        columns=[*d.group_keys, "runs", "intervals", *STATS, "flag"],
+        columns=columns,
         rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
         + (

@@ -10,6 +10,7 @@ the cloud's, so $ per Gbit/s divides it by the *cloud* rate.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,11 +18,46 @@ from typing import Any
 from netfleet.analysis.calculator import Answer
 from netfleet.report.numbers import sig
 
+#: the label of a lab whose rates are a seed's goodput used as shaper (wire) rates
+BASIS_LABEL = "lab_rate_basis"
+
+
+def goodput_basis_note(what: str) -> str:
+    """What a lab built from a seed's goodput gives when compared with that seed (issue 36:
+    seed 000's Fargate tiers land 4.4 % under the seed's figures)."""
+    from netfleet.units import GOODPUT_PER_WIRE
+
+    return (
+        f"{what}: the lab profile's rates are a seed's goodput used as shaper (wire) rates "
+        f"(label {BASIS_LABEL}=goodput), so the goodput measured here, and the cloud figures "
+        f"derived from it, land under the seed's by the TCP/IP overhead: × {GOODPUT_PER_WIRE:.3f} "
+        f"at MTU 1500 ({(1 - GOODPUT_PER_WIRE) * 100:.1f} % under) — that gap is the profile's, "
+        "not a finding."
+    )
+
+
+def goodput_basis_runs(catalog_dir: str | os.PathLike[str], campaign: str | None = None) -> int:
+    """How many runs of the catalog (of ``campaign``) a lab built from a seed's goodput
+    measured (label :data:`BASIS_LABEL`)."""
+    from netfleet.catalog.views import connect
+
+    con = connect(catalog_dir)
+    try:
+        sql = "SELECT count(*) FROM runs WHERE json_extract_string(labels, ?) = 'goodput'"
+        if campaign:
+            sql += " AND campaign = ?"
+        params = [f"$.{BASIS_LABEL}", *([campaign] if campaign else [])]
+        return int(con.execute(sql, params).fetchone()[0])  # type: ignore[index]
+    finally:
+        con.close()
+
 
 @dataclass(frozen=True)
 class LabScale:
     rate: float
     time: float
+    #: "goodput": the profile's rates are a seed's goodput used as wire rates
+    basis: str = "wire"
 
     def cloud_rate(self, bps: float) -> float:
         return bps / self.rate
@@ -50,7 +86,7 @@ class LabScale:
             f"{what}: measured in a lab at ×{self.rate:g} of the cloud's rates and "
             f"×{self.time:g} of its durations; cloud figures = rates ÷ {self.rate:g}, "
             f"times ÷ {self.time:g}, credit (rate × time) ÷ {self.rate * self.time:g}."
-        )
+        ) + (" " + goodput_basis_note(what) if self.basis == "goodput" else "")
 
 
 def cloud_answer(answer: Answer, scale: LabScale) -> Answer:
@@ -75,7 +111,8 @@ def scale_of(labels: Mapping[str, Any]) -> LabScale | None:
     time = _number(labels.get("lab_time_scale")) or rate
     if rate == 1 and time == 1:
         return None
-    return LabScale(rate, time)
+    basis = "goodput" if labels.get(BASIS_LABEL) == "goodput" else "wire"
+    return LabScale(rate, time, basis)
 
 
 def common_scale(all_labels: Iterable[Mapping[str, Any]]) -> LabScale | None:

@@ -35,7 +35,7 @@ from netfleet.analysis import GroupAnalysis
 from netfleet.analysis.estimate import Estimate
 from netfleet.errors import InputError
 from netfleet.pricetable import STALE_AFTER_DAYS, PriceTable, stale_warning
-from netfleet.report.labscale import LabScale, common_scale
+from netfleet.report.labscale import LabScale, common_scale, goodput_basis_note
 from netfleet.report.study import rates_of, throughput_groups
 from netfleet.tabular import Tabular
 from netfleet.units import parse_rate
@@ -134,6 +134,9 @@ class PricePerformance:
                 "for (÷ the lab scale); $ per Gbit/s and the target use the cloud figures "
                 "(the price is the cloud's)."
             )
+        goodput = sorted({r.instance_type for r in self.rows if r.lab and r.lab.basis == "goodput"})
+        if goodput:  # the cloud figures land under the seed's: the profile's, not the price's
+            notes.append(goodput_basis_note(", ".join(goodput)))
         if self.verdict:
             notes.append(self.verdict)
         return Tabular(columns, rows, title="Price per Gbit/s", notes=notes, decimals=4)

@@ -32,7 +32,7 @@ from netfleet.report.analysis_tables import calc_table, estimate_text, groups_ta
 from netfleet.report.burst_answer import burst_answer
 from netfleet.report.cheatsheet import cheatsheet
 from netfleet.report.document import Bullets, Document, Figure, Paragraph, Section, Table
-from netfleet.report.labscale import LabScale, common_scale
+from netfleet.report.labscale import LabScale, common_scale, goodput_basis_note, scale_of
 from netfleet.report.loaded_latency import loaded_section
 from netfleet.report.numbers import sig
 from netfleet.report.price import price_performance
@@ -122,7 +122,13 @@ def summary_section(
         elif r.sustained is not None:
             heads.append(f"{_label(g)}: {_level_text(r.sustained, lab)} ({r.kind}).")
     if heads:
-        scaled = any(common_scale(a.run.labels for a in g.runs) for g in groups)
+        labs = [common_scale(a.run.labels for a in g.runs) for g in groups]
+        scaled = any(labs)
+        goodput = [
+            _label(g) for g, lab in zip(groups, labs, strict=True) if lab and lab.basis == "goodput"
+        ]
+        if goodput:  # compared with the seed, its figures land under it: said here
+            heads.append(goodput_basis_note(", ".join(goodput)))
         s.add(
             Paragraph(
                 "Headline numbers (receiver goodput"
@@ -169,13 +175,16 @@ def _level_text(e: Any, lab: LabScale | None) -> str:
     )
 
 
-def _unit_for(groups: Sequence[GroupAnalysis]) -> str:
+def _unit_for(groups: Sequence[GroupAnalysis], cloud: bool = False) -> str:
+    """The cheat sheet's unit: Gbit/s when its fastest interval reaches 1 Gbit/s (``cloud``:
+    a scaled lab's as the cloud figure it stands for)."""
     fastest = max(
         (
-            float(a.series.rate.max())
+            float(a.series.rate.max()) / (lab.rate if cloud and lab else 1.0)
             for g in groups
             for a in g.runs
             if a.series is not None and a.series.n
+            for lab in (scale_of(a.run.labels),)
         ),
         default=0.0,
     )
@@ -193,12 +202,15 @@ def cheatsheet_section(
         if len(campaigns) <= 1
         else ("campaign", "instance_type", "direction")
     )
+    # a scaled lab's rows as the cloud figures they stand for, as the summary gives them
+    scaled = any(scale_of(a.run.labels) for g in groups for a in g.runs)
     try:
         sheet = cheatsheet(
             Path(catalog),
             group_by=keys,
             campaign=campaigns[0] if len(campaigns) == 1 else None,
-            unit=unit,
+            unit=_unit_for(groups, cloud=True) if scaled else unit,
+            scale="cloud" if scaled else "lab",
         )
     except NetfleetError as exc:
         return Section("cheatsheet", "Cheat sheet").add(Paragraph(f"no cheat sheet: {exc}", "note"))
@@ -225,6 +237,15 @@ def cheatsheet_section(
     sheet.rows = [[v for i, v in enumerate(row) if i != f] for row in sheet.rows]
     s = Section("cheatsheet", "Cheat sheet")
     s.add(Table(sheet, flags))
+    if scaled:
+        s.add(
+            Paragraph(
+                "Rows flagged 'cloud' were measured in a scaled lab: their rates are the cloud "
+                "figures the lab's stand for (the lab's ÷ its lab_scale), as in the summary; "
+                "the plots below show the lab's own rates.",
+                "note",
+            )
+        )
     if level_rows:
         s.add(
             Paragraph(
@@ -286,6 +307,21 @@ def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
         [t, o / 1e6 if o else None, i / 1e6 if i else None, (o / i) if o and i else None]
         for t, o, i in rows
     ]
+    columns = ["instance_type", "out_mbps", "in_mbps", "out_over_in"]
+    notes = [
+        "goodput, Mbit/s; out = the host sends; a ratio far from 1 is an "
+        "asymmetric limit (seed 000's Fargate tiers)."
+    ]
+    labs = {
+        str(g.keys.get("instance_type")): common_scale(a.run.labels for a in g.runs) for g in groups
+    }
+    if any(labs.values()):  # a scaled lab: the cloud figures beside the lab's (as the summary)
+        columns += ["lab_scale", "cloud_out_mbps", "cloud_in_mbps"]
+        for row, (t, o, i) in zip(table_rows, rows, strict=True):
+            lab = labs.get(t)
+            cloud = [None if v is None else lab.cloud_rate(v) / 1e6 for v in (o, i)] if lab else []
+            row += [lab.label(), *cloud] if lab else [None, None, None]
+        notes += [lab.note(t) for t, lab in labs.items() if lab is not None]
     s = Section("inout", "Out vs in")
     s.add(
         Figure(
@@ -294,16 +330,7 @@ def inout_section(groups: Sequence[GroupAnalysis]) -> Section | None:
             "its burst is in Burst vs baseline; runs at levels too different to pool: none)",
             plots.inout_bars(rows, fmt="png"),
         ),
-        Table(
-            Tabular(
-                ["instance_type", "out_mbps", "in_mbps", "out_over_in"],
-                table_rows,
-                notes=[
-                    "goodput, Mbit/s; out = the host sends; a ratio far from 1 is an "
-                    "asymmetric limit (seed 000's Fargate tiers)."
-                ],
-            )
-        ),
+        Table(Tabular(columns, table_rows, notes=notes)),
     )
     return s
 
@@ -324,13 +351,18 @@ def _advertised(g: GroupAnalysis) -> float | None:
 
 def advertised_section(groups: Sequence[GroupAnalysis]) -> Section | None:
     rows = []
+    labs: list[LabScale | None] = []
     for g in groups:
         adv = _advertised(g)
         if adv is None:
             continue
         r = rates_of(g)
-        sus = r.sustained.value if r.sustained else None
-        peak = r.peak.value if r.peak else None
+        # a scaled lab: the advertised figure is the cloud's, so is what it is divided into
+        lab = common_scale(a.run.labels for a in g.runs)
+        labs.append(lab)
+        cloud = 1.0 if lab is None else 1 / lab.rate
+        sus = r.sustained.value * cloud if r.sustained else None
+        peak = r.peak.value * cloud if r.peak else None
         rows.append(
             [
                 g.keys.get("instance_type"),
@@ -340,10 +372,25 @@ def advertised_section(groups: Sequence[GroupAnalysis]) -> Section | None:
                 None if peak is None else peak / 1e6,
                 None if sus is None else sus / adv,
                 None if peak is None else peak / adv,
+                None if lab is None else lab.label(),
             ]
         )
     if not rows:
         return None
+    scaled = [lab for lab in labs if lab is not None]
+    notes = [
+        "advertised from the hosts' advertised / advertised_out / advertised_in "
+        "labels (usually a wire rate); measured = goodput, which is at most "
+        "1448/1514 ≈ 0.956 of the wire rate at MTU 1500."
+    ]
+    if scaled:
+        notes.append(
+            "lab_scale rows: measured in a scaled lab; sustained_mbps and peak_mbps are the "
+            "cloud figures the lab's stand for (÷ lab_scale), as the advertised figure is the "
+            "cloud's."
+        )
+    else:
+        rows = [row[:-1] for row in rows]
     return Section("advertised", "Measured ÷ advertised").add(
         Table(
             Tabular(
@@ -355,13 +402,10 @@ def advertised_section(groups: Sequence[GroupAnalysis]) -> Section | None:
                     "peak_mbps",
                     "sustained_ratio",
                     "peak_ratio",
+                    *(["lab_scale"] if scaled else []),
                 ],
                 rows,
-                notes=[
-                    "advertised from the hosts' advertised / advertised_out / advertised_in "
-                    "labels (usually a wire rate); measured = goodput, which is at most "
-                    "1448/1514 ≈ 0.956 of the wire rate at MTU 1500."
-                ],
+                notes=notes,
             )
         )
     )

@@ -4,11 +4,12 @@ from the catalog's :func:`netfleet.catalog.topology.topology_rows`."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from netfleet.catalog.pending import catalog_notes
-from netfleet.catalog.topology import COLUMNS, topology_prices, topology_rows
+from netfleet.catalog.topology import COLUMNS, PRICE_LABELS, topology_labels, topology_rows
 from netfleet.pricetable import PriceTable
-from netfleet.report.cheatsheet import scale_notes
+from netfleet.report.cheatsheet import Scale, in_cloud_figures, scale_notes
 from netfleet.tabular import Tabular
 
 #: the providers' month (365 × 24 / 12 h); seed 001 wrote 24 × 30 = 720
@@ -33,22 +34,45 @@ def _price(
     return None, None
 
 
+def _in_cloud(rows: list[list[Any]], rate_of: dict[Any, str]) -> list[list[Any]]:
+    """The throughput of each scaled lab's row as the cloud figure it stands for."""
+    columns = ["", *COLUMNS]
+    rows = in_cloud_figures(rows, columns, ["throughput_gbps"], [rate_of.get(r[0]) for r in rows])
+    at = columns.index("throughput_by_streams")
+    for row in rows:  # "1: 0.28, 2: 0.29" → each count's figure in the cloud
+        rate = rate_of.get(row[0])
+        if rate and "," not in rate and row[at]:
+            pairs = (part.split(": ") for part in str(row[at]).split(", "))
+            row[at] = ", ".join(f"{p}: {float(v) / float(rate):.2f}" for p, v in pairs)
+    return rows
+
+
 def topology_table(
     catalog_dir: str | os.PathLike[str],
     by: str = "topology",
     campaign: str | None = None,
     results: str | os.PathLike[str] | None = None,
+    scale: Scale = "lab",
 ) -> Tabular:
     """One row per value of ``by`` (a label key or runs column), with what each column means;
-    with ``results`` (a results root), raw results not yet in the catalog are named in a note."""
+    with ``results`` (a results root), raw results not yet in the catalog are named in a note.
+    ``scale``: a scaled lab's throughput as measured (``lab``) or as the cloud figures it
+    stands for (``cloud``)."""
     from netfleet import pricetable
+    from netfleet.lab.gateway import RATE_LABEL, UNCAPPED, uncapped_words
 
     rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
-    prices = topology_prices(catalog_dir, by, campaign)
+    labels = topology_labels(catalog_dir, by, campaign, (*PRICE_LABELS, RATE_LABEL))
     table = pricetable.load(pricetable.default_state_root())
     sources: set[str] = set()
+    uncapped = [str(g) for g, (*_, gw) in labels.items() if UNCAPPED in gw]
+    words = uncapped_words({RATE_LABEL: UNCAPPED})
+    gateway = [f"{by} {', '.join(uncapped)}: through a lab gateway; {words}."] if uncapped else []
+    if scale == "cloud" and scaled:
+        rows = _in_cloud(rows, {value: rate for value, rate, _time in scaled})
     for row in rows:
-        hourly, source = _price(*prices.get(row[0], ([], [], [])), table)
+        prices, types, regions, _gw = labels.get(row[0], ([], [], [], []))
+        hourly, source = _price(prices, types, regions, table)
         row += [hourly, None if hourly is None else hourly * HOURS_PER_MONTH]
         if source:
             sources.add(source)
@@ -79,7 +103,8 @@ def topology_table(
             "price_per_hour, else the dated price table by instance_type and region), × "
             f"{HOURS_PER_MONTH:g} h a month (seed 001: 24 × 30 h); a pair costs twice"
             + (f"; from {', '.join(sorted(sources))}." if sources else "; no prices found."),
-            *scale_notes((f"{by} {value}", rate, time) for value, rate, time in scaled),
+            *scale_notes(((f"{by} {value}", rate, time) for value, rate, time in scaled), scale),
+            *gateway,
             *catalog_notes(results, catalog_dir),
         ],
         decimals=2,

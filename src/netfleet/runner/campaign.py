@@ -260,6 +260,17 @@ def _interrupted(result: CampaignResult, root: RawStore) -> CampaignInterrupted:
     )
 
 
+def _gateway_of_server(labels: dict[str, Any], server: Host) -> None:
+    """A run crosses a lab's gateway when its server is reached there (the client connects
+    to the server's public address, whichever end is the subject): the gateway's label is the
+    server's."""
+    from netfleet.lab.gateway import RATE_LABEL
+
+    labels.pop(RATE_LABEL, None)
+    if RATE_LABEL in server.labels:
+        labels[RATE_LABEL] = server.labels[RATE_LABEL]
+
+
 def _context(
     spec: CampaignSpec,
     run: PlannedRun,
@@ -272,6 +283,7 @@ def _context(
     client, server = hosts[run.client], hosts[run.server]
     subject = client if run.subject == "client" else server
     labels = {**spec.labels, **test_labels, **subject.labels}
+    _gateway_of_server(labels, server)
     client_info = ready.engines[(client.name, run.engine)]
     return RunContext(
         campaign=spec.campaign,
