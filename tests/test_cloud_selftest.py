@@ -70,6 +70,13 @@ def nothing_left(tmp_path: Path, ec2: Any = None) -> None:
     assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
 
 
+def destroy(tmp_path: Path) -> Any:
+    """``netfleet cloud destroy netfleet-selftest`` with the test's cloud state directory."""
+    argv = [sys.executable, "-m", "netfleet", "cloud", "destroy", CAMPAIGN]
+    env = {**os.environ, "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud")}
+    return subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
+
+
 def _out(res: Any) -> str:
     return str(res.stdout[-4000:]) + str(res.stderr[-4000:])
 
@@ -188,13 +195,35 @@ def test_killed_after_launch_then_cloud_destroy_leaves_zero(
     _auth(moto, "inf")
     moto.reset()
     env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": "after:instance"}
-    res = selftest(tmp_path, env)
-    assert res.returncode == -9, _out(res)
-    assert any(teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN).values())
-    argv = [sys.executable, "-m", "netfleet", "cloud", "destroy", CAMPAIGN]
-    env = {**os.environ, "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud")}
-    done = subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
+    try:
+        res = selftest(tmp_path, env)
+        assert res.returncode == -9, _out(res)
+        assert any(teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN).values())
+    finally:
+        done = destroy(tmp_path)  # the step under test, and the cleanup if it failed earlier
     assert done.returncode == 0, _out(done)
+    nothing_left(tmp_path)
+
+
+@ROOT
+@pytest.mark.netns
+@pytest.mark.slow
+def test_sigterm_after_launch_gives_everything_back_by_itself(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    """SIGTERM (or Ctrl-C) right after the first instance launched: the selftest gives back
+    what it made before it goes (exit 130) — no ``cloud destroy`` needed."""
+    _auth(moto, "inf")
+    moto.reset()
+    env = {
+        **os.environ,
+        **KILL_POINTS,
+        "NETFLEET_FAULT_AT": "after:instance",
+        "NETFLEET_FAULT_SIGNAL": "TERM",
+    }
+    res = selftest(tmp_path, env)
+    assert res.returncode == ExitStatus.INTERRUPTED, _out(res)
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
     nothing_left(tmp_path)
 
 
@@ -216,11 +245,14 @@ def test_killed_during_iperf3_then_the_next_selftest_cleans_up_and_passes(
     proc = selftest(
         tmp_path, None, "--seconds", "30", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    with killkit.killed_mid_run(proc, journal, lambda rec: True, timeout=180, settle=0.5):
-        assert proc.returncode == -9
-    left = teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN)
-    assert left["instances"] == 2 and left["vpcs"] == 1, left
-    res = selftest(tmp_path)
+    try:
+        with killkit.killed_mid_run(proc, journal, lambda rec: True, timeout=180, settle=0.5):
+            assert proc.returncode == -9
+        left = teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN)
+        assert left["instances"] == 2 and left["vpcs"] == 1, left
+        res = selftest(tmp_path)
+    finally:
+        destroy(tmp_path)  # a no-op after a selftest that cleaned up; the cleanup otherwise
     assert res.returncode == 0, _out(res)
     steps = steps_of(res)
     assert "an earlier selftest's resources deleted" in steps["leftovers"]["aws answered"]
@@ -260,13 +292,18 @@ class ProfileRuns:
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def profile_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProfileRuns]:
     """A selftest under each profile, side by side, each against a moto server of its own (the
-    resources of one must not be counted as another's)."""
+    resources of one must not be counted as another's) — started when the module starts (as
+    root) and checked by the last tests: most of their time is botocore's backoff and the
+    profiles' waits, spent beside the module's other tests."""
     servers: dict[str, MotoServer] = {}
     procs: dict[str, Any] = {}
     dirs: dict[str, Path] = {}
+    if os.geteuid() != 0:  # the sim backing needs namespaces: the tests skip
+        yield ProfileRuns(servers, procs, dirs)
+        return
     try:
         for faults in PROFILES:
             server = servers[faults] = motokit.start_moto_server()
@@ -282,9 +319,13 @@ def profile_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProfileRu
         yield ProfileRuns(servers, procs, dirs)
     finally:
         for proc in procs.values():
-            if proc.poll() is None:
+            if proc.poll() is None:  # not checked (deselected): stopped as Ctrl-C stops it —
+                proc.terminate()  # it gives back what it made, its lab namespaces too
+            try:
+                proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-            proc.communicate()
+                proc.communicate()
         for server in servers.values():
             server.stop()
 

@@ -36,7 +36,6 @@ from netfleet.errors import EnvironmentProblem, ExitStatus, InputError, Netfleet
 
 if TYPE_CHECKING:
     from netfleet.cloud.aws.campaign import CloudSpec
-    from netfleet.cloud.seam import Released
     from netfleet.runner.events import Reporter
     from netfleet.tabular import Tabular
 
@@ -296,7 +295,7 @@ def cloud_selftest(
     _check_options(region, instance_type, seconds, backing, controller_cidr)
     report = Selftest(region, CAMPAIGN)
     steps = _Steps(report, on_step)
-    with tempfile.TemporaryDirectory(prefix="netfleet-selftest-") as tmp:
+    with _sigterm_as_ctrl_c(), tempfile.TemporaryDirectory(prefix="netfleet-selftest-") as tmp:
         spec_path = Path(tmp) / f"{CAMPAIGN}.yaml"
         doc = selftest_spec(region, instance_type, seconds, backing, controller_cidr)
         spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -323,6 +322,27 @@ def cloud_selftest(
         finally:
             steps.skip_rest()
     return report
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops the selftest as Ctrl-C does (what it made is given back, exit 130), in
+    the main thread; the caller's handler is back afterwards."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 # -- before the campaign -----------------------------------------------------------------------
@@ -783,7 +803,7 @@ def _nothing_left(steps: _Steps, region: str) -> None:
     with steps.timed("nothing left", _destroy_fix(region), "left") as got:
         made, unsure = _live()
         done = _give_back_all(region)
-        kinds = ", ".join(sorted(done.remaining))
+        kinds = ", ".join(sorted(done))
         held = {k: made.get(k, 0) + unsure.get(k, 0) for k in {*made, *unsure}}
         if held:
             got["answered"] = (
@@ -818,9 +838,9 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k}={n}" for k, n in sorted(counts.items()) if n)
 
 
-def _give_back_all(region: str) -> Released:
-    """Everything of the campaign in ``region``, given back and counted (``cloud destroy``)."""
-    from netfleet.api._cloud import _give_back, state_root
-    from netfleet.cloud.seam import Scope
+def _give_back_all(region: str) -> dict[str, int]:
+    """Everything of the campaign in ``region``, given back and counted: ``cloud destroy``
+    (it raises when anything remains)."""
+    from netfleet.api._cloud import cloud_destroy
 
-    return _give_back(state_root(), Scope.of_campaign(CAMPAIGN, [region]))
+    return cloud_destroy(CAMPAIGN, region=[region])

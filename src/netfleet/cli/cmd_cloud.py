@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -228,6 +229,12 @@ def selftest(
                 "release (a few minutes on AWS)"
             )
 
+    def say_line(line: str) -> None:
+        console.print(plain(line))
+
+    def say_on_stderr(line: str) -> None:  # the account and cost before a real launch
+        print(plain(line), file=sys.stderr)
+
     with RichReporter(console) if live else nullcontext() as reporter:
         found = api.cloud_selftest(
             region=region,
@@ -239,7 +246,7 @@ def selftest(
             max_cost=max_cost,
             yes=yes,
             reporter=reporter,
-            say=lambda line: console.print(plain(line)) if live else None,
+            say=say_line if live else say_on_stderr,
             ask=ask_at_terminal(),
             on_step=step_line if live else None,
         )
