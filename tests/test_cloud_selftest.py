@@ -200,7 +200,7 @@ def test_killed_after_launch_then_cloud_destroy_leaves_zero(
         assert res.returncode == -9, _out(res)
         assert any(teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN).values())
     finally:
-        done = destroy(tmp_path)  # the step under test, and the cleanup if it failed earlier
+        done = destroy(tmp_path)  # the step under test (and the cleanup if the above failed)
     assert done.returncode == 0, _out(done)
     nothing_left(tmp_path)
 
@@ -212,7 +212,8 @@ def test_sigterm_after_launch_gives_everything_back_by_itself(
     moto: MotoServer, tmp_path: Path
 ) -> None:
     """SIGTERM (or Ctrl-C) right after the first instance launched: the selftest gives back
-    what it made before it goes (exit 130) — no ``cloud destroy`` needed."""
+    what it made before it goes (exit 130) — no ``cloud destroy`` needed. (The terminal's
+    format: each step's line as it ends.)"""
     _auth(moto, "inf")
     moto.reset()
     env = {
@@ -221,10 +222,15 @@ def test_sigterm_after_launch_gives_everything_back_by_itself(
         "NETFLEET_FAULT_AT": "after:instance",
         "NETFLEET_FAULT_SIGNAL": "TERM",
     }
-    res = selftest(tmp_path, env)
-    assert res.returncode == ExitStatus.INTERRUPTED, _out(res)
-    assert "Traceback" not in res.stderr, res.stderr[-3000:]
-    nothing_left(tmp_path)
+    try:
+        res = selftest(tmp_path, env, "--format", "table")
+        assert res.returncode == ExitStatus.INTERRUPTED, _out(res)
+        assert "Traceback" not in res.stderr and "interrupted" in res.stderr, res.stderr[-3000:]
+        lines = [line.split()[:2] for line in res.stdout.splitlines()]
+        assert ["ok", "credentials"] in lines and ["skipped", "iperf3"] in lines, res.stdout
+        nothing_left(tmp_path)
+    finally:
+        destroy(tmp_path)  # only if the test failed is there anything to give back
 
 
 @ROOT
@@ -251,14 +257,14 @@ def test_killed_during_iperf3_then_the_next_selftest_cleans_up_and_passes(
         left = teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN)
         assert left["instances"] == 2 and left["vpcs"] == 1, left
         res = selftest(tmp_path)
+        assert res.returncode == 0, _out(res)
+        steps = steps_of(res)
+        assert "an earlier selftest's resources deleted" in steps["leftovers"]["aws answered"]
+        assert "instance=2" in steps["leftovers"]["aws answered"]
+        assert steps["iperf3"]["status"] == "ok"
+        nothing_left(tmp_path)
     finally:
-        destroy(tmp_path)  # a no-op after a selftest that cleaned up; the cleanup otherwise
-    assert res.returncode == 0, _out(res)
-    steps = steps_of(res)
-    assert "an earlier selftest's resources deleted" in steps["leftovers"]["aws answered"]
-    assert "instance=2" in steps["leftovers"]["aws answered"]
-    assert steps["iperf3"]["status"] == "ok"
-    nothing_left(tmp_path)
+        destroy(tmp_path)  # only if the test failed is there anything to give back
 
 
 # -- under the fault profiles ------------------------------------------------------------------
