@@ -50,7 +50,12 @@ def selftest(tmp_path: Path, env: dict[str, str] | None = None, *args: str, **po
         "json",
         *args,
     ]
-    full = {**(env or os.environ), "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"), "COLUMNS": "250"}
+    full = {
+        **(env or os.environ),
+        "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"),
+        "NETFLEET_S3_STATE": str(tmp_path / "s3state"),  # an S3 root's local journal
+        "COLUMNS": "250",
+    }
     full = motokit.bytecode_env(full)
     if popen:
         return subprocess.Popen(argv, env=full, text=True, **popen)
@@ -132,9 +137,10 @@ def test_the_test_suites_loopback_guard_stops_a_selftest_at_its_first_call(
 def test_a_selftest_with_exactly_the_policy_passes_every_step_and_leaves_nothing(
     moto: MotoServer, as_user: Any, tmp_path: Path
 ) -> None:
-    """Every call the selftest makes checked against docs/iam-policy.json (moto's IAM): each
-    step in order, none failed, the result stored and read back, the bill, 0 resources."""
-    res = selftest(tmp_path, as_user(POLICY))
+    """Every call the selftest makes checked against docs/iam-policy.json (moto's IAM), its
+    result to S3 as a study's: each step in order, none failed, the result stored and read
+    back, the bill, 0 resources."""
+    res = selftest(tmp_path, as_user(POLICY), "-r", "s3://netfleet-results/selftest")
     assert res.returncode == 0, _out(res)
     steps = steps_of(res)
     assert list(steps) == list(STEPS)
@@ -162,8 +168,10 @@ def test_a_selftest_with_exactly_the_policy_passes_every_step_and_leaves_nothing
     assert steps["nothing left"]["aws answered"].startswith("0 of every kind")
     assert "total $" in steps["bill"]["aws answered"]
     assert json.loads(res.stdout)["notes"][0].startswith("every step passed")
-    assert len(list((tmp_path / "results").rglob("*.json.gz"))) == 1
+    assert "s3://netfleet-results/selftest/" in steps["result"]["aws answered"]
     _auth(moto, "inf")
+    keys = aws.client("s3", "us-east-1").list_objects_v2(Bucket="netfleet-results")["Contents"]
+    assert sum("campaign=netfleet-selftest/" in k["Key"] for k in keys) == 1, keys
     nothing_left(tmp_path)
 
 
