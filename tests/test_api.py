@@ -117,6 +117,7 @@ FACADE = {
     ("cloud", "up"): "cloud_up",
     ("cloud", "destroy"): "cloud_destroy",
     ("cloud", "reap"): "cloud_reap",
+    ("cloud", "selftest"): "cloud_selftest",
     ("cloud", "prices", "show"): "cloud_prices",
     ("cloud", "prices", "refresh"): "cloud_prices_refresh",
 }

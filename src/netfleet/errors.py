@@ -21,6 +21,9 @@ class ExitStatus(IntEnum):
     RUNS_FAILED = 3
     ENVIRONMENT = 4  #: a host, tool, lab or permission problem stopped the work before it began
     ALERT = 5  #: netfleet watch: an alert was open after the last round (docs/watch.md)
+    #: netfleet cloud selftest: resources it made may remain (the release could not verify
+    #: zero): ``netfleet cloud destroy netfleet-selftest`` (docs/cloud.md)
+    LEFT_RESOURCES = 6
     INTERRUPTED = 130  #: stopped by Ctrl-C / SIGTERM; completed results were kept
 
 

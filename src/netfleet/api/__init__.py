@@ -50,6 +50,8 @@ _HOME = {
     "cloud_reap": "netfleet.api._cloud",
     "cloud_up": "netfleet.api._cloud",
     "load_cloud_spec": "netfleet.api._cloud",
+    "Selftest": "netfleet.api._selftest",
+    "cloud_selftest": "netfleet.api._selftest",
     "DemoOutcome": "netfleet.api._demo",
     "SteadyCheck": "netfleet.api._demo",
     "demo": "netfleet.api._demo",
@@ -124,6 +126,7 @@ if TYPE_CHECKING:
         register,
         verify,
     )
+    from netfleet.api._selftest import Selftest, cloud_selftest
     from netfleet.api._spec import plan, schema
     from netfleet.api._watch import watch
     from netfleet.catalog.register import RegisterReport as RegisterReport
@@ -172,6 +175,7 @@ __all__ = [
     "LabUp",
     "PricesRefreshed",
     "RunOutcome",
+    "Selftest",
     "SteadyCheck",
     "advice",
     "analyze",
@@ -183,6 +187,7 @@ __all__ = [
     "cloud_prices",
     "cloud_prices_refresh",
     "cloud_reap",
+    "cloud_selftest",
     "cloud_up",
     "compare",
     "demo",

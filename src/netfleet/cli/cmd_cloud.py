@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from netfleet import api
 from netfleet.cli.console import ask_at_terminal, console
-from netfleet.cli.options import FormatOpt, emit
+from netfleet.cli.options import FormatOpt, ResultsOpt, emit
 from netfleet.report import OutputFormat, Tabular
 from netfleet.text import plain
+
+if TYPE_CHECKING:
+    from netfleet.api._selftest import Step as SelftestStep
 
 app = typer.Typer(
     help="AWS: launch what a campaign measures, price it, tear it down.", no_args_is_help=True
@@ -169,3 +173,83 @@ def prices_refresh(
     console.print(f"prices refreshed as of {done.table.as_of}: {done.path}")
     for m in done.missing:
         console.print(f"  not found (old price kept): {escape(m)}")
+
+
+@app.command()
+def selftest(
+    region: Annotated[str, typer.Option("--region", help="the region to test")] = "us-east-1",
+    instance_type: Annotated[
+        str, typer.Option("--instance-type", help="the two instances' type (nano/micro)")
+    ] = "t3.micro",
+    seconds: Annotated[
+        float, typer.Option("--seconds", help="the iperf3 run's length (1-60 s)")
+    ] = 10.0,
+    results: ResultsOpt = None,
+    backing: Annotated[
+        str,
+        typer.Option(
+            "--backing",
+            help="ssh: measure the instances; sim: lab namespaces stand in for them (root, "
+            "loopback endpoints only: netfleet's own tests)",
+        ),
+    ] = "ssh",
+    controller_cidr: Annotated[
+        str | None,
+        typer.Option(
+            "--controller-cidr",
+            help="this machine's public address/32 (the security group admits SSH from it; "
+            "backing ssh)",
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float, typer.Option("--max-cost", help="refuse above this estimate (USD)")
+    ] = 0.10,
+    yes: Yes = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Run the smallest campaign that makes every call a study makes — credentials,
+    permissions, quotas, image, network, launch, readiness, a 10 s iperf3 between two small
+    instances, the result stored, release — and report each step (time, what AWS answered,
+    the fix); nothing is left behind. Run it first on a new account (about $0.01). Exit 0
+    when every step passed; else 2 (refused), 3 (the measurement failed), 4 (the account is
+    not ready), 6 (resources may remain: netfleet cloud destroy netfleet-selftest)."""
+    from contextlib import nullcontext
+
+    from netfleet.cli.progress import RichReporter
+
+    live = fmt is OutputFormat.table
+
+    def step_line(step: SelftestStep) -> None:
+        colour = {"ok": "green", "warn": "yellow", "fail": "red"}.get(step.status, "dim")
+        took = "" if step.seconds is None else f" ({step.seconds:.1f} s)"
+        console.print(f"[{colour}]{step.status:>7}[/] {escape(step.name)}{took}")
+        if step.name == "image":
+            console.print(
+                "        now the campaign itself: plan, network, launch, readiness, iperf3, "
+                "release (a few minutes on AWS)"
+            )
+
+    def say_line(line: str) -> None:
+        console.print(plain(line))
+
+    def say_on_stderr(line: str) -> None:  # the account and cost before a real launch
+        print(plain(line), file=sys.stderr)
+
+    with RichReporter(console) if live else nullcontext() as reporter:
+        found = api.cloud_selftest(
+            region=region,
+            instance_type=instance_type,
+            seconds=seconds,
+            results=results,
+            backing=backing,
+            controller_cidr=controller_cidr,
+            max_cost=max_cost,
+            yes=yes,
+            reporter=reporter,
+            say=say_line if live else say_on_stderr,
+            ask=ask_at_terminal(),
+            on_step=step_line if live else None,
+        )
+    emit(found.table(), fmt)
+    if found.exit_status:
+        raise typer.Exit(found.exit_status)
