@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from netfleet import aws
-from netfleet.cloud import owner
+from netfleet.cloud.aws import filters
 from netfleet.cloud.aws.acquire import images
 from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
@@ -737,7 +737,7 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert {h.labels["image"] for h in hosts.values()} == {"debian-12"}
             found = {}
             for r in regions:
-                for res in ec2[r].describe_instances(Filters=owner.filters(campaign, None))[
+                for res in ec2[r].describe_instances(Filters=filters.owned(campaign, None))[
                     "Reservations"
                 ]:
                     for inst in res["Instances"]:
@@ -747,14 +747,14 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             assert found[hosts["srv"].labels["instance_id"]]["ImageId"] == "ami-0deb12a00000002"
             # one VPC per region, distinct CIDRs; a subnet per zone used
             for r, cidr in zip(regions, ["10.77.0.0/16", "10.78.0.0/16"], strict=True):
-                (vpc,) = ec2[r].describe_vpcs(Filters=owner.filters(campaign, None))["Vpcs"]
+                (vpc,) = ec2[r].describe_vpcs(Filters=filters.owned(campaign, None))["Vpcs"]
                 assert vpc["CidrBlock"] == cidr
-            subnets = ec2["us-east-1"].describe_subnets(Filters=owner.filters(campaign, None))
+            subnets = ec2["us-east-1"].describe_subnets(Filters=filters.owned(campaign, None))
             assert sorted(s["AvailabilityZone"] for s in subnets["Subnets"]) == [
                 "us-east-1a", "us-east-1b"
             ]  # fmt: skip
             # each region its own internet gateway and route table, every subnet associated
-            tagged = owner.filters(campaign, None)
+            tagged = filters.owned(campaign, None)
             for r in regions:
                 (igw,) = ec2[r].describe_internet_gateways(Filters=tagged)["InternetGateways"]
                 (rtb,) = ec2[r].describe_route_tables(Filters=tagged)["RouteTables"]
@@ -769,7 +769,7 @@ def test_cross_region_acquire_release_leaves_nothing_in_either_region(
             # through the region's managed prefix list, one rule (issue 24 item 5)
             public = [i["PublicIpAddress"] for i in found.values() if i.get("PublicIpAddress")]
             for r, other in (("us-east-1", "10.78.0.0/16"), ("eu-west-1", "10.77.0.0/16")):
-                (sg,) = ec2[r].describe_security_groups(Filters=owner.filters(campaign, None))[
+                (sg,) = ec2[r].describe_security_groups(Filters=filters.owned(campaign, None))[
                     "SecurityGroups"
                 ]
                 perms = sg["IpPermissions"]

@@ -38,14 +38,15 @@ def topology_table(
     by: str = "topology",
     campaign: str | None = None,
     results: str | os.PathLike[str] | None = None,
+    price_table: PriceTable | None = None,
 ) -> Tabular:
     """One row per value of ``by`` (a label key or runs column), with what each column means;
-    with ``results`` (a results root), raw results not yet in the catalog are named in a note."""
-    from netfleet import pricetable
-
+    with ``results`` (a results root), raw results not yet in the catalog are named in a note.
+    ``price_table``: the dated table cloud hosts are priced from (None: ``price_per_hour``
+    labels only)."""
     rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
     prices = topology_prices(catalog_dir, by, campaign)
-    table = pricetable.load(pricetable.default_state_root())
+    table = price_table
     sources: set[str] = set()
     for row in rows:
         hourly, source = _price(*prices.get(row[0], ([], [], [])), table)

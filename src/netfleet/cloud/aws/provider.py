@@ -61,6 +61,7 @@ from typing import Any
 
 from netfleet import aws, text
 from netfleet.cloud import backing, owner
+from netfleet.cloud.aws import filters
 from netfleet.cloud.aws.acquire.fargate import (
     IPERF3_PORT,
     FargateBlock,
@@ -910,7 +911,7 @@ def _instance_by_lease(
     """Killed between RunInstances and the journal's ``acquired``: find it by its tags."""
     resp = ec2.describe_instances(
         Filters=[
-            *owner.filters(campaign, installation),
+            *filters.owned(campaign, installation),
             {"Name": f"tag:{TAG_LEASE}", "Values": [lease_id]},
         ]
     )
