@@ -209,6 +209,12 @@ class AwsCloud:
     def root(self) -> Path:
         return self.state_root or default_root()
 
+    @property
+    def expires_at(self) -> dt.datetime | None:
+        """When the campaign's machines power themselves off (its network's ``expires-at``
+        stamp); None before the first acquire made the network."""
+        return None if self._net is None else self._net.prov.expires_at
+
     def prepare(self, requests: list[HostRequest], expected_s: float | None) -> None:
         """A new campaign: every aws host it will ask for (its acquires may come in waves)
         and the plan's expected wall time (the dead-man switch follows it)."""
