@@ -17,6 +17,7 @@ import yaml
 
 from netfleet import aws
 from netfleet.cloud.aws.provider import AwsCloud
+from netfleet.cloud.aws.release import teardown
 from netfleet.hosts.provider import HostRequest, MemoryLeaseLog
 from netfleet.spec import load_spec
 from tests import motokit
@@ -308,3 +309,45 @@ def test_fleets_whose_types_share_no_zone_each_get_a_zone_offering_theirs(
         assert sorted(s["AvailabilityZone"] for s in subnets) == ["us-east-1a", "us-east-1c"]
     finally:
         prov.release()
+
+
+def test_a_released_hosts_address_leaves_every_regions_prefix_list(
+    fresh: MotoServer, tmp_path: Path
+) -> None:
+    """A campaign spanning us-east-1 and eu-west-1 (no peering: hosts meet at their public
+    addresses, each region's prefix list holding every host's /32): releasing the host in
+    us-east-1 takes its /32 out of eu-west-1's list as well as its own region's (before: the
+    other region's security group still admitted whoever AWS gave the address next)."""
+    from netfleet.cloud.release import give_back
+    from netfleet.cloud.seam import Scope
+
+    fleets = [
+        {"name": "a1", "instance_type": "t3.micro", "role": "client"},
+        {"name": "a2", "instance_type": "t3.micro", "role": "client", "region": "eu-west-1"},
+    ]
+    cloud, machines = _one_wave(tmp_path, "twoplaces", 2, placement="cross-region", fleets=fleets)
+    regions = ["us-east-1", "eu-west-1"]
+    try:
+        lists = {}
+        for region in regions:
+            ec2 = aws.client("ec2", region)
+            (plist,) = ec2.describe_managed_prefix_lists(
+                Filters=[{"Name": "tag:netfleet:campaign", "Values": ["twoplaces"]}]
+            )["PrefixLists"]
+            lists[region] = (ec2, plist["PrefixListId"])
+
+        def held(region: str) -> set[str]:
+            ec2, plist = lists[region]
+            got = ec2.get_managed_prefix_list_entries(PrefixListId=plist)
+            return {e["Cidr"] for e in got["Entries"]}
+
+        gone, kept = machines
+        assert (gone.detail.region, kept.detail.region) == ("us-east-1", "eu-west-1")
+        both = {f"{gone.detail.public_ip}/32", f"{kept.detail.public_ip}/32"}
+        assert [held(r) for r in regions] == [both, both]
+        assert asyncio.run(give_back(cloud, Scope.of_lease(gone.lease))).outcome == "released"
+        assert [held(r) for r in regions] == [{f"{kept.detail.public_ip}/32"}] * 2
+    finally:
+        asyncio.run(give_back(cloud, Scope.of_campaign("twoplaces", regions)))
+    for region in regions:
+        assert not any(teardown.remaining(aws.client("ec2", region), "twoplaces").values())

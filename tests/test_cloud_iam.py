@@ -272,3 +272,28 @@ def test_an_ec2_only_campaign_is_torn_down_without_ecs_iam_or_logs(
     _auth(moto, "inf")
     left = teardown.remaining(aws.client("ec2", "us-east-1"), "nf-ec2only")
     assert not any(left.values()), left
+
+
+@pytest.mark.slow  # a `netfleet cloud up` subprocess (~10 s on a loaded 2-core machine)
+def test_cloud_up_goes_through_acquire_and_its_permission_check(
+    moto: MotoServer, as_user: Any, tmp_path: Path
+) -> None:
+    """`cloud up` launches through the seam's `acquire` (issue 35), which probes the
+    permissions before anything exists: with ec2:RunInstances denied it is refused naming the
+    action, and no VPC was made (before: `cloud up` built the Provisioner itself, skipped the
+    probe, made the VPC, subnets, gateway, group and key pair, then failed on RunInstances)."""
+    spec = tmp_path / "up.cloud.yaml"
+    spec.write_text("campaign: nf-upiam\nfleets: [{instance_type: t3.micro}]\n")
+    env = as_user(without("ec2:RunInstances"))
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        res = netfleet(tmp_path, "cloud", "up", str(spec), "--release")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert res.returncode == 4, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "ec2:RunInstances" in res.stderr and "nothing was created" in res.stderr, res.stderr
+    assert _admin_counts(moto) == (0, 0)
+    assert not (tmp_path / "cloud" / "nf-upiam" / "journal.jsonl").exists()  # nothing journalled

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from netfleet import aws
-from netfleet.cloud import owner
+from netfleet.cloud.aws import filters
 from netfleet.cloud.aws.acquire.provision import Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
 from netfleet.cloud.aws.release import teardown
@@ -65,7 +65,7 @@ def test_public_path_in_one_region_admits_the_hosts_public_addresses(
     assert cidrs == {f"{h.public_ip}/32" for h in hosts}
     prov.release()
     ec2 = aws.client("ec2", "us-east-1")
-    left = ec2.describe_managed_prefix_lists(Filters=owner.filters("nf-pub", None))
+    left = ec2.describe_managed_prefix_lists(Filters=filters.owned("nf-pub", None))
     assert not left["PrefixLists"]
     assert not any(teardown.remaining(ec2, "nf-pub").values())
 
@@ -101,5 +101,5 @@ def test_more_public_hosts_than_a_group_can_admit_is_refused_before_anything_exi
     with pytest.raises(EnvironmentProblem, match="rules per security group") as err:
         Provisioner(cs, tmp_path).prepare()
     assert "L-0EA8095F" in (err.value.hint or "")
-    vpcs = aws.client("ec2", "us-east-1").describe_vpcs(Filters=owner.filters("nf-pub", None))
+    vpcs = aws.client("ec2", "us-east-1").describe_vpcs(Filters=filters.owned("nf-pub", None))
     assert not vpcs["Vpcs"]

@@ -197,3 +197,68 @@ def test_the_beat_stamps_only_this_installations_campaign_and_rearms_first(
         with pytest.raises(RuntimeError, match=r"stamp in us-east-1.*UnauthorizedOperation"):
             failing.beat()
     assert rearmed == [10]
+
+
+def test_the_beat_stamps_this_installations_running_fargate_tasks(
+    moto: MotoServer, tmp_path: Path
+) -> None:
+    """Fargate tasks running in the campaign's cluster (moto's server tags ECS tasks:
+    TagResource on a task ARN, tags read back by DescribeTasks): the beat moves this
+    installation's tasks' ``expires-at`` with the cluster's, and leaves another installation's
+    task of the same campaign name alone (before: a task kept its launch stamp, and ``reap``
+    found a live task expired)."""
+    from netfleet.cloud.aws.release import fargate_teardown
+
+    campaign = "nf-tasks"
+    me = owner.installation(tmp_path / "mine")
+    other = owner.installation(tmp_path / "theirs")
+    ec2, ecs = aws.client("ec2", REGION), aws.client("ecs", REGION)
+    old = "2000-01-01T00:00:00Z"
+
+    def tags(installation: str) -> list[dict[str, str]]:
+        return [
+            {"key": TAG_CAMPAIGN, "value": campaign},
+            {"key": owner.TAG_INSTALLATION, "value": installation},
+            {"key": TAG_EXPIRES, "value": old},
+        ]
+
+    cluster = ecs.create_cluster(clusterName=fargate_teardown.cluster_name(campaign), tags=tags(me))
+    arn = cluster["cluster"]["clusterArn"]
+    vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    ec2.modify_vpc_attribute(VpcId=vpc, EnableDnsHostnames={"Value": True})  # as netfleet's
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.0.0/24")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="nf", Description="nf", VpcId=vpc)["GroupId"]
+    family = ecs.register_task_definition(
+        family=f"netfleet-{campaign}", requiresCompatibilities=["FARGATE"], networkMode="awsvpc",
+        cpu="256", memory="512",
+        containerDefinitions=[{"name": "iperf3", "image": "networkstatic/iperf3", "memory": 512}],
+    )["taskDefinition"]["taskDefinitionArn"]  # fmt: skip
+
+    net = {"awsvpcConfiguration": {"subnets": [subnet], "securityGroups": [group]}}
+
+    def run(installation: str) -> str:
+        return str(
+            ecs.run_task(
+                cluster=arn, taskDefinition=family, launchType="FARGATE", tags=tags(installation),
+                networkConfiguration=net,
+            )["tasks"][0]["taskArn"]
+        )  # fmt: skip
+
+    mine, theirs = run(me), run(other)
+
+    def expires(task: str) -> str:
+        (found,) = ecs.describe_tasks(cluster=arn, tasks=[task], include=["TAGS"])["tasks"]
+        return next(t["value"] for t in found["tags"] if t["key"] == TAG_EXPIRES)
+
+    assert [t["taskArn"] for t in fargate_teardown.tasks(ecs, campaign, me)] == [mine]
+    beat = deadman.Heartbeat(
+        {REGION: ec2}, campaign, switch_s=600, every_s=1, installation=me, ecs={REGION: ecs}
+    )
+    beat.beat()
+    stamped = expires(mine)
+    assert stamped != old and dt.datetime.strptime(stamped, deadman.STAMP).replace(
+        tzinfo=dt.UTC
+    ) > now() + dt.timedelta(seconds=500)
+    got = {t["key"]: t["value"] for t in ecs.list_tags_for_resource(resourceArn=arn)["tags"]}
+    assert got[TAG_EXPIRES] == stamped  # the cluster and its tasks carry one stamp
+    assert expires(theirs) == old  # another installation's task: not ours to keep alive

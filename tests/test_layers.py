@@ -506,3 +506,81 @@ def test_every_lazy_command_loads_under_its_name() -> None:
     for name in LAZY_COMMANDS:
         cmd = load_command(name)
         assert cmd.name == name and cmd.help, name
+
+
+#: AWS's own vocabulary, as a provider-neutral module must not write it (string constants):
+#: resource id formats (``vpc-``, ``subnet-``, ``i-`` … in a pattern), ARNs, EC2 ``Filters``
+#: (``tag:KEY``), and the files AWS's package ships (``cloud/aws/data``)
+AWS_VOCABULARY = {
+    "an AWS id format": re.compile(r"\b(vpc|subnet|sg|ami|igw|rtb|eni)(-[\[(\\]|\|)"),
+    "an ARN": re.compile(r"arn:aws"),
+    "an EC2 filter": re.compile(r"^tag:|^tag-key$"),
+    "an AWS file": re.compile(r"cloud/aws|aws/data"),
+}
+#: neutral modules still holding some of it, each with its reason (an entry goes with its words)
+AWS_VOCABULARY_EXCEPTIONS: dict[str, str] = {
+    "netfleet.cloud.journal": "the intent journal checks the AWS ids it replays (to be moved "
+    "behind the provider)",
+}
+
+
+def aws_vocabulary(path: Path) -> list[str]:
+    """What of :data:`AWS_VOCABULARY` a module's string constants (docstrings aside) and
+    path joins (``… / "aws" / …``) name."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = {
+        id(body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and (body := node.body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        sides = (node.left, node.right) if isinstance(node, ast.BinOp) else ()
+        if any(isinstance(s, ast.Constant) and s.value == "aws" for s in sides):
+            found.append('a path through "aws"')
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            found += [what for what, rx in AWS_VOCABULARY.items() if rx.search(node.value)]
+    return sorted(set(found))
+
+
+def neutral_modules() -> dict[str, Path]:
+    """The provider-neutral cloud code and the base modules every layer reads (rank 0 but the
+    boto3 client factory ``netfleet.aws``)."""
+    base = {n for n, rank in RANKS.items() if rank == 0 and n != "aws"}
+    return {
+        m: p
+        for m, p in modules().items()
+        if (m.startswith("netfleet.cloud") and not m.startswith(CLOUD_PACKAGES))
+        or package_of(m) in base
+    }
+
+
+def test_neutral_modules_name_no_aws_ids_filters_or_files() -> None:
+    """AWS specifics live behind the seam (issue 35): EC2 tag filters in
+    ``netfleet.cloud.aws.filters`` (not ``cloud/owner.py``), the shipped price file in
+    ``netfleet.cloud.aws.plan.prices`` (not ``pricetable.py``)."""
+    bad = [
+        f"{module} names {', '.join(words)}"
+        for module, path in sorted(neutral_modules().items())
+        if (words := aws_vocabulary(path)) and module not in AWS_VOCABULARY_EXCEPTIONS
+    ]
+    assert not bad, "provider-neutral modules name AWS specifics:\n" + "\n".join(bad)
+    for module in AWS_VOCABULARY_EXCEPTIONS:  # an entry goes when its words do
+        assert aws_vocabulary(neutral_modules()[module]), f"{module}: drop its exception"
+
+
+def test_the_aws_vocabulary_check_sees_a_filter_and_the_price_file(tmp_path: Path) -> None:
+    """The check above could fail: the old ``owner.filters`` and ``pricetable.SHIPPED``."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from pathlib import Path\n"
+        'SHIPPED = Path(__file__).parent / "cloud" / "aws" / "data" / "prices.json"\n'
+        "def filters(c):\n"
+        '    """EC2 Describe filters."""\n'
+        '    return [{"Name": f"tag:{c}", "Values": [c]}]\n'
+        'ID_RE = r"^(vpc|subnet|sg|i)-[0-9a-f]+$"\n'
+    )
+    assert aws_vocabulary(probe) == ['a path through "aws"', "an AWS id format", "an EC2 filter"]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from netfleet import pricetable
 from netfleet.catalog import ingest
+from netfleet.cloud.aws.plan import prices
 from netfleet.report.document import Document, Paragraph, Section, Table
 from netfleet.report.html import write_report
 from netfleet.report.study_report import build_document
@@ -101,7 +101,7 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_markdown_report_of_real_runs_renders_with_its_plots(
     catalog: Path, tmp_path: Path
 ) -> None:
-    doc = build_document(catalog, price_table=pricetable.load(None))
+    doc = build_document(catalog, price_table=prices.load(None))
     md = write_report(doc, tmp_path / "study.md", "markdown")
     found = check_markdown(md)
     assert found["headings"] == [s.title for s in doc.sections]

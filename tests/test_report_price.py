@@ -14,6 +14,7 @@ import pytest
 
 from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, analyze_file
+from netfleet.cloud.aws.plan import prices
 from netfleet.errors import InputError
 from netfleet.report.price import GBIT, HOURS_PER_MONTH, price_performance
 from netfleet.report.study import rates_of
@@ -29,7 +30,7 @@ def _group(fixture: str, direction: str, **labels: str) -> GroupAnalysis:
 
 
 def test_cloud_hosts_take_the_dated_table_and_lab_hosts_their_label() -> None:
-    table = pricetable.load(None)  # the shipped table
+    table = prices.load(None)  # the shipped table
     c5 = table.ec2_hourly("us-east-1", "c5.large")
     m5 = table.ec2_hourly("us-east-1", "m5.large")
     assert c5 is not None and m5 is not None and c5 < m5
@@ -86,29 +87,32 @@ def test_a_price_given_from_python_wins_and_without_any_price_the_notes_say_how(
     (row,) = given.table().records()
     assert row["usd_per_hour"] == 0.2 and row["price_source"] == "given price table"
     bare = [_group("steady_out", "out", instance_type="lab-steady")]
-    none = price_performance("unused", groups=bare, table=pricetable.load(None))
+    none = price_performance("unused", groups=bare, table=prices.load(None))
     assert none.rows[0].price_per_hour is None
     assert any("region labels" in n and "price_per_hour" in n for n in none.table().notes)
 
 
 def test_a_refreshed_copy_wins_and_a_broken_one_names_the_file(tmp_path: Path) -> None:
-    shipped = pricetable.load(None)
+    shipped = prices.load(None)
     doc = shipped.to_json()
     doc["as_of"] = "2026-11-01"
     doc["ec2_on_demand_per_hour"]["us-east-1"]["m5.large"] = 0.123
     (tmp_path / "prices.json").write_text(json.dumps(doc))
-    local = pricetable.load(tmp_path)
+    local = prices.load(tmp_path)
     assert local.ec2_hourly("us-east-1", "m5.large") == 0.123
     assert local.as_of == dt.date(2026, 11, 1) and local.path == tmp_path / "prices.json"
     (tmp_path / "prices.json").write_text('{"source": "x"}')
     with pytest.raises(InputError, match=r"prices\.json: not a netfleet price table"):
-        pricetable.load(tmp_path)
+        prices.load(tmp_path)
 
 
-def test_the_cloud_reuses_the_base_table() -> None:
-    from netfleet.cloud.aws.plan import prices
-
-    assert prices.load is pricetable.load and prices.PriceTable is pricetable.PriceTable
+def test_the_cloud_ships_its_table_and_the_base_reads_it() -> None:
+    """The file is the cloud's (AWS: ``netfleet.cloud.aws.plan.prices.SHIPPED``); the format
+    and the one loader are the base's, which names no cloud's file."""
+    assert prices.PriceTable is pricetable.PriceTable
+    assert prices.load(None).path == prices.SHIPPED and prices.SHIPPED.is_file()
+    assert pricetable.load(None, prices.SHIPPED) == prices.load(None)
+    assert not hasattr(pricetable, "SHIPPED")
 
 
 def test_the_study_reports_price_section_of_cloud_runs_uses_the_table(tmp_path: Path) -> None:
@@ -129,7 +133,7 @@ def test_the_study_reports_price_section_of_cloud_runs_uses_the_table(tmp_path: 
         doc["labels"] = {"cloud": "aws", "instance_type": itype, "region": "us-east-1"}
         (part / name).write_bytes(gzip.compress(json.dumps(doc).encode()))
     ingest(tmp_path / "results", tmp_path / "catalog")
-    table = pricetable.load(None)
+    table = prices.load(None)
     doc = build_document(tmp_path / "catalog", price_table=table, target="100mbit")
     section = doc.section("price")
     assert section is not None

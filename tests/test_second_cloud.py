@@ -59,8 +59,10 @@ def launch(
     duration: int = 3,
     mtype: str = "ns.small",
     env: dict[str, str] | None = None,
+    command: tuple[str, ...] = ("run",),
 ) -> subprocess.Popen[str]:
-    """``netfleet run`` with the namespace cloud registered, on a two-host campaign."""
+    """``netfleet run`` (or ``command``: ``cloud up``) with the namespace cloud registered, on
+    a two-host campaign."""
     spec = tmp_path / "s.yaml"
     spec.write_text(
         textwrap.dedent(f"""\
@@ -74,7 +76,8 @@ def launch(
           - {{name: shaped, client: a, server: b, params: {{duration: {duration}}}}}
         """)
     )
-    argv = ["run", str(spec), "--results", str(tmp_path / "res"), *args]
+    results = ["--results", str(tmp_path / "res")] if command == ("run",) else []
+    argv = [*command, str(spec), *results, *args]
     return subprocess.Popen(
         [sys.executable, "-m", "tests.nscloud", *argv],
         cwd=REPO,
@@ -125,7 +128,7 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
     assert 100 < mbps < 210, mbps  # the tbf shapes the wire to 200 Mbit/s
 
 
-@pytest.mark.parametrize(
+REFUSALS = pytest.mark.parametrize(
     ("args", "mtype", "env", "status", "said"),
     [
         (["--max-cost", "0.000001"], "ns.small", {}, 2, "exceeds --max-cost $0.00"),
@@ -135,6 +138,10 @@ def test_a_campaign_runs_through_the_lifecycle_and_leaves_nothing(
     ],
     ids=["max-cost", "cannot-price", "max-instances", "quota"],
 )
+
+
+@REFUSALS
+@pytest.mark.parametrize("command", [("run",), ("cloud", "up")], ids=["run", "cloud-up"])
 @needs_root
 def test_the_guards_hold_a_second_cloud_before_anything_exists(
     tmp_path: Path,
@@ -144,15 +151,44 @@ def test_the_guards_hold_a_second_cloud_before_anything_exists(
     env: dict[str, str],
     status: int,
     said: str,
+    command: tuple[str, ...],
 ) -> None:
     """`netfleet run` ran its cost, instance and quota guards only for kind aws: a second cloud
     launched whatever it was asked. Now the neutral guard (netfleet.cloud.guard) asks every
-    owning cloud for its price and quota first; a cloud that cannot price does not launch."""
-    proc = launch(tmp_path, campaign, *args, mtype=mtype, env=env)
+    owning cloud for its price and quota first; a cloud that cannot price does not launch.
+    `netfleet cloud up` launched AWS only (the AWS Provisioner, its own copy of the guards); it
+    now takes a campaign spec of any cloud and holds it to the same guard before `acquire`."""
+    proc = launch(tmp_path, campaign, *args, mtype=mtype, env=env, command=command)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, out + err
     assert said in err, err
-    assert ours(campaign) == set() and not lease_events(tmp_path / "res")
+    assert ours(campaign) == set() and not (tmp_path / "state").exists()  # not one claim
+    assert command != ("run",) or not lease_events(tmp_path / "res")
+
+
+@pytest.mark.netns
+@needs_root
+def test_cloud_up_launches_a_second_clouds_machines_through_acquire(
+    tmp_path: Path, campaign: str
+) -> None:
+    """`cloud up` of the namespace cloud's campaign: its machines are made by the cloud's own
+    `acquire` (a claim per namespace, the network first), listed, and — `--release` — given
+    back lease by lease through `give_back`: nothing left, no claim."""
+    proc = launch(tmp_path, campaign, command=("cloud", "up"))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert ours(campaign) == {f"{campaign}-{h}" for h in ("a", "b", "net")}
+    claims = {p.name for p in (tmp_path / "state" / campaign).iterdir()}
+    assert claims == {f"{campaign}-{h}" for h in ("a", "b", "net")}
+    assert f"{campaign}-a" in out and "netns" in out  # the machines, by host and cloud
+    done = asyncio.run(give_back(NsCloud(tmp_path / "state"), Scope.of_campaign(campaign)))
+    assert done.remaining == {"namespaces": 0} and ours(campaign) == set()
+    again = launch(tmp_path, campaign, "--release", command=("cloud", "up"))
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, out + err
+    assert "released: 0 resources remain" in out
+    assert ours(campaign) == set()
+    assert not any(p.is_file() for p in (tmp_path / "state").rglob("*"))
 
 
 @pytest.mark.slow

@@ -1,9 +1,11 @@
-"""The dated price table (base rank 0): the JSON file shipped in the repo and its typed model.
+"""The dated price table (base rank 0): the JSON format and its typed model.
 
 Only reading and the model live here (no boto3, no netfleet imports beyond errors), so both the
-report (price per Gbit/s) and the cloud provider (cost estimates, ``cloud prices refresh``) can
-use it. The table states its ``source`` and ``as_of``; :func:`stale_warning` says when it is
-older than :data:`STALE_AFTER_DAYS`. A refreshed copy written next to the cloud state
+report (price per Gbit/s) and a cloud (cost estimates, ``cloud prices refresh``) can use it.
+Which file a cloud ships is the cloud's own (AWS: ``netfleet.cloud.aws.plan.prices.SHIPPED``),
+handed to :func:`load`; the report gets its table from ``netfleet.api``. The table states its
+``source`` and ``as_of``; :func:`stale_warning` says when it is older than
+:data:`STALE_AFTER_DAYS`. A refreshed copy written next to the cloud state
 (``<state>/prices.json``) wins over the shipped one in :func:`load`.
 """
 
@@ -18,7 +20,6 @@ from typing import Any
 
 from netfleet.errors import InputError
 
-SHIPPED = Path(__file__).parent / "cloud" / "aws" / "data" / "prices.json"
 STALE_AFTER_DAYS = 90
 #: where ``netfleet cloud`` keeps its state (journals, keys, a refreshed price table)
 CLOUD_DIR_ENV = "NETFLEET_CLOUD_DIR"
@@ -57,7 +58,7 @@ class PriceTable:
     as_of: dt.date
     ec2: dict[str, dict[str, float]]  #: region → type → USD per hour
     fargate: dict[str, dict[str, float]]  #: region → {vcpu_hour, gb_hour}
-    path: Path = field(default=SHIPPED)
+    path: Path = field(default_factory=Path)  #: the file it was read from
     sources: dict[str, Source] = field(default_factory=dict)  #: id → source
     ec2_source: dict[str, dict[str, str]] = field(default_factory=dict)  #: region → type → id
     fargate_source: dict[str, str] = field(default_factory=dict)  #: region → source id
@@ -146,9 +147,11 @@ def default_state_root() -> Path:
     return Path(env) if env else Path.home() / ".local" / "state" / "netfleet" / "cloud"
 
 
-def load(state_root: Path | None = None) -> PriceTable:
+def load(state_root: Path | None, shipped: Path) -> PriceTable:
+    """The refreshed copy in ``state_root`` (``prices.json``) if there is one, else the table a
+    cloud ships (``shipped``)."""
     local = state_root / "prices.json" if state_root else None
-    path = local if local and local.exists() else SHIPPED
+    path = local if local and local.exists() else shipped
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

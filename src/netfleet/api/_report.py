@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from netfleet.api._paths import catalog_dir, results_url
 
 if TYPE_CHECKING:
+    from netfleet.pricetable import PriceTable
     from netfleet.report.price import PricePerformance
     from netfleet.tabular import Tabular
 
@@ -28,8 +29,22 @@ def report_topology(
     from netfleet.report.topology import topology_table
 
     return topology_table(
-        catalog_dir(catalog), by, campaign, results=results_url(results), scale=scale
+        catalog_dir(catalog),
+        by,
+        campaign,
+        results=results_url(results),
+        scale=scale,
+        price_table=_prices(),
     )
+
+
+def _prices() -> PriceTable:
+    """The dated table cloud hosts are priced from: AWS's (its refreshed copy in the cloud
+    state directory, else the one it ships)."""
+    from netfleet import pricetable
+    from netfleet.cloud.aws.plan import prices
+
+    return prices.load(pricetable.default_state_root())
 
 
 def report_loaded(
@@ -78,7 +93,9 @@ def report_html(
     from netfleet.report.study_report import build_document
 
     cat = catalog_dir(catalog)
-    doc = build_document(cat, tuple(campaign), compare=compare, target=target, title=title)
+    doc = build_document(
+        cat, tuple(campaign), compare=compare, target=target, title=title, price_table=_prices()
+    )
     if doc.sections:  # un-ingested raw results: said first, in the summary
         doc.sections[0].blocks[:0] = [
             Paragraph(n, "warn") for n in catalog_notes(results_url(results), cat)
@@ -95,8 +112,6 @@ def report_price(
     """$ per sustained and per peak Gbit/s and $/month: prices from the dated price table for
     cloud hosts (instance_type + region labels), else from price_per_hour labels; with
     ``target`` (e.g. ``5gbit``), the cheapest type meeting that sustained rate."""
-    from netfleet import pricetable
     from netfleet.report.price import price_performance
 
-    table = pricetable.load(pricetable.default_state_root())
-    return price_performance(catalog_dir(catalog), tuple(campaign), target=target, table=table)
+    return price_performance(catalog_dir(catalog), tuple(campaign), target=target, table=_prices())

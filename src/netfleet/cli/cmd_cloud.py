@@ -80,22 +80,7 @@ def up(
         show=lambda table: emit(table, OutputFormat.table),
         ask=ask_at_terminal(),
     )
-    rows = [
-        [h.name, h.instance_id, h.instance_type, h.region, h.az, h.private_ip, h.public_ip]
-        for h in launched.hosts
-    ]
-    emit(
-        Tabular(
-            ["host", "instance", "type", "region", "zone", "private_ip", "public_ip"],
-            rows,
-            title=f"campaign {launched.campaign}",
-            notes=[
-                f"known_hosts pinned: {launched.known_hosts}",
-                f"expires at {launched.expires_at:%Y-%m-%dT%H:%M:%SZ}",
-            ],
-        ),
-        OutputFormat.table,
-    )
+    emit(launched.table(), OutputFormat.table)
     if launched.released:
         console.print("released: 0 resources remain")
 

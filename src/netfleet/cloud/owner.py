@@ -16,7 +16,6 @@ import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any
 
 from netfleet.errors import EnvironmentProblem
 
@@ -69,15 +68,6 @@ def _create(path: Path) -> str:
     finally:
         os.close(fd)
     return new
-
-
-def filters(campaign: str, installation_id: str | None) -> list[dict[str, Any]]:
-    """EC2 Describe filters: the campaign's tag, and (unless None: every owner) the
-    installation's."""
-    out = [{"Name": f"tag:{TAG_CAMPAIGN}", "Values": [campaign]}]
-    if installation_id is not None:
-        out.append({"Name": f"tag:{TAG_INSTALLATION}", "Values": [installation_id]})
-    return out
 
 
 def ours(tags: dict[str, str], campaign: str, installation_id: str | None) -> bool:

@@ -314,8 +314,8 @@ def price_performance(
     today: dt.date | None = None,
 ) -> PricePerformance:
     """The price table of a catalog (or of ``groups`` already analysed). ``table``: the dated
-    price table (``netfleet.pricetable.load()``); without one only labels and ``prices``
-    count."""
+    price table (a cloud's: ``netfleet.cloud.aws.plan.prices.load()``); without one only
+    labels and ``prices`` count."""
     groups = list(groups) if groups is not None else throughput_groups(catalog_dir, campaigns)
     rows = price_rows(groups, prices, table, today)
     out = PricePerformance(rows)

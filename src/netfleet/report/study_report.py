@@ -20,7 +20,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from netfleet import pricetable
 from netfleet.analysis import GroupAnalysis, RunAnalysis
 from netfleet.analysis.calculator import plan
 from netfleet.catalog import query
@@ -740,10 +739,9 @@ def build_document(
     price_table: PriceTable | None = None,
 ) -> Document:
     """Every section the data supports, for ``campaigns`` (all when empty). ``price_table``:
-    default the dated table :func:`netfleet.pricetable.load` finds (a refreshed copy in the
-    cloud state directory, else the shipped one)."""
-    if price_table is None:
-        price_table = pricetable.load(pricetable.default_state_root())
+    the dated table cloud hosts are priced from (``netfleet report`` passes the cloud's: a
+    refreshed copy in the cloud state directory, else the shipped one); None: only
+    ``price_per_hour`` labels and ``prices`` count."""
     runs = _runs_info(catalog_dir, campaigns)
     if not runs.rows:
         raise InputError(

@@ -53,17 +53,18 @@ def topology_table(
     campaign: str | None = None,
     results: str | os.PathLike[str] | None = None,
     scale: Scale = "lab",
+    price_table: PriceTable | None = None,
 ) -> Tabular:
     """One row per value of ``by`` (a label key or runs column), with what each column means;
     with ``results`` (a results root), raw results not yet in the catalog are named in a note.
     ``scale``: a scaled lab's throughput as measured (``lab``) or as the cloud figures it
-    stands for (``cloud``)."""
-    from netfleet import pricetable
+    stands for (``cloud``). ``price_table``: the dated table cloud hosts are priced from (None:
+    ``price_per_hour`` labels only)."""
     from netfleet.lab.gateway import RATE_LABEL, UNCAPPED, uncapped_words
 
     rows, missing, scaled = topology_rows(catalog_dir, by, campaign)
     labels = topology_labels(catalog_dir, by, campaign, (*PRICE_LABELS, RATE_LABEL))
-    table = pricetable.load(pricetable.default_state_root())
+    table = price_table
     sources: set[str] = set()
     uncapped = [str(g) for g, (*_, gw) in labels.items() if UNCAPPED in gw]
     words = uncapped_words({RATE_LABEL: UNCAPPED})

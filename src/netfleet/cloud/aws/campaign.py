@@ -4,6 +4,7 @@ what ``netfleet run`` builds from a campaign spec's ``cloud:`` block (``netfleet
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,6 +21,9 @@ from netfleet.spec.cloud import (
     regions_of,
     vpc_cidr_for,
 )
+
+if TYPE_CHECKING:
+    from netfleet.hosts.provider import HostRequest
 
 #: the cost estimate's run time when neither the file nor a plan says
 DEFAULT_DURATION_MINUTES = 10.0
@@ -100,3 +104,33 @@ class CloudSpec(CloudSettings):
             for h in hosts
         ]
         return cls(campaign=settings.campaign, fleets=fleets, **common)
+
+
+def host_requests(cs: CloudSpec) -> list[HostRequest]:
+    """The ``kind: aws`` host requests of a launch-only file (``netfleet cloud up``): one per
+    instance, named ``<fleet name>-<n>`` (or ``<role>-<type>-<n>``), n from 0, each carrying the
+    file's settings — what the seam's ``acquire`` launches. ``cloud up`` stops before
+    bootstrap (nothing is measured, no host is reached), so the settings' ``backing`` is never
+    read; every launch field was validated with the file."""
+    from netfleet.hosts.provider import HostRequest
+
+    common = cs.model_dump(include=set(CloudSettings.model_fields))
+    settings = AwsSettings.model_construct(
+        **common, campaign=cs.campaign, backing="ssh", fleets=[], fargate=None
+    )
+    out: list[HostRequest] = []
+    seen: dict[str, int] = {}
+    for index, fleet in enumerate(cs.fleets):
+        base = fleet.name or f"{fleet.role}-{fleet.instance_type.replace('.', '-')}"
+        for _ in range(fleet.count):
+            n = seen[base] = seen.get(base, -1) + 1
+            spec = AwsHostSpec(
+                kind="aws",
+                instance_type=fleet.instance_type,
+                role=fleet.role,
+                region=fleet.region,
+                availability_zone=fleet.availability_zone,
+                fleet=fleet.name or f"fleet-{index}",  # a fleet's instances share a zone
+            ).model_copy(update={"cloud": settings})  # (validated with the file, above)
+            out.append(HostRequest(f"{base}-{n}", spec))
+    return out

@@ -61,6 +61,7 @@ from typing import Any
 
 from netfleet import aws, text
 from netfleet.cloud import backing, owner
+from netfleet.cloud.aws import filters
 from netfleet.cloud.aws.acquire.fargate import (
     IPERF3_PORT,
     FargateBlock,
@@ -207,6 +208,12 @@ class AwsCloud:
 
     def root(self) -> Path:
         return self.state_root or default_root()
+
+    @property
+    def expires_at(self) -> dt.datetime | None:
+        """When the campaign's machines power themselves off (its network's ``expires-at``
+        stamp); None before the first acquire made the network."""
+        return None if self._net is None else self._net.prov.expires_at
 
     def prepare(self, requests: list[HostRequest], expected_s: float | None) -> None:
         """A new campaign: every aws host it will ask for (its acquires may come in waves)
@@ -910,7 +917,7 @@ def _instance_by_lease(
     """Killed between RunInstances and the journal's ``acquired``: find it by its tags."""
     resp = ec2.describe_instances(
         Filters=[
-            *owner.filters(campaign, installation),
+            *filters.owned(campaign, installation),
             {"Name": f"tag:{TAG_LEASE}", "Values": [lease_id]},
         ]
     )

@@ -596,11 +596,17 @@ class Provisioner:
     def _fallback_zone(
         self, net: Network, instance_type: str, tried: list[str], fleet: int | None
     ) -> str | None:
-        """Another zone of ``net``'s region offering ``instance_type``, with a subnet there,
-        or None: a given subnet, every offering zone tried, or (same-az, cluster) instances
-        already running in the zone the others must share."""
+        """Another zone of ``net``'s region offering ``instance_type``, with a subnet there —
+        the one the fleet was already moved to, if a parallel launch moved it — or None: a
+        given subnet, every offering zone tried, or (same-az, cluster) instances already
+        running in the zone the others must share."""
         spec = self.spec
         shared = spec.placement in ("same-az", "cluster")
+        moved = self.sites[fleet] if fleet is not None else None
+        if moved is not None and moved.region == net.region and moved.az not in tried:
+            # a launch alongside (a wave's instances run in parallel) found no capacity in the
+            # same zone first and moved this fleet: follow it
+            return moved.az
         if spec.subnet_id or (shared and self._launched.get(net.region)):
             return None
         left = [z for z in self._zones(net.region, {instance_type}) if z not in tried]

@@ -15,22 +15,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-# the static table lives at base rank (netfleet.pricetable): the report reads it too
+# the table's format lives at base rank (netfleet.pricetable): the report reads it too
+from netfleet import pricetable
 from netfleet.cloud.aws.plan import pricelist
 from netfleet.errors import EnvironmentProblem
-from netfleet.pricetable import (
-    SHIPPED,
-    STALE_AFTER_DAYS,
-    PriceTable,
-    Source,
-    load,
-    stale_warning,
-)
+from netfleet.pricetable import STALE_AFTER_DAYS, PriceTable, Source, stale_warning
 
 __all__ = [
     "MIN_BILLED_S", "SHIPPED", "STALE_AFTER_DAYS", "Estimate", "PriceTable", "estimate", "load",
     "price_missing", "refresh", "refresh_ec2", "save", "stale_warning",
 ]  # fmt: skip
+
+#: the EC2/Fargate price table netfleet ships (dated, each price with its source)
+SHIPPED = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+
+
+def load(state_root: Path | None = None) -> PriceTable:
+    """The table in use: a refreshed copy in ``state_root`` (``netfleet cloud prices
+    refresh``), else the shipped one."""
+    return pricetable.load(state_root, SHIPPED)
+
 
 #: EC2 bills Linux per second with a 60-second minimum
 MIN_BILLED_S = 60.0

@@ -29,6 +29,7 @@ from botocore.parsers import ResponseParserError
 
 from netfleet import aws
 from netfleet.cloud import backing, faults, owner
+from netfleet.cloud.aws import filters
 from netfleet.cloud.aws import retry as retry_
 from netfleet.cloud.aws.release import fargate_teardown
 from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
@@ -119,7 +120,7 @@ def wait_terminated(
 def live_instances(ec2: Any, campaign: str, installation: str | None = None) -> list[str]:
     """The campaign's instances not yet terminated (of ``installation``; None: any owner)."""
     out = []
-    f = owner.filters(campaign, installation)
+    f = filters.owned(campaign, installation)
     for page in ec2.get_paginator("describe_instances").paginate(Filters=f):
         for res in page["Reservations"]:
             for inst in res["Instances"]:
@@ -145,7 +146,7 @@ def placement_groups(ec2: Any, campaign: str, installation: str | None) -> list[
     """Names of the placement groups carrying the tags; None where the API is unavailable
     (moto: HTTP 500) — then nothing can be verified, so nothing is deleted."""
     try:
-        f = owner.filters(campaign, installation)
+        f = filters.owned(campaign, installation)
         groups = _no_retry(ec2).describe_placement_groups(Filters=f)
     except (ClientError, BotoCoreError, ResponseParserError):
         return None
@@ -154,7 +155,7 @@ def placement_groups(ec2: Any, campaign: str, installation: str | None) -> list[
 
 def key_pairs(ec2: Any, campaign: str, installation: str | None) -> dict[str, str]:
     """id → name of the key pairs carrying the tags (never found by name)."""
-    found = ec2.describe_key_pairs(Filters=owner.filters(campaign, installation))["KeyPairs"]
+    found = ec2.describe_key_pairs(Filters=filters.owned(campaign, installation))["KeyPairs"]
     return {str(k["KeyPairId"]): str(k["KeyName"]) for k in found}
 
 
@@ -162,7 +163,7 @@ def prefix_lists(ec2: Any, campaign: str, installation: str | None) -> list[str]
     """Ids of the managed prefix lists carrying the tags, not yet deleted. The installation's
     tag is checked here, not in the filter: moto's server fails (HTTP 500) on two tag filters
     when a list matches neither."""
-    f = owner.filters(campaign, None)
+    f = filters.owned(campaign, None)
     found = ec2.describe_managed_prefix_lists(Filters=f)["PrefixLists"]
     gone = ("delete-complete", "delete-in-progress")
     return [
@@ -176,7 +177,7 @@ def prefix_lists(ec2: Any, campaign: str, installation: str | None) -> list[str]
 def remaining(ec2: Any, campaign: str, installation: str | None = None) -> dict[str, int | None]:
     """Per resource type, how many carry the campaign's tag (and ``installation``'s; None: any
     owner's). None: the API is unavailable."""
-    f = owner.filters(campaign, installation)
+    f = filters.owned(campaign, installation)
     ecs = aws.client("ecs", ec2.meta.region_name)
     counts: dict[str, int | None] = {**fargate_teardown.remaining(ecs, campaign, installation)}
     counts["instances"] = len(live_instances(ec2, campaign, installation))
@@ -206,7 +207,7 @@ def teardown_region(
 ) -> None:
     """Delete everything the campaign (of ``installation``; None: any owner's, ``reap
     --all-owners``) has in one region, in dependency order."""
-    f = owner.filters(campaign, installation)
+    f = filters.owned(campaign, installation)
 
     def note(kind: str, rid: str) -> None:
         if journal is not None:
