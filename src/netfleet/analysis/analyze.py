@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from netfleet.analysis.credit import CreditEstimate, CreditKind, RateKind, estimate_credit
+from netfleet.analysis.credit import (
+    CreditEstimate,
+    CreditKind,
+    RateKind,
+    estimate_credit,
+    time_at_peak,
+)
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.refill import (
     DrainStart,
@@ -372,6 +378,11 @@ class GroupCredit:
     burst_seconds: Estimate | None = None
     rate: Estimate | None = None
     notes: tuple[str, ...] = ()
+
+    @property
+    def seconds_at_peak_full(self) -> float | None:
+        """σ / (C − ρ) of the group's pooled figures (what the calculator answers from)."""
+        return time_at_peak(self.bucket, self.peak, self.baseline)
 
 
 @dataclass(frozen=True)
