@@ -49,7 +49,10 @@ def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
         if limits.concurrency > 1
         else estimate_seconds(spec, runs)
     )
-    the_plan = Plan(spec, list(runs), limits.concurrency, est)
+    from netfleet.hosts.netns import planned_labels
+
+    labels = {name: planned_labels(h, None) for name, h in spec.hosts.items()}
+    the_plan = Plan(spec, list(runs), limits.concurrency, est, host_labels=labels)
     if cost and is_cloud(spec):  # what launching would cost
         from netfleet.cloud.aws.plan import safety
         from netfleet.cloud.aws.runs import plan_cost

@@ -17,6 +17,7 @@ from netfleet.hosts.provider import HostPool, HostRequest, release_leftovers
 from netfleet.hosts.registry import get_provider
 from netfleet.plan.bounds import bound_runs
 from netfleet.plan.matrix import PlannedRun, expand
+from netfleet.plan.normalise import expected_wall_seconds
 from netfleet.runner.dispatch import dispatch
 from netfleet.runner.events import Reporter, SilentReporter
 from netfleet.runner.execute import RunContext
@@ -180,7 +181,9 @@ async def _run(
 
             driver = WaveDriver(plan, todo, bring, scheduler.arrive, pool.release_early, rep.note)
         journal.session("resume" if resume else "fresh", planned=len(runs), todo=len(todo))
-        rep.campaign_started(todo, estimate_wall_seconds(todo, limits))
+        most = estimate_wall_seconds(todo, limits)
+        known = {name: {**h.labels} for name, h in hosts.items()}
+        rep.campaign_started(todo, expected_wall_seconds(todo, most, known), most)
         tests = {t.name: t for t in spec.tests}
 
         def context(run: PlannedRun, on_start: Callable[[Started], None]) -> RunContext:
