@@ -22,16 +22,36 @@ def schema(*, lab: bool = False) -> dict[str, Any]:
     return spec_schema()
 
 
-def plan(spec: str | os.PathLike[str], *, cost: bool = True, max_runs: int | None = None) -> Plan:
-    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing. With
+def plan(
+    spec: str | os.PathLike[str],
+    *,
+    cost: bool = True,
+    max_runs: int | None = None,
+    results: str | None = None,
+) -> Plan:
+    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing.
+    ``Plan.refill`` says which burstable hosts a burst test would use within their refill time
+    after their last traffic (the campaign journals under ``results``, else the spec's or the
+    default results root: :func:`netfleet.runner.bucket.refill_warnings`). With
     ``cost``, a campaign with cloud hosts also gets what launching them would cost
     (``Plan.cost``; spot prices are asked of AWS) — refused
     (:class:`~netfleet.errors.InputError`) for ``backing: sim`` unless every endpoint is
     loopback, as ``run`` is: no connection leaves the machine. ``max_runs``: the most runs the
     campaign may plan (default NETFLEET_MAX_RUNS, else 1,000,000; counted before expanding)."""
-    from netfleet.spec import load_spec
+    from dataclasses import replace
 
-    return plan_of(load_spec(Path(spec), max_runs=max_runs), cost=cost)
+    from netfleet.api._paths import results_url
+    from netfleet.runner.bucket import refill_warnings
+    from netfleet.runner.journal import recent_traffic
+    from netfleet.spec import load_spec
+    from netfleet.store import open_root
+
+    campaign = load_spec(Path(spec), max_runs=max_runs)
+    planned = plan_of(campaign, cost=cost)
+    journals = open_root(results_url(results, campaign.results)).journal_root
+    traffic = recent_traffic(journals)
+    refill = refill_warnings(planned.runs, planned.host_labels, traffic) if traffic else []
+    return replace(planned, refill=refill)
 
 
 def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:

@@ -25,3 +25,5 @@ class Plan:
     #: host name → its labels as known before any run (spec, a lab's shapers): an adaptive
     #: run's expected time adds its hosts' burst σ / (C − ρ) from them
     host_labels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: burstable hosts a burst test would use within their refill time (one line each)
+    refill: list[str] = field(default_factory=list)

@@ -67,6 +67,7 @@ def plan_table(planned: Plan) -> Tabular:
             "expected_s: adaptive runs stop once steady (a burst adds its length); "
             "max_s: every phase at its maximum. normalised: rates in bit/s, sizes in bytes.",
             *_bursts_note(runs, labels),
+            *(f"refill: {line}" for line in planned.refill),
         ],
         decimals=1,
     )

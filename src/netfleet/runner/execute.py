@@ -44,6 +44,8 @@ class RunContext:
     #: test checks its hosts' credit buckets with them (see netfleet.runner.bucket)
     last_traffic: Callable[[str], datetime | None] | None = None
     busy: Callable[[str], bool] | None = None
+    #: wait for a lab host's known refill (label lab_refill_s) instead of flagging the bucket
+    wait_refill: bool = False
 
 
 def _now() -> datetime:
@@ -114,7 +116,8 @@ async def _bucket_state(ctx: RunContext, run: PlannedRun) -> dict[str, Any] | No
     if ctx.last_traffic is None:
         return None
     hosts = {ctx.client.name: ctx.client.labels, ctx.server.name: ctx.server.labels}
-    check = check_bucket(run, hosts, ctx.last_traffic, ctx.busy or (lambda _: False))
+    busy = ctx.busy or (lambda _: False)
+    check = check_bucket(run, hosts, ctx.last_traffic, busy, wait_refill=ctx.wait_refill)
     if check.message:
         ctx.reporter.note(check.message)
     if check.wait_s > 0:
