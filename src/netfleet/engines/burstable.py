@@ -117,7 +117,12 @@ def full_burst_s(labels: Mapping[str, Any]) -> float | None:
     if bucket is None or figures is None or figures[1] <= figures[0] or bucket < 0:
         return None
     time = _gbps(labels.get("lab_time_scale"))
-    return bucket / (figures[1] - figures[0]) * (time if time and time > 0 else 1.0)
+    return burst_seconds(bucket, *figures) * (time if time and time > 0 else 1.0)
+
+
+def burst_seconds(bucket_gbit: float, baseline_gbps: float, peak_gbps: float) -> float:
+    """τ: how long a full bucket lasts at peak, σ / (C − ρ) (the calculator's burst time)."""
+    return bucket_gbit / (peak_gbps - baseline_gbps)
 
 
 def fixed_basis(labels: Iterable[Mapping[str, Any]]) -> str:
