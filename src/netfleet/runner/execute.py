@@ -21,7 +21,13 @@ from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.bucket import check_bucket
 from netfleet.runner.events import Reporter
-from netfleet.runner.hostcpu import SAME_KERNEL, busy_note, cpu_times
+from netfleet.runner.hostcpu import (
+    SAME_KERNEL,
+    SAMPLE_EVERY_S,
+    EngineCpu,
+    busy_note,
+    cpu_times,
+)
 from netfleet.runner.session import RunSession, Started
 from netfleet.runner.state import config_state, srd_snapshot
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
@@ -75,6 +81,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     srd_after: dict[str, dict[str, int]] = {}
     same_kernel = all(h.kind in SAME_KERNEL for h in hosts)
     cpu_before = cpu_times() if same_kernel else None
+    engine_cpu = EngineCpu()
+    sampler = asyncio.ensure_future(_sample_engines(engine_cpu, session))
     try:
         outcome = await ctx.engine.execute(session, run.params)
     except StopEarly:
@@ -90,9 +98,13 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         await asyncio.shield(session.interrupt_clients())
         outcome = ctx.engine.salvage(session, run.params, interrupted=True)
     finally:
+        sampler.cancel()
+        engine_cpu.sample(session.started)  # the servers still run: their last reading
         await asyncio.shield(session.stop_all())
     if (cpu := busy_note(cpu_before, cpu_times() if same_kernel else None)) is not None:
         session.notes["host_cpu"] = cpu
+    if (own := engine_cpu.note()) is not None:
+        session.notes["engine_cpu"] = own
     if ena_before and cancelled is None:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
@@ -109,6 +121,13 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         cancelled.envelope = envelope  # type: ignore[attr-defined]
         raise cancelled
     return envelope
+
+
+async def _sample_engines(engine_cpu: EngineCpu, session: RunSession) -> None:
+    """Read the engine processes' own CPU every :data:`SAMPLE_EVERY_S` while the run goes."""
+    while True:
+        engine_cpu.sample(session.started)
+        await asyncio.sleep(SAMPLE_EVERY_S)
 
 
 async def _bucket_state(ctx: RunContext, run: PlannedRun) -> dict[str, Any] | None:

@@ -7,6 +7,8 @@ saturated may be the host's limit, not the link's: analyze labels it so.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +42,63 @@ def busy_note(
         "busy_percent": round(100 * busy, 1),
         "source": "/proc/stat of the controller's kernel (local/netns hosts), whole run",
     }
+
+
+#: how often the engine processes' own CPU is read during a run (s): a process's last reading
+#: before it ends is what counts, so this bounds the CPU time left out
+SAMPLE_EVERY_S = 0.5
+
+
+def process_cpu(pid: int, proc: Path = Path("/proc")) -> tuple[int, int, float] | None:
+    """(utime + stime, start time, age) of process ``pid`` in clock ticks (/proc/PID/stat,
+    /proc/uptime), or None when it is gone or unreadable."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+        uptime = float((proc / "uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    rest = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": the comm may hold spaces
+    try:
+        ticks, start = int(rest[11]) + int(rest[12]), int(rest[19])
+    except (IndexError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    return ticks, start, uptime * hz - start
+
+
+class EngineCpu:
+    """The CPU the engine processes netfleet started used, by role, read from their own
+    ``/proc/PID/stat`` while the run goes on (hosts on the controller's kernel): what iperf3's
+    ``cpu_utilization_percent`` is for the engines that report none (iperf2, sockperf, irtt,
+    ping). A PID whose start time changes is another process: its readings are dropped."""
+
+    def __init__(self) -> None:
+        #: (role, host, pid) → (ticks, start, age) at the last reading
+        self.last: dict[tuple[str, str, int], tuple[int, int, float]] = {}
+
+    def sample(self, started: Sequence[Any]) -> None:
+        """Read every started process (``Started``: role, host, process) on a local kind."""
+        for entry in started:
+            pid = getattr(entry.process, "pid", None)
+            if entry.host.kind not in SAME_KERNEL or not isinstance(pid, int) or pid <= 0:
+                continue
+            key = (entry.role, entry.host.name, pid)
+            now = process_cpu(pid)
+            if now is None:
+                continue
+            before = self.last.get(key)
+            if before is not None and before[1] != now[1]:
+                continue  # the PID was reused: not ours
+            self.last[key] = now
+
+    def note(self) -> dict[str, Any] | None:
+        """``notes.engine_cpu``: the busiest process's share of one CPU per role (100 = one
+        CPU, over its lifetime), or None when nothing was read."""
+        out: dict[str, Any] = {}
+        for (role, _, _), (ticks, _, age) in self.last.items():
+            if age > 0:
+                out[role] = max(out.get(role, 0.0), round(100 * ticks / age, 1))
+        if not out:
+            return None
+        out["source"] = "/proc/PID/stat of the engine processes netfleet started"
+        return out
