@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,22 +58,27 @@ def burners() -> Iterator[None]:
             p.wait()
 
 
-def test_a_busy_machine_does_not_widen_a_calm_engine_s_pm(
-    lab: tuple[str, Path], tmp_path: Path, burners: None
-) -> None:
+def _run_loaded(lab: tuple[str, Path], tmp_path: Path, engine: str) -> Any:
+    """One 6 s run of ``engine`` from the shaped host to the server, on the loaded machine."""
     name, state = lab
     spec = write_spec(
         tmp_path,
         f"""\
-        campaign: cpu
+        campaign: cpu-{engine}
         hosts:
           srv: {{kind: netns, lab: {name}, host: srv}}
           st: {{kind: netns, lab: {name}, host: st}}
         tests:
-          - {{name: a, client: st, server: srv, params: {{duration: 6}}}}
+          - {{name: a, engine: {engine}, client: st, server: srv, params: {{duration: 6}}}}
         """,
     )
-    result = run(spec, tmp_path / "r", state)
+    return run(spec, tmp_path / "r", state)
+
+
+def test_a_busy_machine_does_not_widen_a_calm_engine_s_pm(
+    lab: tuple[str, Path], tmp_path: Path, burners: None
+) -> None:
+    result = _run_loaded(lab, tmp_path, "iperf3")
     [env] = result.envelopes
     assert env.status == "ok", env.reason
     assert env.notes["host_cpu"]["busy_percent"] >= 90  # the machine was loaded
@@ -93,19 +99,7 @@ def test_iperf2_s_own_cpu_from_its_pids_keeps_a_calm_engine_s_pm(
     by iperf3's own figure; analyze and advice agree."""
     from netfleet.advice import advise
 
-    name, state = lab
-    spec = write_spec(
-        tmp_path,
-        f"""\
-        campaign: cpu2
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          st: {{kind: netns, lab: {name}, host: st}}
-        tests:
-          - {{name: a, engine: iperf2, client: st, server: srv, params: {{duration: 6}}}}
-        """,
-    )
-    result = run(spec, tmp_path / "r", state)
+    result = _run_loaded(lab, tmp_path, "iperf2")
     [env] = result.envelopes
     assert env.status == "ok", env.reason
     assert env.notes["host_cpu"]["busy_percent"] >= 90  # the machine was loaded
