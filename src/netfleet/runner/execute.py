@@ -100,6 +100,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     finally:
         sampler.cancel()
         engine_cpu.sample(session.started)  # the servers still run: their last reading
+        if cancelled is None:
+            await engine_cpu.sample_remote(session.started)
         await asyncio.shield(session.stop_all())
     if (cpu := busy_note(cpu_before, cpu_times() if same_kernel else None)) is not None:
         session.notes["host_cpu"] = cpu
@@ -124,10 +126,18 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
 
 
 async def _sample_engines(engine_cpu: EngineCpu, session: RunSession) -> None:
-    """Read the engine processes' own CPU every :data:`SAMPLE_EVERY_S` while the run goes."""
-    while True:
-        engine_cpu.sample(session.started)
-        await asyncio.sleep(SAMPLE_EVERY_S)
+    """Read the engine processes' own CPU every :data:`SAMPLE_EVERY_S` while the run goes;
+    other hosts' as often as their last reading (a command over SSH) has come back."""
+    remote: asyncio.Future[None] | None = None
+    try:
+        while True:
+            engine_cpu.sample(session.started)
+            if remote is None or remote.done():
+                remote = asyncio.ensure_future(engine_cpu.sample_remote(session.started))
+            await asyncio.sleep(SAMPLE_EVERY_S)
+    finally:
+        if remote is not None:
+            remote.cancel()
 
 
 async def _bucket_state(ctx: RunContext, run: PlannedRun) -> dict[str, Any] | None:
