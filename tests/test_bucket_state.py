@@ -180,6 +180,9 @@ def test_issue_36_plan_warns_of_a_burstable_host_tested_again_within_its_refill(
     notes = plan_table(planned_).notes
     assert any(n == f"refill: {line}" for n in notes)
     assert api.plan(spec, cost=False, results=str(tmp_path / "none")).refill == []
+    dry = api.run(spec, results=str(results), dry_run=True).plan  # run --dry-run says it too
+    assert dry is not None and len(dry.refill) == 1
+    assert dry.refill[0].startswith("r4-large: a burst test within its refill time")
 
 
 class _Notes:

@@ -87,7 +87,7 @@ def run(
     (``lab_refill_s``) instead (a host's ``refill_s`` label is always waited for).
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
-    from netfleet.api._spec import is_cloud, plan_of
+    from netfleet.api._spec import is_cloud, plan_of, with_refill
     from netfleet.runner import run_campaign
     from netfleet.spec import load_spec
     from netfleet.store import open_root
@@ -102,7 +102,7 @@ def run(
 
         safety.check_campaign(campaign, safety.PLAN_SERVICES)
     if dry_run or cloud:
-        outcome.plan = plan_of(campaign)
+        outcome.plan = with_refill(plan_of(campaign), root.journal_root)
         if cloud:  # the cost guard: refuse before anything is launched
             from netfleet.cloud.aws import runs
             from netfleet.cloud.aws.plan import costs

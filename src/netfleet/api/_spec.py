@@ -38,17 +38,23 @@ def plan(
     (:class:`~netfleet.errors.InputError`) for ``backing: sim`` unless every endpoint is
     loopback, as ``run`` is: no connection leaves the machine. ``max_runs``: the most runs the
     campaign may plan (default NETFLEET_MAX_RUNS, else 1,000,000; counted before expanding)."""
-    from dataclasses import replace
-
     from netfleet.api._paths import results_url
-    from netfleet.runner.bucket import refill_warnings
-    from netfleet.runner.journal import recent_traffic
     from netfleet.spec import load_spec
     from netfleet.store import open_root
 
     campaign = load_spec(Path(spec), max_runs=max_runs)
-    planned = plan_of(campaign, cost=cost)
     journals = open_root(results_url(results, campaign.results)).journal_root
+    return with_refill(plan_of(campaign, cost=cost), journals)
+
+
+def with_refill(planned: Plan, journals: Path) -> Plan:
+    """``planned`` with its :attr:`Plan.refill` lines, from the campaign journals under the
+    results root ``journals`` (what ``plan`` and ``run --dry-run`` say)."""
+    from dataclasses import replace
+
+    from netfleet.runner.bucket import refill_warnings
+    from netfleet.runner.journal import recent_traffic
+
     traffic = recent_traffic(journals)
     refill = refill_warnings(planned.runs, planned.host_labels, traffic) if traffic else []
     return replace(planned, refill=refill)
