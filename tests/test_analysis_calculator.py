@@ -22,6 +22,7 @@ from netfleet.analysis.calculator import plan
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.errors import InputError
+from netfleet.report.analysis_tables import calc_table
 
 G = 1e9
 R4_LARGE = BucketModel.of(0.75 * G, 10 * G, 2700 * G)
@@ -103,9 +104,9 @@ def test_impossible_questions_are_input_errors(call: object, match: str) -> None
 
 def test_plan_lists_every_answer_with_its_formula() -> None:
     answers = {a.quantity: a for a in plan(R4_LARGE, 0.6 * G, None, 10, 0.05)}
-    assert answers["10 s at X, once every"].formula == "b·(X − u) / (ρ − u)"
+    assert answers["10 s at peak C = 10 Gbit/s, once every"].formula == "b·(X − u) / (ρ − u)"
     assert "… seed 004's rule of thumb" in answers
-    assert "time at X, full bucket" not in answers  # X is the peak
+    assert not any(q.startswith("time at X") for q in answers)  # X is the peak
 
 
 def test_cli_calc_from_numbers(capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +117,7 @@ def test_cli_calc_from_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["bucket σ (initial/max credit)"]["value"] == pytest.approx(2700)
     assert rows["bucket σ (initial/max credit)"]["unit"] == "Gbit"
-    assert rows["10 s at X, once every"]["value"] == pytest.approx(626.67, abs=0.01)
+    assert rows["10 s at peak C = 10 Gbit/s, once every"]["value"] == pytest.approx(626.67, 1e-4)
     assert rows["refill from empty, idle"]["value"] == pytest.approx(3600)
 
 
@@ -215,7 +216,7 @@ def test_issue_36_use_above_the_baseline_is_never_unlimited(
     assert cli(*args, "-f", "json") == 0
     rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     never = "never: 1 Gbit/s exceeds the 0.75 Gbit/s baseline; a full bucket empties in 10,800 s"
-    for q in ("refill from empty at use u", "10 s at X, once every",
+    for q in ("refill from empty at use u", "10 s at peak C = 10 Gbit/s, once every",
               "burst rate sustained at duty 0.1"):  # fmt: skip
         assert rows[q]["never"] == never and rows[q]["value"] is None
     assert rows["full bucket empties at use u"]["value"] == pytest.approx(10_800)
@@ -254,12 +255,56 @@ def test_issue_36_given_figures_on_a_scaled_lab_run_are_the_cloud_s(
     assert accrued["cloud_value"] == pytest.approx(base - 0.6)
     assert accrued["value"] == pytest.approx((base - 0.6) * 0.05)
     peak = rows["peak C"]["cloud_value"]
-    period = rows["10 s at X, once every"]  # 10 cloud seconds at the cloud peak
+    every = next(q for q in rows if q.startswith("10 s at peak C = "))
+    assert every == f"10 s at peak C = {rows['peak C']['cloud_value']:.4g} Gbit/s, once every"
+    period = rows[every]  # 10 cloud seconds at the cloud peak
     assert period["cloud_value"] == pytest.approx(10 * (peak - 0.6) / (base - 0.6), rel=1e-3)
     assert any("taken as the cloud's" in n for n in out["notes"])
     assert cli(*args, "--use", "2gbit") == 0
     rows = {r["quantity"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
-    assert rows["10 s at X, once every"]["never"].startswith(
+    assert rows[every]["never"].startswith(
         f"never: 2 Gbit/s (cloud) exceeds the {base:.4g} Gbit/s baseline"
     )
     assert rows["credit drained at use u"]["cloud_value"] == pytest.approx(2 - base)
+
+
+def test_issue_36_calculator_rows_say_what_x_is_and_give_a_plus_minus_note_only_with_a_plus_minus(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """001d0e3: "10 s at X, once every" (X = peak?) and "± from the inputs' ±" under numbers
+    given without any ±."""
+    args = ("credit", "calc", "--baseline", "0.75gbit", "--peak", "10gbit", "--bucket",
+            "2700gbit", "--burst-seconds", "10", "--burst-rate", "5gbit")  # fmt: skip
+    assert cli(*args, "-f", "json") == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["quantity"]: r for r in out["rows"]}
+    assert rows["time at X = 5 Gbit/s, full bucket"]["value"] == pytest.approx(2700 / 4.25)
+    assert "10 s at X = 5 Gbit/s, once every" in rows
+    assert not any(" at X," in q for q in rows)
+    assert not any("±" in n for n in out["notes"])
+    assert cli(*args[:-2]) == 0
+    text = capsys.readouterr().out
+    assert "at peak C = 10 Gbit/s, once" in text and "±" not in text
+    measured = BucketModel(Estimate(0.75 * G, 0.01 * G), Estimate(10 * G), Estimate(2700 * G))
+    table = calc_table(plan(measured, seconds=10))
+    assert any("± from the inputs' ±" in n for n in table.notes)
+
+
+def test_issue_36_a_study_report_gives_one_time_at_peak_per_burst_group() -> None:
+    """001d0e3's report gave the best run's σ/(C − ρ) in seed 004's table, each run's measured
+    burst in the group table and the pooled model's σ/(C − ρ) in the calculator: now the one
+    the calculator answers from, in both places."""
+    from netfleet.report.document import Table
+    from netfleet.report.study_report import burst_section
+    from tests.test_seed_truth import _group
+
+    g = _group("credit_out", "out", instance_type="r4.large")
+    section = burst_section([g])
+    assert section is not None
+    tables = [b.data for b in section.blocks if isinstance(b, Table)]
+    credit, per_group, calc = tables[0], tables[1], tables[2]
+    assert "at_peak_s" not in per_group.columns
+    (rec,) = credit.records()
+    at_peak = next(r for r in calc.records() if r["quantity"] == "time at peak, full bucket")
+    seconds = float(at_peak["value"].split(" ")[0].replace(",", ""))
+    assert float(rec["max_time_at_peak_s"]) == pytest.approx(seconds, rel=0.01)

@@ -4,6 +4,7 @@ waits for a known refill), and analyze flags it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from netfleet.analysis.analyze import analyze_group, analyze_series
 from netfleet.analysis.series import RunInfo
@@ -134,3 +135,114 @@ def test_issue_36_a_run_soon_after_the_host_s_last_is_part_filled() -> None:
     )
     assert "s in the cloud)" in note and "3,6" in note  # 180 s / 0.05 ≈ 3,600 s
     assert group.combined().bucket == full.credit.bucket  # the full run's is the type's
+
+
+def _journal_with_traffic_on(results: Path, campaign: str, host: str) -> None:
+    """What ``netfleet run`` journals of a run on ``host`` (through its own Journal)."""
+    from netfleet.runner.journal import Journal, journal_path
+
+    with Journal(journal_path(results, campaign)) as j:
+        j.session("fresh", planned=1, todo=1)
+        j.run_started("a", 0)
+        j.process("a", host, 4242, ["iperf3", "-c"], "client")
+        j.run_finished("a", "ok", "a-1", None, [(host, 4242)])
+
+
+R4_AGAIN = """\
+campaign: r4-again
+hosts:
+  server: {kind: netns, lab: r4, host: server}
+  r4-large: {kind: netns, lab: r4, host: r4-large}
+tests:
+  - {name: burst, client: r4-large, server: server, params: {duration: 60, until_steady: 3}}
+"""
+
+
+def test_issue_36_plan_warns_of_a_burstable_host_tested_again_within_its_refill(
+    tmp_path: Path,
+) -> None:
+    """r4-large just carried another campaign's traffic; the r4 lab's shaper refills in
+    σ/ρ = 6750 Mbit / 37.5 Mbit/s = 180 s (3,600 s in the cloud). 001d0e3's plan said nothing,
+    and its run flagged only runs of its own campaign."""
+    from netfleet import api
+    from netfleet.report.plan import plan_table
+
+    results = tmp_path / "results"
+    _journal_with_traffic_on(results, "r4-first", "r4-large")
+    _journal_with_traffic_on(results, "elsewhere", "server")  # not burstable: nothing to say
+    spec = tmp_path / "r4.yaml"
+    spec.write_text(R4_AGAIN)
+    planned_ = api.plan(spec, cost=False, results=str(results))
+    (line,) = planned_.refill
+    assert line.startswith("r4-large: a burst test within its refill time — campaign r4-first:")
+    assert "refill needs ~180 s (3,600 s in the cloud)" in line
+    assert "or run with --wait-refill" in line
+    notes = plan_table(planned_).notes
+    assert any(n == f"refill: {line}" for n in notes)
+    assert api.plan(spec, cost=False, results=str(tmp_path / "none")).refill == []
+    dry = api.run(spec, results=str(results), dry_run=True).plan  # run --dry-run says it too
+    assert dry is not None and len(dry.refill) == 1
+    assert dry.refill[0].startswith("r4-large: a burst test within its refill time")
+
+
+class _Notes:
+    """A reporter that keeps the notes ``run`` says, then stops the campaign at its first
+    run (nothing is measured)."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+    def run_started(self, run: PlannedRun) -> None:
+        raise _Stop
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return lambda *a, **k: None
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_issue_36_run_warns_before_a_burst_test_within_another_campaign_s_refill(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    import pytest
+
+    from netfleet.runner import run_campaign
+    from netfleet.spec import load_spec
+    from netfleet.store import open_root
+
+    results = tmp_path / "results"
+    _journal_with_traffic_on(results, "first", "cr")
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "campaign: second\n"
+        "hosts:\n"
+        "  cr: {kind: local, address: 127.0.0.1, labels: {burstable: true, lab_refill_s: 600}}\n"
+        "  srv: {kind: local, address: 127.0.0.1}\n"
+        "tests:\n"
+        "  - {name: b, client: cr, server: srv, params: {duration: 30, until_steady: 3}}\n"
+    )
+    rep = _Notes()
+    with pytest.raises(_Stop):
+        asyncio.run(run_campaign(load_spec(spec), open_root(str(results)), rep))  # type: ignore[arg-type]
+    said = [n for n in rep.notes if n.startswith("cr: a burst test within its refill time")]
+    assert len(said) == 1 and "campaign first" in said[0] and "~600 s" in said[0], rep.notes
+
+
+def test_issue_36_wait_refill_waits_for_a_lab_host_s_known_refill() -> None:
+    """``run --wait-refill``: 20 s after other traffic, a lab host whose shaper refills in
+    180 s is waited for (160 s) instead of flagged."""
+    h = history_with_a_run_on("cr", NOW - timedelta(seconds=20))
+    burst = planned(Iperf3Params(duration=60, until_steady=5), "iperf3")
+    hosts = {"cr": {"burstable": True, "lab_refill_s": 180.0}, "srv": {"burstable": False}}
+    check = check_bucket(burst, hosts, h.last_traffic_at, h.busy, now=NOW, wait_refill=True)
+    assert check.wait_s == 160 and check.note == {"state": "refilled", "waited_s": 160.0}
+    assert check.message is not None and "--wait-refill" in check.message
+    flagged = check_bucket(burst, hosts, h.last_traffic_at, h.busy, now=NOW)
+    assert flagged.wait_s == 0 and flagged.note is not None

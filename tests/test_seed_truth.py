@@ -184,3 +184,43 @@ def test_the_same_finding_over_two_runs_is_one_row_with_both_runs() -> None:
     t = advice_table([gw("r1"), gw("r2"), other, gw("r1")])
     assert [r["code"] for r in t.records()] == ["path-mtu", "asymmetry"]
     assert t.records()[0]["runs"] == "r1, r2"
+
+
+def test_issue_36_imported_runs_shorter_than_their_type_s_burst_say_so(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """001d0e3: a 10 s import of r4.large (bucket 2700 Gbit, 0.75 → 10 Gbit/s: a 292 s burst)
+    read as the type's rate, unflagged. Now a note and the row's flag say it is the burst's;
+    a burstable type without a known burst length says it may be; a fixed one says nothing."""
+    raw = tmp_path / "in"
+    (raw / "r4").mkdir(parents=True)
+    (raw / "t3").mkdir()
+    (raw / "c5").mkdir()
+    for d in ("r4", "t3", "c5"):
+        (raw / d / "a.client.json").write_bytes((FIX / "v3_12_tcp.client.json").read_bytes())
+    root = ResultsRoot(tmp_path / "r")
+    kinds = {
+        "r4": ["instance_type=r4.large", "baseline_gbps=0.75", "peak_gbps=10", "bucket_gbit=2700"],
+        "t3": ["instance_type=t3.micro", "network_performance=Up to 5 Gigabit"],
+        "c5": ["instance_type=c5n.18xlarge", "burstable=false"],
+    }
+    for d, labels in kinds.items():
+        assert import_files([str(raw / d)], root, labels=labels, campaign=d).bad == []
+    ingest(root, tmp_path / "c")
+    sheet = cheatsheet(tmp_path / "c")
+    seconds = {r["instance_type"]: r for r in sheet.records()}
+    assert set(seconds) == {"r4.large", "t3.micro", "c5n.18xlarge"}
+    r4 = next(n for n in sheet.notes if n.startswith("r4.large: "))
+    assert r4.endswith("s runs, burst lasts ~292 s at 10 Gbit/s — this is the burst rate, not "
+                       "the baseline")  # fmt: skip
+    assert any(n.startswith("t3.micro: ") and "may be the burst's" in n for n in sheet.notes)
+    assert not any(n.startswith("c5n.18xlarge") for n in sheet.notes)
+    assert "shorter than the burst" in str(seconds["r4.large"]["flag"])
+    assert "shorter than the burst" not in str(seconds["c5n.18xlarge"]["flag"])
+    assert cli("cheatsheet", "--catalog", str(tmp_path / "c"), "--format", "json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert r4 in out["notes"]
+    assert cli("cheatsheet", "--catalog", str(tmp_path / "c")) == 0
+    assert "burst lasts ~292 s at 10 Gbit/s" in " ".join(capsys.readouterr().out.split())
+    only_c5 = cheatsheet(tmp_path / "c", campaign="c5")
+    assert not any("burst" in n and "lasts" in n for n in only_c5.notes)

@@ -343,3 +343,22 @@ def test_inventory_check_reports_each_host(fleet: SshLab, tmp_path: Path) -> Non
     rows = {r["host"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["h1"]["ready"] == "ok" and rows["h1"]["iperf3"].startswith("3.")
     assert rows["h2"]["ready"] == "NO" and "unknown SSH host key" in rows["h2"]["detail"]
+
+
+def test_issue_36_an_ssh_host_s_engine_cpu_is_read_from_its_own_pids(
+    fleet: SshLab, tmp_path: Path
+) -> None:
+    """iperf2 reports no CPU: netfleet reads the processes it started on both SSH hosts
+    (their /proc/PID/stat, by a command), as it reads local ones; 001d0e3 recorded nothing."""
+    body = """\
+tests:
+  - {name: i2, engine: iperf2, client: h3, server: h4, params: {duration: 4}}
+"""
+    spec_path = fleet.spec_file(tmp_path / "cpu.yaml", "sshcpu", ["h3", "h4"], body)
+    root = ResultsRoot(tmp_path / "r")
+    result = fleet.run(lambda: run_campaign(load_spec(spec_path), root))
+    [env] = result.envelopes
+    assert env.status == "ok", env.reason
+    own = env.notes["engine_cpu"]
+    assert own["source"].startswith("/proc/PID/stat"), own
+    assert 0 < own["client"] <= 100 and 0 <= own["server"] <= 100, own

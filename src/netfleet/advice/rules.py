@@ -10,7 +10,7 @@ from typing import Any
 from netfleet.advice import evidence as ev
 from netfleet.advice.model import Advice
 from netfleet.engines import tools as registry_tools
-from netfleet.engines.contract import cpu_limits
+from netfleet.engines.contract import cpu_limits, engine_cpu
 from netfleet.engines.probes import VERSION_PROBES
 from netfleet.hosts.packages import install_hint
 from netfleet.units import MAX_RATE, TCP_IP_OVERHEAD, fmt_rate, plausible_rate
@@ -78,10 +78,10 @@ def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
     analyze's "host-limited" uses too): its own CPU at the limit, or a busy machine starving an
     engine that needed CPU. An engine that used little CPU is never this, however busy the
     machine (/proc/stat: everyone's processes)."""
-    cpu = ev.cpu(env)
-    host_cpu = ev._obj(ev._obj(env.get("notes")).get("host_cpu"))
-    busy = host_cpu.get("busy_percent")
-    limits = cpu_limits(cpu, busy if isinstance(busy, int | float) else None)
+    notes = ev._obj(env.get("notes"))
+    cpu, source = engine_cpu(ev.cpu(env), notes)
+    busy = ev._obj(notes.get("host_cpu")).get("busy_percent")
+    limits = cpu_limits(cpu, busy if isinstance(busy, int | float) else None, source)
     out = []
     for role, why in limits.items():
         who = f"{role} {ev.host(env, role)}" if role in ("client", "server") else "the host"

@@ -16,7 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from netfleet.analysis.credit import CreditEstimate, CreditKind, RateKind, estimate_credit
+from netfleet.analysis.credit import (
+    CreditEstimate,
+    CreditKind,
+    RateKind,
+    estimate_credit,
+    time_at_peak,
+)
 from netfleet.analysis.estimate import Estimate, fmt_bits
 from netfleet.analysis.refill import (
     DrainStart,
@@ -35,7 +41,7 @@ from netfleet.engines.burstable import (
     no_drop_text,
     still_bursting,
 )
-from netfleet.engines.contract import MACHINE_BUSY_PERCENT, cpu_limits
+from netfleet.engines.contract import MACHINE_BUSY_PERCENT, cpu_limits, engine_cpu
 
 Rows = Iterable[Mapping[str, Any]]
 
@@ -155,15 +161,20 @@ def _sender_role(run: RunInfo) -> str:
     return "server" if reverse else "client"
 
 
-def _engine_cpu(run: RunInfo) -> dict[str, float]:
-    """CPU % of the run's own engine processes by role (100 = one CPU), where the tool reports
-    it: iperf3's end summary ``cpu_utilization_percent`` (host = client, remote = server)."""
+def _engine_cpu_of(run: RunInfo) -> tuple[dict[str, float], str]:
+    """CPU % of the run's own engine processes by role (100 = one CPU) and its source
+    (:func:`netfleet.engines.contract.engine_cpu`): iperf3's end summary
+    ``cpu_utilization_percent`` (host = client, remote = server), else ``notes.engine_cpu``."""
     out = {}
     for role, key in (("client", "end_host_cpu"), ("server", "end_remote_cpu")):
         value = run.row.get(key)
         if isinstance(value, int | float) and not math.isnan(value):
             out[role] = float(value)
-    return out
+    return engine_cpu(out, run.notes)
+
+
+def _engine_cpu(run: RunInfo) -> dict[str, float]:
+    return _engine_cpu_of(run)[0]
 
 
 def _sender_cpu(run: RunInfo) -> float | None:
@@ -181,7 +192,8 @@ def _calm_engine(
     top = max(engine.values())
     note = (
         f"± from the run's own intervals: the machine's CPUs were {busy:.0f} % busy (/proc/stat, "
-        f"every process on it) but the engine used at most {top:.0f} % of a CPU, not a limit"
+        f"every process on it) but the engine used at most {top:.0f} % of a CPU "
+        f"({_engine_cpu_of(run)[1]}), not a limit"
     )
     return replace(credit, notes=(*credit.notes, note))
 
@@ -217,10 +229,10 @@ def _host_limited(
     host-limited, with the evidence, and a wider ±."""
     streams = f", {run.parallel} stream(s)" if run.parallel else ""
     found = [*_stream_evidence(run, credit), *evidence]
-    engine = _engine_cpu(run)
+    engine, source = _engine_cpu_of(run)
     cpu = run.notes.get("host_cpu")
     busy = cpu.get("busy_percent") if isinstance(cpu, Mapping) else None
-    limits = cpu_limits(engine, busy if isinstance(busy, int | float) else None)
+    limits = cpu_limits(engine, busy if isinstance(busy, int | float) else None, source)
     if (run.parallel or 1) == 1 and any(f.startswith("too few streams: 1 stream") for f in found):
         limits.pop(_sender_role(run), None)  # said already: its one thread was the limit
     if limits:
@@ -372,6 +384,11 @@ class GroupCredit:
     burst_seconds: Estimate | None = None
     rate: Estimate | None = None
     notes: tuple[str, ...] = ()
+
+    @property
+    def seconds_at_peak_full(self) -> float | None:
+        """σ / (C − ρ) of the group's pooled figures (what the calculator answers from)."""
+        return time_at_peak(self.bucket, self.peak, self.baseline)
 
 
 @dataclass(frozen=True)

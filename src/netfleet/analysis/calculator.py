@@ -205,6 +205,13 @@ def _gbit(bits: float) -> str:
     return f"{bits / GBIT:,.4g}"
 
 
+def burst_rate_name(model: BucketModel, rate: float, scale: tuple[float, float] | None) -> str:
+    """What X is, in an answer's name: "peak C = 10 Gbit/s" or "X = 5 Gbit/s" (the cloud's
+    figure when the model is a scaled lab's, as the burst length is)."""
+    said = f"{_gbit(rate / (scale[0] if scale else 1.0))} Gbit/s"
+    return f"peak C = {said}" if rate == model.peak.value else f"X = {said}"
+
+
 def never_text(model: BucketModel, use: float, scale: tuple[float, float] | None = None) -> str:
     """Why a use u ≥ ρ sustains no burst: the bucket only drains, and how fast a full one
     empties (σ / (u − ρ)). With ``scale`` (a lab's rate and time scales) the figures are the
@@ -236,6 +243,7 @@ def plan(
     lab's (rate, time) scales when the model is a scaled lab's, for that text."""
     x = model.peak.value if rate is None else rate
     _check_rate(model, x)
+    at = burst_rate_name(model, x, scale)
     out = [
         Answer("baseline ρ", model.baseline, "rate", "measured or given"),
         Answer("peak C", model.peak, "rate", "measured or given"),
@@ -245,7 +253,9 @@ def plan(
         ),
     ]
     if x != model.peak.value:
-        out.append(Answer("time at X, full bucket", burst_seconds(model, x), "s", "σ / (X − ρ)"))
+        out.append(
+            Answer(f"time at {at}, full bucket", burst_seconds(model, x), "s", "σ / (X − ρ)")
+        )
     out.append(Answer("refill from empty, idle", refill_seconds(model), "s", "σ / ρ"))
     if use >= model.baseline.value:
         return out + _drained(model, use, x, seconds, duty, scale)
@@ -257,7 +267,7 @@ def plan(
     if seconds is not None:
         out += [
             Answer(
-                f"{_said(seconds, scale):g} s at X, once every",
+                f"{_said(seconds, scale):g} s at {at}, once every",
                 burst_period(model, x, seconds, use),
                 "s",
                 "b·(X − u) / (ρ − u)",
@@ -313,7 +323,7 @@ def _drained(
         _check_rate(model, rate)
         out.append(
             Answer(
-                f"{_said(seconds, scale):g} s at X, once every",
+                f"{_said(seconds, scale):g} s at {burst_rate_name(model, rate, scale)}, once every",
                 none,
                 "s",
                 "b·(X − u) / (ρ − u)",

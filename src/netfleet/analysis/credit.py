@@ -91,10 +91,17 @@ class CreditEstimate:
     @property
     def seconds_at_peak_full(self) -> float | None:
         """Model time at peak from a full bucket, σ / (C − ρ) (seed 004's "maximum time")."""
-        if self.bucket is None or self.peak is None or self.baseline is None:
-            return None
-        gap = self.peak.value - self.baseline.value
-        return self.bucket.value / gap if gap > 0 else None
+        return time_at_peak(self.bucket, self.peak, self.baseline)
+
+
+def time_at_peak(
+    bucket: Estimate | None, peak: Estimate | None, baseline: Estimate | None
+) -> float | None:
+    """σ / (C − ρ): how long a full bucket lasts at the peak; None without all three."""
+    if bucket is None or peak is None or baseline is None:
+        return None
+    gap = peak.value - baseline.value
+    return bucket.value / gap if gap > 0 else None
 
 
 def _estimate(seg: Segment) -> Estimate:

@@ -61,6 +61,7 @@ def run(
     show: Callable[[Tabular], None] | None = None,
     ask: Callable[[str], bool] | None = None,
     max_runs: int | None = None,
+    wait_refill: bool = False,
 ) -> RunOutcome:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends.
@@ -80,9 +81,13 @@ def run(
     ``ask(question)`` answering True (:mod:`netfleet.cloud.aws.plan.safety`).
     ``max_runs``: the most runs the campaign may plan (default NETFLEET_MAX_RUNS, else
     1,000,000; counted before anything is expanded).
+    A burst test on a burstable host within its refill time after its last traffic (this
+    campaign's journal or another's under the same results root) is said, and its bucket
+    flagged possibly partial; ``wait_refill`` waits for a lab host's known refill
+    (``lab_refill_s``) instead (a host's ``refill_s`` label is always waited for).
     A failed run does not raise: see :attr:`RunOutcome.failed`."""
     from netfleet.api._aio import run_sync
-    from netfleet.api._spec import is_cloud, plan_of
+    from netfleet.api._spec import is_cloud, plan_of, with_refill
     from netfleet.runner import run_campaign
     from netfleet.spec import load_spec
     from netfleet.store import open_root
@@ -97,7 +102,7 @@ def run(
 
         safety.check_campaign(campaign, safety.PLAN_SERVICES)
     if dry_run or cloud:
-        outcome.plan = plan_of(campaign)
+        outcome.plan = with_refill(plan_of(campaign), root.journal_root)
         if cloud:  # the cost guard: refuse before anything is launched
             from netfleet.cloud.aws import runs
             from netfleet.cloud.aws.plan import costs
@@ -148,6 +153,7 @@ def run(
             install=install,
             concurrency=concurrency,
             waves=priced.waves.acquire if priced is not None else None,
+            wait_refill=wait_refill,
         )
     )
     outcome.result = result

@@ -22,16 +22,42 @@ def schema(*, lab: bool = False) -> dict[str, Any]:
     return spec_schema()
 
 
-def plan(spec: str | os.PathLike[str], *, cost: bool = True, max_runs: int | None = None) -> Plan:
-    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing. With
+def plan(
+    spec: str | os.PathLike[str],
+    *,
+    cost: bool = True,
+    max_runs: int | None = None,
+    results: str | None = None,
+) -> Plan:
+    """Expand a campaign spec into its runs and estimate the wall time. Runs nothing.
+    ``Plan.refill`` says which burstable hosts a burst test would use within their refill time
+    after their last traffic (the campaign journals under ``results``, else the spec's or the
+    default results root: :func:`netfleet.runner.bucket.refill_warnings`). With
     ``cost``, a campaign with cloud hosts also gets what launching them would cost
     (``Plan.cost``; spot prices are asked of AWS) — refused
     (:class:`~netfleet.errors.InputError`) for ``backing: sim`` unless every endpoint is
     loopback, as ``run`` is: no connection leaves the machine. ``max_runs``: the most runs the
     campaign may plan (default NETFLEET_MAX_RUNS, else 1,000,000; counted before expanding)."""
+    from netfleet.api._paths import results_url
     from netfleet.spec import load_spec
+    from netfleet.store import open_root
 
-    return plan_of(load_spec(Path(spec), max_runs=max_runs), cost=cost)
+    campaign = load_spec(Path(spec), max_runs=max_runs)
+    journals = open_root(results_url(results, campaign.results)).journal_root
+    return with_refill(plan_of(campaign, cost=cost), journals)
+
+
+def with_refill(planned: Plan, journals: Path) -> Plan:
+    """``planned`` with its :attr:`Plan.refill` lines, from the campaign journals under the
+    results root ``journals`` (what ``plan`` and ``run --dry-run`` say)."""
+    from dataclasses import replace
+
+    from netfleet.runner.bucket import refill_warnings
+    from netfleet.runner.journal import recent_traffic
+
+    traffic = recent_traffic(journals)
+    refill = refill_warnings(planned.runs, planned.host_labels, traffic) if traffic else []
+    return replace(planned, refill=refill)
 
 
 def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
@@ -49,7 +75,10 @@ def plan_of(spec: CampaignSpec, *, cost: bool = False) -> Plan:
         if limits.concurrency > 1
         else estimate_seconds(spec, runs)
     )
-    the_plan = Plan(spec, list(runs), limits.concurrency, est)
+    from netfleet.hosts.netns import planned_labels
+
+    labels = {name: planned_labels(h, None) for name, h in spec.hosts.items()}
+    the_plan = Plan(spec, list(runs), limits.concurrency, est, host_labels=labels)
     if cost and is_cloud(spec):  # what launching would cost
         from netfleet.cloud.aws.plan import safety
         from netfleet.cloud.aws.runs import plan_cost

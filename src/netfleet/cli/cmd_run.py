@@ -54,6 +54,14 @@ def run(
         ),
     ] = False,
     max_runs: MaxRunsOpt = None,
+    wait_refill: Annotated[
+        bool,
+        typer.Option(
+            "--wait-refill",
+            help="before a burst test on a lab host used within its refill time (its shaper's "
+            "bucket ÷ rate), wait for the refill instead of flagging the bucket",
+        ),
+    ] = False,
 ) -> None:
     """Run a campaign: preflight every host, then the runs as scheduled (concurrency, host
     exclusivity, bandwidth budget), storing and journaling each as it ends. Exit 3 if any run
@@ -73,6 +81,7 @@ def run(
             concurrency=concurrency,
             max_cost=max_cost,
             max_runs=max_runs,
+            wait_refill=wait_refill,
             max_instances=max_instances,
             yes=yes,
             reporter=reporter,

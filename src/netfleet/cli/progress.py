@@ -62,8 +62,11 @@ class RichReporter:
     def preflight(self, message: str) -> None:
         self.console.print(f"[dim]preflight: {plain(message)}[/]")
 
-    def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
-        self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min")
+    def campaign_started(
+        self, runs: list[PlannedRun], estimate_s: float, most_s: float | None = None
+    ) -> None:
+        most = f", at most {most_s / 60:.1f} min" if most_s is not None else ""
+        self.console.print(f"{len(runs)} runs, about {estimate_s / 60:.1f} min expected{most}")
         self.console.print(f"[dim]{plain(api.RUN_LINE_LEGEND)}[/]")
         self.overall = self.progress.add_task("campaign", total=len(runs), rate="")
 

@@ -101,6 +101,30 @@ def host_burstability(labels: Mapping[str, Any]) -> Burstability:
     return "unknown"
 
 
+def full_burst_s(labels: Mapping[str, Any]) -> float | None:
+    """How long a full bucket lasts at the peak, σ / (C − ρ), in the host's own seconds: the
+    lab's shaper's (label ``lab_burst_s``, set from the lab's shapers), a label ``burst_s``
+    (e.g. what ``netfleet analyze`` measured), or ``bucket_gbit`` over ``peak_gbps`` −
+    ``baseline_gbps`` (× ``lab_time_scale`` on a scaled lab). None when unknown, or when the
+    host is known fixed-rate."""
+    if host_burstability(labels) == "fixed":
+        return None
+    for key in ("lab_burst_s", "burst_s"):
+        given = _gbps(labels.get(key))
+        if given is not None and given >= 0:
+            return given
+    bucket, figures = _gbps(labels.get("bucket_gbit")), catalogue_figures(labels)
+    if bucket is None or figures is None or figures[1] <= figures[0] or bucket < 0:
+        return None
+    time = _gbps(labels.get("lab_time_scale"))
+    return burst_seconds(bucket, *figures) * (time if time and time > 0 else 1.0)
+
+
+def burst_seconds(bucket_gbit: float, baseline_gbps: float, peak_gbps: float) -> float:
+    """τ: how long a full bucket lasts at peak, σ / (C − ρ) (the calculator's burst time)."""
+    return bucket_gbit / (peak_gbps - baseline_gbps)
+
+
 def fixed_basis(labels: Iterable[Mapping[str, Any]]) -> str:
     """Why hosts known fixed-rate are: catalogue figures where they are the reason."""
     figs = [catalogue_figures(x) for x in labels if not isinstance(x.get("burstable"), bool)]

@@ -88,7 +88,33 @@ MACHINE_BUSY_PERCENT = 90.0
 ENGINE_CALM_PERCENT = 25.0
 
 
-def cpu_limits(cpu: Mapping[str, float], machine_busy: float | None = None) -> dict[str, str]:
+#: where an engine's own CPU figure came from: the tool's report, or netfleet's reading
+TOOL_CPU = "the tool's own cpu_utilization_percent"
+PROC_CPU = "/proc/PID/stat of the engine process"
+
+
+def engine_cpu(
+    reported: Mapping[str, float], notes: Mapping[str, Any] | None
+) -> tuple[dict[str, float], str]:
+    """A run's engine CPU by role (100 = one CPU) and where it came from: the tool's own
+    report (iperf3's ``cpu_utilization_percent``) where there is one, else what netfleet read
+    of the processes it started (``notes.engine_cpu``: iperf2, sockperf, irtt, ping)."""
+    if reported:
+        return dict(reported), TOOL_CPU
+    own = notes.get("engine_cpu") if isinstance(notes, Mapping) else None
+    if not isinstance(own, Mapping):
+        return {}, TOOL_CPU
+    found = {
+        role: float(v)
+        for role, v in own.items()
+        if role in ("client", "server") and isinstance(v, int | float) and v == v
+    }
+    return found, PROC_CPU
+
+
+def cpu_limits(
+    cpu: Mapping[str, float], machine_busy: float | None = None, source: str = TOOL_CPU
+) -> dict[str, str]:
     """Why a run's engine may have limited it, by role (``client``/``server``; ``host`` when
     the engine's own CPU is unknown): the one rule advice ("cpu-bound") and analyze
     ("host-limited") both judge by.
@@ -99,7 +125,7 @@ def cpu_limits(cpu: Mapping[str, float], machine_busy: float | None = None) -> d
       CPU may have been starved, and so may one whose CPU is not reported;
     * an engine that used little CPU was not limited, whatever else the machine ran."""
     out = {
-        role: f"its engine at {pct:.0f} % of a CPU (the tool's own cpu_utilization_percent)"
+        role: f"its engine at {pct:.0f} % of a CPU ({source})"
         for role, pct in cpu.items()
         if pct >= CPU_BOUND_PERCENT
     }
@@ -111,7 +137,7 @@ def cpu_limits(cpu: Mapping[str, float], machine_busy: float | None = None) -> d
             "and the engine's own CPU not reported"
         }
     return {
-        role: f"its engine at {pct:.0f} % of a CPU while the machine's CPUs were "
+        role: f"its engine at {pct:.0f} % of a CPU ({source}) while the machine's CPUs were "
         f"{machine_busy:.0f} % busy (/proc/stat): it may have been starved"
         for role, pct in cpu.items()
         if pct >= ENGINE_CALM_PERCENT

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from netfleet.errors import HostError
+from netfleet.errors import HostError, NetfleetError
 from netfleet.hosts.base import Host, Process, read_net_dev
 from netfleet.hosts.provider import AttachProvider, HostRequest
+
+if TYPE_CHECKING:
+    from netfleet.lab.state import LabHost
+    from netfleet.spec.models import HostSpec
 
 
 @dataclass
@@ -46,6 +51,43 @@ class NetnsHost(Host):
         return read_net_dev(f"/proc/{proc.pid}/net/dev")
 
 
+def shaper_labels(lh: LabHost) -> dict[str, Any]:
+    """What a lab host's shapers say: ``burstable`` (a credit shaper bursts, anything else does
+    not), and for a credit shaper ``lab_refill_s`` (σ/ρ, from empty, idle) and
+    ``lab_burst_s`` (σ / (C − ρ), a full bucket at the peak) — lab seconds, the longest of its
+    two directions."""
+    shaped = [x for x in (lh.out, lh.in_) if x is not None]
+    known: dict[str, Any] = {"burstable": any(x.peak is not None for x in shaped)}
+    credit = [(x.rate, x.peak, x.bucket * 8) for x in shaped if x.peak and x.bucket]
+    if credit:
+        known["lab_refill_s"] = round(max(sigma / rho for rho, _, sigma in credit), 1)
+        known["lab_burst_s"] = round(max(sigma / (c - rho) for rho, c, sigma in credit), 1)
+    return known
+
+
+def planned_labels(spec: HostSpec, state_dir: str | Path | None) -> dict[str, Any]:
+    """A host's labels as far as they are known before anything is started: a lab host's from
+    the lab's state when it is up, else from the shipped profile of the same name (its shapers
+    and labels), then the spec's. Never fails: a lab that is neither up nor shipped adds
+    nothing."""
+    lab, host = getattr(spec, "lab", None), getattr(spec, "host", None)
+    if spec.kind != "netns" or lab is None or host is None:
+        return dict(spec.labels)
+    from netfleet.lab import load_lab, plan, profiles
+    from netfleet.lab.state import read_state
+
+    try:
+        state = read_state(lab, state_dir)
+        if state is None and lab in profiles():
+            state = plan(load_lab(lab))
+    except (NetfleetError, OSError, ValueError):
+        state = None
+    lh = state.hosts.get(host) if state is not None else None
+    if lh is None:
+        return dict(spec.labels)
+    return {**shaper_labels(lh), **lh.labels, **spec.labels}
+
+
 class NetnsProvider(AttachProvider):
     """Attach: a named namespace, or a lab host resolved through the lab's state (LabError if
     the lab is down). Release closes nothing; the lab stays up for the next campaign."""
@@ -58,13 +100,7 @@ class NetnsProvider(AttachProvider):
             from netfleet.lab import resolve_host
 
             lh = resolve_host(spec.lab, spec.host, state_dir=state_dir)
-            # a lab knows its shapers: a credit shaper bursts, anything else does not
-            shaped = [x for x in (lh.out, lh.in_) if x is not None]
-            known: dict[str, Any] = {"burstable": any(x.peak is not None for x in shaped)}
-            refills = [x.bucket * 8 / x.rate for x in shaped if x.peak and x.bucket]
-            if refills:  # from empty, idle: the lab's σ/ρ (lab seconds)
-                known["lab_refill_s"] = round(max(refills), 1)
-            labels = {**known, **lh.labels, **spec.labels}
+            labels = {**shaper_labels(lh), **lh.labels, **spec.labels}
             address = lh.address
             if spec.via == "gateway":
                 from netfleet.lab.gateway import gateway_label, public_address

@@ -354,10 +354,11 @@ def calc_table(answers: Sequence[Answer], unit: str = "gbit", human: bool = True
         columns += ["lab_scale", "cloud_value", "cloud_err", "cloud_unit"] if lab else []
         columns += ["formula", *(["never"] if never else [])]
     title = "Network-credit calculator (token bucket; 1 credit = 1 Gbit)"
+    uncertain = any(a.value.err > 0 for a in answers if not a.never)
     notes = [
         "u: average use outside bursts; X: burst rate; b: burst length; f: duty cycle. "
-        "± from the inputs' ± (the formulas' extremes over them). docs/analysis.md has "
-        "the model."
+        + ("± from the inputs' ± (the formulas' extremes over them). " if uncertain else "")
+        + "docs/analysis.md has the model."
     ]
     if lab is not None:
         title += f" — value: the {lab.label()} run's; cloud: what it stands for"

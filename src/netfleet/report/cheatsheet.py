@@ -16,6 +16,13 @@ from netfleet.catalog.cheatsheet import (
     CheatSheetData,
     cheatsheet_data,
 )
+from netfleet.catalog.runlengths import TypeRuns
+from netfleet.engines.burstable import (
+    LONGEST_DOCUMENTED_BURST_S,
+    catalogue_figures,
+    full_burst_s,
+    host_burstability,
+)
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
@@ -32,7 +39,8 @@ def cheatsheet(
     (a results root), raw results not yet in the catalog are named in a note. ``scale``: a
     scaled lab's rows in the lab's figures (``lab``) or as the cloud figures they stand for
     (``cloud``)."""
-    table = cheatsheet_table(cheatsheet_data(catalog_dir, *args, **kwargs), scale)
+    data = cheatsheet_data(catalog_dir, *args, **kwargs)
+    table = with_short_runs(cheatsheet_table(data, scale), catalog_dir, kwargs.get("campaign"))
     if any(row[-1] and "lab ×" in str(row[-1]) for row in table.rows):
         from netfleet.report.labscale import goodput_basis_note, goodput_basis_runs
 
@@ -260,3 +268,56 @@ def with_advertised(
         notes=notes,
         decimals=max(tab.decimals, 4),
     )
+
+
+#: the flag of a row whose runs were shorter than its type's burst (or may have been)
+SHORT_FLAG = "shorter than the burst"
+
+
+def short_run_note(t: TypeRuns) -> str | None:
+    """What runs of a burstable type shorter than its burst measured: "r4.large: 60 s runs,
+    burst lasts ~292 s at 10 Gbit/s — this is the burst rate, not the baseline" (the burst
+    from the runs' labels: :func:`netfleet.engines.burstable.full_burst_s`); when the type is
+    burstable but its burst length is unknown, that they may be. None otherwise."""
+    labels = t.labels
+    if host_burstability(labels) != "burstable":
+        return None
+    runs = f"{t.instance_type}: {t.longest_s:g} s runs"
+    burst = full_burst_s(labels)
+    if burst is None:
+        if t.longest_s >= LONGEST_DOCUMENTED_BURST_S:
+            return None
+        return (
+            f"{runs} of a burstable type, its burst length unknown (labels burst_s, or "
+            "bucket_gbit with baseline_gbps and peak_gbps; AWS documents bursts of up to 60 "
+            "min): these rates may be the burst's, not the baseline"
+        )
+    if t.longest_s >= burst:
+        return None
+    figures = catalogue_figures(labels)
+    cloud = " (cloud)" if "lab_scale" in labels else ""
+    at = f" at {figures[1]:g} Gbit/s{cloud}" if figures is not None else ""
+    return f"{runs}, burst lasts ~{burst:,.0f} s{at} — this is the burst rate, not the baseline"
+
+
+def with_short_runs(
+    table: Tabular, catalog_dir: str | Path, campaign: str | None = None
+) -> Tabular:
+    """The sheet with a note per instance type whose fixed-length runs were shorter than its
+    burst (:func:`short_run_note`), and those rows flagged when the sheet is by type."""
+    from netfleet.catalog.runlengths import run_lengths
+
+    key = table.columns.index("instance_type") if "instance_type" in table.columns else None
+    shown = None if key is None else {str(row[key]) for row in table.rows}
+    notes = {t.instance_type: n for t in run_lengths(catalog_dir, campaign, shown)
+             if (n := short_run_note(t)) is not None}  # fmt: skip
+    if not notes:
+        return table
+    table.notes = [*table.notes, *notes.values()]
+    if key is not None:
+        flag = table.columns.index("flag")
+        table.rows = [list(row) for row in table.rows]
+        for row in table.rows:
+            if str(row[key]) in notes:
+                row[flag] = "; ".join(f for f in (row[flag], SHORT_FLAG) if f)
+    return table

@@ -435,12 +435,7 @@ def credit_table(bursts: Sequence[GroupAnalysis]) -> Tabular:
     any_scaled = any(scales)
     for g, lab in zip(bursts, scales, strict=True):
         c = g.combined()
-        best = max(
-            (a.credit for a in g.runs if a.credit.bucket is not None),
-            key=lambda e: e.bucket.value if e.bucket else 0.0,
-            default=None,
-        )
-        at_peak = best.seconds_at_peak_full if best is not None else None
+        at_peak = c.seconds_at_peak_full  # the model the calculator below answers from
         bound = "≥ " if c.bucket is not None and c.bucket.lower_bound else ""
         row = [
             g.keys.get("instance_type"),
@@ -502,9 +497,8 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
             ),
             Bullets(tuple(a.sentence() for a in answers)),
         )
-    s.add(
-        Table(credit_table(bursts)), Table(groups_table(bursts, unit="mbit", units_in_cells=True))
-    )
+    per_group = groups_table(bursts, unit="mbit", units_in_cells=True)
+    s.add(Table(credit_table(bursts)), Table(_without(per_group, "at_peak_s")))
     for g in bursts[:MAX_BURST_HOSTS]:
         best = _best_burst_run(g)
         if best is not None:
@@ -540,6 +534,18 @@ def burst_section(groups: Sequence[GroupAnalysis]) -> Section | None:
                 )
             )
     return s
+
+
+def _without(table: Tabular, column: str) -> Tabular:
+    """``table`` less ``column``: one report gives one time at peak per group (the credit
+    table's σ / (C − ρ), the calculator's), not also each run's measured burst."""
+    if column not in table.columns:
+        return table
+    i = table.columns.index(column)
+    table.columns = [c for j, c in enumerate(table.columns) if j != i]
+    table.rows = [[v for j, v in enumerate(row) if j != i] for row in table.rows]
+    table.notes = [n.replace("; at_peak_s: that run's burst", "") for n in table.notes]
+    return table
 
 
 def _best_burst_run(g: GroupAnalysis) -> RunAnalysis | None:

@@ -12,13 +12,14 @@ possibly low.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from netfleet.engines.burstable import host_burstability
 from netfleet.plan.matrix import PlannedRun
+from netfleet.runner.journal import Traffic
 
 #: without a known refill time, a host idle at least this long is not flagged: a guess, said so
 #: in the note (r4.large: 2700 Gbit / 0.75 Gbit/s = 60 min from empty; most buckets refill
@@ -57,10 +58,12 @@ def check_bucket(
     last_traffic: Callable[[str], datetime | None],
     busy: Callable[[str], bool],
     now: datetime | None = None,
+    wait_refill: bool = False,
 ) -> BucketCheck:
     """``hosts``: host name → labels (client and server of ``run``). Without ``refill_s`` a
     lab host's ``lab_refill_s`` (its shaper's σ/ρ, lab seconds) is the threshold instead of
-    :data:`UNKNOWN_REFILL_S`; only ``refill_s`` is waited for."""
+    :data:`UNKNOWN_REFILL_S`; ``refill_s`` is waited for, and with ``wait_refill``
+    (``run --wait-refill``) ``lab_refill_s`` too."""
     if not is_burst_test(run):
         return BucketCheck(0.0, None, None)
     now = now or datetime.now(UTC)
@@ -75,6 +78,9 @@ def check_bucket(
         idle = 0.0 if busy(name) or last is None else max(0.0, (now - last).total_seconds())
         refill = _refill_s(labels)
         lab = _refill_s(labels, "lab_refill_s")
+        if refill is None and wait_refill and lab is not None and not busy(name):
+            wait = max(wait, lab - idle)
+            continue
         if refill is not None and not busy(name):
             wait = max(wait, refill - idle)
             continue
@@ -103,7 +109,8 @@ def check_bucket(
         return BucketCheck(
             wait,
             {"state": "refilled", "waited_s": round(wait, 1)},
-            f"{run.test}: waiting {wait:.0f} s for the credit bucket to refill (label refill_s)",
+            f"{run.test}: waiting {wait:.0f} s for the credit bucket to refill "
+            + ("(--wait-refill: the lab's shaper)" if wait_refill else "(label refill_s)"),
         )
     return BucketCheck(0.0, None, None)
 
@@ -124,3 +131,39 @@ def _why(idle: float, refill: float | None, lab: float | None, labels: Mapping[s
         f"bucket not full at start: this host sent until {idle:.0f} s before; refill needs "
         f"~{needed:,.0f} s{cloud} ({source})"
     )
+
+
+def refill_warnings(
+    runs: Sequence[PlannedRun],
+    hosts: Mapping[str, Mapping[str, Any]],
+    traffic: Mapping[str, Traffic],
+    now: datetime | None = None,
+) -> list[str]:
+    """One line per burstable host a burst test will use within its refill time after its
+    last traffic in another campaign (``traffic``: :func:`netfleet.runner.journal.
+    recent_traffic`), with what the refill time rests on and what to do: what ``plan`` and
+    ``run`` say before anything starts."""
+    now = now or datetime.now(UTC)
+    used = sorted({h for r in runs if is_burst_test(r) for h in (r.client, r.server)})
+    out = []
+    for name in used:
+        labels, last = hosts.get(name, {}), traffic.get(name)
+        if last is None or host_burstability(labels) == "fixed":
+            continue
+        idle = max(0.0, (now - last.at).total_seconds())
+        refill, lab = _refill_s(labels), _refill_s(labels, "lab_refill_s")
+        needed = refill if refill is not None else lab if lab is not None else UNKNOWN_REFILL_S
+        if idle >= needed:
+            continue
+        why = _why(idle, refill, lab, labels).replace("bucket not full at start: ", "")
+        todo = (
+            "run waits for it (label refill_s)"
+            if refill is not None
+            else f"wait {needed - idle:,.0f} s, or run with --wait-refill"
+            if lab is not None
+            else "its bucket may not be full"
+        )
+        out.append(
+            f"{name}: a burst test within its refill time — campaign {last.campaign}: {why}; {todo}"
+        )
+    return out

@@ -7,6 +7,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from netfleet.hosts.provider import HostPool, HostRequest, release_leftovers
 from netfleet.hosts.registry import get_provider
 from netfleet.plan.bounds import bound_runs
 from netfleet.plan.matrix import PlannedRun, expand
+from netfleet.plan.normalise import expected_wall_seconds
+from netfleet.runner.bucket import refill_warnings
 from netfleet.runner.dispatch import dispatch
 from netfleet.runner.events import Reporter, SilentReporter
 from netfleet.runner.execute import RunContext
-from netfleet.runner.journal import Journal, journal_path
+from netfleet.runner.journal import Journal, journal_path, recent_traffic
 from netfleet.runner.leases import JournalLeases
 from netfleet.runner.preflight import Ready, preflight
 from netfleet.runner.resume import Selection, recover, select
@@ -72,6 +75,7 @@ async def run_campaign(
     install: bool = False,
     concurrency: int | None = None,
     waves: AcquirePlan | None = None,
+    wait_refill: bool = False,
 ) -> CampaignResult:
     """Execute the runs of ``spec`` as its scheduling limits allow (``concurrency`` overrides
     the spec's); a failed run is stored with its reason and the campaign goes on. Ctrl-C (task
@@ -110,7 +114,7 @@ async def run_campaign(
             async with pool as hosts:
                 return await _run(
                     spec, root, rep, runs, limits, hosts, journal, resume, install,
-                    pool.release_early, (pool, waves) if waves else None,
+                    pool.release_early, (pool, waves) if waves else None, wait_refill,
                 )  # fmt: skip
         except asyncio.CancelledError:  # Ctrl-C / SIGTERM while acquiring hosts or in preflight
             raise _interrupted(CampaignResult(total=len(runs)), root) from None
@@ -128,6 +132,7 @@ async def _run(
     install: bool,
     release_early: Callable[[str], Awaitable[bool]] | None = None,
     by_wave: tuple[HostPool, AcquirePlan] | None = None,
+    wait_refill: bool = False,
 ) -> CampaignResult:
     if resume:
         recover(journal, root, spec.campaign)
@@ -180,13 +185,26 @@ async def _run(
 
             driver = WaveDriver(plan, todo, bring, scheduler.arrive, pool.release_early, rep.note)
         journal.session("resume" if resume else "fresh", planned=len(runs), todo=len(todo))
-        rep.campaign_started(todo, estimate_wall_seconds(todo, limits))
+        most = estimate_wall_seconds(todo, limits)
+        known = {name: {**h.labels} for name, h in hosts.items()}
+        rep.campaign_started(todo, expected_wall_seconds(todo, most, known), most)
         tests = {t.name: t for t in spec.tests}
+
+        elsewhere = recent_traffic(root.journal_root, skip=spec.campaign)
+        for line in refill_warnings(todo, known, elsewhere):
+            rep.note(line)
+
+        def last_traffic(host: str) -> datetime | None:
+            """This campaign's journal, else another campaign's under the same root."""
+            theirs = elsewhere.get(host)
+            times = (journal.history.last_traffic_at(host), theirs.at if theirs else None)
+            return max((t for t in times if t is not None), default=None)
 
         def context(run: PlannedRun, on_start: Callable[[Started], None]) -> RunContext:
             ctx = _context(spec, run, hosts, ready, tests[run.test].labels, rep, on_start)
-            ctx.last_traffic = journal.history.last_traffic_at
+            ctx.last_traffic = last_traffic
             ctx.busy = journal.history.busy
+            ctx.wait_refill = wait_refill
             return ctx
 
         def on_process(run: PlannedRun, entry: Started) -> None:

@@ -11,7 +11,12 @@ from netfleet.store.envelope import Envelope
 
 
 class Reporter(Protocol):
-    def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None: ...
+    def campaign_started(
+        self, runs: list[PlannedRun], estimate_s: float, most_s: float | None = None
+    ) -> None:
+        """``estimate_s``: the expected wall time, as ``plan`` says it (adaptive runs stop
+        once steady, after their hosts' known bursts); ``most_s``: every run at its maximum."""
+
     def preflight(self, message: str) -> None: ...
     def run_started(self, run: PlannedRun) -> None: ...
     def run_progress(self, run: PlannedRun, elapsed_s: float, bits_per_second: float) -> None: ...
@@ -23,7 +28,9 @@ class Reporter(Protocol):
 class SilentReporter:
     """A reporter that says nothing."""
 
-    def campaign_started(self, runs: list[PlannedRun], estimate_s: float) -> None:
+    def campaign_started(
+        self, runs: list[PlannedRun], estimate_s: float, most_s: float | None = None
+    ) -> None:
         pass
 
     def preflight(self, message: str) -> None:

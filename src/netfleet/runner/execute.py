@@ -21,7 +21,13 @@ from netfleet.hosts.base import Host
 from netfleet.plan.matrix import PlannedRun
 from netfleet.runner.bucket import check_bucket
 from netfleet.runner.events import Reporter
-from netfleet.runner.hostcpu import SAME_KERNEL, busy_note, cpu_times
+from netfleet.runner.hostcpu import (
+    SAME_KERNEL,
+    SAMPLE_EVERY_S,
+    EngineCpu,
+    busy_note,
+    cpu_times,
+)
 from netfleet.runner.session import RunSession, Started
 from netfleet.runner.state import config_state, srd_snapshot
 from netfleet.store.envelope import CommandRecord, EngineRecord, Envelope, HostRecord
@@ -44,6 +50,8 @@ class RunContext:
     #: test checks its hosts' credit buckets with them (see netfleet.runner.bucket)
     last_traffic: Callable[[str], datetime | None] | None = None
     busy: Callable[[str], bool] | None = None
+    #: wait for a lab host's known refill (label lab_refill_s) instead of flagging the bucket
+    wait_refill: bool = False
 
 
 def _now() -> datetime:
@@ -73,6 +81,8 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     srd_after: dict[str, dict[str, int]] = {}
     same_kernel = all(h.kind in SAME_KERNEL for h in hosts)
     cpu_before = cpu_times() if same_kernel else None
+    engine_cpu = EngineCpu()
+    sampler = asyncio.ensure_future(_sample_engines(engine_cpu, session))
     try:
         outcome = await ctx.engine.execute(session, run.params)
     except StopEarly:
@@ -88,9 +98,15 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
         await asyncio.shield(session.interrupt_clients())
         outcome = ctx.engine.salvage(session, run.params, interrupted=True)
     finally:
+        sampler.cancel()
+        engine_cpu.sample(session.started)  # the servers still run: their last reading
+        if cancelled is None:
+            await engine_cpu.sample_remote(session.started)
         await asyncio.shield(session.stop_all())
     if (cpu := busy_note(cpu_before, cpu_times() if same_kernel else None)) is not None:
         session.notes["host_cpu"] = cpu
+    if (own := engine_cpu.note()) is not None:
+        session.notes["engine_cpu"] = own
     if ena_before and cancelled is None:
         session.notes["ena_allowance_deltas"] = ena.deltas(
             ena_before, await ena.snapshot(hosts, ctx.facts)
@@ -109,12 +125,28 @@ async def execute(ctx: RunContext, run: PlannedRun) -> Envelope:
     return envelope
 
 
+async def _sample_engines(engine_cpu: EngineCpu, session: RunSession) -> None:
+    """Read the engine processes' own CPU every :data:`SAMPLE_EVERY_S` while the run goes;
+    other hosts' as often as their last reading (a command over SSH) has come back."""
+    remote: asyncio.Future[None] | None = None
+    try:
+        while True:
+            engine_cpu.sample(session.started)
+            if remote is None or remote.done():
+                remote = asyncio.ensure_future(engine_cpu.sample_remote(session.started))
+            await asyncio.sleep(SAMPLE_EVERY_S)
+    finally:
+        if remote is not None:
+            remote.cancel()
+
+
 async def _bucket_state(ctx: RunContext, run: PlannedRun) -> dict[str, Any] | None:
     """Before a burst test: wait for a known refill, or say the bucket may be partial."""
     if ctx.last_traffic is None:
         return None
     hosts = {ctx.client.name: ctx.client.labels, ctx.server.name: ctx.server.labels}
-    check = check_bucket(run, hosts, ctx.last_traffic, ctx.busy or (lambda _: False))
+    busy = ctx.busy or (lambda _: False)
+    check = check_bucket(run, hosts, ctx.last_traffic, busy, wait_refill=ctx.wait_refill)
     if check.message:
         ctx.reporter.note(check.message)
     if check.wait_s > 0:

@@ -148,6 +148,45 @@ class History:
             return None
 
 
+#: the most campaign journals :func:`recent_traffic` reads (the most recently written first)
+RECENT_JOURNALS = 200
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """When a host last carried test traffic, and in which campaign (its journal's name)."""
+
+    at: datetime
+    campaign: str
+
+
+def recent_traffic(results_root: Path, skip: str | None = None) -> dict[str, Traffic]:
+    """When each host (by its name in the specs) last carried test traffic, over every campaign
+    journal under ``results_root`` (the :data:`RECENT_JOURNALS` most recently written; a
+    journal that cannot be read adds nothing), ``skip`` (a campaign's name) left out. What
+    ``plan`` and ``run`` judge a burstable host's refill from."""
+    folder = results_root / JOURNAL_DIR
+    if not folder.is_dir():
+        return {}
+    _check_inside(folder / "x.jsonl")
+    found: list[tuple[float, Path]] = []
+    for path in folder.glob("*.jsonl"):
+        with contextlib.suppress(OSError):
+            if path.stem != skip and not path.is_symlink() and path.is_file():
+                found.append((path.stat().st_mtime, path))
+    latest: dict[str, Traffic] = {}
+    for _, path in sorted(found, reverse=True)[:RECENT_JOURNALS]:
+        try:
+            history = read_history(path)
+        except (StoreError, OSError):
+            continue
+        for host in history.last_traffic:
+            at = history.last_traffic_at(host)
+            if at is not None and (host not in latest or latest[host].at < at):
+                latest[host] = Traffic(at, path.stem)
+    return latest
+
+
 def journal_path(results_root: Path, campaign: str) -> Path:
     return results_root / JOURNAL_DIR / f"{campaign}.jsonl"
 

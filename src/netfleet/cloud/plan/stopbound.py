@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netfleet.cloud.seam import Advertised
-from netfleet.engines.burstable import LONGEST_DOCUMENTED_BURST_S
+from netfleet.engines.burstable import LONGEST_DOCUMENTED_BURST_S, burst_seconds
 
 #: a steady level's window: min/avg/p95 over this many 1-s intervals
 STEADY_S = 60.0
@@ -29,11 +29,6 @@ class Bound:
     seconds: float  #: the run's maximum
     why: str
     long: bool  #: longer than a steady window: the plan names it
-
-
-def burst_seconds(bucket_gbit: float, baseline_gbps: float, peak_gbps: float) -> float:
-    """τ: how long a full bucket lasts at peak (the calculator's burst time)."""
-    return bucket_gbit / (peak_gbps - baseline_gbps)
 
 
 def bound(

@@ -21,9 +21,10 @@ class EngineParams(BaseModel):
         """How long the engine runs (measurement plus anything omitted)."""
         return float(self.duration)
 
-    def expected_seconds(self) -> float:
+    def expected_seconds(self, burst_s: float | None = None) -> float:
         """How long the engine is expected to run: :meth:`measured_seconds` unless it may stop
-        early (adaptive runs), then the time to its first possible stop."""
+        early (adaptive runs), then the time to its first possible stop — after the burst
+        when the host's full burst ``burst_s`` (σ / (C − ρ), seconds) is known."""
         return self.measured_seconds()
 
     def summary(self) -> str:

@@ -54,13 +54,15 @@ class CreditParams(EngineParams):
         """Upper bound: the drain, every idle, and every burst at its maximum."""
         return float(self.duration + sum(self.idle) + len(self.idle) * self.burst_max)
 
-    def expected_seconds(self) -> float:
+    def expected_seconds(self, burst_s: float | None = None) -> float:
         """Every idle, each phase ending once steady (``until_steady`` plus the few intervals a
         drop needs) and the drain's baseline check (idle + a short run: a host already at its
-        baseline ends the drain there); a burst adds its own length — a full bucket's drain
-        takes up to ``duration`` — unknown before the run."""
+        baseline ends the drain there); a full bucket's drain adds ``burst_s`` when known (else
+        it is unknown before the run; each later burst adds what its idle refilled)."""
         phase = self.until_steady + PHASE_SLACK_INTERVALS * self.interval
-        drain = max(phase, (MIN_DRAIN_INTERVALS + 1) * self.interval)
+        drain = max(
+            phase + min(burst_s or 0.0, self.duration), (MIN_DRAIN_INTERVALS + 1) * self.interval
+        )
         check = (CHECK_IDLE_INTERVALS + CHECK_INTERVALS + 1) * self.interval
         return float(sum(self.idle) + drain + len(self.idle) * phase + check)
 

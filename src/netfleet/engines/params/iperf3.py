@@ -78,13 +78,14 @@ class Iperf3Params(StreamsSummary, EngineParams):
         "label, the run waits for the longest documented burst, 60 min, capped at duration)",
     )
 
-    def expected_seconds(self) -> float:
+    def expected_seconds(self, burst_s: float | None = None) -> float:
         """Adaptive: the first possible stop (``until_steady``, or ``min_duration`` when given,
-        plus a few intervals); a burst adds its length. Otherwise ``duration + omit``."""
+        plus a few intervals); a burst adds its length ``burst_s`` when known (the drop, then
+        ``until_steady`` at the new level). Otherwise ``duration + omit``."""
         if self.until_steady is None:
             return self.measured_seconds()
         wait = self.min_duration if self.min_duration is not None else self.longest_burst
-        first = max(self.until_steady, wait or 0.0) + 5 * self.interval
+        first = max(self.until_steady + (burst_s or 0.0), wait or 0.0) + 5 * self.interval
         return float(min(first, self.duration) + self.omit)
 
     _bitrate = field_validator("bitrate")(rate_str)
