@@ -1,7 +1,9 @@
 """Raw results → Parquet catalog: idempotent, streaming, crash-safe.
 
-* Idempotent: a raw file whose run_id is already in ``runs`` is skipped — by its file name
-  (``<run_id>.json.gz``) without opening it, else after reading its ``run_id``.
+* Idempotent: a local root into a local catalog goes through the catalog's one load loop
+  (:func:`netfleet.catalog.register.load`): every envelope gets a manifest row, and a file whose
+  stat is its row's is not opened; one read (new, changed) whose run is in ``runs`` is
+  skipped. An S3 root or catalog skips a run already in ``runs`` after reading its ``run_id``.
 * Streaming: files are read one at a time; rows are flushed as one new batch of parts every
   ``batch_runs`` runs or ``batch_rows`` interval rows, so memory stays bounded.
 * Crash-safe: see :mod:`netfleet.catalog.layout` — parts are written under temp names, fsynced,
