@@ -10,10 +10,11 @@ round. The main figures are the one-process command a user types,
 --by instance_type`` (import by reference, then the sheet, in one process):
 
 * first sheet (target ≤ 0.6× the baseline, never above 1.0×);
-* no-op re-run to a printed sheet: the same command again (target ≤ 0.1 s per 10,000 files,
-  start-up included; beside it the start-up floor, ``netfleet --version``, and the calls alone
-  timed inside one process after their imports);
-* +100 files: 100 new files in the folder, the same command (target ≤ 0.12×);
+* no-op re-run to a printed sheet: the same command again (target, issue 34's "Speed,
+  renegotiated": ≤ 0.35 s at 10,000 files, ≤ 1.5 s at 100,000, start-up included; beside it
+  the start-up floor, ``netfleet --version``, and the calls alone timed inside one process
+  after their imports: ≤ 0.1 s per 10,000 files);
+* +100 files: 100 new files in the folder, the same command (target ≤ 0.25×);
 * ``netfleet verify`` (every file hashed again; target ≤ 0.1×);
 * peak RSS of every step (target ≤ 500 MB); the catalog's size against the raw bytes (target
   ≤ 0.1×);
@@ -23,8 +24,12 @@ round. The main figures are the one-process command a user types,
 
 Extra lines, unless ``--one-process-only``: the same steps as two commands (``netfleet import
 RAW --pattern seed002 --catalog CAT2`` then ``netfleet cheatsheet --catalog CAT2 ...``) into a
-second catalog, each command and their sum — what issue 26 measured before the one-process
-command (two start-ups).
+second catalog, each command and their sum (target: first sheet ≤ 0.65×, +100 files
+≤ 0.25×, the no-op as above).
+
+Every ratio is given twice: of wall times (what a user waits on a quiet machine) and of CPU
+seconds (every process of a step against the baseline's: what a machine shared with other
+work still measures).
 
 ``--files`` takes a comma-separated list (e.g. ``10000,100000``): each size is generated into
 a temporary folder, measured, and deleted before the next, then a table shows how each cost
@@ -604,22 +609,26 @@ def _summary(
     base = got["baseline: duckdb read_json"]
     names = (FIRST, PLUS100, "verify", *((FIRST + TWO, PLUS100 + TWO) if two else ()))
     ratio = {n: [v / b for v, b in zip(got[n], base, strict=True)] for n in names}
+    cpu_base = cpus["baseline: duckdb read_json"]
+    cpu_ratio = {n: [v / b for v, b in zip(cpus[n], cpu_base, strict=True)] for n in names}
     targets = [
-        ("first sheet ≤ 0.6× (never > 1.0×)", ratio[FIRST], 0.6),
-        ("+100 files ≤ 0.12×", ratio[PLUS100], 0.12),
-        ("verify ≤ 0.1×", ratio["verify"], 0.1),
+        ("first sheet ≤ 0.6× (never > 1.0×)", FIRST, 0.6),
+        ("+100 files ≤ 0.25×", PLUS100, 0.25),
+        ("verify ≤ 0.1×", "verify", 0.1),
     ]
     if two:
         targets += [
-            ("  two commands: first sheet", ratio[FIRST + TWO], 0.6),
-            ("  two commands: +100 files", ratio[PLUS100 + TWO], 0.12),
+            ("  two commands: first sheet ≤ 0.65×", FIRST + TWO, 0.65),
+            ("  two commands: +100 files ≤ 0.25×", PLUS100 + TWO, 0.25),
         ]
-    for label, values, target in targets:
-        met = "met" if max(values) <= target else "NOT met"
-        print(f"  {label:<44} min {min(values):.2f}× median "
-              f"{statistics.median(values):.2f}× max {max(values):.2f}×: {met}")  # fmt: skip
-    # 0.1 s per 10,000 files; below 10,000 files, 0.1 s (the start-up does not shrink)
-    target = 0.1 * max(1.0, files / 10_000)
+    for label, name, target in targets:
+        for basis, values in (("wall", ratio[name]), ("CPU", cpu_ratio[name])):
+            met = "met" if max(values) <= target else "NOT met"
+            print(f"  {label:<44} {basis:>4}: min {min(values):.2f}× median "
+                  f"{statistics.median(values):.2f}× max {max(values):.2f}×: {met}")  # fmt: skip
+    # issue 34: 0.35 s at 10,000 files, 1.5 s at 100,000 (start-up included), linear between;
+    # below 10,000 files 0.35 s (the start-up does not shrink)
+    target = 0.35 + 1.15 * max(0.0, files - 10_000) / 90_000
     floor = got["start-up floor: netfleet --version"]
     inproc = got["no-op in one process (calls only)"]
     noop = [wall for wall, _ in noop_runs]
@@ -627,12 +636,17 @@ def _summary(
     met = "met" if statistics.median(noop) <= target else "NOT met"
     print(f"  no-op to a printed sheet (one process, {len(noop)} runs): wall min {min(noop):.3f} / "
           f"median {statistics.median(noop):.3f} / max {max(noop):.3f} s, CPU {min(cpu):.3f} / "
-          f"{statistics.median(cpu):.3f} s (target ≤ {target:.2f} s: 0.1 s per 10k files, "
-          f"start-up included; judged on the median): {met}")  # fmt: skip
+          f"{statistics.median(cpu):.3f} s (target ≤ {target:.2f} s, start-up included; "
+          f"judged on the median): {met}")  # fmt: skip
+    inner = 0.1 * max(1.0, files / 10_000)
     print(f"    start-up floor (netfleet --version) {min(floor):.3f} s; the calls alone in one "
-          f"process {min(inproc):.3f}-{max(inproc):.3f} s")  # fmt: skip
+          f"process {min(inproc):.3f}-{max(inproc):.3f} s (target ≤ {inner:.2f} s: "
+          f"{'met' if max(inproc) <= inner else 'NOT met'})")  # fmt: skip
     if two:
-        print(f"    two commands: {min(got[NOOP + TWO]):.3f}-{max(got[NOOP + TWO]):.3f} s")
+        noop2, cpu2 = got[NOOP + TWO], cpus[NOOP + TWO]
+        print(f"    two commands: wall {min(noop2):.3f}-{max(noop2):.3f} s, CPU "
+              f"{min(cpu2):.3f}-{max(cpu2):.3f} s (target ≤ {target:.2f} s: "
+              f"{'met' if statistics.median(noop2) <= target else 'NOT met'})")  # fmt: skip
     ours = {name: mb for name, mb in rss.items() if not name.startswith("baseline")}
     peak = max(ours.values())
     worst = max(ours, key=ours.__getitem__)

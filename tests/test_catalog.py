@@ -10,7 +10,9 @@ import importlib
 import io
 import json
 import math
+import os
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -225,7 +227,8 @@ def test_sql_errors_carry_duckdb_message(
         names = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     finally:
         con.close()
-    assert names == {*TABLES, "intervals_stored", "streams"}  # every row as ingested; streams
+    # every row as ingested (streams too), and the manifest: one row per envelope
+    assert names == {*TABLES, "intervals_stored", "streams", "manifest"}
     assert sql(catalog, "SELECT count(*) FROM runs WHERE status = ?", ["ok"]) == [
         [sum(1 for n in NAMES if MANIFEST[n]["status"] == "ok")]
     ]
@@ -748,12 +751,14 @@ def test_a_no_op_ingest_loads_neither_the_models_nor_the_columnar_libraries(
     tmp_path: Path,
 ) -> None:
     """A no-op ingest is start-up and a listing: the store's pydantic models, pyarrow and
-    DuckDB stay unloaded (the names come from the _run_ids files)."""
+    DuckDB stay unloaded (decided from the manifest's index: every file's stat its row's)."""
     import subprocess
     import sys
 
     root = ResultsRoot(tmp_path / "raw")
     populate(root, ["tcp_p2", "tcp_1stream"])
+    for path in root.files():  # written a while ago (a file written just now is read again)
+        os.utime(path, ns=(time.time_ns() - 10**10,) * 2)
     ingest(root, tmp_path / "cat")
     code = (
         "import sys\n"

@@ -225,7 +225,7 @@ def test_a_background_build_covers_every_file(catalogs: tuple[Path, Path]) -> No
     start = time.monotonic()
     assert rows_of(lazy, streams=True) == rows_of(eager)
     assert time.monotonic() - start < 60
-    assert lb.start_background(eager) is None  # no manifest: nothing to build
+    assert lb.start_background(eager) is None  # no file by reference: nothing to build
 
 
 def test_netfleet_envelopes_registered_by_reference(tmp_path: Path) -> None:

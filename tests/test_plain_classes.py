@@ -50,7 +50,7 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
         + [("unchanged", 0)]
         + [(n, list) for n in ("changed", "touched", "missing", "bad", "flagged")]
         + [(n, list) for n in ("duplicates", "already", "retired")]
-        + [("generation", 0), ("seconds", 0.0)],
+        + [("generation", 0), ("seconds", 0.0), ("batches", 0), ("rows", dict)],
         False,
         {"catalog_dir": Path("/cat"), "unchanged": 10, "bad": [("f.json", "truncated")]},
     ),
@@ -62,7 +62,13 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
     ),
     (
         Options,
-        [("campaign", ...), ("labels", ...), ("pattern", ...), ("side", "auto")],
+        [
+            ("campaign", ...),
+            ("labels", ...),
+            ("pattern", ...),
+            ("side", "auto"),
+            ("entry", "register"),
+        ],
         True,
         {"campaign": "imported", "labels": {"k": "v"}, "pattern": re.compile("x")},
     ),

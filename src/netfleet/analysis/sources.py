@@ -145,6 +145,7 @@ def registered_documents(
     when given), each read from its file (:func:`catalog_documents`); a file that is missing
     or changed since it was imported is an error naming it. None without a manifest."""
     from netfleet.catalog.lazystreams import has_manifest
+    from netfleet.catalog.manifest import by_reference
 
     if not Path(catalog_dir).is_dir() or not has_manifest(Path(catalog_dir)):
         return []
@@ -155,7 +156,7 @@ def registered_documents(
             str(row[0])
             for row in con.execute(
                 "SELECT m.run_id FROM manifest m JOIN runs r ON r.run_id = m.run_id "  # noqa: S608
-                f"WHERE m.state = 'ok' {cond} ORDER BY r.started_at, m.run_id",
+                f"WHERE {by_reference('m')} {cond} ORDER BY r.started_at, m.run_id",
                 params,
             ).fetchall()
         ]

@@ -1,7 +1,9 @@
 """Raw results → Parquet catalog: idempotent, streaming, crash-safe.
 
-* Idempotent: a raw file whose run_id is already in ``runs`` is skipped — by its file name
-  (``<run_id>.json.gz``) without opening it, else after reading its ``run_id``.
+* Idempotent: a local root into a local catalog goes through the catalog's one load loop
+  (:func:`netfleet.catalog.register.load`): every envelope gets a manifest row, and a file whose
+  stat is its row's is not opened; one read (new, changed) whose run is in ``runs`` is
+  skipped. An S3 root or catalog skips a run already in ``runs`` after reading its ``run_id``.
 * Streaming: files are read one at a time; rows are flushed as one new batch of parts every
   ``batch_runs`` runs or ``batch_rows`` interval rows, so memory stays bounded.
 * Crash-safe: see :mod:`netfleet.catalog.layout` — parts are written under temp names, fsynced,
@@ -30,7 +32,7 @@ from netfleet.errors import (
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 if TYPE_CHECKING:
-    pass
+    from netfleet.catalog.sourcelist import Found
 
 # pyarrow, pydantic and the row parsers are imported where rows are made: a no-op ingest
 # (everything already in the catalog) needs none of them
@@ -100,6 +102,8 @@ def ingest(
             hint="give the directory `netfleet run` wrote to (-r/--results, or NETFLEET_RESULTS)",
         )
     remote = S3Catalog.parse(str(catalog_dir)) if is_s3(str(catalog_dir)) else None
+    if remote is None and isinstance(root, ResultsRoot):
+        return _load_local(root, Path(catalog_dir), progress, batch_runs, batch_rows, workers)
     report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
     started = time.monotonic()
     # results a failed upload left spooled locally (an S3 root) belong in the catalog too
@@ -121,6 +125,69 @@ def ingest(
             load(files, root, writer, report, progress, total, batch_runs, batch_rows, workers)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _load_local(
+    root: ResultsRoot,
+    catalog: Path,
+    progress: Progress | None,
+    batch_runs: int,
+    batch_rows: int,
+    workers: int | None,
+) -> IngestReport:
+    """A local root into a local catalog, through the catalog's one load loop
+    (:func:`netfleet.catalog.register.load`): each envelope gets a manifest row (``source`` its
+    raw path, ``asked`` :data:`~netfleet.catalog.manifest.INGESTED`), and what is already in is
+    the manifest's rule — a file whose stat is its row's is not opened; one read again (new,
+    changed, racy) whose run the catalog holds is skipped."""
+    from netfleet.catalog.manifest import INGESTED
+    from netfleet.catalog.register import load
+    from netfleet.catalog.sourcelist import Options
+
+    top = os.path.abspath(root.path)
+    done = load(
+        lambda: _listed(top),
+        [top],
+        catalog,
+        lambda: Options("", {}, None, entry=INGESTED),
+        None,
+        INGESTED,
+        workers=workers or max(1, min(os.cpu_count() or 1, 4)),
+        progress=progress,
+        batch_runs=batch_runs,
+        batch_rows=batch_rows,
+        task_files=1,  # a file a task in this process: the batch budgets checked after each
+    )
+    report = IngestReport(catalog, seen=done.unchanged + len(done.bad), seconds=done.seconds)
+    report.ingested = len(done.registered)
+    report.seen += report.ingested + len(done.touched) + len(done.duplicates) + len(done.already)
+    report.skipped = report.seen - report.ingested - len(done.bad)
+    report.bad = [BadFile(path, reason) for path, reason in done.bad]
+    report.batches = done.batches
+    report.rows.update(done.rows)
+    return report
+
+
+def _listed(top: str) -> list[Found]:
+    """The root's envelopes (:func:`local_entries`), each with its stat (none opened)."""
+    from stat import S_ISREG
+
+    from netfleet.catalog.sourcelist import Found
+
+    out: list[Found] = []
+    make = tuple.__new__
+    for day, campaign, name in local_entries(Path(top)):
+        path = f"{top}/{day}/{campaign}/{name}"
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            out.append(Found(path, path, None))
+            continue
+        if S_ISREG(st.st_mode):
+            out.append(make(Found, (path, path, st.st_size, st.st_mtime_ns, st.st_ino, None)))
+        else:  # a link or another kind: refused when read (never followed)
+            out.append(Found(path, path, st.st_size))
+    return out
 
 
 def local_entries(top: Path) -> list[tuple[str, str, str]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netfleet.catalog.manifest import MANIFEST
+from netfleet.catalog.manifest import MANIFEST, by_reference
 from netfleet.errors import CatalogError, NetfleetError
 from netfleet.readback import NotOurs, open_back
 
@@ -61,7 +61,9 @@ def manifest_runs(
     run_ids: Collection[str] | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
 ) -> list[SourceRun]:
-    """The manifest's ``ok`` rows (of ``run_ids`` only, when given), in manifest order — read
+    """The manifest's rows held by reference (``ok``, not an ingested envelope's:
+    :func:`~netfleet.catalog.manifest.by_reference`; of ``run_ids`` only, when given), in
+    manifest order — read
     by DuckDB (``con``'s view ``manifest`` when given): no pyarrow for a query whose streams
     are built already."""
     import duckdb
@@ -79,7 +81,7 @@ def manifest_runs(
         side = "json_extract_string(asked, '$.side')" if "asked" in names else "NULL"
         rows = con.execute(
             f"SELECT run_id, source, file_id, {kept}, {side} FROM manifest "  # noqa: S608
-            "WHERE state = 'ok' AND run_id IS NOT NULL AND file_id IS NOT NULL"
+            f"WHERE {by_reference()} AND run_id IS NOT NULL AND file_id IS NOT NULL"
         ).fetchall()
     except duckdb.Error as exc:
         raise CatalogError(

@@ -296,9 +296,9 @@ def _build(
 
 def start_background(catalog_dir: Path) -> subprocess.Popen[bytes] | None:
     """Build the catalog's per-stream parts in a detached, low-priority process (none when the
-    catalog has no manifest). It gives way when another builder runs; what it built stays
-    if it is stopped."""
-    if not has_manifest(catalog_dir):
+    catalog holds no file by reference: no manifest, or ingested envelopes only). It gives way
+    when another builder runs; what it built stays if it is stopped."""
+    if not has_manifest(catalog_dir) or not manifest_runs(catalog_dir):
         return None
     from netfleet.workers import SAFE_PYTHON
 

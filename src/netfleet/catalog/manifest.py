@@ -1,4 +1,8 @@
-"""The manifest: one row per file ``netfleet import`` registered, by reference (issue 26).
+"""The manifest: one row per file that entered the catalog (issue 26, issue 34) — a foreign
+file ``netfleet import --catalog`` registered by reference, or a netfleet envelope ``netfleet
+ingest`` read from a results root (its ``asked`` is :data:`INGESTED`). One rule decides what is
+already in for both (:func:`netfleet.catalog.register.load`: a file whose stat is its row's is
+not opened) and one provenance story holds for both.
 
 The original bytes stay where they are (a local path or an ``s3://`` object); the manifest
 says where, what they were when read (size, mtime_ns, inode / ETag, and the SHA-256 that is
@@ -30,7 +34,9 @@ file's own top-level keys with text or number values, JSON), ``pattern_labels`` 
 ``inferred`` (JSON lists), ``flags`` (JSON list of the interval checks' findings),
 ``version_id`` (S3), ``kept`` (where ``--keep-copy`` put a copy), ``checked_ns`` (when the
 bytes were last hashed) and ``asked`` (the import's own options — ``--label``, ``--pattern``,
-``--side`` — JSON: a file imported again with other options is another run).
+``--side`` — JSON: a file imported again with other options is another run; an ingested
+envelope's: :data:`INGESTED`, its rows all in the catalog — :func:`by_reference` tells the
+two apart).
 
 Every row has a ``row_id`` (int64, unique in the catalog, given when the row is made): the
 key of its versions. The rows live in ``CATALOG/manifest.parquet`` (the base) and, when the
@@ -84,6 +90,20 @@ INDEX_COLUMNS = (
     "row_id", "source", "campaign", "asked", "state", "size", "mtime_ns", "inode", "etag",
     "file_id", "kept", "checked_ns", "run_id", "reason",
 )  # fmt: skip
+#: ``asked`` of an ingested envelope's row: ``ingest`` takes no options (the envelope is its run,
+#: every row of it — the per-stream rows too — is in the catalog). Any other row is a file held
+#: by reference: its per-stream rows are read from it on demand
+INGESTED = "ingest"
+
+
+def by_reference(alias: str = "") -> str:
+    """The SQL condition of the manifest rows whose runs are read from their source file (an
+    ``ok`` file registered by reference, not an ingested envelope); ``alias``: the manifest's
+    name in the query (``m``), when it is joined."""
+    at = f"{alias}." if alias else ""
+    return f"({at}state = 'ok' AND {at}asked IS DISTINCT FROM '{INGESTED}')"
+
+
 #: the Parquet key-value metadata holding the generation
 GENERATION_KEY = b"netfleet.manifest.generation"
 STATES = ("ok", "bad", "retired", "missing")
@@ -224,8 +244,15 @@ def duck_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path, name: str = "ma
             f"(SELECT * FROM {source} QUALIFY row_number() OVER "  # noqa: S608
             "(PARTITION BY row_id ORDER BY generation DESC) = 1 ORDER BY row_id)"
         )
-    con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")  # noqa: S608
+    # every column of :data:`COLUMNS`, null where an older file lacks it (as _conform does)
+    have = {d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description}  # noqa: S608
+    lacking = "".join(f", NULL::{_SQL[kind]} AS {n}" for n, kind in COLUMNS if n not in have)
+    con.execute(f"CREATE VIEW {name} AS SELECT *{lacking} FROM {source}")  # noqa: S608
     return True
+
+
+#: the SQL type of each Arrow type name of :data:`COLUMNS`
+_SQL = {"string": "VARCHAR", "int64": "BIGINT"}
 
 
 # --- the stat index ------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from isal import igzip_lib, isal_zlib
 from netfleet.catalog.build import RowError, RunRows, envelope_rows
 from netfleet.catalog.columns import json_encoder
 from netfleet.catalog.layout import TABLES
-from netfleet.catalog.manifest import COLUMNS
+from netfleet.catalog.manifest import COLUMNS, INGESTED
 from netfleet.catalog.sourcelist import Found, Options, Read, s3_client, s3_split
 from netfleet.catalog.writer import Batch
 from netfleet.errors import CatalogError, StoreError, StoreUnreachable
@@ -187,7 +187,7 @@ def read_file(
         "source": source,
         "file_id": digest,
         "size": len(data),
-        "campaign": opts.campaign,
+        "campaign": opts.campaign or None,  # (ingest's: the envelope's own, once read)
     }
     try:
         return _read(source, data, digest, row, opts, mtime, limit)
@@ -211,6 +211,8 @@ def _read(
     mtime: float | None,
     limit: int | None = None,
 ) -> Read:
+    if opts.entry == INGESTED:
+        return _read_envelope(source, data, row)
     # the path as text: a local source is a normalised absolute path already (os.path.abspath:
     # what a Path of it gives as_posix() and str(), without making one: 2 µs a file)
     s3 = source.startswith("s3://")
@@ -260,6 +262,42 @@ def _read(
         pattern_labels=_plain_json(imported.get("pattern_labels") or []),
         inferred=_plain_json(imported.get("inferred") or []),
         flags=_plain_json(imported.get("flags") or []),
+    )
+    return Read(row, rows)
+
+
+def _read_envelope(source: str, data: bytes, row: dict[str, Any]) -> Read:
+    """A netfleet envelope's bytes (``ingest``: a results root's file, read as the store reads
+    it — its ``d=``/``campaign=`` folders no links, the byte limit, the format version, its
+    partition — and checked against the model) → its manifest row and every row of its run,
+    the per-stream rows too."""
+    import io
+
+    from pydantic import ValidationError
+
+    from netfleet.store.envelope import Envelope
+    from netfleet.store.rawfile import decode_raw
+    from netfleet.store.root import check_not_linked
+
+    try:
+        check_not_linked(Path(source))
+        doc = decode_raw(io.BytesIO(data), source)
+        Envelope.model_validate(doc)
+        rows = envelope_rows(doc, source=source)
+    except StoreUnreachable:
+        raise
+    except StoreError as exc:
+        raise ImportProblem(exc.message.removeprefix(f"{source}: ")) from exc
+    except ValidationError as exc:
+        raise ImportProblem(_validation_reason(exc)) from exc
+    except RowError as exc:
+        raise ImportProblem(str(exc)) from exc
+    row.update(
+        state="ok",
+        run_id=rows.run_id,
+        campaign=doc.get("campaign"),
+        labels=_sorted_json(doc.get("labels") or {}),
+        format=(doc.get("engine") or {}).get("name"),
     )
     return Read(row, rows)
 
@@ -420,11 +458,13 @@ def _read_s3(item: Found, opts: Options, limit: int) -> Read:
     return read_file(item.source, data, meta, opts, limit=limit)
 
 
-def reads(todo: list[Found], opts: Options, follow_links: bool, pool: Any) -> Iterator[Landed]:
-    """Each task's files, their manifest rows as columns and their tables, in order. With a
-    pool, every task is handed out at once (the workers start reading while this process
-    does the rest of its work)."""
-    tasks = [todo[i : i + TASK_FILES] for i in range(0, len(todo), TASK_FILES)]
+def reads(
+    todo: list[Found], opts: Options, follow_links: bool, pool: Any, size: int = TASK_FILES
+) -> Iterator[Landed]:
+    """Each task's files (``size`` a task), their manifest rows as columns and their tables, in
+    order. With a pool, every task is handed out at once (the workers start reading while this
+    process does the rest of its work)."""
+    tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
     if pool is None or len(todo) < PARALLEL_MIN:
         here = partial(_columnar_task, opts=opts, follow_links=follow_links)
         return (_as_landed(items, *here(items)) for items in tasks)

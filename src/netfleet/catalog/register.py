@@ -81,7 +81,8 @@ class RegisterReport(Plain):
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
         "catalog_dir", "registered", "unchanged", "changed", "touched", "missing", "bad",
-        "flagged", "duplicates", "already", "retired", "generation", "seconds",
+        "flagged", "duplicates", "already", "retired", "generation", "seconds", "batches",
+        "rows",
     )  # fmt: skip
 
     catalog_dir: Path
@@ -108,6 +109,9 @@ class RegisterReport(Plain):
     #: the manifest's generation after this import
     generation: int
     seconds: float
+    #: batches of catalog parts written, and the rows written per table
+    batches: int
+    rows: dict[str, int]
 
     def __init__(
         self,
@@ -124,6 +128,8 @@ class RegisterReport(Plain):
         retired: list[str] | None = None,
         generation: int = 0,
         seconds: float = 0.0,
+        batches: int = 0,
+        rows: dict[str, int] | None = None,
     ) -> None:
         self.catalog_dir = catalog_dir
         self.registered = [] if registered is None else registered
@@ -138,6 +144,8 @@ class RegisterReport(Plain):
         self.retired = [] if retired is None else retired
         self.generation = generation
         self.seconds = seconds
+        self.batches = batches
+        self.rows = {} if rows is None else rows
 
     @property
     def read_files(self) -> bool:
@@ -179,14 +187,54 @@ def register(
         check_keep_copy(keep_copy)
     asked_labels = split_labels(labels)
     asked = json.dumps({"labels": asked_labels, "pattern": pattern, "side": side}, sort_keys=True)
-    started = time.monotonic()
     sources = list(sources)
+    return load(
+        lambda: sourcelist.listed(sources, follow_links),
+        sources,
+        Path(catalog_dir),
+        lambda: _options(campaign, labels, pattern, side),
+        campaign,
+        asked,
+        workers=workers,
+        follow_links=follow_links,
+        keep_copy=keep_copy,
+        progress=progress,
+    )
+
+
+def load(
+    listing: Callable[[], list[Found]],
+    sources: list[str],
+    catalog: Path,
+    options: Callable[[], Options],
+    campaign: str | None,
+    asked: str,
+    *,
+    workers: int = 1,
+    follow_links: bool = False,
+    keep_copy: str | None = None,
+    progress: Progress | None = None,
+    batch_runs: int | None = None,
+    batch_rows: int | None = None,
+    task_files: int | None = None,
+) -> RegisterReport:
+    """The catalog's one load loop, for both entry points (``register``: foreign files by
+    reference; ``ingest``: a results root's envelopes, ``asked`` :data:`INGESTED`). What is
+    already in is decided by the manifest alone (:func:`_work`'s rule: a file whose stat is its
+    row's is not opened); the files to read are read in worker tasks (:mod:`reader`), their
+    runs written by the one writer a batch at a time (every ``batch_runs`` runs — default
+    :data:`BATCH_RUNS` —, or ``batch_rows`` interval rows read), their manifest rows written
+    last as the next generation. ``listing``: the files (called with the cycle collector paused);
+    ``sources``: what was listed (a row under one whose file is gone is ``missing``);
+    ``options``: the reads' options, made when something is to be read; ``campaign``: the
+    campaign of this entry's rows (None: any — an envelope names its own); ``task_files``:
+    files per task read in this process (default :data:`reader.TASK_FILES`)."""
+    started = time.monotonic()
     # Python's cycle collector paused while the files are listed and compared: the listing's
     # tuples (one a file) would be walked by each collection meanwhile, and by the first after
     # — 1.5-4 ms of a no-op import of 10,000 files; they hold no cycles (issue 26)
     with collector_paused():
-        found = list(sourcelist.listed(sources, follow_links))
-        catalog = Path(catalog_dir)
+        found = list(listing())
         report = RegisterReport(catalog)
         # nothing changed (every file's stat is its row's, none gone): decided from the
         # manifest's index alone — no lock taken, no reader loaded (rows only exist for
@@ -212,11 +260,17 @@ def register(
             seen = (index, active, todo, gone)
     from netfleet.catalog import reader
 
+    budget: _Budget = (batch_runs or BATCH_RUNS, batch_rows, task_files)
     with reader.pool(workers, len(todo)) as pool:
         return _register(
-            found, sources, catalog, asked, report, started, pool, keep_copy, progress,
-            _options(campaign, labels, pattern, side), follow_links, seen,
+            found, sources, catalog, campaign, asked, report, started, pool, keep_copy,
+            progress, options(), follow_links, budget, seen,
         )  # fmt: skip
+
+
+#: when the load loop writes a batch (runs kept; interval rows read, None: no such bound) and
+#: how many files a task read in this process holds (None: :data:`reader.TASK_FILES`)
+_Budget = tuple[int, int | None, int | None]
 
 
 #: what :func:`register` found before taking the lock: the index, its active rows, the files
@@ -228,6 +282,7 @@ def _register(
     found: list[Found],
     sources: list[str],
     catalog: Path,
+    campaign: str | None,
     asked: str,
     report: RegisterReport,
     started: float,
@@ -236,9 +291,10 @@ def _register(
     progress: Progress | None,
     opts: Options,
     follow_links: bool,
+    budget: _Budget,
     seen: _Seen | None = None,
 ) -> RegisterReport:
-    """:func:`register`'s work once something is to be read or marked."""
+    """:func:`load`'s work once something is to be read or marked."""
     from netfleet.catalog import reader
     from netfleet.catalog.keepcopy import Keeper
     from netfleet.catalog.retire import finish_retire, retire
@@ -254,7 +310,7 @@ def _register(
                 on_disk = load_index(local)
                 write_index(local, on_disk)
             index = on_disk
-            active = _active(index, opts.campaign, asked)
+            active = _active(index, campaign, asked)
             todo, gone = _work(found, sources, index, active)
         report.bad = _still_refused(index, found, todo, active)
         report.unchanged = len(found) - len(todo) - len(report.bad)
@@ -263,22 +319,25 @@ def _register(
             report.seconds = time.monotonic() - started
             return report
         _load_writer()  # (while the workers start: reader.pool)
-        tasks = reader.reads(todo, opts, follow_links, pool)  # handed out to the workers
+        parallel = pool is not None and len(todo) >= reader.PARALLEL_MIN
+        batch_runs, batch_rows, task_files = budget
+        size = min(reader.TASK_FILES, batch_runs) if parallel else task_files or reader.TASK_FILES
+        tasks = reader.reads(todo, opts, follow_links, pool, size)  # handed out to the workers
         state = _State(index, active, index.generation, asked)
         keep = Keeper(keep_copy, follow_links) if keep_copy else None
         generation = state.generation + 1
         writer = Writer(local, known)
         done = 0
+        if progress is not None:
+            progress(report.unchanged, len(found))
         for items, columns, tables in tasks:
-            if writer.runs >= BATCH_RUNS:  # between two tasks' rows
-                writer.flush()
-                give_back()  # the batch's memory (netfleet.catalog.memory)
+            if writer.runs >= batch_runs or (batch_rows is not None and writer.rows >= batch_rows):
+                _flush(writer, report)  # between two tasks' rows
             _settle_task(items, columns, tables, state, writer, report, keep)
             done += len(items)
             if progress is not None:
                 progress(report.unchanged + done, len(found))
-        writer.flush()
-        give_back()
+        _flush(writer, report)
         for source in state.gone(sources, {f.source for f in found}):
             state.mark(source, state="missing", reason="gone from its source")
             report.missing.append(source)
@@ -290,6 +349,17 @@ def _register(
             report.generation = state.generation
     report.seconds = time.monotonic() - started
     return report
+
+
+def _flush(writer: Writer, report: RegisterReport) -> None:
+    """Commit the runs kept so far as one batch (counted in the report) and hand the batch's
+    memory back (:mod:`netfleet.catalog.memory`)."""
+    written = writer.flush()
+    if written:
+        report.batches += 1
+        for table, count in written.items():
+            report.rows[table] = report.rows.get(table, 0) + count
+    give_back()
 
 
 def _load_writer() -> None:
@@ -317,11 +387,11 @@ def _options(campaign: str, labels: Iterable[str], pattern: str | None, side: st
     )
 
 
-def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
+def _active(index: Index, campaign: str | None, asked: str) -> dict[str, int]:
     """source → the position in ``index`` of its row filed like this import (not retired:
     the index has no retired rows but those this import retires)."""
     cols = index.columns
-    if index.distinct("campaign") == [campaign] and index.distinct("asked") == [asked]:
+    if _filed_alike(index, campaign, asked):
         # every row filed like this import (an index read from its file has no retired rows)
         return dict(zip(cols["source"], range(len(index)), strict=True))
     return {
@@ -329,8 +399,18 @@ def _active(index: Index, campaign: str, asked: str) -> dict[str, int]:
         for at, (source, state, its_campaign, its_asked) in enumerate(
             zip(cols["source"], cols["state"], cols["campaign"], cols["asked"], strict=True)
         )
-        if its_campaign == campaign and its_asked == asked and state != "retired"
+        if (campaign is None or its_campaign == campaign)
+        and its_asked == asked
+        and state != "retired"
     }
+
+
+def _filed_alike(index: Index, campaign: str | None, asked: str) -> bool:
+    """Whether every row of the index (as its file lists the coded columns) is filed like this
+    load: its ``asked``, and its campaign (``campaign`` None: any)."""
+    if campaign is not None and index.distinct("campaign") != [campaign]:
+        return False
+    return index.distinct("asked") == [asked]
 
 
 def _still_refused(
@@ -400,7 +480,7 @@ def _work(
     return todo, gone
 
 
-def _unchanged(found: list[Found], index: Index, campaign: str, asked: str) -> bool:
+def _unchanged(found: list[Found], index: Index, campaign: str | None, asked: str) -> bool:
     """Whether :func:`_work` would find nothing to read and nothing gone, decided column by
     column at C speed — no column decoded into Python values, no ``active`` map made — when
     the listing found exactly the index's rows, in the index's order, every row filed like
@@ -411,7 +491,7 @@ def _unchanged(found: list[Found], index: Index, campaign: str, asked: str) -> b
         return False
     # every row filed like this import, none retired or missing (a read index has no
     # retired rows; the coded columns' values as the file lists them)
-    if index.distinct("campaign") != [campaign] or index.distinct("asked") != [asked]:
+    if not _filed_alike(index, campaign, asked):
         return False
     states = index.distinct("state")
     if states is None or "missing" in states or "retired" in states:

@@ -22,12 +22,15 @@ class Options(Frozen):
     dataclasses they were: :mod:`netfleet.plain`.)"""
 
     #: the fields, in their order (the constructor's, ``==``, ``repr``)
-    __slots__ = ("campaign", "labels", "pattern", "side")
+    __slots__ = ("campaign", "labels", "pattern", "side", "entry")  # noqa: RUF023
 
     campaign: str
     labels: dict[str, str]
     pattern: re.Pattern[str] | None
     side: str
+    #: how the files come in: ``register`` (foreign files, by reference) or ``ingest``
+    #: (netfleet envelopes of a results root: :data:`netfleet.catalog.manifest.INGESTED`)
+    entry: str
 
     def __init__(
         self,
@@ -35,8 +38,9 @@ class Options(Frozen):
         labels: dict[str, str],
         pattern: re.Pattern[str] | None,
         side: str = "auto",
+        entry: str = "register",
     ) -> None:
-        self._set(campaign, labels, pattern, side)
+        self._set(campaign, labels, pattern, side, entry)
 
 
 class Read(Plain):

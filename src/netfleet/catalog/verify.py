@@ -1,4 +1,5 @@
-"""``netfleet verify``: hash every file the manifest holds again (issue 26).
+"""``netfleet verify``: hash every file the manifest holds again (issue 26) — files imported by
+reference and ingested envelopes alike (issue 34).
 
 Each row not retired is read from its source (local path or ``s3://`` object) and its SHA-256
 compared with the row's ``file_id``:
@@ -82,8 +83,9 @@ def verify(catalog_dir: str | os.PathLike[str], workers: int = 4) -> VerifyRepor
     catalog = Path(catalog_dir)
     if not manifest_path(catalog).is_file():
         raise InputError(
-            f"{catalog}: no manifest (nothing was imported by reference into this catalog)",
-            hint="netfleet import FILES --catalog " + str(catalog),
+            f"{catalog}: no manifest (nothing was ingested or imported into this catalog)",
+            hint="netfleet ingest --catalog " + str(catalog) + ", or netfleet import FILES"
+            " --catalog " + str(catalog),
         )
     index = load_index(catalog)  # the manifest's stat index: no pyarrow to load
     rows = [r for r in index.rows() if r["state"] in ("ok", "missing")]

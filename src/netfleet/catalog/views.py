@@ -26,6 +26,7 @@ import duckdb
 
 from netfleet.catalog.httpfs import enable_s3
 from netfleet.catalog.layout import committed_parts, is_s3
+from netfleet.catalog.manifest import by_reference
 from netfleet.catalog.remote import S3Catalog
 from netfleet.units import MAX_RATE, fmt_rate
 
@@ -99,11 +100,15 @@ LAZY = "streams_lazy"
 
 
 def _manifest_view(con: duckdb.DuckDBPyConnection, catalog_dir: Path) -> bool:
-    """The view ``manifest`` over a local catalog's manifest (base and segments); False when
-    it has none."""
+    """The view ``manifest`` over a local catalog's manifest (base and segments); whether it
+    holds a file by reference (whose per-stream rows are lazy: an ingested envelope's are
+    stored)."""
     from netfleet.catalog.manifest import duck_view
 
-    return duck_view(con, catalog_dir)
+    if not duck_view(con, catalog_dir):
+        return False
+    held = con.execute(f"SELECT EXISTS (SELECT 1 FROM manifest WHERE {by_reference()})")  # noqa: S608
+    return bool(held.fetchone()[0])  # type: ignore[index]
 
 
 def _lazy_streams(
@@ -131,7 +136,7 @@ def _lazy_streams(
         files = {r.file_id for r in asked}
         built = [p for p in found.usable if files & set(lb.part_files(p))]
         rest = [r for r in asked if r.file_id not in found.covered]
-    pairs = "SELECT file_id, run_id FROM manifest WHERE state = 'ok'"
+    pairs = f"SELECT file_id, run_id FROM manifest WHERE {by_reference()}"  # noqa: S608
     only = ""
     if wanted is not None:  # the ids quoted as _sql_list quotes paths; IN prunes row groups
         only = f"WHERE s.run_id IN ({_sql_list(sorted(wanted))[1:-1]})"

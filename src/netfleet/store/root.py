@@ -94,7 +94,7 @@ def read_raw(path: Path) -> dict[str, Any]:
       refused: where a file sits is what it claims to be.
 
     Refusals are :class:`StoreError` and never quote the file's bytes."""
-    _check_not_linked(path)
+    check_not_linked(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -114,7 +114,7 @@ def read_raw(path: Path) -> dict[str, Any]:
         return decode_raw(raw, str(path))
 
 
-def _check_not_linked(path: Path) -> None:
+def check_not_linked(path: Path) -> None:
     """The ``d=``/``campaign=`` directories of ``path`` are real directories, not links out."""
     part = path.parent
     if not (part.name.startswith("campaign=") and part.parent.name.startswith("d=")):
