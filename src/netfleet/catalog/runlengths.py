@@ -28,6 +28,33 @@ class TypeRuns(NamedTuple):
 BURST_LABEL_HINTS = ("burst", "bucket_gbit", "peak_gbps", "network_performance")
 
 
+class _Kept:
+    """:func:`run_lengths`' answer as the sheet cache keeps it (its fields in ``__slots__``)."""
+
+    __slots__ = ("types",)
+
+    def __init__(self, types: list[list[Any]]) -> None:
+        self.types = types
+
+
+def _from_kept(doc: Any) -> _Kept | None:
+    shaped = (
+        isinstance(doc, dict)
+        and set(doc) == {"types"}
+        and isinstance(doc["types"], list)
+        and all(
+            isinstance(t, list)
+            and len(t) == 4
+            and isinstance(t[0], str)
+            and type(t[1]) is int
+            and isinstance(t[2], (int, float))
+            and isinstance(t[3], dict)
+            for t in doc["types"]
+        )
+    )
+    return _Kept(doc["types"]) if shaped else None
+
+
 def run_lengths(
     catalog_dir: str | os.PathLike[str],
     campaign: str | None = None,
@@ -36,8 +63,29 @@ def run_lengths(
     """One :class:`TypeRuns` per ``instance_type`` label (only ``types`` when given) whose
     labels may say it bursts (:data:`BURST_LABEL_HINTS`), over the complete runs of
     ``campaign`` (every campaign when None) that did not stop adaptively. Read with pyarrow
-    from the committed parts (the cheat sheet's kept answer loads no DuckDB); an ``s3://``
-    catalog through DuckDB's ``runs`` view."""
+    from the committed parts; an ``s3://`` catalog through DuckDB's ``runs`` view. A local
+    catalog keeps the answer beside its cheat sheets (:mod:`netfleet.catalog.sheetcache`): an
+    unchanged catalog answers without reading a part or loading pyarrow."""
+    if is_s3(catalog_dir):
+        return _run_lengths(catalog_dir, campaign, types)
+    from netfleet.catalog.sheetcache import cached
+
+    question = {"run_lengths": campaign, "types": None if types is None else sorted(types)}
+    kept = cached(
+        Path(catalog_dir),
+        question,
+        lambda: _Kept([list(t) for t in _run_lengths(catalog_dir, campaign, types)]),
+        _from_kept,
+    )
+    return [TypeRuns(k, n, float(longest), labels) for k, n, longest, labels in kept.types]
+
+
+def _run_lengths(
+    catalog_dir: str | os.PathLike[str],
+    campaign: str | None = None,
+    types: Collection[str] | None = None,
+) -> list[TypeRuns]:
+    """The answer of :func:`run_lengths`, read from the parts."""
     found: dict[str, list[Any]] = {}
     for row in _rows(catalog_dir):
         text, notes = row.get("labels"), row.get("notes")
