@@ -246,8 +246,9 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
             f"{run.source}: per-stream rows could not be read ({message})",
             hint="run netfleet import again on it to see its reason",
         ) from exc
-    streams = [r for r in rows.intervals if r["kind"] == "stream"]
-    table = pa.Table.from_pylist(streams, schema=INTERVALS_SCHEMA)
+    streams = rows.intervals.where("kind", "stream".__eq__)
+    columns = {name: streams.column(name) for name in INTERVALS_SCHEMA.names}
+    table = pa.Table.from_pydict(columns, schema=INTERVALS_SCHEMA)
     table = table.set_column(0, "run_id", pa.array([run.run_id] * table.num_rows, pa.string()))
     return table.append_column("file_id", pa.array([run.file_id] * table.num_rows, pa.string()))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from netfleet.store.import_base import (
     long_interval_flags,
     provenance,
     rate_flag,
+    rates_off,
     stamp,
 )
 from netfleet.store.import_labels import merge_file_labels
@@ -159,8 +161,34 @@ def _plain_shape(doc: dict[str, Any]) -> bool:
 
 
 def _check_rates(doc: dict[str, Any], where: str) -> None:
-    """Every interval's and end sum's ``bits_per_second`` is a rate a link can have."""
-    for i, iv in enumerate(doc.get("intervals") or []):
+    """Every interval's and end sum's ``bits_per_second`` is a rate a link can have: every
+    interval part's rate at once when all are plain floats in range (the common case), else
+    each one by :func:`check_rate`, which words the refusal of the first out of range."""
+    intervals = doc.get("intervals") or []
+    parts: list[Any] = []
+    for iv in intervals:
+        if isinstance(iv, dict):
+            parts.append(iv.get("sum"))
+            streams = iv.get("streams")
+            if isinstance(streams, list):
+                parts += streams
+    if not _DICTS.issuperset(map(type, parts)):
+        parts = [p for p in parts if isinstance(p, dict)]
+    rates: list[Any] = list(map(dict.get, parts, repeat("bits_per_second")))
+    if not _FLOATS.issuperset(map(type, rates)) or (
+        rates and not (min(rates) >= 0.0 and max(rates) <= MAX_RATE)
+    ):
+        _word_rates(intervals, where)
+    end = doc.get("end")
+    if isinstance(end, dict):
+        for key, part in end.items():
+            if key.startswith("sum") and isinstance(part, dict):
+                check_rate(f"{where}end.{key}.bits_per_second", part)
+
+
+def _word_rates(intervals: list[Any], where: str) -> None:
+    """:func:`check_rate` of each interval part, in order (the first refused raises)."""
+    for i, iv in enumerate(intervals):
         if not isinstance(iv, dict):
             continue
         parts = [iv.get("sum")]
@@ -168,18 +196,9 @@ def _check_rates(doc: dict[str, Any], where: str) -> None:
         if isinstance(streams, list):
             parts += streams
         for n, part in enumerate(parts):
-            if not isinstance(part, dict):
-                continue
-            rate = part.get("bits_per_second")
-            if type(rate) is float and 0.0 <= rate <= MAX_RATE:
-                continue  # the common case, at once; the rule itself is check_rate's
-            name = "sum" if n == 0 else f"streams[{n - 1}]"
-            check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
-    end = doc.get("end")
-    if isinstance(end, dict):
-        for key, part in end.items():
-            if key.startswith("sum") and isinstance(part, dict):
-                check_rate(f"{where}end.{key}.bits_per_second", part)
+            if isinstance(part, dict):
+                name = "sum" if n == 0 else f"streams[{n - 1}]"
+                check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
 
 
 def check_rate(field: str, numbers: dict[str, Any]) -> None:
@@ -208,7 +227,7 @@ def _plausible(field: str, value: Any, most: float, what: str) -> None:
 
 def _num(value: Any) -> float | None:
     kind = type(value)
-    if kind is float:  # the common cases first: this runs five times per interval
+    if kind is float:
         return value
     if kind is int:
         return float(value)
@@ -216,43 +235,62 @@ def _num(value: Any) -> float | None:
 
 
 _FLOATS = frozenset({float})
+_DICTS = frozenset({dict})
+
+
+def _numbers(sums: list[dict[str, Any]], name: str) -> list[Any]:
+    """One field of the interval sums as numbers (JSON's floats as they are; ints as floats;
+    anything else None)."""
+    values = list(map(dict.get, sums, repeat(name)))
+    return values if _FLOATS.issuperset(map(type, values)) else list(map(_num, values))
 
 
 def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
-    flags: list[dict[str, Any]] = []
-    spans: list[tuple[int, float]] = []
-    prev_end: float | None = None
-    prev_omitted = False
+    """The checks of one side's interval sums, a column at a time: each rule tested over every
+    interval at once, a flag's words made only for the intervals it flags."""
+    at: list[int] = []
+    sums: list[dict[str, Any]] = []
     for i, iv in enumerate(doc.get("intervals") or []):
         s = iv.get("sum") if isinstance(iv, dict) else None
-        if not isinstance(s, dict):
-            continue
-        get = s.get
-        values = (get("start"), get("end"), get("seconds"), get("bytes"), get("bits_per_second"))
-        if _FLOATS.issuperset(map(type, values[:3])) and type(values[4]) is float:
-            start, end, secs, nbytes, bps = values  # the common case: JSON's floats already
-            if type(nbytes) is not float:
-                nbytes = _num(nbytes)
-        else:
-            start, end, secs, nbytes, bps = map(_num, values)
-        if start is None or end is None or secs is None:
-            continue
-        omitted = bool(get("omitted"))
-        if abs((end - start) - secs) > max(TOLERANCE * secs, 1e-3):
-            where = {"side": side, "interval": i}
-            flags.append({**where, "field": "seconds", "detail": f"{secs} ≠ end−start"})
-        restart = prev_omitted and not omitted  # -O: the clock restarts after the omitted part
-        if prev_end is not None and not restart and abs(start - prev_end) > max(1e-3, 0.01 * secs):
-            detail = f"starts at {start}, the previous interval ended at {prev_end}"
+        if isinstance(s, dict):
+            at.append(i)
+            sums.append(s)
+    start, end, secs = (_numbers(sums, name) for name in ("start", "end", "seconds"))
+    if None in start or None in end or None in secs:  # an interval without its times: skipped
+        keep = [a is not None and b is not None and c is not None
+                for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
+        at, sums = list(compress(at, keep)), list(compress(sums, keep))
+        start, end, secs = (list(compress(c, keep)) for c in (start, end, secs))
+    if not sums:
+        return []
+    nbytes, bps = _numbers(sums, "bytes"), _numbers(sums, "bits_per_second")
+    omitted = [bool(v) for v in map(dict.get, sums, repeat("omitted"))]
+    # seconds ≠ end − start
+    timing = [abs((b - a) - c) > max(TOLERANCE * c, 1e-3)
+              for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
+    # a gap to the previous interval (-O: the clock restarts after the omitted part)
+    later = zip(start[1:], secs[1:], end, omitted, omitted[1:], strict=False)
+    gaps = [False] + [
+        not (was and not now) and abs(a - prev) > max(1e-3, 0.01 * c)
+        for a, c, prev, was, now in later
+    ]
+    rated = rates_off(nbytes, secs, bps, TOLERANCE)
+    flags: list[dict[str, Any]] = []
+    flagged = (k for k, f in enumerate(zip(timing, gaps, rated, strict=True)) if any(f))
+    for k in flagged:
+        i = at[k]
+        where = {"side": side, "interval": i}
+        if timing[k]:
+            flags.append({"side": side, "interval": i, "field": "seconds",
+                          "detail": f"{secs[k]} ≠ end−start"})  # fmt: skip
+        if gaps[k]:
+            detail = f"starts at {start[k]}, the previous interval ended at {end[k - 1]}"
             flags.append({"side": side, "interval": i, "field": "start", "detail": detail})
-        if nbytes is not None and bps is not None:
-            flag = rate_flag({"side": side, "interval": i}, nbytes, secs, bps, TOLERANCE)
-            if flag:
-                flags.append(flag)
-        if not omitted:
-            spans.append((i, secs))
-        prev_end, prev_omitted = end, omitted
-    return flags + long_interval_flags([({"side": side, "interval": i}, x) for i, x in spans])
+        if rated[k] and (flag := rate_flag(where, nbytes[k], secs[k], bps[k], TOLERANCE)):
+            flags.append(flag)
+    spans = [({"side": side, "interval": i}, c)
+             for i, c, o in zip(at, secs, omitted, strict=True) if not o]  # fmt: skip
+    return flags + long_interval_flags(spans)
 
 
 def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str, Any]]:
