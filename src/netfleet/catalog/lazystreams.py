@@ -189,14 +189,10 @@ def _unchecked_streams(run: SourceRun, data: bytes, common: dict[str, Any]) -> E
     reference registers it (its per-stream entries are not decoded then), so its rows are
     made as the reader makes them, every other check kept — the ``intervals`` view leaves
     the impossible rates out of every statistic."""
-    from netfleet.jsonparse import loads_storable
-    from netfleet.store.import_base import ImportProblem
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope, parse
     from netfleet.store.imports import _plain  # the import's own inflating, with its limits
 
-    doc = loads_storable(_plain(data))
-    if not isinstance(doc, dict):
-        raise ImportProblem("not iperf3 JSON output")
+    doc = parse(_plain(data))
     checked_shape(_without_streams(doc))
     return iperf3_envelope(Path(run.source), data, doc, found=[], epoch_label=None, **common)
 
