@@ -107,13 +107,15 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
             kinds.append("sum")
             idxs.append(idx)
             defaults.append(forward)
-        back = obj(entry.get("sum_bidir_reverse"))
-        if back:
+        back = entry.get("sum_bidir_reverse")
+        if back is not None and (back := obj(back)):
             parts.append(back)
             kinds.append("sum")
             idxs.append(idx)
             defaults.append(not forward)
         streams = entry.get("streams")
+        if streams is None:
+            continue
         if type(streams) is not list:
             streams = _list(streams)
         if not _DICTS.issuperset(map(type, streams)):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from itertools import compress
 from typing import Any
 
@@ -13,8 +13,10 @@ _INT64 = range(-(2**63), 2**63)
 
 def obj(value: Any) -> Mapping[str, Any]:
     """``value`` if it is a JSON object, else an empty one."""
-    if type(value) is dict:  # the common case, without the ABC check (a hot path of ingest)
+    if type(value) is dict:  # the common cases, without the ABC check (a hot path of ingest)
         return value
+    if value is None:
+        return _EMPTY
     return value if isinstance(value, Mapping) else _EMPTY
 
 
@@ -93,11 +95,12 @@ class Columns:
         names, lists = list(self.lists), self.lists.values()
         return [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)]
 
-    def where(self, name: str, keep: Callable[[Any], bool]) -> Columns:
-        """The rows whose ``name`` value ``keep`` accepts."""
-        chosen = list(map(keep, self.column(name)))
-        if all(chosen):
+    def where(self, name: str, value: Any, *, equal: bool = True) -> Columns:
+        """The rows whose ``name`` is ``value`` (``equal=False``: is not)."""
+        column = self.column(name)
+        if not equal and value not in column:
             return self
+        chosen = [(v == value) is equal for v in column]
         return Columns({n: list(compress(v, chosen)) for n, v in self.lists.items()})
 
     def extend(self, other: Columns) -> None:

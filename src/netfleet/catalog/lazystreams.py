@@ -242,7 +242,7 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
             f"{run.source}: per-stream rows could not be read ({message})",
             hint="run netfleet import again on it to see its reason",
         ) from exc
-    streams = rows.intervals.where("kind", "stream".__eq__)
+    streams = rows.intervals.where("kind", "stream")
     columns = {name: streams.column(name) for name in INTERVALS_SCHEMA.names}
     table = pa.Table.from_pydict(columns, schema=INTERVALS_SCHEMA)
     table = table.set_column(0, "run_id", pa.array([run.run_id] * table.num_rows, pa.string()))

@@ -198,7 +198,7 @@ def _read(
     imported["from"] = source
     imported["by_reference"] = True
     rows = envelope_rows(envelope, source=source)
-    rows.intervals = rows.intervals.where("kind", _not_stream)
+    rows.intervals = rows.intervals.where("kind", "stream", equal=False)
     row.update(
         state="ok",
         run_id=run_id,
@@ -210,10 +210,6 @@ def _read(
         flags=_plain_json(imported.get("flags") or []),
     )
     return Read(row, rows)
-
-
-def _not_stream(kind: Any) -> bool:
-    return kind != "stream"
 
 
 #: ``json.dumps(value, sort_keys=True)`` and ``json.dumps(value)``, their encoders made once
