@@ -25,7 +25,7 @@ def envelope(name: str) -> dict[str, Any]:
 def iperf3_rows(name: str) -> list[dict[str, Any]]:
     params = json.loads((IPERF3 / "MANIFEST.json").read_text())["fixtures"][name]["params"]
     result = json.loads((IPERF3 / f"{name}.json").read_text())
-    return result_rows("r", result, params)[0]
+    return result_rows("r", result, params)[0].rows()
 
 
 def test_a_normal_test_uses_the_servers_series() -> None:

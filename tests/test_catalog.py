@@ -385,7 +385,7 @@ def test_a_run_whose_values_arrow_refuses_is_bad_alone(
     def sloppy(run_id: str, result: Any, params: Any, outputs: Any) -> Any:
         tables = real(run_id, result, params, outputs)
         if run_id == "run-0001-tcp_p2":
-            tables["intervals"][0]["bytes"] = "lots"  # a future parser's mistake
+            tables["intervals"].lists["bytes"][0] = "lots"  # a future parser's mistake
         return tables
 
     monkeypatch.setitem(rows_module.TABLE_PARSERS, "iperf3", sloppy)

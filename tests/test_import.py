@@ -441,3 +441,33 @@ def test_an_interval_longer_than_its_bytes_is_flagged(tmp_path: Path) -> None:
         (7, "start"),
         (6, "seconds"),
     ]
+
+
+def test_one_decoder_reads_iperf3_files_for_both_imports() -> None:
+    """The import into a results root and the reader of an import by reference decode an iperf3
+    file with one decoder: its sums-only reading is the whole document's without the streams,
+    and a document msgspec refuses (NaN, a number out of range) is read by the tolerant decode
+    into the values the standard library gives."""
+    from netfleet.store.import_iperf3 import decode, parse, typed
+
+    def bare(doc: dict[str, Any]) -> dict[str, Any]:
+        out = {**doc, "intervals": [{k: v for k, v in iv.items() if k != "streams"}
+                                    for iv in doc.get("intervals", [])]}  # fmt: skip
+        if "server_output_json" in doc:
+            out["server_output_json"] = bare(doc["server_output_json"])
+        return out
+
+    read = 0
+    for path in sorted(FIX.glob("*.json")):
+        data = path.read_bytes()
+        whole = typed(data)
+        if whole is None:  # --json-stream lines, another tool's JSON: the tolerant decoder's
+            continue
+        read += 1
+        assert whole == json.loads(data) == decode(data), path.name
+        assert typed(data, streams=False) == bare(whole), path.name
+    assert read > 4
+    odd = b'{"start": {"x": NaN, "big": 1e400}, "intervals": [], "end": {}}'
+    assert typed(odd) is None
+    doc = parse(odd)
+    assert doc["start"]["big"] == float("inf") and doc["start"]["x"] != doc["start"]["x"]

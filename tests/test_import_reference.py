@@ -542,12 +542,12 @@ def test_the_envelope_made_without_the_model_is_the_model_s() -> None:
     validating the model: over every captured and public output (both sides, with labels from
     the path and the file), it is the model's, field by field; a host address that is not text
     goes through the model, which refuses it as the import does."""
-    from netfleet.catalog.reader import _direct_envelope, _plain_envelope, selective
+    from netfleet.catalog.reader import _direct_envelope, _plain_envelope
     from netfleet.engines.params.base import spec_params
     from netfleet.store.import_base import imported_envelope
-    from netfleet.store.import_iperf3 import checked_shape, imported_params, iperf3_fields
+    from netfleet.store.import_iperf3 import checked_shape, imported_params, iperf3_fields, typed
 
-    docs = [selective(p.read_bytes()) for p in [*RUNS, *PUBLIC]]
+    docs = [typed(p.read_bytes(), streams=False) for p in [*RUNS, *PUBLIC]]
     assert sum(d is not None for d in docs) >= len(RUNS)
     for path, doc in zip([*RUNS, *PUBLIC], docs, strict=True):
         if doc is None:  # --json-stream: the import's own reader

@@ -1,7 +1,7 @@
 """iperf3 ``--json`` output → ``intervals`` and ``ends`` rows: the JSON-only part of the
 engine's row parser (:mod:`netfleet.engines.iperf3_rows` re-exports it and adds a text
 server's rows): the one builder of an iperf3 run's interval rows (sums, reverse sums,
-streams: :func:`interval_rows`) and ``ends`` rows (:func:`end_row`), for every way into the
+streams: :func:`interval_columns`) and ``ends`` rows (:func:`end_row`), for every way into the
 catalog.
 
 Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/iperf3/):
@@ -24,11 +24,12 @@ Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from itertools import repeat
 from statistics import fmean
 from typing import Any
 
-from netfleet.values import as_bool, as_float, as_int, as_str, obj
+from netfleet.values import Columns, as_bool, as_float, as_int, as_str, obj
 
 Row = dict[str, Any]
 
@@ -68,38 +69,31 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _interval_row(
-    run_id: str, side: str, kind: str, idx: int, data: Mapping[str, Any], sender_by_default: bool
-) -> Row:
-    flag = as_bool(data.get("sender"))
-    sender = sender_by_default if flag is None else flag
-    row: Row = {
-        "run_id": run_id,
-        "side": side,
-        "role": "sender" if sender else "receiver",
-        # the client sends client→server data; so does a receiving server
-        "flow": "client_to_server" if (side == "client") == sender else "server_to_client",
-        "kind": kind,
-        "stream_id": as_int(data.get("socket")) if kind == "stream" else None,
-        "idx": idx,
-        "omitted": bool(as_bool(data.get("omitted"))),
-    }
-    get = data.get
-    for name in _INTERVAL_FIELDS_INT:  # the type checks are a fast path: this is the hot loop
-        v = get(name)
-        row[name] = (
-            v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
-        )
-    for name in _INTERVAL_FIELDS_FLOAT:
-        v = get(name)
-        row[name] = v if v is None or type(v) is float else as_float(v)
-    return row
+#: an ``intervals`` row's columns, as :func:`interval_columns` makes them
+INTERVAL_COLUMNS = ("run_id", "side", "role", "flow", "kind", "stream_id", "idx", "omitted",
+                    *_INTERVAL_FIELDS_INT, *_INTERVAL_FIELDS_FLOAT)  # fmt: skip
+_NONE = type(None)
+_INTS, _FLOATS, _BOOLS = frozenset({int, _NONE}), frozenset({float, _NONE}), frozenset({bool})
+_DICTS = frozenset({dict})
+_ROLE = {True: "sender", False: "receiver"}
+#: the flow of a row by its role, per side: the client sends client→server data; so does a
+#: receiving server
+_FLOW = {
+    "client": {True: "client_to_server", False: "server_to_client"},
+    "server": {True: "server_to_client", False: "client_to_server"},
+}
 
 
-def interval_rows(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool) -> Iterator[Row]:
-    """Rows for one host's ``intervals`` array: per interval, the ``sum`` (and
-    ``sum_bidir_reverse``) plus one row per stream."""
-    forward_sender = (side == "client") != reverse  # role in the main direction, when unflagged
+def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool) -> Columns:
+    """The ``intervals`` rows of one host's ``intervals`` array, as columns: per interval, the
+    ``sum`` (and ``sum_bidir_reverse``) plus one row per stream. Each column is taken from
+    the interval objects at once and its values checked a column at a time (a JSON number of
+    its type passes as it is; anything else is coerced, or NULL)."""
+    forward = (side == "client") != reverse  # the role in the main direction, when unflagged
+    parts: list[Mapping[str, Any]] = []
+    kinds: list[str] = []
+    idxs: list[int] = []
+    defaults: list[bool] = []
     previous: tuple[Any, ...] | None = None
     for idx, raw in enumerate(_list(doc.get("intervals"))):
         entry = obj(raw)
@@ -109,13 +103,90 @@ def interval_rows(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool)
             continue  # 3.12 repeats the last interval when the other end vanishes
         previous = key
         if total:
-            yield _interval_row(run_id, side, "sum", idx, total, forward_sender)
-        back = obj(entry.get("sum_bidir_reverse"))
-        if back:
-            yield _interval_row(run_id, side, "sum", idx, back, not forward_sender)
-        for stream in _list(entry.get("streams")):
-            if isinstance(stream, Mapping):
-                yield _interval_row(run_id, side, "stream", idx, stream, forward_sender)
+            parts.append(total)
+            kinds.append("sum")
+            idxs.append(idx)
+            defaults.append(forward)
+        back = entry.get("sum_bidir_reverse")
+        if back is not None and (back := obj(back)):
+            parts.append(back)
+            kinds.append("sum")
+            idxs.append(idx)
+            defaults.append(not forward)
+        streams = entry.get("streams")
+        if streams is None:
+            continue
+        if type(streams) is not list:
+            streams = _list(streams)
+        if not _DICTS.issuperset(map(type, streams)):
+            streams = [s for s in streams if isinstance(s, Mapping)]
+        if streams:
+            n = len(streams)
+            parts += streams
+            kinds += ["stream"] * n
+            idxs += [idx] * n
+            defaults += [forward] * n
+    return _columns(run_id, side, parts, kinds, idxs, defaults)
+
+
+def _columns(
+    run_id: str,
+    side: str,
+    parts: list[Mapping[str, Any]],
+    kinds: list[str],
+    idxs: list[int],
+    defaults: list[bool],
+) -> Columns:
+    n = len(parts)
+    if not _DICTS.issuperset(map(type, parts)):
+        parts = [dict(p) for p in parts]
+
+    def column(name: str) -> list[Any]:
+        return list(map(dict.get, parts, repeat(name, n)))  # type: ignore[arg-type]
+
+    flags = column("sender")
+    if not _BOOLS.issuperset(map(type, flags)):
+        pairs = zip(flags, defaults, strict=True)
+        flags = [d if (f := as_bool(v)) is None else f for v, d in pairs]
+    omitted = column("omitted")
+    if not _BOOLS.issuperset(map(type, omitted)):
+        omitted = [bool(as_bool(v)) for v in omitted]
+    sockets = _ints(column("socket"))
+    lists: dict[str, list[Any]] = {
+        "run_id": [run_id] * n,
+        "side": [side] * n,
+        "role": list(map(_ROLE.__getitem__, flags)),
+        "flow": list(map(_FLOW[side].__getitem__, flags)),
+        "kind": kinds,
+        "stream_id": [s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)],
+        "idx": idxs,
+        "omitted": omitted,
+    }
+    for name in _INTERVAL_FIELDS_INT:
+        lists[name] = _ints(column(name))
+    for name in _INTERVAL_FIELDS_FLOAT:
+        lists[name] = _floats(column(name))
+    return Columns(lists)
+
+
+def _ints(values: list[Any]) -> list[Any]:
+    """int64 values or None: as they are when every one is already (the common case, a few C
+    calls for the column), else each coerced (:func:`~netfleet.values.as_int`)."""
+    types = set(map(type, values))
+    if types <= _INTS:
+        present = [v for v in values if v is not None] if _NONE in types else values
+        if not present or (min(present) >= _INT64_MIN and max(present) <= _INT64_MAX):
+            return values
+    return [v if v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) else as_int(v)
+            for v in values]  # fmt: skip
+
+
+def _floats(values: list[Any]) -> list[Any]:
+    """Float values or None: as they are when every one is (JSON's floats), else each
+    coerced (:func:`~netfleet.values.as_float`)."""
+    if _FLOATS.issuperset(map(type, values)):
+        return values
+    return [v if v is None or type(v) is float else as_float(v) for v in values]
 
 
 def _own_rtts(streams: list[Any]) -> Row:

@@ -309,5 +309,5 @@ def _phase_series(
     text = phase.get("server_stdout")
     if isinstance(text, str) and "server_output_json" not in result:
         result = {**result, "server_output_text": text}  # a live text server's own report
-    rows, _ = result_rows(run.run_id, result, params)
-    return series_from_rows(run, rows)
+    columns, _ = result_rows(run.run_id, result, params)
+    return series_from_rows(run, columns.rows())

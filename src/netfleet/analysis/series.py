@@ -259,4 +259,4 @@ def run_from_envelope(
                 end.get("host_total"),
                 end.get("remote_total"),
             )
-    return RunInfo.from_row(run), rows.intervals
+    return RunInfo.from_row(run), rows.intervals.rows()

@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netfleet.catalog.columns import RowError, run_row
+from netfleet.catalog.columns import DECLARED, RowError, run_row
 from netfleet.engines import ENGINES
 from netfleet.engines.contract import TableRows
-from netfleet.values import obj
+from netfleet.values import Columns, obj
 
 __all__ = ["TABLE_PARSERS", "RowError", "RunRows", "envelope_rows", "run_row"]
 
@@ -30,10 +30,11 @@ TABLE_PARSERS: dict[str, TableParser] = {name: e.table_rows for name, e in ENGIN
 
 @dataclass
 class RunRows:
-    """The rows of one run, ready to append to the tables."""
+    """The rows of one run, ready to append to the tables: ``intervals`` as columns (hundreds
+    of rows a run), the other tables as a dict per row."""
 
     run: Row
-    intervals: list[Row] = field(default_factory=list)
+    intervals: Columns = field(default_factory=Columns)
     ends: list[Row] = field(default_factory=list)
     #: rows of the other tables (e.g. ``latency``), by table name
     extra: dict[str, list[Row]] = field(default_factory=dict)
@@ -43,10 +44,13 @@ class RunRows:
         return str(self.run["run_id"])
 
     def table(self, name: str) -> list[Row]:
+        """One table's rows, a dict each."""
         if name == "runs":
             return [self.run]
-        if name in ("intervals", "ends"):
-            return list(getattr(self, name))
+        if name == "intervals":
+            return self.intervals.rows()
+        if name == "ends":
+            return list(self.ends)
         return self.extra.get(name, [])
 
 
@@ -61,10 +65,17 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     parser = TABLE_PARSERS.get(name) or (registered.table_rows if registered else None)
     if parser is None or not isinstance(result, Mapping):
         return RunRows(run)
-    tables = parser(run["run_id"], result, obj(doc.get("params")), obj(doc.get("outputs")))
-    for key, value in (tables.pop("runs", None) or [{}])[0].items():
+    tables = dict(parser(run["run_id"], result, obj(doc.get("params")), obj(doc.get("outputs"))))
+    for key, value in (as_rows(tables.pop("runs", [])) or [{}])[0].items():
         if run.get(key) is None and value is not None:
             run[key] = value
     intervals = tables.pop("intervals", [])
+    if not isinstance(intervals, Columns):  # a small engine's dict rows
+        intervals = Columns.of_rows(intervals, (c.name for c in DECLARED["intervals"]))
     ends = tables.pop("ends", [])
-    return RunRows(run, intervals, ends, tables)
+    return RunRows(run, intervals, as_rows(ends), {t: as_rows(r) for t, r in tables.items()})
+
+
+def as_rows(rows: list[Row] | Columns) -> list[Row]:
+    """A table's rows, a dict each."""
+    return rows.rows() if isinstance(rows, Columns) else rows

@@ -258,14 +258,14 @@ def _engine(*columns: tuple[str, str], source: str) -> tuple[Column, ...]:
 _S, _I, _F, _B = "string", "int64", "float64", "bool"
 
 #: ``intervals``: one row per interval sum or stream (iperf3: ``intervals[].sum``,
-#: ``sum_bidir_reverse`` and ``streams[]``, :func:`netfleet.iperf3json.interval_rows`)
+#: ``sum_bidir_reverse`` and ``streams[]``, :func:`netfleet.iperf3json.interval_columns`)
 INTERVALS = _engine(
     ("run_id", _S), ("side", _S), ("role", _S), ("flow", _S), ("kind", _S), ("stream_id", _I),
     ("idx", _I), ("start", _F), ("end", _F), ("seconds", _F), ("bytes", _I),
     ("bits_per_second", _F), ("retransmits", _I), ("snd_cwnd", _I), ("snd_wnd", _I),
     ("rtt", _I), ("rttvar", _I), ("pmtu", _I), ("packets", _I), ("lost_packets", _I),
     ("lost_percent", _F), ("jitter_ms", _F), ("omitted", _B),
-    source="intervals[] (netfleet.iperf3json.interval_rows)",
+    source="intervals[] (netfleet.iperf3json.interval_columns)",
 )  # fmt: skip
 
 #: ``ends``: one row per host document's ``end`` (:func:`netfleet.iperf3json.end_row`)

@@ -203,11 +203,6 @@ def local_entries(top: Path) -> list[tuple[str, str, str]]:
     return sorted(found)
 
 
-def local_files(top: Path) -> list[Path]:
-    """``ResultsRoot.files()``, from :func:`local_entries`."""
-    return [top / d / c / n for d, c, n in local_entries(top)]
-
-
 def _stem(name: str) -> str:
     return name.removesuffix(RAW_SUFFIX)
 

@@ -191,14 +191,10 @@ def _unchecked_streams(run: SourceRun, data: bytes, common: dict[str, Any]) -> E
     reference registers it (its per-stream entries are not decoded then), so its rows are
     made as the reader makes them, every other check kept — the ``intervals`` view leaves
     the impossible rates out of every statistic."""
-    from netfleet.jsonparse import loads_storable
-    from netfleet.store.import_base import ImportProblem
-    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope
+    from netfleet.store.import_iperf3 import checked_shape, iperf3_envelope, parse
     from netfleet.store.imports import _plain  # the import's own inflating, with its limits
 
-    doc = loads_storable(_plain(data))
-    if not isinstance(doc, dict):
-        raise ImportProblem("not iperf3 JSON output")
+    doc = parse(_plain(data))
     checked_shape(_without_streams(doc))
     return iperf3_envelope(Path(run.source), data, doc, found=[], epoch_label=None, **common)
 
@@ -248,8 +244,9 @@ def stream_rows(run: SourceRun, data: bytes) -> pa.Table:
             f"{run.source}: per-stream rows could not be read ({message})",
             hint="run netfleet import again on it to see its reason",
         ) from exc
-    streams = [r for r in rows.intervals if r["kind"] == "stream"]
-    table = pa.Table.from_pylist(streams, schema=INTERVALS_SCHEMA)
+    streams = rows.intervals.where("kind", "stream")
+    columns = {name: streams.column(name) for name in INTERVALS_SCHEMA.names}
+    table = pa.Table.from_pydict(columns, schema=INTERVALS_SCHEMA)
     table = table.set_column(0, "run_id", pa.array([run.run_id] * table.num_rows, pa.string()))
     return table.append_column("file_id", pa.array([run.file_id] * table.num_rows, pa.string()))
 

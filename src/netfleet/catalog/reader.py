@@ -6,11 +6,10 @@ inflated by ISA-L when gzip (at most one byte past the raw-result limit,
 decoded, made into an envelope, and the envelope into rows by the one row builder
 (:func:`netfleet.catalog.build.envelope_rows`).
 
-* An iperf3 ``-J`` document is decoded by msgspec, selectively: every top-level key whole, but
-  of ``intervals`` (the client's, and the server's in ``server_output_json``) only each
-  entry's ``sum`` and ``sum_bidir_reverse``: the per-stream entries — nine tenths of a
-  ``-P 10`` file — are skipped unparsed (they stay in the source file; the per-stream rows are
-  built from it on demand, :mod:`netfleet.catalog.lazystreams`). Its envelope is made by the
+* An iperf3 ``-J`` document is decoded by the import's one decoder without its per-stream
+  entries (:func:`netfleet.store.import_iperf3.typed`, ``streams=False``: they stay in the
+  source file; the per-stream rows are built from it on demand,
+  :mod:`netfleet.catalog.lazystreams`). Its envelope is made by the
   import's own builder (:func:`~netfleet.store.import_iperf3.iperf3_fields`: the same labels,
   inferred fields, shape and rate checks, interval flags), as plain values.
 * Everything else — ``--json-stream`` lines, iperf 2 text and CSV, an engine's own format, and
@@ -33,7 +32,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import msgspec
 from isal import igzip_lib, isal_zlib
 
 from netfleet.catalog.build import RowError, RunRows, envelope_rows
@@ -50,7 +48,7 @@ from netfleet.store.import_base import (
     read_checked,
     run_identity,
 )
-from netfleet.store.import_iperf3 import checked_shape, iperf3_fields
+from netfleet.store.import_iperf3 import checked_shape, iperf3_fields, typed
 from netfleet.store.import_labels import labels_of
 from netfleet.store.limits import BYTES_PER_VALUE, max_raw_bytes, too_large
 from netfleet.store.root import RawStore, ResultsRoot
@@ -58,18 +56,6 @@ from netfleet.store.root import RawStore, ResultsRoot
 if TYPE_CHECKING:
     import pyarrow as pa
     from pydantic import ValidationError
-
-
-class _Interval(msgspec.Struct):
-    """An ``intervals`` entry as the eager tables read it: its sums, not its streams."""
-
-    sum: dict[str, Any] | None = None
-    sum_bidir_reverse: dict[str, Any] | None = None
-
-
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_INTERVALS = msgspec.json.Decoder(list[_Interval])
-_ANY = msgspec.json.Decoder()
 
 
 def inflate(data: bytes, limit: int | None = None) -> bytes:
@@ -114,44 +100,6 @@ def _gunzip(data: bytes, most: int) -> bytes:
     except damaged as exc:
         raise ImportProblem(f"truncated or damaged gzip ({exc})") from exc
     return b"".join(parts)
-
-
-def selective(plain: bytes) -> dict[str, Any] | None:
-    """An iperf3 ``-J`` document without its per-stream intervals, or None when msgspec does
-    not read it as one (the import's own reader then says why, or reads another format)."""
-    head = plain.lstrip()[:1]
-    if head != b"{":
-        return None
-    try:
-        top = _TOP.decode(plain)
-        if "start" not in top:
-            return None
-        doc = {k: _part(k, raw) for k, raw in top.items()}
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    server = top.get("server_output_json")
-    if server is not None:
-        try:
-            inner = _TOP.decode(server)
-            doc["server_output_json"] = {k: _part(k, raw) for k, raw in inner.items()}
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            return None
-    return doc
-
-
-def _part(key: str, raw: msgspec.Raw) -> Any:
-    if key == "intervals":
-        return [_sums(iv) for iv in _INTERVALS.decode(raw)]
-    return _ANY.decode(raw)
-
-
-def _sums(iv: _Interval) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if iv.sum is not None:
-        out["sum"] = iv.sum
-    if iv.sum_bidir_reverse is not None:
-        out["sum_bidir_reverse"] = iv.sum_bidir_reverse
-    return out
 
 
 #: top-level keys of a file kept in the manifest's ``file_keys`` (a script's own, beside
@@ -218,7 +166,7 @@ def _read(
     s3 = source.startswith("s3://")
     where = Path(source.removeprefix("s3:/")).as_posix() if s3 else source
     plain = inflate(data, limit)
-    doc = selective(plain)
+    doc = typed(plain, streams=False)
     keys: dict[str, Any] = {}
     if doc is not None:
         keys = file_keys(doc)
@@ -252,7 +200,7 @@ def _read(
     imported["from"] = source
     imported["by_reference"] = True
     rows = envelope_rows(envelope, source=source)
-    rows.intervals = [r for r in rows.intervals if r.get("kind") != "stream"]
+    rows.intervals = rows.intervals.where("kind", "stream", equal=False)
     row.update(
         state="ok",
         run_id=run_id,

@@ -52,7 +52,3 @@ SCHEMAS: Mapping[str, pa.Schema] = _Schemas()
 
 RUNS_SCHEMA = SCHEMAS["runs"]
 INTERVALS_SCHEMA = SCHEMAS["intervals"]
-ENDS_SCHEMA = SCHEMAS["ends"]
-LATENCY_SCHEMA = SCHEMAS["latency"]
-LATENCY_PHASES_SCHEMA = SCHEMAS["latency_phases"]
-LATENCY_SAMPLES_SCHEMA = SCHEMAS["latency_samples"]

@@ -26,11 +26,6 @@ what was computed. At most
 :data:`KEEP` entries stay; netfleet deletes only files in that directory that carry its own
 name pattern, and only when ``_sheets`` is a real directory (a link there is neither read
 nor written through). S3 catalogs are not cached.
-
-Beside the answers, :func:`cached_text` keeps a sheet as it was drawn (``text-<sha256>.txt``):
-keyed by everything the drawing depends on — the answer itself, the width, the encoding, the
-environment the terminal library reads, its own files' and the renderer's stat — so a no-op
-re-run prints it without loading the library that draws tables (issue 26).
 """
 
 from __future__ import annotations
@@ -73,9 +68,8 @@ SHEETS_DIR = "_sheets"
 KEEP = 64
 #: the most bytes of an entry read back (a sheet is kilobytes): a larger one is not ours
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-#: the names of the entries (:func:`_prune`'s patterns, compiled when pruning)
+#: the names of the entries (:func:`_prune`'s pattern, compiled when pruning)
 _ENTRY = r"^sheet-[0-9a-f]{64}\.json$"
-_TEXT = r"^text-[0-9a-f]{64}\.txt$"
 _PLAIN = (str, int, float, bool, type(None))
 
 
@@ -102,42 +96,6 @@ def cached(
     if _key_now(catalog_dir, question) == key:  # no batch committed while the query ran
         _write(folder, entry, answer)
     return answer
-
-
-def cached_text(
-    catalog_dir: Path | str,
-    key: dict[str, Any],
-    draw: Callable[[], str],
-    keep: Callable[[str], bool] = lambda _text: True,
-) -> str:
-    """``draw()``'s text, read back when this catalog kept it for the same ``key`` (a JSON
-    document of everything the text depends on); else drawn and kept. Only a text ``keep``
-    accepts is kept or read back. An S3 catalog, a ``_sheets`` that is a link and an entry
-    that cannot be read all draw it again."""
-    if not isinstance(catalog_dir, Path):
-        return draw()
-    text = json.dumps(
-        {"key": key, "cache": CACHE_FORMAT, "netfleet": __version__}, sort_keys=True, default=repr
-    )
-    folder = catalog_dir / SHEETS_DIR
-    entry = folder / f"text-{sha256(text.encode()).hexdigest()}.txt"
-    if _own_folder(folder):
-        try:
-            named, _, found = read_back(entry, MAX_ENTRY_BYTES, own=True).decode().partition("\n")
-            if named == entry.name and keep(found):
-                return found
-        except (OSError, ValueError):
-            pass
-    drawn = draw()
-    if not keep(drawn):
-        return drawn
-    try:
-        checked_dir(folder.parent, folder.name)
-        atomic_write(entry, f"{entry.name}\n{drawn}".encode(), prefix=TEMP_PREFIX)
-        _prune(folder)
-    except (OSError, LinkRefused):  # the text stands without its cache entry
-        pass
-    return drawn
 
 
 def _key_now(catalog_dir: Path, question: dict[str, Any]) -> str | None:
@@ -217,15 +175,14 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
 
 
 def _prune(folder: Path) -> None:
-    """Delete the oldest entries of each kind beyond :data:`KEEP` (only regular files named as
-    ours)."""
+    """Delete the oldest entries beyond :data:`KEEP` (only regular files named as ours)."""
     import re
 
-    for pattern in (re.compile(_ENTRY), re.compile(_TEXT)):
-        entries = []
-        with os.scandir(folder) as it:
-            for e in it:
-                if pattern.match(e.name) and e.is_file(follow_symlinks=False):
-                    entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
-        for _, name in sorted(entries)[:-KEEP]:
-            (folder / name).unlink(missing_ok=True)
+    pattern = re.compile(_ENTRY)
+    entries = []
+    with os.scandir(folder) as it:
+        for e in it:
+            if pattern.match(e.name) and e.is_file(follow_symlinks=False):
+                entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
+    for _, name in sorted(entries)[:-KEEP]:
+        (folder / name).unlink(missing_ok=True)

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,7 +104,10 @@ class Batch:
 
     def _append(self, runs: list[RunRows]) -> None:
         converted = {
-            t: _record_batch(t, [r for rows in runs for r in rows.table(t)]) for t in TABLES
+            t: _interval_batch(runs)
+            if t == "intervals"
+            else _record_batch(t, [r for rows in runs for r in rows.table(t)])
+            for t in TABLES
         }
         for table, records in converted.items():
             self.parts[table].append(records)
@@ -150,6 +154,20 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
         columns = {name: list(map(itemgetter(name), rows)) for name in schema.names}
     except KeyError:
         columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
+    """The runs' ``intervals`` columns, one after the other, as one record batch."""
+    import pyarrow as pa
+
+    from netfleet.catalog.schemas import SCHEMAS
+
+    schema = SCHEMAS["intervals"]
+    parts = [rows.intervals for rows in runs if len(rows.intervals)]
+    if not parts:
+        return _record_batch("intervals", [])
+    columns = {n: list(chain.from_iterable(c.column(n) for c in parts)) for n in schema.names}
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 

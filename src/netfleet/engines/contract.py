@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from netfleet.engines.params.base import EngineParams
+from netfleet.values import Columns
 
 
 class StopEarly(Exception):
@@ -45,8 +46,9 @@ class Outcome:
 
 #: one catalog row (column → value); ``table_rows`` returns them per table name
 Row = dict[str, Any]
-#: table name (``runs``, ``intervals``, ``ends``, ``latency``, ...) → rows
-TableRows = dict[str, list[Row]]
+#: table name (``runs``, ``intervals``, ``ends``, ``latency``, ...) → rows: dict rows, or
+#: :class:`~netfleet.values.Columns` (iperf3's intervals, built a column at a time)
+TableRows = Mapping[str, list[Row] | Columns]
 #: what a test measures: which reports read it (cheat sheet/topology: throughput; latency
 #: tables: latency; the credit model: credit; ``report pps``: packets)
 Measure = Literal["throughput", "latency", "credit", "packets"]

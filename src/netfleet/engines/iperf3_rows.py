@@ -7,35 +7,30 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from netfleet.engines.iperf3_live import parse_text_intervals
-from netfleet.iperf3json import (
-    _INTERVAL_FIELDS_FLOAT,
-    _INTERVAL_FIELDS_INT,
-    Row,
-    end_row,
-    interval_rows,
-)
-from netfleet.values import as_bool, as_int, obj
+from netfleet.iperf3json import INTERVAL_COLUMNS, Row, end_row, interval_columns
+from netfleet.values import Columns, as_bool, as_int, obj
 
-__all__ = ["Row", "end_row", "interval_rows", "result_rows", "text_interval_rows"]
+__all__ = ["Row", "end_row", "interval_columns", "result_rows", "text_interval_rows"]
 
 
 def result_rows(
     run_id: str, result: Mapping[str, Any], params: Mapping[str, Any]
-) -> tuple[list[Row], list[Row]]:
-    """``intervals`` and ``ends`` rows of one iperf3 client result (with the server's JSON in
-    ``server_output_json`` when present)."""
+) -> tuple[Columns, list[Row]]:
+    """``intervals`` (as columns) and ``ends`` rows of one iperf3 client result (with the
+    server's JSON in ``server_output_json`` when present)."""
     reverse = as_bool(params.get("reverse"))
     if reverse is None:
         reverse = bool(as_bool(obj(obj(result.get("start")).get("test_start")).get("reverse")))
-    intervals = list(interval_rows(run_id, "client", result, reverse))
+    intervals = interval_columns(run_id, "client", result, reverse)
     ends = [end_row(run_id, "client", result)]
     server = result.get("server_output_json")
     if isinstance(server, Mapping):
-        intervals.extend(interval_rows(run_id, "server", server, reverse))
+        intervals.extend(interval_columns(run_id, "server", server, reverse))
         ends.append(end_row(run_id, "server", server))
     elif isinstance(result.get("server_output_text"), str):
         streams = as_int(obj(obj(result.get("start")).get("test_start")).get("num_streams")) or 1
-        intervals.extend(text_interval_rows(run_id, result["server_output_text"], streams, reverse))
+        text = text_interval_rows(run_id, result["server_output_text"], streams, reverse)
+        intervals.extend(Columns.of_rows(text, INTERVAL_COLUMNS))
     return intervals, ends
 
 
@@ -53,8 +48,6 @@ def text_interval_rows(run_id: str, text: str, streams: int, reverse: bool) -> I
             "stream_id": None,
             "idx": idx,
             "omitted": iv.omitted,
-            **dict.fromkeys(_INTERVAL_FIELDS_INT),
-            **dict.fromkeys(_INTERVAL_FIELDS_FLOAT),
             "bytes": round(iv.bits_per_second * seconds / 8),
             "start": iv.start,
             "end": iv.end,

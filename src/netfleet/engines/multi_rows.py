@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from netfleet.engines import iperf2_rows, iperf3_rows
+from netfleet.engines.contract import TableRows
 from netfleet.values import as_str, obj
 
 Row = dict[str, Any]
@@ -43,7 +44,7 @@ def multi_rows(
     result: Mapping[str, Any],
     params: Mapping[str, Any],
     outputs: Mapping[str, Any] | None = None,
-) -> dict[str, list[Row]]:
+) -> TableRows:
     intervals: list[Row] = []
     merged: dict[tuple[Any, ...], Row] = {}
     ends_by_side: dict[str, list[Row]] = defaultdict(list)
@@ -51,8 +52,8 @@ def multi_rows(
         doc = obj(obj(proc).get("result"))
         if not doc:
             continue
-        rows, ends = iperf3_rows.result_rows(run_id, doc, params)
-        for row in rows:
+        columns, ends = iperf3_rows.result_rows(run_id, doc, params)
+        for row in columns.rows():  # (a few processes' rows: merged a row at a time)
             if row["kind"] == "sum":
                 key = (row["side"], row["role"], row["flow"], row["idx"])
                 if key not in merged:
@@ -93,18 +94,17 @@ def throughput_rows(
     result: Mapping[str, Any],
     params: Mapping[str, Any],
     outputs: Mapping[str, Any] | None = None,
-) -> dict[str, list[Row]]:
+) -> TableRows:
     inner = obj(result.get("result"))
     chosen = as_str(result.get("chosen"))
     p = {**params, "parallel": result.get("parallel")}
     if chosen == "iperf3":
         intervals, ends = iperf3_rows.result_rows(run_id, inner, p)
-        rows: dict[str, list[Row]] = {"intervals": intervals, "ends": ends}
+        rows: TableRows = {"intervals": intervals, "ends": ends}
     elif chosen == "iperf3-multi":
         rows = multi_rows(run_id, inner, p)
     elif chosen == "iperf2":
         rows = iperf2_rows.result_rows(run_id, inner, p)
     else:
         rows = {}
-    rows["runs"] = [{"parallel": result.get("parallel"), "protocol": "tcp"}]
-    return rows
+    return {**rows, "runs": [{"parallel": result.get("parallel"), "protocol": "tcp"}]}

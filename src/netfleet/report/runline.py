@@ -38,13 +38,18 @@ def run_levels(doc: Mapping[str, Any]) -> str | None:
     from netfleet.catalog.build import RowError, envelope_rows
 
     try:
-        rows = envelope_rows(doc).intervals
+        columns = envelope_rows(doc).intervals
     except (RowError, TypeError, KeyError):
         return None
     rates = sorted(
-        float(r["bits_per_second"])
-        for r in rows
-        if r.get("kind") == "sum" and not r.get("omitted") and r.get("bits_per_second")
+        float(bps)
+        for kind, omitted, bps in zip(
+            columns.column("kind"),
+            columns.column("omitted"),
+            columns.column("bits_per_second"),
+            strict=True,
+        )
+        if kind == "sum" and not omitted and bps
     )
     # one level (an outlier at either end aside): no analysis (numpy and its start-up) needed
     if len(rates) < 4 or rates[-2] <= MAY_CHANGE_LEVEL * rates[1]:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
@@ -53,18 +54,33 @@ def rate_flag(
     tolerance: float,
     resolution: float = 0.0,
 ) -> dict[str, Any] | None:
-    """A flag when the reported rate is not bytes × 8 / seconds, within ``tolerance`` plus what
-    the printed times' ``resolution`` (half a last digit, in seconds) allows."""
-    if secs <= 0:
-        return None
-    expect = nbytes * 8 / secs
-    if abs(expect - bps) <= (tolerance + resolution / secs) * max(expect, bps, 1.0):
+    """A flag when the reported rate is not bytes × 8 / seconds (:func:`rates_off`)."""
+    if not rates_off([nbytes], [secs], [bps], tolerance, resolution)[0]:
         return None
     return {
         **where,
         "field": "bits_per_second",
-        "detail": f"{bps:.0f} ≠ bytes×8/seconds = {expect:.0f}",
+        "detail": f"{bps:.0f} ≠ bytes×8/seconds = {nbytes * 8 / secs:.0f}",
     }
+
+
+def rates_off(
+    nbytes: Sequence[float | None],
+    secs: Sequence[float],
+    bps: Sequence[float | None],
+    tolerance: float,
+    resolution: float = 0.0,
+) -> list[bool]:
+    """Per interval, whether its reported rate is not bytes × 8 / seconds, within
+    ``tolerance`` plus what the printed times' ``resolution`` (half a last digit, in seconds)
+    allows (False without bytes, a rate or a positive duration)."""
+    return [
+        x is not None
+        and y is not None
+        and c > 0
+        and abs((e := x * 8 / c) - y) > (tolerance + resolution / c) * max(e, y, 1.0)
+        for x, c, y in zip(nbytes, secs, bps, strict=True)
+    ]
 
 
 def long_interval_flags(

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import compress, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from netfleet.store.import_base import (
     TOLERANCE,
@@ -21,6 +24,7 @@ from netfleet.store.import_base import (
     long_interval_flags,
     provenance,
     rate_flag,
+    rates_off,
     stamp,
 )
 from netfleet.store.import_labels import merge_file_labels
@@ -33,8 +37,76 @@ if TYPE_CHECKING:
 # where they are used: import by reference reads an iperf3 document with none of them
 
 
-def decode(data: bytes) -> dict[str, Any]:
-    """iperf3 JSON (one document, or --json-stream lines) → the ``-J`` document shape."""
+class _Sums(msgspec.Struct):
+    """An ``intervals`` entry as a document without its streams holds it: its sums."""
+
+    sum: dict[str, Any] | None = None
+    sum_bidir_reverse: dict[str, Any] | None = None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_SUMS = msgspec.json.Decoder(list[_Sums])
+_ANY = msgspec.json.Decoder()
+_REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
+
+
+def decode(data: bytes, *, streams: bool = True) -> dict[str, Any]:
+    """iperf3 JSON (one document, or --json-stream lines) → the ``-J`` document shape,
+    shape-checked (:func:`checked_shape`). ``streams=False``: each interval's sums only
+    (:func:`typed`)."""
+    return checked_shape(parse(data, streams=streams))
+
+
+def parse(data: bytes, *, streams: bool = True) -> dict[str, Any]:
+    """iperf3 JSON → the ``-J`` document shape, unchecked: the one decoder of iperf3 files.
+    :func:`typed` reads it; what that refuses (NaN or a number out of range, a lone
+    surrogate, nesting too deep, --json-stream lines, broken JSON) is read by the tolerant
+    decoder (``jsonparse.loads_storable``, the standard library's values where both read),
+    which words the refusal of what it refuses too."""
+    doc = typed(data, streams=streams)
+    return doc if doc is not None else _tolerant(data)
+
+
+def typed(data: bytes, *, streams: bool = True) -> dict[str, Any] | None:
+    """An iperf3 document decoded by msgspec (JSON's values, as the tolerant decoder gives
+    them), or None when msgspec does not read it as one. ``streams=False``: every top-level
+    key whole, but of ``intervals`` (the client's, and the server's in
+    ``server_output_json``) only each entry's ``sum`` and ``sum_bidir_reverse``: the
+    per-stream entries — nine tenths of a ``-P 10`` file — are skipped unparsed."""
+    if data.lstrip()[:1] != b"{":
+        return None
+    try:
+        if streams:
+            doc = _ANY.decode(data)
+            return doc if isinstance(doc, dict) and "start" in doc else None
+        top = _TOP.decode(data)
+        if "start" not in top:
+            return None
+        out = {k: _part(k, raw) for k, raw in top.items()}
+        server = top.get("server_output_json")
+        if server is not None:
+            out["server_output_json"] = {k: _part(k, raw) for k, raw in _TOP.decode(server).items()}
+    except _REFUSED:
+        return None
+    return out
+
+
+def _part(key: str, raw: msgspec.Raw) -> Any:
+    if key == "intervals":
+        return [_sums(iv) for iv in _SUMS.decode(raw)]
+    return _ANY.decode(raw)
+
+
+def _sums(iv: _Sums) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if iv.sum is not None:
+        out["sum"] = iv.sum
+    if iv.sum_bidir_reverse is not None:
+        out["sum_bidir_reverse"] = iv.sum_bidir_reverse
+    return out
+
+
+def _tolerant(data: bytes) -> dict[str, Any]:
     from netfleet.jsonparse import Unstorable, loads_storable
 
     text = data.decode("utf-8", errors="strict")
@@ -57,7 +129,7 @@ def decode(data: bytes) -> dict[str, Any]:
         raise ImportProblem(f"not JSON: {exc.msg} at line {exc.lineno} col {exc.colno}") from exc
     if not isinstance(doc, dict) or "start" not in doc:
         raise ImportProblem("not iperf3 JSON output (no 'start' object)")
-    return checked_shape(doc)
+    return doc
 
 
 def _from_stream(lines: list[str]) -> dict[str, Any]:
@@ -84,7 +156,7 @@ def _from_stream(lines: list[str]) -> dict[str, Any]:
         raise ImportProblem("--json-stream without a 'start' event")
     if "end" not in doc and "error" not in doc:
         raise ImportProblem("--json-stream ends before its 'end' event (truncated)")
-    return checked_shape(doc)
+    return doc
 
 
 #: (field path, the JSON type it must have when present)
@@ -159,8 +231,34 @@ def _plain_shape(doc: dict[str, Any]) -> bool:
 
 
 def _check_rates(doc: dict[str, Any], where: str) -> None:
-    """Every interval's and end sum's ``bits_per_second`` is a rate a link can have."""
-    for i, iv in enumerate(doc.get("intervals") or []):
+    """Every interval's and end sum's ``bits_per_second`` is a rate a link can have: every
+    interval part's rate at once when all are plain floats in range (the common case), else
+    each one by :func:`check_rate`, which words the refusal of the first out of range."""
+    intervals = doc.get("intervals") or []
+    parts: list[Any] = []
+    for iv in intervals:
+        if isinstance(iv, dict):
+            parts.append(iv.get("sum"))
+            streams = iv.get("streams")
+            if isinstance(streams, list):
+                parts += streams
+    if not _DICTS.issuperset(map(type, parts)):
+        parts = [p for p in parts if isinstance(p, dict)]
+    rates: list[Any] = list(map(dict.get, parts, repeat("bits_per_second")))
+    if not _FLOATS.issuperset(map(type, rates)) or (
+        rates and not (min(rates) >= 0.0 and max(rates) <= MAX_RATE)
+    ):
+        _word_rates(intervals, where)
+    end = doc.get("end")
+    if isinstance(end, dict):
+        for key, part in end.items():
+            if key.startswith("sum") and isinstance(part, dict):
+                check_rate(f"{where}end.{key}.bits_per_second", part)
+
+
+def _word_rates(intervals: list[Any], where: str) -> None:
+    """:func:`check_rate` of each interval part, in order (the first refused raises)."""
+    for i, iv in enumerate(intervals):
         if not isinstance(iv, dict):
             continue
         parts = [iv.get("sum")]
@@ -168,18 +266,9 @@ def _check_rates(doc: dict[str, Any], where: str) -> None:
         if isinstance(streams, list):
             parts += streams
         for n, part in enumerate(parts):
-            if not isinstance(part, dict):
-                continue
-            rate = part.get("bits_per_second")
-            if type(rate) is float and 0.0 <= rate <= MAX_RATE:
-                continue  # the common case, at once; the rule itself is check_rate's
-            name = "sum" if n == 0 else f"streams[{n - 1}]"
-            check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
-    end = doc.get("end")
-    if isinstance(end, dict):
-        for key, part in end.items():
-            if key.startswith("sum") and isinstance(part, dict):
-                check_rate(f"{where}end.{key}.bits_per_second", part)
+            if isinstance(part, dict):
+                name = "sum" if n == 0 else f"streams[{n - 1}]"
+                check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
 
 
 def check_rate(field: str, numbers: dict[str, Any]) -> None:
@@ -208,7 +297,7 @@ def _plausible(field: str, value: Any, most: float, what: str) -> None:
 
 def _num(value: Any) -> float | None:
     kind = type(value)
-    if kind is float:  # the common cases first: this runs five times per interval
+    if kind is float:
         return value
     if kind is int:
         return float(value)
@@ -216,43 +305,62 @@ def _num(value: Any) -> float | None:
 
 
 _FLOATS = frozenset({float})
+_DICTS = frozenset({dict})
+
+
+def _numbers(sums: list[dict[str, Any]], name: str) -> list[Any]:
+    """One field of the interval sums as numbers (JSON's floats as they are; ints as floats;
+    anything else None)."""
+    values = list(map(dict.get, sums, repeat(name)))
+    return values if _FLOATS.issuperset(map(type, values)) else list(map(_num, values))
 
 
 def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
-    flags: list[dict[str, Any]] = []
-    spans: list[tuple[int, float]] = []
-    prev_end: float | None = None
-    prev_omitted = False
+    """The checks of one side's interval sums, a column at a time: each rule tested over every
+    interval at once, a flag's words made only for the intervals it flags."""
+    at: list[int] = []
+    sums: list[dict[str, Any]] = []
     for i, iv in enumerate(doc.get("intervals") or []):
         s = iv.get("sum") if isinstance(iv, dict) else None
-        if not isinstance(s, dict):
-            continue
-        get = s.get
-        values = (get("start"), get("end"), get("seconds"), get("bytes"), get("bits_per_second"))
-        if _FLOATS.issuperset(map(type, values[:3])) and type(values[4]) is float:
-            start, end, secs, nbytes, bps = values  # the common case: JSON's floats already
-            if type(nbytes) is not float:
-                nbytes = _num(nbytes)
-        else:
-            start, end, secs, nbytes, bps = map(_num, values)
-        if start is None or end is None or secs is None:
-            continue
-        omitted = bool(get("omitted"))
-        if abs((end - start) - secs) > max(TOLERANCE * secs, 1e-3):
-            where = {"side": side, "interval": i}
-            flags.append({**where, "field": "seconds", "detail": f"{secs} ≠ end−start"})
-        restart = prev_omitted and not omitted  # -O: the clock restarts after the omitted part
-        if prev_end is not None and not restart and abs(start - prev_end) > max(1e-3, 0.01 * secs):
-            detail = f"starts at {start}, the previous interval ended at {prev_end}"
+        if isinstance(s, dict):
+            at.append(i)
+            sums.append(s)
+    start, end, secs = (_numbers(sums, name) for name in ("start", "end", "seconds"))
+    if None in start or None in end or None in secs:  # an interval without its times: skipped
+        keep = [a is not None and b is not None and c is not None
+                for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
+        at, sums = list(compress(at, keep)), list(compress(sums, keep))
+        start, end, secs = (list(compress(c, keep)) for c in (start, end, secs))
+    if not sums:
+        return []
+    nbytes, bps = _numbers(sums, "bytes"), _numbers(sums, "bits_per_second")
+    omitted = [bool(v) for v in map(dict.get, sums, repeat("omitted"))]
+    # seconds ≠ end − start
+    timing = [abs((b - a) - c) > max(TOLERANCE * c, 1e-3)
+              for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
+    # a gap to the previous interval (-O: the clock restarts after the omitted part)
+    later = zip(start[1:], secs[1:], end, omitted, omitted[1:], strict=False)
+    gaps = [False] + [
+        not (was and not now) and abs(a - prev) > max(1e-3, 0.01 * c)
+        for a, c, prev, was, now in later
+    ]
+    rated = rates_off(nbytes, secs, bps, TOLERANCE)
+    flags: list[dict[str, Any]] = []
+    flagged = (k for k, f in enumerate(zip(timing, gaps, rated, strict=True)) if any(f))
+    for k in flagged:
+        i = at[k]
+        where = {"side": side, "interval": i}
+        if timing[k]:
+            flags.append({"side": side, "interval": i, "field": "seconds",
+                          "detail": f"{secs[k]} ≠ end−start"})  # fmt: skip
+        if gaps[k]:
+            detail = f"starts at {start[k]}, the previous interval ended at {end[k - 1]}"
             flags.append({"side": side, "interval": i, "field": "start", "detail": detail})
-        if nbytes is not None and bps is not None:
-            flag = rate_flag({"side": side, "interval": i}, nbytes, secs, bps, TOLERANCE)
-            if flag:
-                flags.append(flag)
-        if not omitted:
-            spans.append((i, secs))
-        prev_end, prev_omitted = end, omitted
-    return flags + long_interval_flags([({"side": side, "interval": i}, x) for i, x in spans])
+        if rated[k] and (flag := rate_flag(where, nbytes[k], secs[k], bps[k], TOLERANCE)):
+            flags.append(flag)
+    spans = [({"side": side, "interval": i}, c)
+             for i, c, o in zip(at, secs, omitted, strict=True) if not o]  # fmt: skip
+    return flags + long_interval_flags(spans)
 
 
 def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@ results root (:mod:`netfleet.store.root` local, :mod:`netfleet.store.s3`) use it
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import zlib
 from pathlib import Path
@@ -92,8 +91,10 @@ def decode_raw(source: Path | str | IO[bytes], where: str) -> dict[str, Any]:
             f"{where}: {why}: skipped",
             hint="a raw result this large is not netfleet's; raise NETFLEET_MAX_RAW_BYTES if it is",
         )
+    from netfleet.jsonparse import loads  # json.loads's values, a third of its time
+
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise StoreError(
             f"{where}: unreadable raw result (not UTF-8 JSON)",
