@@ -68,7 +68,7 @@ SHEETS_DIR = "_sheets"
 KEEP = 64
 #: the most bytes of an entry read back (a sheet is kilobytes): a larger one is not ours
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-#: the names of the entries (:func:`_prune`'s pattern, compiled when pruning)
+#: the names of the entries (:func:`prune`'s pattern, compiled when pruning)
 _ENTRY = r"^sheet-[0-9a-f]{64}\.json$"
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -167,22 +167,21 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
     if not plain(doc):
         return
     try:
+        import re
+
         checked_dir(folder.parent, folder.name)  # made, never a link (netfleet.durable)
         atomic_write(entry, json.dumps({**doc, "entry": entry.name}).encode(), prefix=TEMP_PREFIX)
-        _prune(folder)
+        prune(folder, re.compile(_ENTRY).match, KEEP)
     except (OSError, LinkRefused):  # the answer stands without its cache entry
         return
 
 
-def _prune(folder: Path) -> None:
-    """Delete the oldest entries beyond :data:`KEEP` (only regular files named as ours)."""
-    import re
-
-    pattern = re.compile(_ENTRY)
+def prune(folder: Path, ours: Callable[[str], Any], keep: int) -> None:
+    """Delete the oldest entries beyond ``keep`` (only regular files whose name is ``ours``)."""
     entries = []
     with os.scandir(folder) as it:
         for e in it:
-            if pattern.match(e.name) and e.is_file(follow_symlinks=False):
+            if ours(e.name) and e.is_file(follow_symlinks=False):
                 entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
-    for _, name in sorted(entries)[:-KEEP]:
+    for _, name in sorted(entries)[:-keep]:
         (folder / name).unlink(missing_ok=True)

@@ -199,6 +199,7 @@ def save(
 ) -> None:
     """Keep ``tally`` (over ``parts``) for ``question``; ``meta``: how the keys were resolved
     and the runs columns. A catalog that cannot take it (read only, full) has no state."""
+    from netfleet.catalog.sheetcache import prune
     from netfleet.durable import checked_dir
     from netfleet.errors import LinkRefused
 
@@ -240,21 +241,9 @@ def save(
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        _prune(folder)
+        prune(folder, lambda name: name.startswith("state-") and name.endswith(".bin"), _KEEP)
     except (OSError, LinkRefused):
         return
-
-
-def _prune(folder: Path) -> None:
-    """The oldest states beyond :data:`_KEEP` deleted (only regular files named as ours)."""
-    entries = []
-    with os.scandir(folder) as it:
-        for e in it:
-            ours = e.name.startswith("state-") and e.name.endswith(".bin")
-            if ours and e.is_file(follow_symlinks=False):
-                entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
-    for _, name in sorted(entries)[:-_KEEP]:
-        (folder / name).unlink(missing_ok=True)
 
 
 def load(catalog: Path, question: dict[str, Any]) -> tuple[dict[str, Any], Tally] | None:
@@ -293,16 +282,8 @@ def _tally(head: dict[str, Any], values: array[float]) -> Tally:
     at = 0
     for doc in head["groups"]:
         group = Group()
-        group.count, group.runs, group.senders = (
-            int(doc["count"]),
-            int(doc["runs"]),
-            int(doc["senders"]),
-        )
-        group.total, group.low, group.high = (
-            float(doc["total"]),
-            float(doc["low"]),
-            float(doc["high"]),
-        )
+        group.count, group.runs, group.senders = (int(doc[k]) for k in ("count", "runs", "senders"))
+        group.total, group.low, group.high = (float(doc[k]) for k in ("total", "low", "high"))
         if len(doc["windows"]) != len(QUANTILES):
             raise ValueError("windows")
         for window, (offset, length) in zip(group.windows, doc["windows"], strict=True):
