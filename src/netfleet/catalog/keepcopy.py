@@ -90,7 +90,7 @@ class Keeper:
     def _local_bytes(self, item: Found, row: Mapping[str, Any], digest: str) -> bytes:
         fd = self._reopen(item, row)
         try:
-            data = _read_at_most(fd, int(row["size"]) + 1)
+            data = b"".join(_chunks(fd, int(row["size"]) + 1))
         finally:
             os.close(fd)
         _check(data, int(row["size"]), digest)
@@ -251,10 +251,6 @@ def _chunks(fd: int, most: int) -> Iterator[bytes]:
             return
         yield part
         most -= len(part)
-
-
-def _read_at_most(fd: int, most: int) -> bytes:
-    return b"".join(_chunks(fd, most))
 
 
 def _digest(fd: int, most: int) -> str:

@@ -208,11 +208,8 @@ def _hash(source: str, row: dict[str, Any] | None = None) -> tuple[str, tuple[An
     path = source
     if row is not None and stat.S_ISLNK(os.lstat(source).st_mode):
         target = os.stat(source)  # imported with --follow-links: the manifest has its stat
-        if (target.st_size, target.st_mtime_ns, target.st_ino) != (
-            row.get("size"),
-            row.get("mtime_ns"),
-            row.get("inode"),
-        ):
+        was = (row.get("size"), row.get("mtime_ns"), row.get("inode"))
+        if (target.st_size, target.st_mtime_ns, target.st_ino) != was:
             raise NotOurs("a link to another file")
         path = os.path.realpath(source)
     fd = open_back(path)  # looked at first: a FIFO or a device is never opened
