@@ -63,11 +63,8 @@ class IngestReport:
     uploaded: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        spool = (
-            f"{len(self.uploaded)} waiting in the local upload spool uploaded first; "
-            if self.uploaded
-            else ""
-        )
+        waited = f"{len(self.uploaded)} waiting in the local upload spool uploaded first; "
+        spool = waited if self.uploaded else ""
         return (
             f"{spool}{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in "
             f"the catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"

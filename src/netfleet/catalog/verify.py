@@ -148,13 +148,9 @@ def _check_all(rows: list[dict[str, Any]], workers: int) -> list[tuple[str, str]
     slices = [rows[n::threads] for n in range(threads)]
     out: list[tuple[str, str]] = [("", "")] * len(rows)
     with ThreadPoolExecutor(threads) as pool:
-        for n, part in enumerate(pool.map(_check_slice, slices)):
+        for n, part in enumerate(pool.map(lambda rows: [_check(row) for row in rows], slices)):
             out[n::threads] = part
     return out
-
-
-def _check_slice(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [_check(row) for row in rows]
 
 
 def _check(row: dict[str, Any]) -> tuple[str, str]:

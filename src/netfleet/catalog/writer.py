@@ -292,7 +292,12 @@ def prepared(
             checked_dir(local, table)
     except OSError as exc:
         raise CatalogError(f"cannot create the catalog at {local}: {exc}") from exc
-    with _locked(local):
+    with locked(local, wait=False) as held:
+        if not held:
+            raise EnvironmentProblem(
+                f"{local}: another ingest is running",
+                hint="wait for it to finish, then run netfleet ingest again",
+            )
         if remote is None:
             check_format(local)
             write_format(local)
@@ -304,17 +309,6 @@ def prepared(
         remote.write_format()
         remote.sweep()
         yield local, remote.ingested_ids()
-
-
-@contextmanager
-def _locked(catalog_dir: Path) -> Iterator[None]:
-    with locked(catalog_dir, wait=False) as held:
-        if not held:
-            raise EnvironmentProblem(
-                f"{catalog_dir}: another ingest is running",
-                hint="wait for it to finish, then run netfleet ingest again",
-            )
-        yield
 
 
 @contextmanager
