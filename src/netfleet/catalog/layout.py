@@ -44,7 +44,7 @@ TEMP_PREFIX = ".tmp-"
 #: which Spark/Athena read whole; ``_`` marks it as not data for them)
 IDS_DIR = "_run_ids"
 #: the most bytes read back from an ids file (10,000 run_ids a batch: about 0.7 MB) and from
-#: the format file (netfleet.journalfile.read_back: a larger one is damaged, read elsewhere)
+#: the format file (netfleet.readback.read_back: a larger one is damaged, read elsewhere)
 MAX_IDS_BYTES = 256 * 1024 * 1024
 MAX_META_BYTES = 64 * 1024
 

@@ -359,13 +359,9 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
 
 def _refuse_all(reads: list[Read], rejected: list[tuple[Any, str]]) -> None:
     for rows, why in rejected:
-        _refuse(reads, rows.run_id, why)
-
-
-def _refuse(reads: list[Read], run_id: str, why: str) -> None:
-    for read in reads:
-        if read.row.get("run_id") == run_id and read.row.get("state") == "ok":
-            read.row.update(state="bad", reason=why)
+        for read in reads:
+            if read.row.get("run_id") == rows.run_id and read.row.get("state") == "ok":
+                read.row.update(state="bad", reason=why)
 
 
 def _read_s3(item: Found, opts: Options, limit: int) -> Read:
