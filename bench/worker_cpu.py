@@ -1,7 +1,8 @@
-"""A worker's CPU per file (issue 26): ``reader._shipped_task`` — read, hash, inflate,
-decode, checks, rows, Arrow tables and their IPC bytes — over the first files of a folder of
-foreign iperf3 files, in this one process, tasks of ``TASK_FILES`` files, after a warm-up task;
-the best of ``--rounds`` passes (CPU seconds: ``time.process_time``), as milliseconds a file.
+"""A worker's CPU per file (issue 26): ``reader._shipped`` of ``reader._columnar_task`` — read,
+hash, inflate, decode, checks, rows, Arrow tables and their IPC bytes — over the first files of
+a folder of foreign iperf3 files, in this one process, tasks of ``TASK_FILES`` files, after a
+warm-up task; the best of ``--rounds`` passes (CPU seconds: ``time.process_time``), as
+milliseconds a file.
 
     .venv/bin/python bench/worker_cpu.py /tmp/c10k --files 2000 --rounds 3
     .venv/bin/python bench/worker_cpu.py /tmp/c10k --files 2000 --profile tottime
@@ -17,6 +18,7 @@ import cProfile
 import pstats
 import sys
 import time
+from functools import partial
 
 
 def main() -> None:
@@ -38,7 +40,10 @@ def main() -> None:
     tasks = [files[i : i + size] for i in range(0, len(files), size)]
     if len(tasks) < 2:
         sys.exit(f"{args.folder}: fewer than {2 * size} files")
-    reader._shipped_task(tasks[0], opts, False)  # the libraries it loads on first use
+    shipped = partial(
+        reader._shipped, partial(reader._columnar_task, opts=opts, follow_links=False)
+    )
+    shipped(tasks[0])  # the libraries it loads on first use
     counted = sum(len(task) for task in tasks[1:])
     profile = cProfile.Profile() if args.profile else None
     best = float("inf")
@@ -47,7 +52,7 @@ def main() -> None:
         if profile:
             profile.enable()
         for task in tasks[1:]:
-            reader._shipped_task(task, opts, False)
+            shipped(task)
         if profile:
             profile.disable()
         best = min(best, time.process_time() - start)

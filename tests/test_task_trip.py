@@ -7,7 +7,6 @@ from __future__ import annotations
 import pickle
 
 import pyarrow as pa
-import pytest
 
 from netfleet.catalog import reader
 from netfleet.catalog.layout import TABLES
@@ -28,7 +27,7 @@ def _table(name: str, rows: int, *, nulls_only: bool = False) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=SCHEMAS[name])
 
 
-def test_tables_land_as_they_were_shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tables_land_as_they_were_shipped() -> None:
     big = reader.PACKED_ROWS + 3
     cases = {
         "intervals": pa.concat_tables([_table("intervals", big), _table("intervals", 5)]),
@@ -38,11 +37,10 @@ def test_tables_land_as_they_were_shipped(monkeypatch: pytest.MonkeyPatch) -> No
     tables = {name: cases.get(name, SCHEMAS[name].empty_table()) for name in TABLES}
     columns = {"source": ["a"], "state": ["ok"]}
 
-    def task(items: object, opts: object, follow_links: bool) -> tuple[object, object]:
+    def task(items: object) -> tuple[object, object]:
         return columns, tables
 
-    monkeypatch.setattr(reader, "_columnar_task", task)
-    shipped = pickle.loads(pickle.dumps(reader._shipped_task([], None, False)))  # type: ignore[arg-type]
+    shipped = pickle.loads(pickle.dumps(reader._shipped(task, [])))
     _, blob, packings = shipped
     intervals = [p for p in packings if p.table == "intervals"]
     assert len(intervals[0].sent) < len(SCHEMAS["intervals"])  # its nulls-only columns stayed

@@ -80,8 +80,7 @@ def _stats(values: Sequence[Any], scale: float) -> list[float | None]:
 
 
 class _Sql:
-    """SQL text and its positional parameters, built in textual order. (A plain class: a
-    dataclass costs the no-op's sheet half a millisecond to define.)"""
+    """SQL text and its positional parameters, built in textual order."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -94,10 +93,8 @@ class _Sql:
 
 class CheatSheetData(Frozen):
     """What the cheat sheet query found: one row per group (group key values, runs, intervals,
-    then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes.
-    (A plain class, as the frozen dataclass it was: :mod:`netfleet.plain`.)"""
+    then :data:`STATS` in ``unit_label``) and the counts of what was left out, for the notes."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
         "group_keys", "rows", "side", "rate", "unit_label", "filters", "runs", "omitted",
         "stubs", "without_intervals", "not_tcp", "bidir", "impossible", "scaled", "from_sender",

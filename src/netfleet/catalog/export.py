@@ -85,8 +85,10 @@ def raw_table_ddl(dialect: Dialect, location: str, table: str = "netfleet_raw") 
     )
 
 
-def _stats(q: str) -> str:
-    """min / p5 / avg / p50 / p95 / max of ``bps`` in Gbit/s; ``q`` is the quantile call."""
+def _stats(dialect: Dialect) -> str:
+    """min / p5 / avg / p50 / p95 / max of ``bps`` in Gbit/s (the quantiles: Spark's exact
+    ``percentile``, else ``approx_percentile``)."""
+    q = "percentile(bps, {q})" if dialect == "spark" else "approx_percentile(bps, {q})"
     return ", ".join(
         [
             "min(bps) / 1e9 AS min_gbps",
@@ -103,12 +105,10 @@ def cheatsheet_query(dialect: Dialect, table: str = "netfleet_raw") -> str:
     """min / p5 / avg / p50 / p95 / max of interval goodput (Gbit/s, as reported by iperf3's
     interval sums) per instance type and direction, over ok runs, omitted intervals left out."""
     if dialect == "spark":
-        q = "percentile(bps, {q})"
         source = f"FROM {table} LATERAL VIEW explode(result.intervals) AS iv"
     else:
-        q = "approx_percentile(bps, {q})"
         source = f"FROM {table} CROSS JOIN UNNEST(result.intervals) AS t(iv)"
-    stats = _stats(q)
+    stats = _stats(dialect)
     return " ".join(
         [
             "SELECT instance_type, direction, count(DISTINCT run_id) AS runs,",
@@ -154,11 +154,12 @@ def catalog_table_ddl(
 ) -> str:
     """``CREATE TABLE`` for one catalog table over ``LOCATION/<table>/`` (Parquet);
     :data:`LAZY_STREAMS` is the folder ``streams/``."""
+    from netfleet.catalog.lazystreams import part_schema
     from netfleet.catalog.schemas import SCHEMAS
 
     folder = "streams" if table == LAZY_STREAMS else table
     loc = (location.rstrip("/") + f"/{folder}/").replace("'", "''")
-    schema = SCHEMAS[table] if table != LAZY_STREAMS else _lazy_schema()
+    schema = SCHEMAS[table] if table != LAZY_STREAMS else part_schema()
     fields = {f.name: f.type for f in schema}
     plain = [n for n in fields if n not in partitions]
     # partition columns come last (Trino requires it; Spark and Hive list them apart)
@@ -181,12 +182,6 @@ def catalog_table_ddl(
     return (
         f"CREATE EXTERNAL TABLE {name} ({', '.join(cols)}){tail} STORED AS PARQUET LOCATION '{loc}'"
     )
-
-
-def _lazy_schema() -> Any:
-    from netfleet.catalog.lazystreams import part_schema
-
-    return part_schema()
 
 
 def streams_view(dialect: Dialect, lazy: bool) -> str:
@@ -222,14 +217,13 @@ def catalog_cheatsheet_query(dialect: Dialect, side: str = "receiver") -> str:
         raise ValueError(f"side must be 'receiver' or 'sender', not {side!r}")
     from netfleet.catalog.cheatsheet import STUB_FRACTION  # duckdb: only when asked
 
-    q = "percentile(bps, {q})" if dialect == "spark" else "approx_percentile(bps, {q})"
     label = (
         "get_json_object(r.labels, '$.instance_type')"
         if dialect == "spark"
         else "json_extract_scalar(r.labels, '$.instance_type')"
     )
     interval = _ident("interval", dialect, ddl=False)
-    stats = _stats(q)
+    stats = _stats(dialect)
     return " ".join(
         [
             "SELECT instance_type, direction, count(DISTINCT run_id) AS runs,",

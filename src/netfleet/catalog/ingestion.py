@@ -20,15 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from netfleet.catalog.layout import (
-    TABLES,
-    is_s3,
-)
+from netfleet.catalog.layout import TABLES, is_s3
+from netfleet.catalog.pending import RAW_SUFFIX
 from netfleet.catalog.remote import S3Catalog
 from netfleet.catalog.writer import Writer, prepared
-from netfleet.errors import (
-    InputError,
-)
+from netfleet.errors import InputError
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 if TYPE_CHECKING:
@@ -39,8 +35,6 @@ if TYPE_CHECKING:
 
 
 Progress = Callable[[int, int], None]
-
-RAW_SUFFIX = ".json.gz"
 
 
 class BadFile(NamedTuple):
@@ -69,11 +63,8 @@ class IngestReport:
     uploaded: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        spool = (
-            f"{len(self.uploaded)} waiting in the local upload spool uploaded first; "
-            if self.uploaded
-            else ""
-        )
+        waited = f"{len(self.uploaded)} waiting in the local upload spool uploaded first; "
+        spool = waited if self.uploaded else ""
         return (
             f"{spool}{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in "
             f"the catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"
@@ -113,7 +104,11 @@ def ingest(
             # runs already in the catalog are counted by name: a no-op ingest makes no Path
             entries = local_entries(root.path)
             total = len(entries)
-            files = [root.path / d / c / n for d, c, n in entries if _stem(n) not in known]
+            files = [
+                root.path / d / c / n
+                for d, c, n in entries
+                if n.removesuffix(RAW_SUFFIX) not in known
+            ]
             report.seen = report.skipped = total - len(files)
         else:
             files = list(root.files())
@@ -203,10 +198,6 @@ def local_entries(top: Path) -> list[tuple[str, str, str]]:
     return sorted(found)
 
 
-def _stem(name: str) -> str:
-    return name.removesuffix(RAW_SUFFIX)
-
-
 def _entries(folder: Path, prefix: str) -> list[str]:
     """Names of the directories (links followed, as Path.glob does) under ``folder``."""
     try:
@@ -256,13 +247,5 @@ def load(
                 if progress:
                     progress(report.seen, total)
             if writer.runs >= batch_runs or writer.rows >= batch_rows:
-                _flush(writer, report)
-        _flush(writer, report)
-
-
-def _flush(writer: Writer, report: IngestReport) -> None:
-    written = writer.flush()
-    if written:
-        report.batches += 1
-        for table, count in written.items():
-            report.rows[table] += count
+                writer.commit(report)
+        writer.commit(report)

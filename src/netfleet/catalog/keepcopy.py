@@ -1,23 +1,16 @@
-"""``--keep-copy`` (issue 26): each file read kept as it is, named by its SHA-256 — a copy (a
-reflink where the file system can) owned by the importing user, a hard link only to a file that
-user owns and nobody else can write; S3 to S3 a server-side copy of the same object.
+"""``--keep-copy``: each file read kept as it is, named by its SHA-256 — a copy (a reflink where
+the file system can) owned by the importing user, a hard link only to a file that user owns and
+nobody else can write; S3 to S3 a server-side copy of the same object.
 
-The keep folder is a store netfleet writes as root (issue 37): someone else may be able to
-write into it, and the source may change (or be swapped for a link, a FIFO or a device) between
-the read and the keep. So:
-
-- below the folder nothing is followed: it is walked with no-follow directory descriptors
-  (:func:`~netfleet.durable.open_dir`), an entry is created under a random temp name with
-  ``O_EXCL`` and renamed into place (a rename replaces a planted link, never follows it);
-- an entry found under the name counts only when it is a regular file this user owns, nobody
-  else can write, and holding the SHA-256; anything else there is replaced;
-- the source is opened again ``O_NONBLOCK`` (never waiting on a FIFO) and must be the very file
-  read — a regular file with the same inode, size and mtime —; at most its size is copied, and
-  the kept bytes are hashed against the file's id before the copy is recorded;
-- a copy has the source's permission bits (never more than ``0o644``, never set-id).
-
-A file that cannot be kept so is refused with its reason (:class:`NotKept`): the import goes on
-with the others, and never records a copy that is not the file it read.
+The keep folder is a store netfleet writes as root that others may write into, and the source
+may change between the read and the keep (docs/security.md, "The keep folder is a store"). So
+nothing below the folder is followed (no-follow directory descriptors; an entry created under a
+random ``O_EXCL`` temp name and renamed into place); an entry found under the name counts only
+when it is a regular file this user owns, nobody else can write, holding the SHA-256; the source
+is opened again ``O_NONBLOCK`` and must be the very file read (same inode, size and mtime), at
+most its size copied and the copy hashed against the file's id; a copy has the source's
+permission bits (never more than ``0o644``). A file that cannot be kept so is refused with its
+reason (:class:`NotKept`): the import goes on with the others.
 """
 
 from __future__ import annotations
@@ -90,7 +83,7 @@ class Keeper:
     def _local_bytes(self, item: Found, row: Mapping[str, Any], digest: str) -> bytes:
         fd = self._reopen(item, row)
         try:
-            data = _read_at_most(fd, int(row["size"]) + 1)
+            data = b"".join(_chunks(fd, int(row["size"]) + 1))
         finally:
             os.close(fd)
         _check(data, int(row["size"]), digest)
@@ -251,10 +244,6 @@ def _chunks(fd: int, most: int) -> Iterator[bytes]:
             return
         yield part
         most -= len(part)
-
-
-def _read_at_most(fd: int, most: int) -> bytes:
-    return b"".join(_chunks(fd, most))
 
 
 def _digest(fd: int, most: int) -> str:

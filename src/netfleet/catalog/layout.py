@@ -44,7 +44,7 @@ TEMP_PREFIX = ".tmp-"
 #: which Spark/Athena read whole; ``_`` marks it as not data for them)
 IDS_DIR = "_run_ids"
 #: the most bytes read back from an ids file (10,000 run_ids a batch: about 0.7 MB) and from
-#: the format file (netfleet.journalfile.read_back: a larger one is damaged, read elsewhere)
+#: the format file (netfleet.readback.read_back: a larger one is damaged, read elsewhere)
 MAX_IDS_BYTES = 256 * 1024 * 1024
 MAX_META_BYTES = 64 * 1024
 
@@ -86,25 +86,29 @@ def committed_parts(catalog_dir: Path) -> dict[str, list[Path]]:
 
 
 def committed_run_ids(catalog_dir: Path) -> set[str]:
-    """The run_ids of the committed batches: from their ids files (JSON lines, no pyarrow),
-    else (a batch written before ids files existed, or one whose file is damaged) from their
-    runs part."""
+    """The run_ids of the committed batches (:func:`batch_run_ids`)."""
     ids: set[str] = set()
     for batch in committed_batches(catalog_dir):
-        try:
-            ids_file = catalog_dir / IDS_DIR / ids_name(batch)
-            lines = read_back(ids_file, MAX_IDS_BYTES).decode().splitlines()
-            # one JSON array: a fifth of the time of a json.loads per line (10,000 a batch)
-            values = loads_back("[" + ",".join(lines) + "]", max_depth=None)
-            if len(values) != len(lines) or not all(isinstance(v, str) for v in values):
-                raise ValueError("not one run_id per line")
-            ids.update(values)
-        except (OSError, ValueError):
-            import pyarrow.parquet as pq
-
-            part = catalog_dir / "runs" / part_name(batch)
-            ids.update(pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist())
+        ids.update(batch_run_ids(catalog_dir, batch))
     return ids
+
+
+def batch_run_ids(catalog_dir: Path, batch: str) -> list[str]:
+    """The run_ids of one batch: from its ids file (JSON lines, no pyarrow), else (a batch
+    written before ids files existed, or one whose file is damaged) from its runs part."""
+    try:
+        ids_file = catalog_dir / IDS_DIR / ids_name(batch)
+        lines = read_back(ids_file, MAX_IDS_BYTES).decode().splitlines()
+        # one JSON array: a fifth of the time of a json.loads per line (10,000 a batch)
+        values = loads_back("[" + ",".join(lines) + "]", max_depth=None)
+        if len(values) != len(lines) or not all(isinstance(v, str) for v in values):
+            raise ValueError("not one run_id per line")
+        return values
+    except (OSError, ValueError):
+        import pyarrow.parquet as pq
+
+        part = catalog_dir / "runs" / part_name(batch)
+        return pq.read_table(part, columns=["run_id"]).column("run_id").to_pylist()
 
 
 def check_format(catalog_dir: Path) -> None:

@@ -17,7 +17,6 @@ declares it); its lock and temp files are (``.``).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -25,7 +24,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from netfleet.catalog.lazystreams import (
     opened,
     part_schema,
 )
+from netfleet.catalog.writer import locked
 from netfleet.errors import NetfleetError
 
 if TYPE_CHECKING:
@@ -110,25 +110,6 @@ def plan(catalog_dir: Path, live: dict[str, str]) -> Plan:
 
 def _live(runs: list[SourceRun]) -> dict[str, str]:
     return {run.file_id: run.run_id for run in runs}
-
-
-@contextlib.contextmanager
-def _locked(folder: Path, wait: bool = True) -> Iterator[bool]:
-    """The builders' lock (``streams/.lock``); yields False when ``wait`` is off and another
-    builder holds it."""
-    from netfleet.durable import open_in
-
-    fd = open_in(folder, ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    with os.fdopen(fd, "r+b") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _write_part(folder: Path, table: pa.Table, files: dict[str, str]) -> Path:
@@ -274,7 +255,7 @@ def _build(
     live = _live(runs)
     total = len(runs)
     while True:
-        with _locked(folder, wait) as held:
+        with locked(folder, wait) as held:
             if not held:
                 return plan(catalog_dir, live).usable
             current = plan(catalog_dir, live)

@@ -1,61 +1,30 @@
-"""The manifest: one row per file that entered the catalog (issue 26, issue 34) — a foreign
-file ``netfleet import --catalog`` registered by reference, or a netfleet envelope ``netfleet
-ingest`` read from a results root (its ``asked`` is :data:`INGESTED`). One rule decides what is
-already in for both (:func:`netfleet.catalog.register.load`: a file whose stat is its row's is
-not opened) and one provenance story holds for both.
+"""The manifest: one row per file that entered the catalog — a foreign file ``netfleet import
+--catalog`` registered by reference, or a netfleet envelope ``netfleet ingest`` read from a
+results root (its ``asked`` is :data:`INGESTED`; :func:`by_reference` tells the two apart). One
+rule decides what is already in for both (:func:`netfleet.catalog.register.load`: a file whose
+stat is its row's is not opened) and one provenance story holds for both: an ``intervals`` row
+→ its ``run_id`` → the manifest row of that run (source, SHA-256 as ``file_id``, size, mtime)
+→ bytes ``netfleet verify`` can hash again.
 
-The original bytes stay where they are (a local path or an ``s3://`` object); the manifest
-says where, what they were when read (size, mtime_ns, inode / ETag, and the SHA-256 that is
-the row's ``file_id``), which run of the catalog they hold, and how the file fared. Every
-number of the catalog traces back to it: an ``intervals`` row → its ``run_id`` → the manifest
-row of that run (source, sha256, size, mtime) → bytes ``netfleet verify`` can hash again.
-
-One Parquet file, ``CATALOG/manifest.parquet``, replaced atomically (temp + fsync + rename) by
-each import that changes anything; the import's *generation* (one more than the last) is
-written in every row it changed and in the file's metadata (:func:`current_generation`).
-Columns (others may be added; these are never renamed — ``docs/import.md``):
-
-* ``file_id`` — SHA-256 hex of the file's bytes as stored (null when never read: a link
-  refused, an unreadable file);
-* ``source`` — absolute local path, or ``s3://bucket/key``;
-* ``size``, ``mtime_ns``, ``inode`` (the last two null on S3), ``etag`` (null locally);
-* ``run_id`` — the catalog's run id of the run the file holds (null when none);
-* ``generation`` — the manifest generation that last changed the row;
-* ``state`` — ``ok`` | ``bad`` (read, refused: ``reason``) | ``retired`` (the file changed
-  since: a newer row holds it, this one's catalog rows are gone; or ``netfleet verify
-  --prune`` forgot it, gone from its source) | ``missing`` (gone from its
-  source; its runs stay in the catalog, the bytes can no longer be verified);
-* ``reason`` — why not ok (null when ok);
-* ``labels`` — the run's labels (JSON object: ``--label``, the pattern's, the file's own;
-  null when the file was refused before they were known).
-
-And, for provenance: ``campaign``, ``format`` (the engine that read it), ``file_keys`` (the
-file's own top-level keys with text or number values, JSON), ``pattern_labels`` and
-``inferred`` (JSON lists), ``flags`` (JSON list of the interval checks' findings),
-``version_id`` (S3), ``kept`` (where ``--keep-copy`` put a copy), ``checked_ns`` (when the
-bytes were last hashed) and ``asked`` (the import's own options — ``--label``, ``--pattern``,
-``--side`` — JSON: a file imported again with other options is another run; an ingested
-envelope's: :data:`INGESTED`, its rows all in the catalog — :func:`by_reference` tells the
-two apart).
-
-Every row has a ``row_id`` (int64, unique in the catalog, given when the row is made): the
-key of its versions. The rows live in ``CATALOG/manifest.parquet`` (the base) and, when the
-base is large, in *segments* ``CATALOG/manifest.segments/gGENERATION.parquet``: an import that
-changes a few rows of a large manifest writes only those rows (new, or a new version of a row
-it changed: stat refreshed, retired, missing) as one segment of its generation, instead of the
-whole manifest again. A row is its version of the highest ``generation`` (:func:`read_manifest`,
+The columns (:data:`COLUMNS`: the contract's first, never renamed; others may be added, read as
+nulls in older files) and the layout are documented in docs/import.md. In short: every row has
+a ``row_id`` (int64, unique in the catalog), the key of its versions; the rows live in
+``CATALOG/manifest.parquet`` (the base) and, when the base is large, in *segments*
+``CATALOG/manifest.segments/gGENERATION.parquet`` holding only the rows one import made or
+changed. A row is its version of the highest ``generation`` (:func:`read_manifest`,
 :func:`duck_view`: the one way to read it); when the segments are many, or hold a fair part of
 the rows, the next import writes the base again with every row's last version and deletes the
 segments (a crash between the two leaves segments whose versions the base has: the same rows).
 Each file is written to a temp name, fsynced and renamed (the commit), then the directory
-fsynced.
+fsynced; the generation is in every row it changed and in the file's metadata
+(:func:`current_generation`).
 
 Beside them, ``CATALOG/_manifest_index`` (written after, atomically) is the compact *stat
 index*: a JSON head line (the generation, the next ``row_id`` and the stat of every manifest
-file) and then, as msgpack columns, :data:`INDEX_COLUMNS` of the rows not retired. A no-op
-import, ``verify`` and the cheat sheet's cache read that instead of the Parquet files (no
-pyarrow to load: 0.7 s here), and fall back to the Parquet files whenever the index is not the
-one written with the manifest files there.
+file) and then, as columns, :data:`INDEX_COLUMNS` of the rows not retired. A no-op import,
+``verify`` and the cheat sheet's cache read that instead of the Parquet files (no pyarrow to
+load), and fall back to the Parquet files whenever the index is not the one written with the
+manifest files there.
 """
 
 from __future__ import annotations
@@ -106,7 +75,6 @@ def by_reference(alias: str = "") -> str:
 
 #: the Parquet key-value metadata holding the generation
 GENERATION_KEY = b"netfleet.manifest.generation"
-STATES = ("ok", "bad", "retired", "missing")
 #: segments at most before the base is written again
 MAX_SEGMENTS = 24
 #: the base is written again when its segments would hold more rows than this share of it
@@ -115,30 +83,14 @@ COMPACT_SHARE = 0.25
 SEGMENT_MIN_ROWS = 4_000
 
 #: (column, Arrow type name): the contract columns first, in this order
+_S, _I = "string", "int64"
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("file_id", "string"),
-    ("source", "string"),
-    ("size", "int64"),
-    ("mtime_ns", "int64"),
-    ("inode", "int64"),
-    ("etag", "string"),
-    ("run_id", "string"),
-    ("generation", "int64"),
-    ("state", "string"),
-    ("reason", "string"),
-    ("labels", "string"),
-    ("campaign", "string"),
-    ("format", "string"),
-    ("file_keys", "string"),
-    ("pattern_labels", "string"),
-    ("inferred", "string"),
-    ("flags", "string"),
-    ("version_id", "string"),
-    ("kept", "string"),
-    ("checked_ns", "int64"),
-    ("asked", "string"),
-    ("row_id", "int64"),
-)
+    ("file_id", _S), ("source", _S), ("size", _I), ("mtime_ns", _I), ("inode", _I),
+    ("etag", _S), ("run_id", _S), ("generation", _I), ("state", _S), ("reason", _S),
+    ("labels", _S), ("campaign", _S), ("format", _S), ("file_keys", _S),
+    ("pattern_labels", _S), ("inferred", _S), ("flags", _S), ("version_id", _S), ("kept", _S),
+    ("checked_ns", _I), ("asked", _S), ("row_id", _I),
+)  # fmt: skip
 
 
 def schema() -> pa.Schema:
@@ -339,10 +291,8 @@ class _Columns(_ColumnsBase):
 
 class Index(Plain):
     """The rows not retired, as columns of :data:`INDEX_COLUMNS` (lists, one value per row),
-    with the manifest's generation and the next free ``row_id``. (A plain class, as the
-    dataclass it was: :mod:`netfleet.plain`.)"""
+    with the manifest's generation and the next free ``row_id``."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("generation", "next_row", "columns", "size", "files")  # noqa: RUF023
 
     generation: int
@@ -440,14 +390,21 @@ class Index(Plain):
                     self.columns.modified.add(name)
 
     def append(self, row: dict[str, Any]) -> None:
-        columns = self.columns
+        self.extend({name: [value] for name, value in row.items()}, 1)
+
+    def extend(self, columns: dict[str, list[Any]], count: int) -> None:
+        """``count`` rows given as columns (a list per column, a missing one null): a list
+        extended per column, not a call per row."""
+        cols = self.columns
+        nulls = [None] * count
         for name in INDEX_COLUMNS:
-            if isinstance(columns, _Columns) and name not in columns:  # not decoded: its tail
-                columns.tail.setdefault(name, []).append(row.get(name))
+            values = columns.get(name, nulls)
+            if isinstance(cols, _Columns) and name not in cols:  # not decoded: its tail
+                cols.tail.setdefault(name, []).extend(values)
             else:
-                columns[name].append(row.get(name))
+                cols[name].extend(values)
         if self.size is not None:
-            self.size += 1
+            self.size += count
 
     def live(self) -> Index:
         """This index without its retired rows."""
@@ -461,28 +418,9 @@ class Index(Plain):
     @classmethod
     def of_table(cls, table: pa.Table, generation: int) -> Index:
         table = _with_ids(table, 0)
-        live = [s != "retired" for s in table.column("state").to_pylist()]
-        cols = {}
-        for name in INDEX_COLUMNS:
-            values = table.column(name).to_pylist()
-            cols[name] = [v for v, keep in zip(values, live, strict=True) if keep]
-        ids = [r for r in table.column("row_id").to_pylist() if r is not None]
-        return cls(generation, max(ids, default=-1) + 1, cols)
-
-
-def extend_index(index: Index, columns: dict[str, list[Any]], count: int) -> None:
-    """:meth:`Index.append` of ``count`` rows given as columns (a list per column, a missing
-    one null): a list extended per column, not a call per row."""
-    cols = index.columns
-    nulls = [None] * count
-    for name in INDEX_COLUMNS:
-        values = columns.get(name, nulls)
-        if isinstance(cols, _Columns) and name not in cols:  # not decoded: its tail
-            cols.tail.setdefault(name, []).extend(values)
-        else:
-            cols[name].extend(values)
-    if index.size is not None:
-        index.size += count
+        cols = {name: table.column(name).to_pylist() for name in INDEX_COLUMNS}
+        ids = [r for r in cols["row_id"] if r is not None]
+        return cls(generation, max(ids, default=-1) + 1, cols).live()
 
 
 def _encode_index(index: Index, stamps: list[list[Any]]) -> bytes:

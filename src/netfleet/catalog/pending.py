@@ -24,10 +24,8 @@ RAW_SUFFIX = ".json.gz"
 
 
 class Pending(Frozen):
-    """How many raw files under ``root`` have no run in the catalog. (Read-only: a plain
-    class, as the frozen dataclass it was: :mod:`netfleet.plain`.)"""
+    """How many raw files under ``root`` have no run in the catalog (read-only)."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("root", "count")  # noqa: RUF023
 
     root: str

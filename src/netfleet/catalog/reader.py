@@ -38,6 +38,7 @@ from netfleet.catalog.build import RowError, RunRows, envelope_rows
 from netfleet.catalog.columns import json_encoder
 from netfleet.catalog.layout import TABLES
 from netfleet.catalog.manifest import COLUMNS, INGESTED
+from netfleet.catalog.memory import collector_paused
 from netfleet.catalog.sourcelist import Found, Options, Read, s3_client, s3_split
 from netfleet.catalog.writer import Batch
 from netfleet.errors import CatalogError, StoreError, StoreUnreachable
@@ -217,29 +218,21 @@ def _read(
 def _read_envelope(source: str, data: bytes, row: dict[str, Any]) -> Read:
     """A netfleet envelope's bytes (``ingest``: a results root's file, read as the store reads
     it — its ``d=``/``campaign=`` folders no links, the byte limit, the format version, its
-    partition — and checked against the model) → its manifest row and every row of its run,
-    the per-stream rows too."""
+    partition — and checked against the model, :func:`read_envelope`) → its manifest row and
+    every row of its run, the per-stream rows too."""
     import io
 
-    from pydantic import ValidationError
-
-    from netfleet.store.envelope import Envelope
     from netfleet.store.rawfile import decode_raw
     from netfleet.store.root import check_not_linked
 
+    def decoded(path: str) -> dict[str, Any]:
+        check_not_linked(Path(path))
+        return decode_raw(io.BytesIO(data), path)
+
     try:
-        check_not_linked(Path(source))
-        doc = decode_raw(io.BytesIO(data), source)
-        Envelope.model_validate(doc)
-        rows = envelope_rows(doc, source=source)
-    except StoreUnreachable:
-        raise
-    except StoreError as exc:
-        raise ImportProblem(exc.message.removeprefix(f"{source}: ")) from exc
-    except ValidationError as exc:
-        raise ImportProblem(_validation_reason(exc)) from exc
-    except RowError as exc:
-        raise ImportProblem(str(exc)) from exc
+        doc, rows = read_envelope(source, decoded)
+    except CatalogError as exc:
+        raise ImportProblem(exc.message) from exc
     row.update(
         state="ok",
         run_id=rows.run_id,
@@ -308,11 +301,8 @@ def read_local(
     read = read_file(source, data, meta, opts, st.st_mtime, limit)
     try:
         after = os.stat(path, follow_symlinks=follow_links)
-        same = (after.st_size, after.st_mtime_ns, after.st_ino) == (
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
-        )
+        before = (st.st_size, st.st_mtime_ns, st.st_ino)
+        same = (after.st_size, after.st_mtime_ns, after.st_ino) == before
     except OSError:
         same = False
     if not same:
@@ -336,6 +326,7 @@ TASK_FILES = 128
 Task = tuple[list[Read], dict[str, "pa.Table"]]
 
 
+@collector_paused()
 def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     """Read a task's files (a worker's unit): each one's :class:`Read`, and the ok ones' rows
     as Arrow tables (converted here, in the worker; a run whose values Arrow refuses is
@@ -344,17 +335,6 @@ def read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
     The garbage collector waits for the task's end: its passes over the task's decoded
     documents — thousands of dicts and lists, alive until the task's tables are made, freed
     by their counts, none in a cycle — cost 5 % of a worker's CPU (0.02 ms a file)."""
-    from netfleet.catalog.memory import collector_paused
-
-    with collector_paused():
-        return _read_task(items, opts, follow_links)
-
-
-def _read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
-    import pyarrow as pa
-
-    from netfleet.catalog.schemas import SCHEMAS
-
     reads: list[Read] = []
     batch = Batch()
     limit = max_raw_bytes()  # (the environment read once a task, not twice a file)
@@ -372,21 +352,16 @@ def _read_task(items: list[Found], opts: Options, follow_links: bool) -> Task:
             seen.add(read.rows.run_id)
             _refuse_all(reads, batch.add(read.rows))
     _refuse_all(reads, batch.convert())
-    tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
     for read in reads:
         read.rows = None  # the rows travel as tables
-    return reads, tables
+    return reads, batch.as_tables()
 
 
 def _refuse_all(reads: list[Read], rejected: list[tuple[Any, str]]) -> None:
     for rows, why in rejected:
-        _refuse(reads, rows.run_id, why)
-
-
-def _refuse(reads: list[Read], run_id: str, why: str) -> None:
-    for read in reads:
-        if read.row.get("run_id") == run_id and read.row.get("state") == "ok":
-            read.row.update(state="bad", reason=why)
+        for read in reads:
+            if read.row.get("run_id") == rows.run_id and read.row.get("state") == "ok":
+                read.row.update(state="bad", reason=why)
 
 
 def _read_s3(item: Found, opts: Options, limit: int) -> Read:
@@ -412,12 +387,18 @@ def reads(
     """Each task's files (``size`` a task), their manifest rows as columns and their tables, in
     order. With a pool, every task is handed out at once (the workers start reading while this
     process does the rest of its work)."""
+    return _handed_out(
+        todo, size, pool, partial(_columnar_task, opts=opts, follow_links=follow_links)
+    )
+
+
+def _handed_out(todo: list[Any], size: int, pool: Any, task: Callable[..., Any]) -> Iterator[Any]:
+    """``task`` of each ``size`` items of ``todo`` — its outcome per item and its tables —, in
+    order: here, or (many items) in ``pool``'s workers, every task handed out at once."""
     tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
     if pool is None or len(todo) < PARALLEL_MIN:
-        here = partial(_columnar_task, opts=opts, follow_links=follow_links)
-        return (_as_landed(items, *here(items)) for items in tasks)
-    run = partial(_shipped_task, opts=opts, follow_links=follow_links)
-    shipped = pool.map(run, tasks)
+        return ((items, *task(items)) for items in tasks)
+    shipped = pool.map(partial(_shipped, task), tasks)
     return (_landed(items, one) for items, one in zip(tasks, shipped, strict=True))
 
 
@@ -440,12 +421,6 @@ def _columnar_task(
     reads, tables = read_task(items, opts, follow_links)
     rows = [read.row for read in reads]
     return {name: [row.get(name) for row in rows] for name in READ_COLUMNS}, tables
-
-
-def _as_landed(
-    items: list[Found], columns: dict[str, list[Any]], tables: dict[str, pa.Table]
-) -> Landed:
-    return items, columns, tables
 
 
 #: a task's outcome as a worker sends it: its manifest columns, and its tables' record
@@ -471,15 +446,11 @@ class Packing(NamedTuple):
 PACKED_ROWS = 1024
 
 
-def _shipped_task(items: list[Found], opts: Options, follow_links: bool) -> Shipped:
-    """:func:`read_task` in a worker, its tables serialized for the trip back, without their
-    columns of nulls only (0.63 of the bytes of 64 seed-002 files' tables: this process reads
-    them from the pipe)."""
-    return _packed(*_columnar_task(items, opts, follow_links))
-
-
-def _packed(columns: Any, tables: dict[str, pa.Table]) -> Shipped:
-    """A task's outcome per file and its tables, packed for the trip back."""
+def _shipped(task: Callable[..., Any], items: list[Any]) -> Shipped:
+    """``task`` in a worker, its tables serialized for the trip back, without their columns of
+    nulls only (0.63 of the bytes of 64 seed-002 files' tables: this process reads them from
+    the pipe)."""
+    columns, tables = task(items)
     import pyarrow as pa
 
     buffers = []
@@ -527,8 +498,7 @@ def _landed(items: list[Any], shipped: Shipped) -> Landed:
             if arrays[n] is None:
                 arrays[n] = _nulls(field.type, part.num_rows)
         batches[name].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
-    tables = {name: pa.Table.from_batches(batches[name], schema=SCHEMAS[name]) for name in TABLES}
-    return items, columns, tables
+    return items, columns, {t: pa.Table.from_batches(batches[t], schema=SCHEMAS[t]) for t in TABLES}
 
 
 #: an array of nulls per type, sliced to each batch's length (made once, not per batch)
@@ -597,7 +567,9 @@ def _validation_reason(exc: ValidationError) -> str:
     return f"not a valid netfleet envelope: {where}: {first['msg']}{more}"
 
 
-def read_envelope(path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot.read) -> RunRows:
+def read_envelope(
+    path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot.read
+) -> tuple[dict[str, Any], RunRows]:
     """Read one raw envelope (checked by the store's reader: format version, its ``d=`` /
     ``campaign=`` directory, the byte limit) and build its rows; raise :class:`CatalogError`
     whose message is the reason (without the path)."""
@@ -608,7 +580,7 @@ def read_envelope(path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot
     try:
         doc = read(path)
         Envelope.model_validate(doc)
-        return envelope_rows(doc, source=str(path))
+        return doc, envelope_rows(doc, source=str(path))
     except StoreUnreachable:
         raise  # the store is down or refuses us: no file is to blame, the load stops (exit 4)
     except StoreError as exc:
@@ -625,27 +597,18 @@ def read_envelope(path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot
 Outcome = tuple[str | None, str | None]
 
 
+@collector_paused()
 def envelope_task(paths: list[Any], root: RawStore) -> tuple[list[Outcome], dict[str, pa.Table]]:
     """Read a task of envelopes (a worker's unit, as :func:`read_task` for foreign files): each
     one's run id or reason, and the rows of those read as Arrow tables (a run whose values
-    Arrow refuses is refused alone, with its reason; a run twice in the task is kept once)."""
-    from netfleet.catalog.memory import collector_paused
-
-    with collector_paused():
-        return _envelope_task(paths, root)
-
-
-def _envelope_task(paths: list[Any], root: RawStore) -> tuple[list[Outcome], dict[str, pa.Table]]:
-    import pyarrow as pa
-
-    from netfleet.catalog.schemas import SCHEMAS
-
+    Arrow refuses is refused alone, with its reason; a run twice in the task is kept once; the
+    cycle collector paused, as :func:`read_task`'s)."""
     outcomes: list[Outcome] = []
     batch = Batch()
     seen: set[str] = set()
     for path in paths:
         try:
-            rows = read_envelope(path, root.read)
+            _, rows = read_envelope(path, root.read)
         except CatalogError as exc:
             outcomes.append((None, exc.message))
             continue
@@ -654,8 +617,7 @@ def _envelope_task(paths: list[Any], root: RawStore) -> tuple[list[Outcome], dic
             seen.add(rows.run_id)
             _refused(outcomes, batch.add(rows))
     _refused(outcomes, batch.convert())
-    tables = {t: pa.Table.from_batches(batch.parts[t], schema=SCHEMAS[t]) for t in TABLES}
-    return outcomes, tables
+    return outcomes, batch.as_tables()
 
 
 def _refused(outcomes: list[Outcome], rejected: list[tuple[Any, str]]) -> None:
@@ -665,19 +627,10 @@ def _refused(outcomes: list[Outcome], rejected: list[tuple[Any, str]]) -> None:
                 outcomes[at] = (None, why)
 
 
-def _shipped_envelopes(paths: list[Any], root: RawStore) -> Shipped:
-    """:func:`envelope_task` in a worker, packed for the trip back."""
-    return _packed(*envelope_task(paths, root))
-
-
 def envelope_reads(
     files: list[Any], root: RawStore, pool: Any, size: int
 ) -> Iterator[tuple[list[Any], list[Outcome], dict[str, pa.Table]]]:
     """Each task's envelopes (``size`` a task), their outcomes and their tables, in order;
     with a pool, handed out to the workers at once (a local root's files only: an S3 root's
     client stays in this process)."""
-    tasks = [files[i : i + size] for i in range(0, len(files), size)]
-    if pool is None or len(files) < PARALLEL_MIN:
-        return ((paths, *envelope_task(paths, root)) for paths in tasks)
-    shipped = pool.map(partial(_shipped_envelopes, root=root), tasks)
-    return (_landed(paths, one) for paths, one in zip(tasks, shipped, strict=True))
+    return _handed_out(files, size, pool, partial(envelope_task, root=root))

@@ -1,26 +1,24 @@
-"""``netfleet import --catalog``: register files by reference (issue 26).
+"""The catalog's one load loop (:func:`load`) and its two entry points: ``netfleet import
+--catalog`` (:func:`register`: foreign files by reference, local paths or ``s3://`` objects; no
+envelope is written) and ``netfleet ingest`` of a local results root
+(:mod:`netfleet.catalog.ingestion`). Each file is read once in worker tasks
+(:mod:`netfleet.catalog.reader`), its rows written by the one batch writer
+(:mod:`netfleet.catalog.writer`), its manifest row into the manifest
+(:mod:`netfleet.catalog.manifest`).
 
-The files stay where they are (local paths, or ``s3://`` objects); each is read once — hashed,
-inflated, decoded selectively (:mod:`netfleet.catalog.reader`) in one worker process per CPU
-— and its run's ``runs``, ``ends`` and interval-sum rows go straight into the catalog as one
-batch of parts (:mod:`netfleet.catalog.layout`), its manifest row into the manifest
-(:mod:`netfleet.catalog.manifest`). No envelope is written.
-
-Importing again decides by stat, as git's index does: a file whose size, mtime_ns and inode
-(S3: size and ETag) are those of its manifest row is not opened. A file whose stat changed is
-read again: the same bytes (touched) only refresh the row; other bytes are a new run, and the
-old run's rows retire from the catalog (its manifest row says ``retired``). A file the
-manifest has under one of the sources given that is gone is marked ``missing`` (its runs stay:
-they were verified when read). A file that cannot be read is recorded with its reason
-(``bad``) and never stops the others. Every import that changes anything writes the manifest
-with the next generation; the cheat sheet's cache is keyed by it.
+Loading again decides by stat, as git's index does: a file whose size, mtime_ns and inode (S3:
+size and ETag) are those of its manifest row is not opened. A file whose stat changed is read
+again: the same bytes (touched) only refresh the row; other bytes are a new run, and the old
+run's rows retire from the catalog (its manifest row says ``retired``). A file the manifest has
+under one of the sources given that is gone is marked ``missing`` (its runs stay: they were
+verified when read). A file that cannot be read is recorded with its reason (``bad``) and never
+stops the others. Every load that changes anything writes the manifest with the next
+generation; the cheat sheet's cache is keyed by it.
 
 Crash safety: rows are committed batch by batch (runs part last), then old runs are retired
-(their batches rewritten without them, through a journal, :func:`retire`), then the manifest
-is written (the rows this import made or changed: a segment of a large manifest, else the
-whole one — :mod:`netfleet.catalog.manifest`). A crash before the manifest leaves rows the
-manifest does not know: the next import reads those files again, finds their runs in the
-catalog and records them.
+(their batches rewritten without them, through a journal: :mod:`netfleet.catalog.retire`), then
+the manifest is written. A crash before the manifest leaves rows the manifest does not know:
+the next load reads those files again, finds their runs in the catalog and records them.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ from netfleet.catalog import sourcelist
 from netfleet.catalog.manifest import (
     COLUMNS,
     Index,
-    extend_index,
     load_index,
     read_index,
     read_manifest,
@@ -48,7 +45,7 @@ from netfleet.catalog.manifest import (
     write_index,
 )
 from netfleet.catalog.manifest import write_changes as _write_changes
-from netfleet.catalog.memory import collector_paused, give_back
+from netfleet.catalog.memory import collector_paused
 from netfleet.catalog.sourcelist import Found, Options
 from netfleet.errors import InputError, named
 from netfleet.plain import Plain
@@ -75,10 +72,8 @@ BATCH_RUNS = 10_000
 
 
 class RegisterReport(Plain):
-    """What one import by reference did. (A plain class, as the dataclass it was:
-    :mod:`netfleet.plain`.)"""
+    """What one load did (:mod:`netfleet.plain`: the fields in ``__slots__``' order)."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = (  # noqa: RUF023
         "catalog_dir", "registered", "unchanged", "changed", "touched", "missing", "bad",
         "flagged", "duplicates", "already", "retired", "generation", "seconds", "batches",
@@ -241,11 +236,10 @@ def load(
         # options once checked)
         index = read_index(catalog)
         todo = found
-        seen: _Seen | None = None
+        active: dict[str, int] = {}
+        gone: list[str] = []
         if index is not None:
             if _unchanged(found, index, campaign, asked):
-                active: dict[str, int] = {}
-                gone: list[str] = []
                 todo = []
             else:
                 active = _active(index, campaign, asked)
@@ -257,118 +251,67 @@ def load(
                 report.seconds = time.monotonic() - started
                 found.clear()  # freed before the collector resumes: none of it walked
                 return report
-            seen = (index, active, todo, gone)
     from netfleet.catalog import reader
 
-    budget: _Budget = (batch_runs or BATCH_RUNS, batch_rows, task_files)
-    with reader.pool(workers, len(todo)) as pool:
-        return _register(
-            found, sources, catalog, campaign, asked, report, started, pool, keep_copy,
-            progress, options(), follow_links, budget, seen,
-        )  # fmt: skip
+    batch_runs = batch_runs or BATCH_RUNS
+    with reader.pool(workers, len(todo)) as pool:  # what follows while the workers start
+        from netfleet.catalog.keepcopy import Keeper
+        from netfleet.catalog.retire import finish_retire, retire
+        from netfleet.catalog.writer import Writer, prepared
 
-
-#: when the load loop writes a batch (runs kept; interval rows read, None: no such bound) and
-#: how many files a task read in this process holds (None: :data:`reader.TASK_FILES`)
-_Budget = tuple[int, int | None, int | None]
-
-
-#: what :func:`register` found before taking the lock: the index, its active rows, the files
-#: to read and the rows gone — used under the lock while the index is still the manifest's
-_Seen = tuple[Index, dict[str, int], list[Found], list[str]]
-
-
-def _register(
-    found: list[Found],
-    sources: list[str],
-    catalog: Path,
-    campaign: str | None,
-    asked: str,
-    report: RegisterReport,
-    started: float,
-    pool: Any,
-    keep_copy: str | None,
-    progress: Progress | None,
-    opts: Options,
-    follow_links: bool,
-    budget: _Budget,
-    seen: _Seen | None = None,
-) -> RegisterReport:
-    """:func:`load`'s work once something is to be read or marked."""
-    from netfleet.catalog import reader
-    from netfleet.catalog.keepcopy import Keeper
-    from netfleet.catalog.retire import finish_retire, retire
-    from netfleet.catalog.writer import Writer, prepared
-
-    with prepared(catalog, None) as (local, known):
-        finish_retire(local)
-        if seen is not None and still_current(local, seen[0]):  # no import came between
-            index, active, todo, gone = seen
-        else:
-            on_disk = read_index(local)
-            if on_disk is None:  # not the manifest files' own (a crash before it was written)
-                on_disk = load_index(local)
-                write_index(local, on_disk)
-            index = on_disk
-            active = _active(index, campaign, asked)
-            todo, gone = _work(found, sources, index, active)
-        report.bad = _still_refused(index, found, todo, active)
-        report.unchanged = len(found) - len(todo) - len(report.bad)
-        if not todo and not gone:
-            report.generation = index.generation
-            report.seconds = time.monotonic() - started
-            return report
-        _load_writer()  # (while the workers start: reader.pool)
-        parallel = pool is not None and len(todo) >= reader.PARALLEL_MIN
-        batch_runs, batch_rows, task_files = budget
-        size = min(reader.TASK_FILES, batch_runs) if parallel else task_files or reader.TASK_FILES
-        tasks = reader.reads(todo, opts, follow_links, pool, size)  # handed out to the workers
-        state = _State(index, active, index.generation, asked)
-        keep = Keeper(keep_copy, follow_links) if keep_copy else None
-        generation = state.generation + 1
-        writer = Writer(local, known)
-        done = 0
-        if progress is not None:
-            progress(report.unchanged, len(found))
-        for items, columns, tables in tasks:
-            if writer.runs >= batch_runs or (batch_rows is not None and writer.rows >= batch_rows):
-                _flush(writer, report)  # between two tasks' rows
-            _settle_task(items, columns, tables, state, writer, report, keep)
-            done += len(items)
+        opts = options()
+        with prepared(catalog, None) as (local, known):
+            finish_retire(local)
+            # what was found before the lock holds while no import came between
+            if index is None or not still_current(local, index):
+                index = read_index(local)
+                if index is None:  # not the manifest files' own (a crash before it was written)
+                    index = load_index(local)
+                    write_index(local, index)
+                active = _active(index, campaign, asked)
+                todo, gone = _work(found, sources, index, active)
+            report.bad = _still_refused(index, found, todo, active)
+            report.unchanged = len(found) - len(todo) - len(report.bad)
+            if not todo and not gone:
+                report.generation = index.generation
+                report.seconds = time.monotonic() - started
+                return report
+            _load_writer()  # (while the workers start: reader.pool)
+            size = task_files or reader.TASK_FILES
+            if pool is not None and len(todo) >= reader.PARALLEL_MIN:
+                size = min(reader.TASK_FILES, batch_runs)
+            tasks = reader.reads(todo, opts, follow_links, pool, size)  # handed out at once
+            state = _State(index, active, index.generation, asked)
+            keep = Keeper(keep_copy, follow_links) if keep_copy else None
+            writer = Writer(local, known)
+            done = 0
             if progress is not None:
-                progress(report.unchanged + done, len(found))
-        _flush(writer, report)
-        for source in state.gone(sources, {f.source for f in found}):
-            state.mark(source, state="missing", reason="gone from its source")
-            report.missing.append(source)
-        report.retired = retire(local, state.retiring())
-        if state.changed:
-            state.write(local)
-            report.generation = generation
-        else:
+                progress(report.unchanged, len(found))
+            for items, columns, tables in tasks:
+                full = batch_rows is not None and writer.rows >= batch_rows
+                if full or writer.runs >= batch_runs:
+                    writer.commit(report)  # between two tasks' rows
+                _settle_task(items, columns, tables, state, writer, report, keep)
+                done += len(items)
+                if progress is not None:
+                    progress(report.unchanged + done, len(found))
+            writer.commit(report)
+            for source in gone:  # (:func:`_work`'s: settling the files read changed none)
+                state.mark(source, state="missing", reason="gone from its source")
+                report.missing.append(source)
+            report.retired = retire(local, state.retiring())
             report.generation = state.generation
+            if state.changed:
+                state.write(local)
+                report.generation += 1
     report.seconds = time.monotonic() - started
     return report
 
 
-def _flush(writer: Writer, report: RegisterReport) -> None:
-    """Commit the runs kept so far as one batch (counted in the report) and hand the batch's
-    memory back (:mod:`netfleet.catalog.memory`)."""
-    written = writer.flush()
-    if written:
-        report.batches += 1
-        for table, count in written.items():
-            report.rows[table] = report.rows.get(table, 0) + count
-    give_back()
-
-
 def _load_writer() -> None:
-    """Load what writing the catalog's parts and the manifest needs (pyarrow, the catalog's
-    schemas — not the row code, which loads the engines and pydantic —, Parquet) while the
-    workers start (the fork server loads
-    the readers: :func:`~netfleet.catalog.reader.pool`): loaded on first use it was
-    0.3-0.5 s of one core alone at the end of the import, and loaded after handing out the
-    tasks it waited for the workers' start."""
+    """Load what writing the catalog's parts and the manifest needs (pyarrow, the schemas,
+    Parquet — not the row code: the engines and pydantic) while the workers start: loaded on
+    first use, it was 0.3-0.5 s of one core alone at the end of the import."""
     import importlib
 
     for name in ("pyarrow.parquet", "netfleet.catalog.schemas"):
@@ -552,17 +495,6 @@ class _State:
         at = self.active.get(source)
         return None if at is None else self.index.row(at)
 
-    def gone(self, sources: list[str], found: set[str]) -> list[str]:
-        """Active rows' sources under one of ``sources`` whose file was not found."""
-        states = self.index.columns["state"]
-        out = []
-        for source, at in self.active.items():
-            if source in found or states[at] == "missing":
-                continue
-            if any(_under(source, s) for s in sources):
-                out.append(source)
-        return out
-
     def mark(self, source: str, **changes: Any) -> None:
         self.mark_at(self.active[source], **changes)
 
@@ -572,16 +504,10 @@ class _State:
         self.changed = True
 
     def add(self, row: dict[str, Any]) -> None:
-        row = {**row, "asked": self.asked, "generation": self.generation + 1}
-        row["row_id"] = self.index.next_row
-        self.index.next_row += 1
-        self.index.append(row)
-        for name, values in self.new.items():
-            values.append(row.get(name))
-        self.changed = True
+        self.add_columns({name: [value] for name, value in row.items()}, 1)
 
     def add_columns(self, columns: dict[str, list[Any]], count: int) -> None:
-        """``count`` new rows at once, as columns (:func:`_settle_task`'s common case)."""
+        """``count`` new rows at once, as columns (a list per column, a missing one null)."""
         first = self.index.next_row
         self.index.next_row += count
         columns = {
@@ -590,7 +516,7 @@ class _State:
             "generation": [self.generation + 1] * count,
             "row_id": list(range(first, first + count)),
         }
-        extend_index(self.index, columns, count)
+        self.index.extend(columns, count)
         nulls = [None] * count
         for name, values in self.new.items():
             values.extend(columns.get(name, nulls))

@@ -13,6 +13,7 @@ from netfleet.catalog.layout import (
     MAX_IDS_BYTES,
     TABLES,
     TEMP_PREFIX,
+    batch_run_ids,
     committed_batches,
     ids_name,
 )
@@ -87,17 +88,11 @@ def finish_retire(catalog: Path) -> None:
 
 
 def batch_ids(catalog: Path, batch_id: str) -> list[str]:
+    """:func:`~netfleet.catalog.layout.batch_run_ids`; none when the batch is gone."""
     try:
-        text = read_back(catalog / IDS_DIR / ids_name(batch_id), MAX_IDS_BYTES).decode()
-        return [loads_back(line) for line in text.splitlines()]
-    except (OSError, ValueError):
-        import pyarrow.parquet as pq
-
-        part = catalog / "runs" / _part_name(batch_id)
-        try:
-            return [str(i) for i in pq.read_table(part, columns=["run_id"])["run_id"].to_pylist()]
-        except OSError:
-            return []
+        return batch_run_ids(catalog, batch_id)
+    except OSError:
+        return []
 
 
 def delete_batch(catalog: Path, batch_id: str) -> None:

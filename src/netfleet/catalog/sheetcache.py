@@ -1,31 +1,19 @@
-"""Cheat sheets already answered, kept beside a local catalog: the same question over the same
-committed parts is read back instead of queried again (no DuckDB, no Parquet read).
+"""Answers already given, kept beside a local catalog (``CATALOG/_sheets/``): the same question
+over the same committed parts is read back instead of queried again (no DuckDB, no Parquet
+read). docs/catalog.md ("Answers are kept, never stale") and docs/security.md say what a user
+relies on.
 
-Why a cached answer cannot be stale: committed parts are never rewritten (see
-:mod:`netfleet.catalog.layout`: a batch is new files under new names), so the key is
+Why a kept answer cannot be stale: committed parts are never rewritten
+(:mod:`netfleet.catalog.layout`), so the key — every committed part's name, size and mtime, the
+manifest's generation and stat, the question, the catalog format, netfleet's version and
+:data:`CACHE_FORMAT` — changes with anything the answer depends on; and an answer is kept only
+when the key is the same after the query as before it.
 
-* every committed part of every table — name, size and modification time (a new batch, a
-  deleted, replaced or touched part changes it);
-* the manifest's generation (:mod:`netfleet.catalog.manifest`: files imported by reference;
-  each import that changes anything writes the next one) with the manifest file's stat;
-* the question's arguments (group keys, side, filters, campaign, unit, rate basis);
-* the catalog format, netfleet's version and :data:`CACHE_FORMAT` (another netfleet, or another
-  query, never reads this one's answers).
-
-An answer is kept only when the key is the same after the query as before it (an ingest that
-commits a batch meanwhile may or may not be in the answer). An entry is one JSON file,
-``CATALOG/_sheets/sheet-<sha256 of the key>.json``, written atomically; ``_`` keeps it out of
-what Spark, Athena and Trino read as table data. An entry is read back only as
-:func:`netfleet.journalfile.read_back` allows (a regular file, never a link, a FIFO or a device,
-of at most :data:`MAX_ENTRY_BYTES`) and only when this user wrote it and nobody else may write
-it (an entry another user planted is not believed); it names itself inside (an entry renamed
-to another question's name is not that question's answer). An entry that breaks a rule, does
-not parse or does not hold the shape expected is ignored (and written again). Only answers
-made of JSON's own values (text, numbers, booleans, null) are kept, so one reads back exactly
-what was computed. At most
-:data:`KEEP` entries stay; netfleet deletes only files in that directory that carry its own
-name pattern, and only when ``_sheets`` is a real directory (a link there is neither read
-nor written through). S3 catalogs are not cached.
+An entry (``sheet-<sha256 of the key>.json``, written atomically) is believed only when read
+back as :func:`netfleet.readback.read_back` allows, written by this user and writable by nobody
+else, naming itself inside, and of the shape ``load`` expects; only answers made of JSON's own
+values are kept. At most :data:`KEEP` entries stay; only files of our own name pattern in a real
+``_sheets`` directory (never a link) are deleted. S3 catalogs are not cached.
 """
 
 from __future__ import annotations
@@ -68,7 +56,7 @@ SHEETS_DIR = "_sheets"
 KEEP = 64
 #: the most bytes of an entry read back (a sheet is kilobytes): a larger one is not ours
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-#: the names of the entries (:func:`_prune`'s pattern, compiled when pruning)
+#: the names of the entries (:func:`prune`'s pattern, compiled when pruning)
 _ENTRY = r"^sheet-[0-9a-f]{64}\.json$"
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -167,22 +155,21 @@ def _write(folder: Path, entry: Path, answer: Any) -> None:
     if not plain(doc):
         return
     try:
+        import re
+
         checked_dir(folder.parent, folder.name)  # made, never a link (netfleet.durable)
         atomic_write(entry, json.dumps({**doc, "entry": entry.name}).encode(), prefix=TEMP_PREFIX)
-        _prune(folder)
+        prune(folder, re.compile(_ENTRY).match, KEEP)
     except (OSError, LinkRefused):  # the answer stands without its cache entry
         return
 
 
-def _prune(folder: Path) -> None:
-    """Delete the oldest entries beyond :data:`KEEP` (only regular files named as ours)."""
-    import re
-
-    pattern = re.compile(_ENTRY)
+def prune(folder: Path, ours: Callable[[str], Any], keep: int) -> None:
+    """Delete the oldest entries beyond ``keep`` (only regular files whose name is ``ours``)."""
     entries = []
     with os.scandir(folder) as it:
         for e in it:
-            if pattern.match(e.name) and e.is_file(follow_symlinks=False):
+            if ours(e.name) and e.is_file(follow_symlinks=False):
                 entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
-    for _, name in sorted(entries)[:-KEEP]:
+    for _, name in sorted(entries)[:-keep]:
         (folder / name).unlink(missing_ok=True)

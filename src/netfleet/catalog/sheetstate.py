@@ -1,32 +1,25 @@
-"""The cheat sheet kept up to date as batches arrive (issue 26): +100 files to a catalog of
-10,000 need not compute the sheet again over every run (DuckDB: 0.2 s of statements and 0.07 s
-to load it) — the previous sheet's per-group tallies, plus the new batches' runs, give the same
-numbers.
+"""The cheat sheet kept up to date as batches arrive: +100 files to a catalog of 10,000 need not
+compute the sheet again over every run (DuckDB: 0.2 s of statements and 0.07 s to load it) —
+the previous sheet's per-group tallies, plus the new batches' runs, give the same numbers.
 
-What is kept (``CATALOG/_tallies/state-<sha256 of the question>.bin``; ``_`` keeps it out of
-what Spark, Athena and Trino read as table data), per group: the count, sum, minimum and maximum
-of the kept interval rates, the runs, the runs counted with their sender's side and, for each
-quantile (p5, p50, p95), a **window** of the sorted rates around its rank — the rates of ranks
-``offset … offset + len - 1`` of the group, :data:`WINDOW` ranks either side of the ranks
-``quantile_cont`` interpolates between; plus the sheet's counts (runs, omitted, stubs …) and
-the committed parts (runs, intervals: name, size, mtime) they cover. Committed parts are never
+What is kept (``CATALOG/_tallies/state-<sha256 of the question>.bin``), per group: the count,
+sum, minimum and maximum of the kept interval rates, the runs, the runs counted with their
+sender's side and, for each quantile (p5, p50, p95), a **window** of the sorted rates around its
+rank — the rates of ranks ``offset … offset + len - 1`` of the group, :data:`WINDOW` ranks either
+side of the ranks ``quantile_cont`` interpolates between; plus the sheet's counts and the
+committed parts (runs, intervals: name, size, mtime) they cover. Committed parts are never
 rewritten (:mod:`netfleet.catalog.layout`), so a batch is in the tally or it is not.
 
-A new batch's runs are read with pyarrow (their runs and intervals parts, no DuckDB) and
-tallied by the rules of the sheet's query (:mod:`netfleet.catalog.cheatsheet`: status ok, the
-side's ``sum`` intervals or the sender's for a run without the receiver's, omitted, impossible
-and stub intervals left out); a new rate below a window moves its offset up one, one inside is
-inserted in order, so the window stays a run of consecutive ranks of the whole group, and the
-quantile is read from it when its ranks are inside (DuckDB's ``quantile_cont``: the rank
-``(n - 1) q``, ``lo (1 - d) + hi d``). Anything else is computed afresh by DuckDB, which writes
-the tally again: a part gone (a changed file's run retired), a question the rules here do not
-cover (a ``where`` filter, the wire rate, an interval key such as ``flow``, a key that is a
-date or timestamp column), a run with an adaptive note or a lab scale, a label value that is
-not text, a runs part with other columns, a quantile's ranks outside its window, a state
-that does not parse or whose checksum differs. A fresh sheet keeps its tally only when the
-windows give back exactly DuckDB's own p5, p50 and p95 (and its counts, minimum, maximum).
-Averages: the kept sum plus the new rates', over the count — DuckDB's ``avg`` sums in
-another order, so the two agree to a relative 1e-15, not to the bit.
+A new batch's runs are read with pyarrow (no DuckDB) and tallied by the rules of the sheet's
+query (:mod:`netfleet.catalog.cheatsheet`); a new rate below a window moves its offset up one,
+one inside is inserted in order, so the window stays a run of consecutive ranks of the whole
+group, and the quantile is read from it when its ranks are inside (DuckDB's ``quantile_cont``:
+the rank ``(n - 1) q``, ``lo (1 - d) + hi d``). Anything the rules here do not cover (docs/
+catalog.md lists them: a part gone, a ``where`` filter, the wire rate, an interval key, adaptive
+or scaled-lab runs, a quantile's ranks outside its window, a damaged state …) is computed afresh
+by DuckDB, which keeps the tally again — only when the windows give back exactly DuckDB's own
+p5, p50 and p95 (and its counts, minimum, maximum). Averages: the kept sum plus the new rates',
+over the count — DuckDB's ``avg`` sums in another order, so the two agree to a relative 1e-15.
 """
 
 from __future__ import annotations
@@ -199,6 +192,7 @@ def save(
 ) -> None:
     """Keep ``tally`` (over ``parts``) for ``question``; ``meta``: how the keys were resolved
     and the runs columns. A catalog that cannot take it (read only, full) has no state."""
+    from netfleet.catalog.sheetcache import prune
     from netfleet.durable import checked_dir
     from netfleet.errors import LinkRefused
 
@@ -240,21 +234,9 @@ def save(
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
-        _prune(folder)
+        prune(folder, lambda name: name.startswith("state-") and name.endswith(".bin"), _KEEP)
     except (OSError, LinkRefused):
         return
-
-
-def _prune(folder: Path) -> None:
-    """The oldest states beyond :data:`_KEEP` deleted (only regular files named as ours)."""
-    entries = []
-    with os.scandir(folder) as it:
-        for e in it:
-            ours = e.name.startswith("state-") and e.name.endswith(".bin")
-            if ours and e.is_file(follow_symlinks=False):
-                entries.append((e.stat(follow_symlinks=False).st_mtime_ns, e.name))
-    for _, name in sorted(entries)[:-_KEEP]:
-        (folder / name).unlink(missing_ok=True)
 
 
 def load(catalog: Path, question: dict[str, Any]) -> tuple[dict[str, Any], Tally] | None:
@@ -293,16 +275,8 @@ def _tally(head: dict[str, Any], values: array[float]) -> Tally:
     at = 0
     for doc in head["groups"]:
         group = Group()
-        group.count, group.runs, group.senders = (
-            int(doc["count"]),
-            int(doc["runs"]),
-            int(doc["senders"]),
-        )
-        group.total, group.low, group.high = (
-            float(doc["total"]),
-            float(doc["low"]),
-            float(doc["high"]),
-        )
+        group.count, group.runs, group.senders = (int(doc[k]) for k in ("count", "runs", "senders"))
+        group.total, group.low, group.high = (float(doc[k]) for k in ("total", "low", "high"))
         if len(doc["windows"]) != len(QUANTILES):
             raise ValueError("windows")
         for window, (offset, length) in zip(group.windows, doc["windows"], strict=True):

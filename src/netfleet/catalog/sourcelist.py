@@ -18,10 +18,8 @@ if TYPE_CHECKING:
 
 
 class Options(Frozen):
-    """What every file of one import shares. (Read-only. Plain classes, these two, as the
-    dataclasses they were: :mod:`netfleet.plain`.)"""
+    """What every file of one load shares (read-only: :mod:`netfleet.plain`)."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("campaign", "labels", "pattern", "side", "entry")  # noqa: RUF023
 
     campaign: str
@@ -49,7 +47,6 @@ class Read(Plain):
     reader's module: the importing process unpickles its workers' reads without loading the
     readers."""
 
-    #: the fields, in their order (the constructor's, ``==``, ``repr``)
     __slots__ = ("row", "rows")
 
     row: dict[str, Any]

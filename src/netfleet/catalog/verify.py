@@ -1,33 +1,18 @@
-"""``netfleet verify``: hash every file the manifest holds again (issue 26) — files imported by
-reference and ingested envelopes alike (issue 34).
+"""``netfleet verify``: hash every file the manifest holds again (files imported by reference
+and ingested envelopes alike; what a user sees: docs/import.md). Each row not retired is read
+from its source (local path or ``s3://`` object) and its SHA-256 compared with the row's
+``file_id``: ``ok``; ``changed`` (other bytes, other stat: rewritten since); ``corrupt`` (other
+bytes under the *same* stat — nothing wrote the file — or unreadable as it was); ``missing``
+(its ``--keep-copy`` copy hashed instead when there is one: ``kept_ok``); ``gone_refused`` (a
+file refused when read, gone since: it holds no run). ``--prune`` (:func:`prune`) forgets the
+missing and gone-refused files (:func:`netfleet.catalog.register.forget`); without it nothing
+is written.
 
-Each row not retired is read from its source (local path or ``s3://`` object) and its SHA-256
-compared with the row's ``file_id``:
-
-* ``ok`` — the same bytes;
-* ``changed`` — other bytes, and its stat (size, mtime_ns, inode; S3: size, ETag) changed too:
-  the file was rewritten since it was imported (import it again to catalogue the new bytes);
-* ``corrupt`` — other bytes under the *same* stat: nothing wrote the file, yet its bytes differ
-  (the disk, a copy tool that kept the times); or a row that was ``ok`` whose file can no
-  longer be read as it was;
-* ``missing`` — gone from its source (a kept copy, ``--keep-copy``, is hashed instead when
-  there is one: ``kept_ok`` names those whose copy still holds the bytes);
-* ``gone_refused`` — a file refused when it was read (it holds no run: nothing to verify),
-  gone since: listed, never a problem.
-
-``--prune`` (:func:`prune`) forgets the missing and gone-refused files: their manifest rows
-are retired, the runs they held leave the catalog (a source is asked again under the
-catalog's lock: one back since is kept). Nothing on disk is deleted (a kept copy stays).
-
-A local source is looked at before it is opened (:mod:`netfleet.readback`'s rules): what is
-no longer a regular file (a FIFO, a device, a folder) is ``changed`` without being opened; a
-symbolic link is followed only when its target is the file imported (``--follow-links``: the
-manifest's size, mtime and inode are the target's), else it is ``changed``; a file whose size
-is not the size imported is ``changed`` without being read (a sparse petabyte costs a stat),
-and no more than that size is hashed.
-
-Without ``--prune`` nothing is written: verify reports, import acts. Files are hashed in
-threads (hashlib and file reads release the GIL).
+A local source is looked at before it is opened (:mod:`netfleet.readback`'s rules): what is no
+longer a regular file is ``changed`` without being opened; a symbolic link is followed only when
+its target is the file imported (``--follow-links``: the manifest's stat is the target's); a
+file whose size is not the size imported is ``changed`` without being read, and no more than
+that size is hashed. Files are hashed in threads (hashlib and file reads release the GIL).
 """
 
 from __future__ import annotations
@@ -148,13 +133,9 @@ def _check_all(rows: list[dict[str, Any]], workers: int) -> list[tuple[str, str]
     slices = [rows[n::threads] for n in range(threads)]
     out: list[tuple[str, str]] = [("", "")] * len(rows)
     with ThreadPoolExecutor(threads) as pool:
-        for n, part in enumerate(pool.map(_check_slice, slices)):
+        for n, part in enumerate(pool.map(lambda rows: [_check(row) for row in rows], slices)):
             out[n::threads] = part
     return out
-
-
-def _check_slice(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [_check(row) for row in rows]
 
 
 def _check(row: dict[str, Any]) -> tuple[str, str]:
@@ -208,11 +189,8 @@ def _hash(source: str, row: dict[str, Any] | None = None) -> tuple[str, tuple[An
     path = source
     if row is not None and stat.S_ISLNK(os.lstat(source).st_mode):
         target = os.stat(source)  # imported with --follow-links: the manifest has its stat
-        if (target.st_size, target.st_mtime_ns, target.st_ino) != (
-            row.get("size"),
-            row.get("mtime_ns"),
-            row.get("inode"),
-        ):
+        was = (row.get("size"), row.get("mtime_ns"), row.get("inode"))
+        if (target.st_size, target.st_mtime_ns, target.st_ino) != was:
             raise NotOurs("a link to another file")
         path = os.path.realpath(source)
     fd = open_back(path)  # looked at first: a FIFO or a device is never opened

@@ -112,17 +112,22 @@ class Batch:
         for table, records in converted.items():
             self.parts[table].append(records)
 
+    def as_tables(self) -> dict[str, pa.Table]:
+        """Each table's rows as one Arrow table."""
+        import pyarrow as pa
+
+        from netfleet.catalog.schemas import SCHEMAS
+
+        return {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+
     def tables(self) -> dict[str, list[pa.Table]]:
         """Each table's rows, as the row groups of its part: for ``intervals`` the ``sum`` rows
         in a row group ahead of the per-stream rows (none when every row is a sum: an import by
         reference's), so a query on sums — the cheat sheet, analysis — skips the per-stream row
         groups by their min/max statistics instead of reading ten times the rows (``-P 10``)."""
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        from netfleet.catalog.schemas import SCHEMAS
-
-        tables = {t: pa.Table.from_batches(self.parts[t], schema=SCHEMAS[t]) for t in TABLES}
+        tables = self.as_tables()
         groups = {t: [rows] for t, rows in tables.items()}
         intervals = tables["intervals"]
         is_sum = pc.fill_null(pc.equal(intervals.column("kind"), "sum"), False)
@@ -287,7 +292,12 @@ def prepared(
             checked_dir(local, table)
     except OSError as exc:
         raise CatalogError(f"cannot create the catalog at {local}: {exc}") from exc
-    with _locked(local):
+    with locked(local, wait=False) as held:
+        if not held:
+            raise EnvironmentProblem(
+                f"{local}: another ingest is running",
+                hint="wait for it to finish, then run netfleet ingest again",
+            )
         if remote is None:
             check_format(local)
             write_format(local)
@@ -302,18 +312,18 @@ def prepared(
 
 
 @contextmanager
-def _locked(catalog_dir: Path) -> Iterator[None]:
-    fd = open_in(catalog_dir, ".lock", os.O_RDWR | os.O_CREAT, 0o644)  # never truncated
+def locked(folder: Path, wait: bool = True) -> Iterator[bool]:
+    """The folder's lock (``.lock``, never followed, never truncated); yields False when
+    ``wait`` is off and another process holds it."""
+    fd = open_in(folder, ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     with os.fdopen(fd, "r+b") as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise EnvironmentProblem(
-                f"{catalog_dir}: another ingest is running",
-                hint="wait for it to finish, then run netfleet ingest again",
-            ) from exc
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -347,6 +357,18 @@ class Writer:
         """Every run of the task taken last (distinct, none kept before)."""
         self.waiting[-1][1].update(runs)
         self.runs += len(runs)
+
+    def commit(self, report: Any) -> None:
+        """:meth:`flush`, counted in ``report`` (its ``batches``, and its ``rows`` per table),
+        and the batch's memory handed back (:func:`netfleet.catalog.memory.give_back`)."""
+        from netfleet.catalog.memory import give_back
+
+        written = self.flush()
+        if written:
+            report.batches += 1
+            for table, count in written.items():
+                report.rows[table] = report.rows.get(table, 0) + count
+        give_back()
 
     def flush(self) -> dict[str, int]:
         """Commit the runs kept so far as one batch; return the rows written per table (none:
