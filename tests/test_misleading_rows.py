@@ -124,6 +124,11 @@ def test_a_scaled_labs_run_line_gives_the_cloud_figures_beside_the_labs() -> Non
     assert m, api.run_summary(steady)
     assert abs(float(m[2]) * 1e3 / (float(m[1]) / 0.05) - 1) < 0.01
     assert "cloud" in api.RUN_LINE_LEGEND
+    # a lab scaled in rate only (seed 000's Fargate profile: ×0.2, time ×1): one rate, one scale
+    steady.labels.update(lab_scale=0.2, lab_time_scale=1.0)
+    assert re.fullmatch(
+        r"[\d.]+ Mbit/s \(lab ×0\.2; cloud 1\.4\d Gbit/s\)", api.run_summary(steady)
+    )
 
 
 def _line_styles(svg: bytes) -> list[str]:

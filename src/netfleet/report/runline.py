@@ -47,7 +47,8 @@ def levels_text(credit: Any, scale: LabScale | None = None) -> str | None:
     cloud = _levels(
         scale.cloud_rate(peak.value), scale.cloud_rate(base.value), scale.cloud_seconds(secs.value)
     )
-    return f"{text} ({scale.label()}; cloud {cloud})"
+    lab = f"lab ×{scale.rate:g}" + (f", time ×{scale.time:g}" if scale.time != scale.rate else "")
+    return f"{text} ({lab}; cloud {cloud})"
 
 
 def _scale(labels: Any) -> LabScale | None:
@@ -66,7 +67,7 @@ def rate_line(bps: float, text: str, labels: Mapping[str, Any]) -> str:
     scale = _scale(labels)
     if scale is None:
         return text
-    return f"{text} ({scale.label()}; cloud {fmt_rate(scale.cloud_rate(bps))})"
+    return f"{text} (lab ×{scale.rate:g}; cloud {fmt_rate(scale.cloud_rate(bps))})"
 
 
 def run_levels(doc: Mapping[str, Any]) -> str | None:
