@@ -77,6 +77,30 @@ def test_asymmetry_of_small_rates_is_said_in_mbit() -> None:
     assert "out 47.8 Mbit/s vs in 24.5 Mbit/s, 1.95× apart" in asym.message
 
 
+def test_a_scaled_labs_rates_in_advice_come_with_the_cloud_figures() -> None:
+    """Issue 36, Misleading 2: a lab at ×0.05 (label lab_scale, as its hosts put on every run)
+    says the cloud figures its rates stand for, beside the lab's, in words and evidence."""
+    lab = {"lab_scale": 0.05, "lab_time_scale": 0.05, "instance_type": "lab-asym-8g-3g"}
+    runs = [env("o", 382e6, labels=lab), env("i", 143e6, direction="in", labels=lab)]
+    [asym] = [a for a in advise(runs) if a.code == "asymmetry"]
+    [cap] = [
+        a for a in advise([runs[0], env("p", 760e6, 2, labels=lab)]) if a.code == "per-flow-cap"
+    ]
+    assert (
+        "out 382 Mbit/s vs in 143 Mbit/s (lab ×0.05; cloud out 7.64 Gbit/s vs in 2.86 Gbit/s)"
+        in (asym.message)
+    ), asym.message
+    assert asym.evidence["lab_scale"] == 0.05
+    assert asym.evidence["cloud_out_bps"] == 382e6 / 0.05
+    assert asym.evidence["cloud_in_bps"] == 143e6 / 0.05
+    assert "(lab ×0.05; cloud 2 streams 15.20 Gbit/s vs 1 stream 7.64 Gbit/s)" in cap.message
+    assert cap.evidence["cloud_1_stream_bps"] == 382e6 / 0.05
+    # runs of two scales have no one cloud figure: the lab's alone, said as before
+    runs[1]["labels"] = {**lab, "lab_scale": 0.1}
+    asym = next(a for a in advise(runs) if a.code == "asymmetry")
+    assert "cloud" not in asym.message and "lab_scale" not in asym.evidence
+
+
 def test_gateway_mtu_from_the_streams_pmtu() -> None:
     e = env("g", 1e9)
     e["client"]["facts"]["mtu"] = e["server"]["facts"]["mtu"] = 9000

@@ -48,6 +48,20 @@ def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     assert re.search(r"ok burst burst→server (out|in) .*#0 +[\d.]+ → [\d.]+ Mbit/s after", out)
     assert "run lines: status, test, client→server" in out
     assert out.count("✓ steady") == 2
+    # issue 36, Misleading 2: the sheet is shown in the cloud figures its labels stand for (the
+    # steady host's 300 Mbit/s shaper at ×0.05 stands for 6 Gbit/s: 5.74 Gbit/s goodput), the
+    # check in the lab's, both said
+    steady_rows = [line for line in out.splitlines() if "│ lab-steady-6g" in line]
+    assert len(steady_rows) == 2 and all("cloud" in line for line in steady_rows)
+    for found in re.finditer(
+        r"✓ steady (out|in): avg ([\d.]+) Gbit/s in the lab vs its shaper .*; ([\d.]+) Gbit/s in "
+        r"the cloud figures above",
+        out,
+    ):
+        lab, cloud = float(found[2]), float(found[3])
+        assert abs(cloud * 0.05 / lab - 1) < 0.005 and abs(cloud / (6 * GOODPUT) - 1) < 0.02
+    assert len(re.findall(r"✓ steady (out|in): .* in the cloud figures above", out)) == 2, out
+    assert "(lab ×0.05; cloud " in out  # the run lines too
     # issue 9: the lab runs at ×0.05 of the cloud figures its labels name, and says so
     assert "lab-steady-6g, out: lab at ×0.05 of the cloud figures its name gives" in " ".join(
         out.split()

@@ -119,3 +119,35 @@ def test_the_report_shows_the_packet_allowances_the_runner_recorded() -> None:
     row = dict(zip(table.columns, table.rows[0], strict=True))
     assert row["ena_deltas"] == "a: pps_allowance_exceeded +1200; b: pps_allowance_exceeded +0"
     assert row["delivered_kpps"] == 150.0 and row["limit"] == "path"
+
+
+def test_a_scaled_labs_packet_rates_in_cloud_figures_beside_the_labs() -> None:
+    """Issue 36, Misleading 2: a lab at ×0.05 (label lab_scale) says so on each row; with
+    --scale cloud its packet rates are the cloud figures they stand for (÷ 0.05) — but a
+    sender-limited run measured the lab machine, not the scaled network: it keeps the lab's."""
+    lab = {"lab_scale": 0.05, "lab_time_scale": 0.05}
+    path = {
+        "run_id": "p", "test": "max", "engine": {"name": "pps"}, "status": "ok",
+        "direction": "out", "client": {"name": "a"}, "server": {"name": "b"}, "labels": lab,
+        "result": {"chosen": "iperf2", "summary": {"offered_pps": None, "sent_pps": 2e4,
+                   "delivered_pps": 1.5e4, "loss_percent": 25.0, "limit": "path",
+                   "size_bytes": 64, "streams": 2}},
+    }  # fmt: skip
+    sender = {**path, "run_id": "s", "test": "cpu", "result": {"chosen": "iperf2", "summary": {
+        **path["result"]["summary"], "limit": "sender", "delivered_pps": 1.9e4}}}  # fmt: skip
+    unscaled = {**path, "run_id": "u", "labels": {}}
+    for scale in ("lab", "cloud"):
+        table = pps_table([path, sender, unscaled], scale=scale)
+        rows = {r[0]: dict(zip(table.columns, r, strict=True)) for r in table.rows}
+        factor = 20 if scale == "cloud" else 1
+        assert rows["p"]["delivered_kpps"] == pytest.approx(15.0 * factor)
+        assert rows["p"]["sent_kpps"] == pytest.approx(20.0 * factor)
+        assert rows["p"]["flag"] == ("cloud; lab ×0.05" if scale == "cloud" else "lab ×0.05")
+        assert rows["s"]["delivered_kpps"] == pytest.approx(19.0)
+        assert rows["s"]["flag"] == "lab ×0.05; sender-limited: no cloud figure"
+        assert rows["u"]["delivered_kpps"] == pytest.approx(15.0) and rows["u"]["flag"] == ""
+        said = " ".join(table.notes)
+        assert "max: lab at ×0.05 of the cloud figures" in said
+        assert ("shown as the cloud figures" in said) == (scale == "cloud")
+    # no scaled lab's run: the table as before (no flag column)
+    assert "flag" not in pps_table([unscaled]).columns

@@ -341,3 +341,37 @@ def test_issue_36_inflation_is_over_a_robust_idle_baseline_and_a_busy_idle_is_fl
     by = {p["phase"]: p for p in phase_stats(result, interval, 0.0, 0.85)}
     assert by["down"]["inflation_p50_us"] == 0.0
     assert "not idle: its p50 (3 ms) is above this loaded phase's" in by["idle"]["warning"]
+
+
+def test_a_scaled_labs_load_goodput_in_cloud_figures_latency_as_measured(tmp_path: Path) -> None:
+    """Issue 36, Misleading 2: a captured latency-under-load run stored as a lab at ×0.05
+    (label lab_scale, as its hosts put on every run): `report loaded --scale cloud` gives the
+    load's goodput as the cloud figure (÷ 0.05) and keeps the latency the lab's; each row says
+    which."""
+    from netfleet.catalog import ingest
+
+    series = Path(__file__).parent / "fixtures" / "series"
+    file = json.loads((series / "MANIFEST.json").read_text())["fixtures"]["steady_out"]["file"]
+    env = json.loads(gzip.decompress((series / file).read_bytes()))
+    captured = _fixture("irtt_deep")
+    env["engine"]["name"] = "latency-under-load"
+    env["params"], env["result"] = captured["params"], captured["result"]
+    env["labels"].update(lab_scale=0.05, lab_time_scale=0.05)
+    part = tmp_path / "results" / "d=2026-11-22" / f"campaign={env['campaign']}"
+    part.mkdir(parents=True)
+    (part / file).write_bytes(gzip.compress(json.dumps(env).encode()))
+    assert ingest(tmp_path / "results", tmp_path / "catalog").rows["latency_phases"] == 3
+    lab, cloud = (
+        api.report_loaded(catalog=tmp_path / "catalog", scale=scale) for scale in ("lab", "cloud")
+    )
+    lab_rows = [dict(zip(lab.columns, r, strict=True)) for r in lab.rows]
+    cloud_rows = [dict(zip(cloud.columns, r, strict=True)) for r in cloud.rows]
+    up = next(n for n, r in enumerate(lab_rows) if r["phase"] == "up")
+    assert lab_rows[up]["up_mbps"] > 10
+    assert cloud_rows[up]["up_mbps"] == pytest.approx(lab_rows[up]["up_mbps"] / 0.05)
+    for a, b in zip(lab_rows, cloud_rows, strict=True):
+        assert a["p99_ms"] == b["p99_ms"] and a["rpm"] == b["rpm"]  # latency is not scaled
+        assert a["flag"] == "lab ×0.05" and b["flag"] == "cloud; lab ×0.05"
+    assert any("latency (ms, rpm) is the lab's own" in n for n in cloud.notes)
+    assert any("shown as the cloud figures they stand for" in n for n in cloud.notes)
+    assert not any("shown as the cloud figures" in n for n in lab.notes)

@@ -100,6 +100,37 @@ def test_a_run_line_gives_both_levels_of_a_burst_and_one_of_a_steady_run() -> No
     assert "→" not in steady and "Mbit/s" in steady
 
 
+def test_a_scaled_labs_run_line_gives_the_cloud_figures_beside_the_labs() -> None:
+    """Issue 36, Misleading 2: a lab at ×0.05 (the labels its hosts put on every run) prints
+    its run lines with the cloud figures they stand for, rates ÷ 0.05, durations ÷ 0.05."""
+    from netfleet import api
+
+    burst, steady = _envelope("credit_out"), _envelope("steady_out")
+    for env in (burst, steady):
+        env.labels.update(lab_scale=0.05, lab_time_scale=0.05)
+    m = re.fullmatch(
+        r"([\d.]+) → ([\d.]+) Mbit/s after ([\d.]+) s \(lab ×0\.05; cloud ([\d.]+) → "
+        r"([\d.]+) Gbit/s after ([\d.]+) s\)",
+        api.run_summary(burst),
+    )
+    assert m, api.run_summary(burst)
+    lab_peak, lab_base, lab_s, peak, base, secs = map(float, m.groups())
+    assert abs(peak * 1e3 / (lab_peak / 0.05) - 1) < 0.01
+    assert abs(base * 1e3 / (lab_base / 0.05) - 1) < 0.01
+    assert abs(secs / (lab_s / 0.05) - 1) < 0.01
+    m = re.fullmatch(
+        r"([\d.]+) Mbit/s \(lab ×0\.05; cloud ([\d.]+) Gbit/s\)", api.run_summary(steady)
+    )
+    assert m, api.run_summary(steady)
+    assert abs(float(m[2]) * 1e3 / (float(m[1]) / 0.05) - 1) < 0.01
+    assert "cloud" in api.RUN_LINE_LEGEND
+    # a lab scaled in rate only (seed 000's Fargate profile: ×0.2, time ×1): one rate, one scale
+    steady.labels.update(lab_scale=0.2, lab_time_scale=1.0)
+    assert re.fullmatch(
+        r"[\d.]+ Mbit/s \(lab ×0\.2; cloud 1\.4\d Gbit/s\)", api.run_summary(steady)
+    )
+
+
 def _line_styles(svg: bytes) -> list[str]:
     """Each drawn series' stroke (colour and dashes) in a matplotlib SVG, legend lines too."""
     text = svg.decode()

@@ -10,6 +10,7 @@ from typing import Any
 from netfleet.advice import evidence as ev
 from netfleet.advice.model import Advice
 from netfleet.engines import tools as registry_tools
+from netfleet.engines.burstable import lab_rate_scale
 from netfleet.engines.contract import cpu_limits, engine_cpu
 from netfleet.engines.probes import VERSION_PROBES
 from netfleet.hosts.packages import install_hint
@@ -71,6 +72,26 @@ def _g(bps: float) -> str:
     if abs(bps) >= 1e9:
         return f"{bps / 1e9:.2f} Gbit/s"
     return f"{bps / 1e6:.3g} Mbit/s"
+
+
+def _labels(env: Mapping[str, Any]) -> Mapping[str, Any]:
+    labels = env.get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def _cloud(
+    envs: Iterable[Mapping[str, Any]], figures: dict[str, float]
+) -> tuple[str, dict[str, float]]:
+    """A scaled lab's figures as the cloud's they stand for (each ÷ the runs' one
+    ``lab_scale``): words for the message (``" (lab ×0.05; cloud out 5.73 Gbit/s vs in …)"``,
+    the ``figures``' names and rates) and evidence (``lab_scale``, ``cloud_<name>_bps``). Nothing
+    when the runs are no scaled lab's, or of several scales (no one cloud figure)."""
+    scales = {lab_rate_scale(_labels(e)) for e in envs}
+    if len(scales) != 1 or (scale := scales.pop()) is None:
+        return "", {}
+    words = " vs ".join(f"{name} {_g(bps / scale)}" for name, bps in figures.items())
+    evidence = {f"cloud_{name.replace(' ', '_')}_bps": bps / scale for name, bps in figures.items()}
+    return f" (lab ×{scale:g}; cloud {words})", {"lab_scale": scale, **evidence}
 
 
 def cpu_bound(env: Mapping[str, Any]) -> list[Advice]:
@@ -295,6 +316,7 @@ def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
     groups: dict[tuple[Any, ...], dict[int, list[tuple[float, str]]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    runs: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
     for e in envs:
         p = ev.parallel(e)
         params = ev.params(e)
@@ -302,8 +324,10 @@ def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
             continue  # only unpaced TCP runs say anything about a per-flow cap
         key = (ev.host(e, "client"), ev.host(e, "server"), e.get("direction"))
         groups[key][p].append((ev.receiver_bps(e) or 0.0, str(e.get("run_id"))))
+        runs[key].append(e)
     out = []
-    for (client, server, direction), by_p in groups.items():
+    for key, by_p in groups.items():
+        client, server, direction = key
         more = sorted(n for n in by_p if n > 1)
         if 1 not in by_p or not more:
             continue
@@ -311,13 +335,14 @@ def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
         one, many = fmean(b for b, _ in by_p[1]), fmean(b for b, _ in by_p[n])
         needed = FLOW_CAP_RATIO / 2 * n
         if one and many / one >= needed:
+            cloud, figures = _cloud(runs[key], {f"{n} streams": many, "1 stream": one})
             out.append(
                 Advice(
                     "per-flow-cap",
                     "info",
                     f"{client}→{server} {direction}: {n} streams gave {_g(many)}, "
                     f"{many / one:.2f}× 1 stream's {_g(one)}: each flow is capped near "
-                    f"{_g(one)}",
+                    f"{_g(one)}{cloud}",
                     f"measure with {n} or more streams (-P {n}): the cloud caps single flows "
                     "(e.g. AWS 5 Gbit/s outside a placement group)",
                     {
@@ -325,6 +350,7 @@ def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
                         "one_stream_bps": one,
                         "streams_bps": many,
                         "ratio": round(many / one, 3),
+                        **figures,
                     },
                     tuple(r for _, r in by_p[1] + by_p[n]),
                 )
@@ -333,9 +359,12 @@ def flow_cap(envs: list[Mapping[str, Any]]) -> list[Advice]:
 
 
 def asymmetry(envs: list[Mapping[str, Any]]) -> list[Advice]:
+    """Out against in for one host with one peer: more than :data:`ASYMMETRY_RATIO` apart
+    means the directions are limited separately."""
     by_host: dict[tuple[Any, Any], dict[str, list[tuple[float, str]]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    runs: dict[tuple[Any, Any], list[Mapping[str, Any]]] = defaultdict(list)
     for e in envs:
         if e.get("direction") not in ("out", "in"):
             continue
@@ -343,6 +372,7 @@ def asymmetry(envs: list[Mapping[str, Any]]) -> list[Advice]:
         peer = "server" if subject == "client" else "client"
         key = (ev.host(e, subject), ev.host(e, peer))
         by_host[key][str(e["direction"])].append((ev.receiver_bps(e) or 0.0, str(e["run_id"])))
+        runs[key].append(e)
     out = []
     for (host, peer), dirs in by_host.items():
         if not dirs.get("out") or not dirs.get("in"):
@@ -350,14 +380,15 @@ def asymmetry(envs: list[Mapping[str, Any]]) -> list[Advice]:
         o, i = fmean(b for b, _ in dirs["out"]), fmean(b for b, _ in dirs["in"])
         hi, lo = max(o, i), min(o, i)
         if lo and hi / lo > ASYMMETRY_RATIO:
+            cloud, figures = _cloud(runs[(host, peer)], {"out": o, "in": i})
             out.append(
                 Advice(
                     "asymmetry",
                     "info",
-                    f"{host} (with {peer}): out {_g(o)} vs in {_g(i)}, {hi / lo:.2f}× apart "
-                    f"(> {ASYMMETRY_RATIO:g}×): in and out are limited separately",
+                    f"{host} (with {peer}): out {_g(o)} vs in {_g(i)}{cloud}, {hi / lo:.2f}× "
+                    f"apart (> {ASYMMETRY_RATIO:g}×): in and out are limited separately",
                     "report both directions; size for the slower one",
-                    {"out_bps": o, "in_bps": i, "ratio": round(hi / lo, 3)},
+                    {"out_bps": o, "in_bps": i, "ratio": round(hi / lo, 3), **figures},
                     tuple(r for _, r in dirs["out"] + dirs["in"]),
                 )
             )

@@ -185,13 +185,17 @@ def __getattr__(name: str) -> str:
 
 def run_summary(envelope: Envelope) -> str:
     """The engine's one-line summary of a stored run (its received rate, for throughput
-    engines; both levels of a run that held two: "379 → 47.8 Mbit/s after 6.1 s"); empty when
-    the engine has none."""
+    engines; both levels of a run that held two: "379 → 47.8 Mbit/s after 6.1 s"; a scaled
+    lab's run adds the cloud figures it stands for); empty when the engine has none."""
     from netfleet.engines import summary
-    from netfleet.report.runline import run_levels
+    from netfleet.report.runline import rate_line, run_levels
 
     levels = run_levels(envelope.model_dump(mode="json")) if envelope.status == "ok" else None
     if levels is not None:
         return levels
     found = summary(envelope.engine.name, envelope.result)
-    return found.text if found is not None else ""
+    if found is None:
+        return ""
+    if found.received_bps is None:
+        return found.text
+    return rate_line(found.received_bps, found.text, envelope.labels)

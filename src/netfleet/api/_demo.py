@@ -17,9 +17,12 @@ class SteadyCheck:
     """The steady host's average in one direction against its shaper's goodput."""
 
     direction: str
+    #: the lab's figures (Gbit/s goodput), as its shaper gives them
     measured_gbps: float
     expected_gbps: float
     ok: bool
+    #: the measured average as the cloud figure it stands for (None: the lab is not scaled)
+    cloud_gbps: float | None = None
 
     @property
     def delta(self) -> float:
@@ -57,6 +60,7 @@ def demo(
             got,
             res.steady_expected_gbps,
             abs(got / res.steady_expected_gbps - 1) <= TOLERANCE,
+            res.steady_cloud_gbps.get(direction),
         )
         for direction, got in sorted(res.steady_measured_gbps.items())
     ]

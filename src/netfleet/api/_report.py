@@ -51,25 +51,34 @@ def report_loaded(
     *,
     catalog: str | os.PathLike[str] | None = None,
     campaign: Sequence[str] = (),
+    scale: Literal["lab", "cloud"] = "lab",
 ) -> Tabular:
     """Latency under load: every phase of every ``latency-under-load`` run (idle, up, down,
     both) with its RTT percentiles, inflation over idle, responsiveness in round trips per
-    minute (RPM), one-way medians, loss and the load's goodput (``campaign``: only those)."""
+    minute (RPM), one-way medians, loss and the load's goodput (``campaign``: only those).
+    ``scale``: a scaled lab's goodput as measured (``lab``) or as the cloud figures it stands
+    for (``cloud``; latency is the lab's in both)."""
     from netfleet.report.loaded_latency import loaded_table
 
-    return loaded_table(catalog_dir(catalog), tuple(campaign))
+    return loaded_table(catalog_dir(catalog), tuple(campaign), scale)
 
 
-def report_pps(*, results: str | None = None, campaign: str | None = None) -> Tabular:
+def report_pps(
+    *,
+    results: str | None = None,
+    campaign: str | None = None,
+    scale: Literal["lab", "cloud"] = "lab",
+) -> Tabular:
     """Packets per second: every ``pps`` run's sent and delivered pps, loss, what limited it
     (sender or path) and its hosts' ENA allowance deltas, read from the raw results (of one
-    campaign, or all)."""
+    campaign, or all). ``scale``: a scaled lab's packet rates as measured (``lab``) or as the
+    cloud figures they stand for (``cloud``; a sender-limited run keeps the lab's)."""
     from netfleet.report.pps import pps_table
     from netfleet.store import open_root
 
     root = open_root(results_url(results))
     docs = [root.read(p) for p in root.files()]
-    return pps_table(d for d in docs if not campaign or d.get("campaign") == campaign)
+    return pps_table((d for d in docs if not campaign or d.get("campaign") == campaign), scale)
 
 
 def report_html(

@@ -35,9 +35,14 @@ def demo(
     emit(res.cheatsheet, OutputFormat.table)
     for check in outcome.steady:
         mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
+        cloud = (
+            f"; {check.cloud_gbps:.3f} Gbit/s in the cloud figures above"
+            if check.cloud_gbps is not None and check.cloud_gbps != check.measured_gbps
+            else ""
+        )
         console.print(
-            f"{mark} steady {check.direction}: avg {check.measured_gbps:.4f} Gbit/s vs shaper × "
-            f"1448/1514 = {check.expected_gbps:.4f} ({check.delta:+.2%})"
+            f"{mark} steady {check.direction}: avg {check.measured_gbps:.4f} Gbit/s in the lab vs "
+            f"its shaper × 1448/1514 = {check.expected_gbps:.4f} ({check.delta:+.2%}){cloud}"
         )
     console.print(
         f"{res.campaign.ok}/{res.campaign.total} runs ok in {res.wall_s:.0f} s; "

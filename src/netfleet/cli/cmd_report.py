@@ -40,10 +40,11 @@ def loaded(
         list[str] | None, typer.Option(help="only this campaign (repeatable)")
     ] = None,
     fmt: FormatOpt = OutputFormat.table,
+    scale: ScaleOpt = "lab",
 ) -> None:
     """Latency under load per phase (idle, up, down, both): RTT percentiles, inflation over
     idle, responsiveness in round trips per minute (RPM), loss, the load's goodput."""
-    emit(api.report_loaded(catalog=catalog, campaign=campaign or ()), fmt)
+    emit(api.report_loaded(catalog=catalog, campaign=campaign or (), scale=scale), fmt)
 
 
 @app.command()
@@ -51,10 +52,11 @@ def pps(
     results: ResultsOpt = None,
     campaign: Annotated[str | None, typer.Option(help="only this campaign")] = None,
     fmt: FormatOpt = OutputFormat.table,
+    scale: ScaleOpt = "lab",
 ) -> None:
     """Packets per second of every pps run: sent and delivered, loss, sender- or path-limited,
     and the ENA allowance deltas (pps, conntrack, linklocal) around each run."""
-    emit(api.report_pps(results=results, campaign=campaign), fmt)
+    emit(api.report_pps(results=results, campaign=campaign, scale=scale), fmt)
 
 
 @app.command()

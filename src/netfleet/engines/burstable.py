@@ -43,10 +43,16 @@ def catalogue_figures(labels: Mapping[str, Any]) -> tuple[float, float] | None:
 CATALOGUE_MARGIN = 0.2
 
 
-def _scale(labels: Mapping[str, Any]) -> float:
-    """A scaled lab's rate scale (label ``lab_scale``: lab rate ÷ cloud rate), else 1."""
+def lab_rate_scale(labels: Mapping[str, Any]) -> float | None:
+    """A scaled lab's rate scale (label ``lab_scale``: lab rate ÷ cloud rate; a run's cloud
+    rate is its rate ÷ this), None when the run is no scaled lab's (or the label is unreadable,
+    or 1)."""
     v = _gbps(labels.get("lab_scale"))
-    return v if v is not None and v > 0 else 1.0
+    return v if v is not None and v > 0 and v != 1 else None
+
+
+def _scale(labels: Mapping[str, Any]) -> float:
+    return lab_rate_scale(labels) or 1.0
 
 
 def catalogue_baseline(labels: Iterable[Mapping[str, Any]]) -> tuple[float, float, float] | None:

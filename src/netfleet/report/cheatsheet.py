@@ -116,6 +116,48 @@ def in_cloud_figures(
     return out
 
 
+def scale_flag(rate: str, scale: Scale = "lab") -> str:
+    """What a scaled lab's row says beside its numbers: ``lab ×0.05`` (the lab's figures), or
+    ``cloud; lab ×0.05`` (the cloud figures they stand for)."""
+    shown = "cloud; " if scale == "cloud" and _one(rate) else ""
+    return f"{shown}lab ×{rate}"
+
+
+def scaled_runs(
+    rows: list[list[Any]],
+    columns: Sequence[str],
+    rates: Iterable[str],
+    found: Sequence[tuple[str, str | None, str | None]],
+    scale: Scale = "lab",
+    kept: Mapping[int, str] | None = None,
+) -> tuple[list[list[Any]], list[str], list[str]]:
+    """A table of runs (``rows`` of ``columns``) with a scaled lab's figures said: each row's
+    ``found`` is (what names it in a note, its ``lab_scale`` label, its ``lab_time_scale``
+    label; None labels: not a scaled lab's). ``kept``: rows (by index) whose figures stand
+    for nothing in the cloud, and why: they keep the lab's. Returns the rows (the ``rates``
+    columns as the cloud figures with ``scale`` cloud, by :func:`in_cloud_figures`) with a
+    ``scale`` column (:func:`scale_flag`), the columns, and the :func:`scale_notes`; the rows
+    and columns as given when no row is a scaled lab's."""
+    kept = kept or {}
+    if not any(rate for _, rate, _ in found):
+        return rows, list(columns), []
+    if scale == "cloud":
+        moved = [None if n in kept else rate for n, (_, rate, _) in enumerate(found)]
+        rows = in_cloud_figures(rows, columns, rates, moved)
+    flags = [
+        "" if rate is None else f"lab ×{rate}; {kept[n]}" if n in kept else scale_flag(rate, scale)
+        for n, (_, rate, _) in enumerate(found)
+    ]
+    named = dict.fromkeys(
+        (name, rate, time) for n, (name, rate, time) in enumerate(found) if rate and n not in kept
+    )
+    return (
+        [[*row, flag] for row, flag in zip(rows, flags, strict=True)],
+        [*columns, "flag"],
+        scale_notes(named, scale),
+    )
+
+
 def cheatsheet_table(d: CheatSheetData, scale: Scale = "lab") -> Tabular:
     measure = "goodput" if d.rate == "goodput" else "wire rate"
     filters = d.filters
@@ -182,8 +224,7 @@ def cheatsheet_table(d: CheatSheetData, scale: Scale = "lab") -> Tabular:
             flag = row[-1]
             rates.append(None if found is None else found[0])
             if found is not None:  # beside the numbers: the row's flag says the lab's scale
-                shown = "cloud; " if scale == "cloud" and _one(found[0]) else ""
-                flag = "; ".join(f for f in (flag, f"{shown}lab ×{found[0]}") if f)
+                flag = "; ".join(f for f in (flag, scale_flag(found[0], scale)) if f)
             rows.append([*row[:-1], flag])
         if scale == "cloud":
             rows = in_cloud_figures(rows, columns, STATS, rates)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from netfleet.catalog import query
+from netfleet.report.cheatsheet import Scale, scaled_runs
 from netfleet.report.document import Figure, Paragraph, Section, Table
 from netfleet.report.loaded_plots import loaded_latency_plot
 from netfleet.tabular import Tabular
@@ -49,11 +50,17 @@ ABOUT = (
 )
 
 
+#: the columns a scaled lab's cloud figures divide (the load's goodput; latency is not scaled)
+RATES = ("up_mbps", "down_mbps")
+
+
 def _rows(catalog: str | os.PathLike[str], campaigns: Sequence[str]) -> Tabular:
     cond, params = _filter(campaigns)
     return query(
         catalog,
         "SELECT r.run_id, r.test, r.client, r.server, r.repeat, "  # noqa: S608 (cond: placeholders)
+        "json_extract_string(r.labels, '$.lab_scale') AS lab_scale, "
+        "json_extract_string(r.labels, '$.lab_time_scale') AS lab_time_scale, "
         f"{COLUMNS} FROM runs r JOIN latency_phases p USING (run_id) "
         f"WHERE r.status IN ('ok', 'failed'){cond} ORDER BY r.started_at, p.start_s",
         params,
@@ -67,25 +74,41 @@ def _titles(t: Tabular) -> dict[str, str]:
     return titles
 
 
+#: where the phase's own columns start (after the run's, and its lab_scale labels)
+FIRST = 7
+
+
 def _warnings(t: Tabular) -> list[str]:
-    return sorted({f"{r[1]} · {r[5]}: {r[-1]}" for r in t.rows if r[-1]})
+    return sorted({f"{r[1]} · {r[FIRST]}: {r[-1]}" for r in t.rows if r[-1]})
 
 
-def _phase_table(t: Tabular, titles: dict[str, str]) -> Tabular:
-    """One row per phase: the run's title, then the phase's figures (the warning apart)."""
-    return Tabular(
-        ["run", *t.columns[5:-1]],
-        [[titles[str(r[0])], *r[5:-1]] for r in t.rows],
-        title="Latency under load",
+def _phase_table(t: Tabular, titles: dict[str, str], scale: Scale = "lab") -> Tabular:
+    """One row per phase: the run's title, then the phase's figures (the warning apart), and a
+    scaled lab's ``scale`` (``scale`` cloud: its goodput as the cloud figures it stands for)."""
+    rows, columns, notes = scaled_runs(
+        [[titles[str(r[0])], *r[FIRST:-1]] for r in t.rows],
+        ["run", *t.columns[FIRST:-1]],
+        RATES,
+        [(str(r[1]), r[5], r[6]) for r in t.rows],
+        scale,
     )
+    if notes:
+        notes.append(
+            "a scaled lab's latency (ms, rpm) is the lab's own in every scale: only rates are "
+            "scaled (up_mbps, down_mbps)."
+        )
+    return Tabular(columns, rows, title="Latency under load", notes=notes)
 
 
-def loaded_table(catalog: str | os.PathLike[str], campaigns: Sequence[str] = ()) -> Tabular:
+def loaded_table(
+    catalog: str | os.PathLike[str], campaigns: Sequence[str] = (), scale: Scale = "lab"
+) -> Tabular:
     """Every phase of every latency-under-load run (``campaigns``: only those), with the notes
-    that say what the figures are and each phase's warning."""
+    that say what the figures are and each phase's warning. ``scale``: a scaled lab's goodput
+    as measured (``lab``) or as the cloud figures it stands for (``cloud``)."""
     t = _rows(catalog, campaigns)
-    table = _phase_table(t, _titles(t))
-    table.notes = [ABOUT, *_warnings(t)] if t.rows else ["no latency-under-load runs"]
+    table = _phase_table(t, _titles(t), scale)
+    table.notes = [ABOUT, *table.notes, *_warnings(t)] if t.rows else ["no latency-under-load runs"]
     return table
 
 
@@ -105,7 +128,7 @@ def loaded_section(catalog: str | os.PathLike[str], campaigns: Sequence[str]) ->
         )
     if len(titles) > MAX_PLOTS:
         s.add(Paragraph(f"plots for the first {MAX_PLOTS} of {len(titles)} runs", "note"))
-    return s.add(Table(_phase_table(t, titles)))
+    return s.add(Table(_phase_table(t, titles, "cloud")))  # the study report's figures
 
 
 def _plot(catalog: str | os.PathLike[str], run_id: str, title: str) -> bytes:

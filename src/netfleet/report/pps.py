@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from netfleet.report.cheatsheet import Scale, scaled_runs
 from netfleet.tabular import Tabular
 
 #: the ENA counters a packet-rate run can drive (``bw_*`` are the bandwidth allowances)
@@ -20,6 +21,9 @@ COLUMNS = [
     "run", "client", "server", "direction", "tool", "size_bytes", "streams", "offered_kpps",
     "sent_kpps", "delivered_kpps", "loss_percent", "limit", "ena_deltas",
 ]  # fmt: skip
+
+#: the columns a scaled lab's cloud figures divide (packets per second)
+RATES = ("offered_kpps", "sent_kpps", "delivered_kpps")
 
 NOTES = [
     "kpps: thousands of UDP datagrams per second (payload size_bytes each): sent by the sender, "
@@ -54,9 +58,18 @@ def ena_deltas(env: Mapping[str, Any]) -> str:
     return "; ".join(words)
 
 
-def pps_table(envelopes: Iterable[Mapping[str, Any]]) -> Tabular:
-    """One row per ``pps`` run (in the order given)."""
-    rows = []
+def _label(labels: Mapping[str, Any], key: str) -> str | None:
+    value = labels.get(key)
+    return None if value is None else str(value)
+
+
+def pps_table(envelopes: Iterable[Mapping[str, Any]], scale: Scale = "lab") -> Tabular:
+    """One row per ``pps`` run (in the order given). ``scale``: a scaled lab's packet rates as
+    measured (``lab``) or as the cloud figures they stand for (``cloud``: ÷ its ``lab_scale``)
+    — but for a sender-limited run, whose rate is the lab machine's own."""
+    rows: list[list[Any]] = []
+    found: list[tuple[str, str | None, str | None]] = []
+    sender: dict[int, str] = {}
     for env in envelopes:
         if _obj(env.get("engine")).get("name") != "pps":
             continue
@@ -69,5 +82,17 @@ def pps_table(envelopes: Iterable[Mapping[str, Any]]) -> Tabular:
             _k(s.get("sent_pps")), _k(s.get("delivered_pps")), s.get("loss_percent"),
             s.get("limit") or f"no counts ({env.get('status')})", ena_deltas(env),
         ])  # fmt: skip
-    notes = list(NOTES) if rows else ["no pps runs"]
-    return Tabular(list(COLUMNS), rows, title="Packets per second", notes=notes)
+        labels = _obj(env.get("labels"))
+        rate = _label(labels, "lab_scale")
+        if rate is not None and s.get("limit") == "sender":  # the lab machine's CPU
+            sender[len(rows) - 1] = "sender-limited: no cloud figure"
+        found.append((str(env.get("test")), rate, _label(labels, "lab_time_scale")))
+    rows, columns, scaled = scaled_runs(rows, COLUMNS, RATES, found, scale, sender)
+    notes = [*NOTES, *scaled] if rows else ["no pps runs"]
+    if sender:
+        notes.append(
+            "flag 'sender-limited: no cloud figure': a scaled lab's run limited by its sender "
+            "measured what the lab machine could send, not the scaled network, so it keeps the "
+            "lab's figures (also with --scale cloud)."
+        )
+    return Tabular(columns, rows, title="Packets per second", notes=notes)
