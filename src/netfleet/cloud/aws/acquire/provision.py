@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import WaiterError
+from botocore.exceptions import ClientError, WaiterError
 
 from netfleet import aws
 from netfleet.cloud import faults, owner
@@ -45,6 +45,9 @@ TAG_TOKEN = owner.TAG_TOKEN
 AMI_PARAMETER = images.AL2023_PARAMETER
 #: inbound rules per security group, AWS's default quota (VPC L-0EA8095F)
 SG_RULES_QUOTA = 60
+#: how long RunInstances may stay throttled (after botocore's own retries) before the launch
+#: is an error: the account's request rate is shared with everything else it runs
+THROTTLE_BUDGET_S = retry.CREATE_BUDGET_S
 #: RunInstances errors of one zone: another zone offering the type may have room
 CAPACITY_ERRORS = frozenset({"InsufficientInstanceCapacity", "Unsupported"})
 #: the region's quota: no zone helps
@@ -559,20 +562,28 @@ class Provisioner:
     ) -> str:
         """RunInstances in ``zones[-1]``; on a capacity error, again in another zone that
         offers the type (appended to ``zones``) while the placement allows; a quota error is
-        an error naming the quota (another zone would not help)."""
-        from botocore.exceptions import ClientError
+        an error naming the quota (another zone would not help).
 
+        Each answer is handled as what it says, whatever came before it: botocore retries a
+        capacity error (HTTP 500) and throttling (503) alike, so its last attempt may end
+        throttled after nine answers of no capacity — throttling is retried as throttling
+        (:data:`retry.THROTTLED`, up to :data:`THROTTLE_BUDGET_S`) and the zone's answer read
+        again. No AWS error leaves here raw: each is an :class:`EnvironmentProblem` (exit 4)
+        naming the code and the fix."""
         while True:
             az = zones[-1]
             attempt = token if len(zones) == 1 else f"{token}-{az}"  # a new request per zone
+            run = partial(
+                self._run_instance, info, ami, net, az, user_data, attempt, extra_tags or {}
+            )
             try:
-                return self._run_instance(info, ami, net, az, user_data, attempt, extra_tags or {})
+                return retry.call(run, retry_on=retry.THROTTLED, budget_s=THROTTLE_BUDGET_S)
             except ClientError as exc:
                 code = retry.code(exc)
                 if code in QUOTA_ERRORS:
                     raise self._quota_error(info, net.region, exc) from None
                 if code not in CAPACITY_ERRORS:
-                    raise
+                    raise _launch_error(info.instance_type, az, net.region, exc) from None
                 with self._zone_lock:
                     other = self._fallback_zone(net, info.instance_type, zones, fleet)
                 if other is None:
@@ -857,3 +868,23 @@ class Provisioner:
         return destroy(
             self.state_root, self.spec.campaign, poll_s=self.poll_s, regions=self.spec.regions
         )
+
+
+def _launch_error(instance_type: str, az: str, region: str, exc: Exception) -> EnvironmentProblem:
+    """RunInstances' answer other than capacity or quota, as an error with its fix (exit 4):
+    throttling that outlived :data:`THROTTLE_BUDGET_S`, or what AWS refused."""
+    code = retry.code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+    where = f"{instance_type} in {az} ({region})"
+    if code in retry.THROTTLED:
+        return EnvironmentProblem(
+            f"AWS kept throttling the launch of {where}: {code} for "
+            f"{THROTTLE_BUDGET_S:.0f} s after botocore's own retries",
+            hint="the account's EC2 request rate is shared with everything else it runs: wait "
+            "a few minutes and run again (`netfleet run --resume` keeps the runs already "
+            "done), or launch fewer at once (`concurrency:`)",
+        )
+    return EnvironmentProblem(
+        f"AWS refused to launch {where}: {exc}",
+        hint=f"AWS's error code {code} says why: fix what it names in the cloud block "
+        "(type, image, zone) or the account, then run again",
+    )
