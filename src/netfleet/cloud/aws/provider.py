@@ -73,11 +73,12 @@ from netfleet.cloud.aws.acquire.fargate import (
 )
 from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.measure import expiry, spot
 from netfleet.cloud.aws.plan import catalogue, permissions, prices, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import userdata
-from netfleet.cloud.journal import Journal, default_root
+from netfleet.cloud.journal import default_root
 from netfleet.cloud.lifecycle import CloudProvider
 from netfleet.cloud.release import give_back
 from netfleet.cloud.seam import Machine, Price, Quota, Released, Scope

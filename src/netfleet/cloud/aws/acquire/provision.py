@@ -31,10 +31,10 @@ from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import images
 from netfleet.cloud.aws.acquire.configstate import state_labels
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.plan import catalogue, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import hostkeys, userdata
-from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import public_path
 
