@@ -197,6 +197,9 @@ class Provisioner:
         self._zone_lock = threading.Lock()
         self.ec2 = aws.client("ec2", self.spec.region)
         self._clients: dict[str, Any] = {}
+        #: region → RunInstances' own client (:meth:`launch_client`)
+        self._launch_clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
         self._amis: dict[tuple[str, str], str] = {}
         self.expires_at = self.now + dt.timedelta(minutes=self.spec.expires_after_minutes)
         self.catalogue: dict[str, InstanceInfo] = {}
@@ -215,6 +218,17 @@ class Provisioner:
         if region not in self._clients:
             self._clients[region] = aws.client("ec2", region)
         return self._clients[region]
+
+    def launch_client(self, region: str) -> Any:
+        """RunInstances' own EC2 client in ``region``. botocore retries a zone's capacity error
+        (HTTP 500) as if it were transient, and every retry spends the client's retry quota
+        (a bucket per client): after a few full zones a shared client would answer the
+        campaign's next throttled call at once, raw. Here that spend stays with the launches,
+        whose throttling :meth:`_run_somewhere` retries itself."""
+        with self._clients_lock:
+            if region not in self._launch_clients:
+                self._launch_clients[region] = aws.client("ec2", region)
+            return self._launch_clients[region]
 
     def tags(self, token: str) -> list[dict[str, str]]:
         return [
@@ -792,7 +806,7 @@ class Provisioner:
             # T3/T3a/T4g launch "unlimited" by default: a run above baseline would bill
             # surplus credits the estimate does not count (seed 002's T2s were standard)
             kwargs["CreditSpecification"] = {"CpuCredits": "standard"}
-        resp = self.client(net.region).run_instances(
+        resp = self.launch_client(net.region).run_instances(
             ImageId=ami,
             InstanceType=info.instance_type,
             MinCount=1,
