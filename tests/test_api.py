@@ -48,17 +48,22 @@ def test_run_refuses_a_cloud_campaign_above_the_spending_limit(
     monkeypatch.setenv("NETFLEET_CLOUD_DIR", str(tmp_path / "cloud"))
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     shown: list[Tabular] = []
+    said: list[str] = []
     with pytest.raises(InputError, match=r"exceeds --max-cost \$0\.00"):
         netfleet.api.run(
             EXAMPLES / "aws-cheatsheet.yaml",
             results=str(tmp_path / "r"),
             max_cost=0.001,
             show=shown.append,
+            say=said.append,
         )
     assert shown and "4 instances" in " ".join([*shown[0].notes, shown[0].title or ""])
+    # the one guard of every cloud (netfleet.cloud.guard.campaign, issue 35), from AWS's price
+    # through the seam: the waves the run follows, 2 instances at once
+    assert any(line.startswith("aws: 4 machines in turns (2 at once)") for line in said), said
     # --max-instances bounds the instances held at once (issue 25: the clients come in waves):
     # the server and one client need 2
-    with pytest.raises(InputError, match="exceed --max-instances 1"):
+    with pytest.raises(InputError, match="2 instances at once exceed --max-instances 1"):
         netfleet.api.run(EXAMPLES / "aws-cheatsheet.yaml", results=str(tmp_path / "r"),
                          max_instances=1)  # fmt: skip
     assert not (tmp_path / "cloud").exists()  # nothing journaled, nothing launched

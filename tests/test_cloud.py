@@ -25,10 +25,11 @@ from netfleet.cloud.aws import filters
 from netfleet.cloud.aws.acquire import images
 from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.plan import catalogue, prices
 from netfleet.cloud.aws.release import teardown
 from netfleet.cloud.bootstrap.userdata import render
-from netfleet.cloud.journal import Journal, client_token
+from netfleet.cloud.journal import client_token
 from netfleet.errors import InputError
 from tests import motokit
 from tests.motokit import KILL_POINTS, MotoServer

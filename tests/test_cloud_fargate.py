@@ -29,9 +29,9 @@ from botocore.stub import Stubber
 from netfleet import aws
 from netfleet.cloud.aws.acquire import fargate
 from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.plan import prices
 from netfleet.cloud.aws.release import teardown
-from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem, InputError, SpecError
 from netfleet_sim import fargate as fargate_sim
 from tests.motokit import KILL_POINTS, MotoServer, moto_server

@@ -16,8 +16,8 @@ from netfleet import aws
 from netfleet.cloud import owner
 from netfleet.cloud.aws.acquire.provision import TAG_CAMPAIGN, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.release import teardown
-from netfleet.cloud.journal import Journal
 from tests import awshooks, motokit
 from tests.motokit import MotoServer
 

@@ -19,8 +19,8 @@ import pytest
 from netfleet import aws
 from netfleet.cloud.aws.acquire.provision import Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal as CloudJournal
 from netfleet.cloud.aws.release import teardown
-from netfleet.cloud.journal import Journal as CloudJournal
 from netfleet.runner.journal import journal_path, read_history
 from tests.motokit import MotoServer, moto  # noqa: F401 — the module's moto server fixture
 from tests.test_hostile_processes import CAMPAIGN
@@ -122,6 +122,35 @@ def test_one_bad_cloud_journal_never_blocks_reap_or_destroy(
     assert teardown.destroy(tmp_path, "nf-deep", poll_s=0.05)["instances"] == 0
     with pytest.raises(Exception, match="no intent journal"):
         teardown.destroy(tmp_path, "nf-fifo", poll_s=0.05)
+
+
+def test_the_neutral_journal_keeps_any_clouds_records_and_aws_narrows_them(
+    tmp_path: Path,
+) -> None:
+    """The intent journal names no cloud's formats (issue 35): a second cloud's records (its
+    own kinds, places and ids) replay; a record no cloud writes (control characters, a space, a
+    path up) is skipped. AWS's journal keeps only AWS's kinds, region names and ids."""
+    from netfleet.cloud.journal import Journal
+
+    neutral = Journal(tmp_path / "ns", "nf-two")
+    neutral.intent("namespace", "lab-1", "main")
+    neutral.created("namespace", "lab-1", "main", "nscloud/nf-two-0")
+    neutral.intent("veth", "lab-1", "main")
+    neutral.created("veth", "lab-1", "main", "bad id\x1b[2J")
+    neutral.intent("veth", "../etc", "x")
+    state = neutral.read()
+    assert [(r.kind, r.region, r.id) for r in state.resources] == [
+        ("namespace", "lab-1", "nscloud/nf-two-0"),
+        ("veth", "lab-1", None),
+    ]
+    assert state.bad_lines == 2
+    aws_journal = CloudJournal(tmp_path / "ns", "nf-two")  # the same file, AWS's rules
+    assert aws_journal.read().resources == [] and aws_journal.read().bad_lines == 5
+    mine = CloudJournal(tmp_path / "aws", "nf-two")
+    mine.intent("vpc", "us-east-1", "main")
+    mine.created("vpc", "us-east-1", "main", "vpc-0abc")
+    mine.created("vpc", "us-east-1", "main", "nscloud/nf-two-0")
+    assert [r.id for r in mine.read().resources] == ["vpc-0abc"]
 
 
 def test_forged_lease_records_of_the_wrong_shape_are_skipped() -> None:

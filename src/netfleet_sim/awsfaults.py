@@ -18,7 +18,10 @@ AWS's answer (a throttle is retried by botocore's own policy first).
 * ``throttle``: ``RequestLimitExceeded`` (EC2, HTTP 503) / ``ThrottlingException`` (ECS) on a
   ``share`` of calls (seeded: the same calls each run);
 * ``capacity``: RunInstances into ``zone`` answers ``InsufficientInstanceCapacity`` (HTTP 500,
-  naming the other zones as AWS does);
+  naming the other zones as AWS does); with ``throttle_at`` N > 0, the Nth such attempt (counted
+  over botocore's own retries) answers ``RequestLimitExceeded`` instead — throttling and
+  capacity together, deterministically: with N = botocore's attempts the first RunInstances
+  call ends throttled after N - 1 answers of no capacity;
 * ``dependency``: for ``seconds`` after the last TerminateInstances, deleting a security
   group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``;
 * ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
@@ -66,7 +69,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "none": {},
     "eventual": {"describes": 2},
     "throttle": {"share": 0.2, "seed": 24},
-    "capacity": {"zone": "us-east-1a"},
+    "capacity": {"zone": "us-east-1a", "throttle_at": 0},
     "dependency": {"seconds": 4.0},
     "spot-notice": {"after_s": 1.0, "grace_s": 2.0},
     "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
@@ -161,6 +164,8 @@ class State:
     role_created: float = -1e9  #: monotonic time of the last CreateRole
     role_arn: str = ""
     run_tasks: int = 0
+    #: RunInstances attempts into the ``capacity`` zone so far
+    capacity_calls: int = 0
     #: the subnets the RunTask calls asked for, in order
     task_subnets: list[str] = field(default_factory=list)
 
@@ -281,6 +286,10 @@ def _ec2_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
             params.get("SubnetId", ""), ""
         )
         if zone == p["capacity"]["zone"]:
+            st.capacity_calls += 1
+            if st.capacity_calls == p["capacity"]["throttle_at"]:
+                st.count("RequestLimitExceeded")
+                return ec2_error(request, 503, "RequestLimitExceeded", "Request limit exceeded.")
             itype = params.get("InstanceType", "")
             st.count("InsufficientInstanceCapacity")
             return ec2_error(

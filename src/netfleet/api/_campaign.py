@@ -103,9 +103,8 @@ def run(
         safety.check_campaign(campaign, safety.PLAN_SERVICES)
     if dry_run or cloud:
         outcome.plan = with_refill(plan_of(campaign), root.journal_root)
-        if cloud:  # the cost guard: refuse before anything is launched
+        if cloud:  # AWS's plan: the waves and stop bounds the run follows, priced (issue 25)
             from netfleet.cloud.aws import runs
-            from netfleet.cloud.aws.plan import costs
 
             priced = runs.plan_cost(
                 campaign,
@@ -114,34 +113,39 @@ def run(
                 max_instances=max_instances,
                 max_cost=max_cost,
                 concurrency=concurrency,
-            )  # fmt: skip — the waves and stop bounds the run follows (issue 25)
+            )
             assert priced is not None
             outcome.cost = priced.table
-            if not dry_run:
-                if show is not None:
-                    show(priced.table)
-                costs.guard(priced.estimate, max_cost, max_instances, yes)
-                priced.waves.guard()  # each wave fits the quotas as read, not the whole fleet
-                runs.confirm_campaign(
-                    campaign,
-                    priced.estimate,
-                    yes=yes,
-                    ask=ask,
-                    say=say or (lambda _line: None),
-                    switch_minutes=priced.waves.switch_minutes(),
-                )
+            if not dry_run and show is not None:
+                show(priced.table)
         if dry_run:
             return outcome
-    if not dry_run:  # every other cloud's machines: the same limits, from its price and quota
-        from netfleet.cloud import guard
+    from netfleet.cloud import guard
 
-        guard.campaign(
+    if priced is not None:  # AWS's price and quota answer for the waves the run follows
+        runs.follow(campaign, priced)
+    # every cloud's machines, AWS's included: one guard, from each cloud's price and quota,
+    # before anything is launched (and before the confirmation is asked), over the wall time
+    # the run takes (with AWS's waves: theirs, boot and release included)
+    guard.campaign(
+        campaign,
+        lambda: (
+            priced.waves.plan.wall_s
+            if priced is not None
+            else (outcome.plan or plan_of(campaign)).estimated_seconds
+        ),
+        max_cost=max_cost,
+        max_instances=max_instances,
+        say=say or (lambda _line: None),
+    )
+    if priced is not None:  # a real endpoint: the account, regions and estimate confirmed
+        runs.confirm_campaign(
             campaign,
-            lambda: (outcome.plan or plan_of(campaign)).estimated_seconds,
-            max_cost=max_cost,
-            max_instances=max_instances,
+            priced.estimate,
+            yes=yes,
+            ask=ask,
             say=say or (lambda _line: None),
-            skip=("aws",) if cloud else (),  # priced above, in waves, through the same limits
+            switch_minutes=priced.waves.switch_minutes(),
         )
     result = run_sync(
         run_campaign(

@@ -773,9 +773,9 @@ def _estimate(table: Tabular | None) -> str:
 
 
 def _cloud_records() -> list[dict[str, Any]]:
-    """The records of the campaign's intent journal (``netfleet.cloud.journal``), raw."""
+    """The records of the campaign's intent journal (``netfleet.cloud.aws.journal``), raw."""
     from netfleet.api._cloud import state_root
-    from netfleet.cloud.journal import Journal
+    from netfleet.cloud.aws.journal import Journal
     from netfleet.journalfile import read_journal
 
     path = Journal(state_root(), CAMPAIGN).path
@@ -785,7 +785,7 @@ def _cloud_records() -> list[dict[str, Any]]:
 def _created(records: list[dict[str, Any]]) -> str:
     """What AWS answered to each network create of this session (kind and id), from the
     campaign's intent journal."""
-    from netfleet.cloud.journal import KINDS
+    from netfleet.cloud.aws.journal import KINDS
 
     network = set(KINDS) - {"instance", "iam-role", "log-group"}
     made = [
@@ -826,7 +826,7 @@ def _live() -> tuple[dict[str, int], dict[str, int]]:
     from collections import Counter
 
     from netfleet.api._cloud import state_root
-    from netfleet.cloud.journal import Journal
+    from netfleet.cloud.aws.journal import Journal
 
     journal = Journal(state_root(), CAMPAIGN)
     live = journal.read().live() if journal.exists() else []

@@ -7,13 +7,15 @@
 * :func:`quota` — refuse a launch the account's limits would stop half-way.
 * :func:`campaign` — both, for each cloud of a campaign whose provider is a
   :class:`~netfleet.cloud.lifecycle.CloudProvider`, from the cloud's own ``price`` and ``quota``
-  (:mod:`netfleet.cloud.seam`); AWS's richer plan (waves, spot, the bill's other lines) reaches
-  the same :func:`limits` through ``netfleet.cloud.aws.plan.costs.guard``.
+  (:mod:`netfleet.cloud.seam`): ``netfleet run`` of every cloud, AWS's included (its price is
+  the plan the run follows: waves, spot, the bill's other lines), and ``cloud up`` of another
+  cloud's campaign. A launch-only AWS file (``cloud up``) reaches the same :func:`limits`
+  through ``netfleet.cloud.aws.plan.costs.guard``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from netfleet.cloud.seam import Price, Quota
@@ -28,11 +30,12 @@ def _usd(amount: float) -> str:
 
 
 def limits(price: Price, instances: int, *, max_cost: float, max_instances: int) -> None:
-    """Refuse (InputError, exit 2) above ``max_instances``, with an unknown price, or above
-    ``max_cost`` USD."""
+    """Refuse (InputError, exit 2) above ``max_instances`` (``instances``: held at once), with
+    an unknown price, or above ``max_cost`` USD."""
     if instances > max_instances:
+        at_once = "" if price.machines is None else " at once"
         raise InputError(
-            f"{instances} instances exceed --max-instances {max_instances}",
+            f"{instances} instances{at_once} exceed --max-instances {max_instances}",
             hint="raise --max-instances (--yes confirms a launch; it does not lift a limit)",
         )
     if price.usd is None:
@@ -67,21 +70,19 @@ def campaign(
     max_cost: float,
     max_instances: int,
     say: Callable[[str], None],
-    skip: Collection[str] = (),
 ) -> None:
     """:func:`limits` and :func:`quota` for each cloud the campaign's hosts use (a host kind
-    whose provider is a ``CloudProvider``; ``skip``: kinds already guarded by their own plan),
-    the machines held for ``seconds()`` (the plan's wall time, asked only when a cloud is
-    there); the price and the quota's notes go to ``say``. Hosts of other kinds (local, netns,
-    lab, ssh) cost nothing here."""
+    whose provider is a ``CloudProvider``), the machines held for ``seconds()`` (the plan's wall
+    time, asked only when a cloud is there) — or as the cloud's own plan holds them
+    (``Price.machines`` at once); the price and the quota's notes go to ``say``. Hosts of other
+    kinds (local, netns, lab, ssh) cost nothing here."""
     from netfleet.cloud.lifecycle import CloudProvider
     from netfleet.hosts.provider import HostRequest
     from netfleet.hosts.registry import get_provider
 
     kinds: dict[str, list[HostRequest]] = {}
     for name, host in spec.hosts.items():
-        if host.kind not in skip:
-            kinds.setdefault(host.kind, []).append(HostRequest(name, host))
+        kinds.setdefault(host.kind, []).append(HostRequest(name, host))
     held: float | None = None
     for kind, requests in sorted(kinds.items()):
         provider = get_provider(kind)
@@ -91,10 +92,15 @@ def campaign(
         held = seconds() if held is None else held
         price = cloud.price(requests, held / 3600)
         cost = "unknown" if price.usd is None else _usd(price.usd)
-        say(f"{cloud.name}: {len(requests)} machines for {held / 60:.1f} min: {cost} "
-            f"({price.source})")  # fmt: skip
+        at_once = len(requests) if price.machines is None else price.machines
+        how = (
+            f"for {held / 60:.1f} min"
+            if price.machines is None
+            else f"in turns ({at_once} at once) within {held / 60:.1f} min"
+        )
+        say(f"{cloud.name}: {len(requests)} machines {how}: {cost} ({price.source})")
         found = cloud.quota(requests)
         for note in found.notes:
             say(f"note: {note}")
-        limits(price, len(requests), max_cost=max_cost, max_instances=max_instances)
+        limits(price, at_once, max_cost=max_cost, max_instances=max_instances)
         quota(found)

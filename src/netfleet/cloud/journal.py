@@ -21,34 +21,32 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from netfleet.errors import InputError, StoreError
 from netfleet.journalfile import read_journal
-from netfleet.spec.cloud import CAMPAIGN_RE, REGION_RE
+from netfleet.spec.cloud import CAMPAIGN_RE
 
-ID_RE = re.compile(r"^(vpc|subnet|sg|i|sir|pg|key|igw|rtb|pl)-[0-9a-zA-Z]{1,40}$")
-KINDS = (
-    "vpc",
-    "subnet",
-    "internet-gateway",
-    "route-table",
-    "security-group",
-    "prefix-list",
-    "key-pair",
-    "placement-group",
-    "iam-role",
-    "log-group",
-    "instance",
-)
-#: ECS (Fargate tiers, cloud/aws/acquire/fargate.py): ids are ARNs
-ECS_KINDS = ("ecs-cluster", "task-definition", "task")
-_ECS_ARN = r"^arn:aws[a-z-]*:ecs:[a-z0-9-]+:\d{12}:"
-ECS_ARN_RE = {
-    "ecs-cluster": re.compile(_ECS_ARN + r"cluster/netfleet-[a-z0-9-]{1,40}$"),
-    "task-definition": re.compile(_ECS_ARN + r"task-definition/netfleet-[a-z0-9-]{1,60}:\d{1,9}$"),
-    "task": re.compile(_ECS_ARN + r"task/[A-Za-z0-9/_-]{1,120}$"),
-}
+#: a kind or a region as any cloud names it (a cloud's own rules narrow both)
+_TOKEN = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+#: a resource id as any cloud's may read (letters, digits and ``:/._-``; no space, no control)
+_ID = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9:/._-]{0,199}$")
+
+
+class RecordRules:
+    """What one cloud's journal records may hold; replay trusts nothing else (a record with
+    another kind, a malformed region or id is skipped and counted). These rules accept a safe
+    token of each: a cloud narrows them to its own kinds and formats (its :class:`Journal`
+    subclass sets :attr:`Journal.rules`; AWS: ``netfleet.cloud.aws.journal``)."""
+
+    def kind(self, kind: str) -> bool:
+        return bool(_TOKEN.match(kind))
+
+    def region(self, region: str) -> bool:
+        return bool(_TOKEN.match(region))
+
+    def resource_id(self, kind: str, rid: str) -> bool:
+        return bool(_ID.match(rid))
 
 
 log = logging.getLogger(__name__)
@@ -105,7 +103,10 @@ class JournalState:
 
 
 class Journal:
-    """Append-only JSONL file ``<dir>/<campaign>/journal.jsonl``."""
+    """Append-only JSONL file ``<dir>/<campaign>/journal.jsonl``; replay keeps the records
+    :attr:`rules` accepts."""
+
+    rules: ClassVar[RecordRules] = RecordRules()
 
     def __init__(self, root: Path, campaign: str) -> None:
         self.campaign = check_campaign(campaign)
@@ -150,7 +151,7 @@ class Journal:
         by_key: dict[tuple[str, str, str], Resource] = {}
         for rec in got.records:
             try:
-                ok = _replay(rec, self.campaign, state, by_key)
+                ok = _replay(rec, self.campaign, self.rules, state, by_key)
             except (ValueError, KeyError, TypeError):
                 ok = False
             if not ok:
@@ -163,6 +164,7 @@ class Journal:
 def _replay(
     rec: dict[str, Any],
     campaign: str,
+    rules: RecordRules,
     state: JournalState,
     by_key: dict[tuple[str, str, str], Resource],
 ) -> bool:
@@ -171,13 +173,14 @@ def _replay(
     op, kind, region = rec["op"], rec["kind"], rec["region"]
     if not (
         rec.get("campaign") == campaign
-        and (kind in KINDS or kind in ECS_KINDS)
+        and isinstance(kind, str)
+        and rules.kind(kind)
         and isinstance(region, str)
-        and REGION_RE.match(region)
+        and rules.region(region)
     ):
         return False
     rid = rec.get("id")
-    if rid is not None and not (isinstance(rid, str) and _valid_id(kind, rid)):
+    if rid is not None and not (isinstance(rid, str) and rules.resource_id(kind, rid)):
         return False
     if op == "intent":
         res = Resource(kind, region, str(rec["token"]), str(rec["key"]))
@@ -200,13 +203,3 @@ def _report(path: Path, what: str) -> None:
     if (str(path), what) not in _REPORTED:
         _REPORTED.add((str(path), what))
         log.warning("cloud journal %s: %s", path, what)
-
-
-def _valid_id(kind: str, rid: str) -> bool:
-    if kind in ECS_ARN_RE:
-        return bool(ECS_ARN_RE[kind].match(rid))
-    if kind in ("key-pair", "placement-group", "iam-role"):
-        return bool(re.match(r"^netfleet-[a-z0-9-]{1,70}$", rid))
-    if kind == "log-group":
-        return bool(re.match(r"^/netfleet/[a-z0-9-]{1,70}$", rid))
-    return bool(ID_RE.match(rid))

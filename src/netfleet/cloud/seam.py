@@ -53,6 +53,9 @@ class Price:
     unknown: tuple[str, ...] = ()  #: machine types without a price
     #: what the priced machines cost when ``usd`` is None (named beside the refusal)
     subtotal: float | None = None
+    #: the most machines held at once when the cloud's own plan holds them in turns (AWS's
+    #: waves: ``--max-instances`` bounds this); None: every request, throughout
+    machines: int | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,9 @@ class Cloud(Protocol):
 
     def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
         """What holding the requested machines for ``hours`` costs (plan). A cloud that cannot
-        say returns ``usd=None``: :mod:`netfleet.cloud.guard` then refuses the launch."""
+        say returns ``usd=None``: :mod:`netfleet.cloud.guard` then refuses the launch. A cloud
+        whose run follows a plan of its own (AWS: the waves ``netfleet run`` follows) prices
+        that plan and says how many machines it holds at once (``Price.machines``)."""
         ...
 
     def quota(self, requests: Sequence[HostRequest]) -> Quota:

@@ -73,11 +73,12 @@ from netfleet.cloud.aws.acquire.fargate import (
 )
 from netfleet.cloud.aws.acquire.provision import CloudHost, Provisioner
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.measure import expiry, spot
-from netfleet.cloud.aws.plan import catalogue, permissions, prices, quotas, safety
+from netfleet.cloud.aws.plan import catalogue, costs, permissions, prices, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import userdata
-from netfleet.cloud.journal import Journal, default_root
+from netfleet.cloud.journal import default_root
 from netfleet.cloud.lifecycle import CloudProvider
 from netfleet.cloud.release import give_back
 from netfleet.cloud.seam import Machine, Price, Quota, Released, Scope
@@ -205,6 +206,9 @@ class AwsCloud:
         #: the requests (names and specs) whose checks and permission probes passed, and
         #: their CloudSpec: plan's probes are not sent again by the acquire that follows
         self._checked: tuple[list[tuple[str, Any]], CloudSpec] | None = None
+        #: ``netfleet run``: the hosts and the priced plan (waves) the run follows
+        #: (:meth:`follow`): ``price`` and ``quota`` answer for it
+        self._following: tuple[frozenset[str], costs.Priced] | None = None
 
     def root(self) -> Path:
         return self.state_root or default_root()
@@ -285,10 +289,33 @@ class AwsCloud:
             found.update(got)
         return found
 
+    def follow(self, hosts: Sequence[str], priced: costs.Priced) -> None:
+        """``netfleet run``: the campaign's aws hosts and the priced plan the run follows
+        (:func:`netfleet.cloud.aws.runs.plan_cost`: its waves, spot, Fargate tasks, the bill's
+        other lines): :meth:`price` and :meth:`quota` of those hosts answer for it."""
+        self._following = (frozenset(hosts), priced)
+
+    def _followed(self, requests: Sequence[HostRequest]) -> costs.Priced | None:
+        found = self._following
+        return found[1] if found and {r.name for r in requests} == found[0] else None
+
     def price(self, requests: Sequence[HostRequest], hours: float) -> Price:
-        """These requests' EC2 instances for ``hours`` at the dated table's on-demand prices
-        (offline; the plan commands' fuller estimate — spot, the Price List API, Fargate, the
-        bill's other lines — is :mod:`netfleet.cloud.aws.plan.costs`)."""
+        """The plan ``netfleet run`` follows (:meth:`follow`): its estimate, and the most
+        instances it holds at once — its waves' peak, or the shared instances and the largest
+        job when a job does not fit ``--max-instances`` even alone. Otherwise these requests'
+        EC2 instances for ``hours`` at the dated table's on-demand prices (offline; the plan
+        commands' fuller estimate — spot, the Price List API, Fargate, the bill's other lines
+        — is :mod:`netfleet.cloud.aws.plan.costs`)."""
+        planned = self._followed(requests)
+        if planned is not None:
+            est, plan = planned.estimate, planned.waves.plan
+            return Price(
+                est.usd,
+                costs.PRICE_SOURCE if est.unknown else prices.load(self.root()).source,
+                tuple(est.unknown),
+                est.subtotal,
+                machines=max(est.instances, plan.least_instances),
+            )
         table = prices.load(self.root())
         ec2 = [r for r in requests if r.spec.fargate is None]
         if not ec2:  # Fargate tasks only: priced by the plan commands
@@ -306,7 +333,13 @@ class AwsCloud:
         )
 
     def quota(self, requests: Sequence[HostRequest]) -> Quota:
-        """The EC2 vCPU quotas of these requests' instances (:mod:`~.plan.quotas`)."""
+        """The plan ``netfleet run`` follows (:meth:`follow`): the jobs that fit no quota even
+        alone (its waves keep the rest within the vCPU and Fargate quotas as read; the reads'
+        notes are in its table). Otherwise the EC2 vCPU quotas of these requests' instances
+        (:mod:`~.plan.quotas`)."""
+        planned = self._followed(requests)
+        if planned is not None:
+            return Quota(tuple(planned.waves.plan.blocked))
         found = quotas.check_campaign(self._cloud_spec(list(requests)))
         return Quota(tuple(found.over), tuple(found.notes))
 

@@ -65,6 +65,19 @@ def confirm_campaign(
         )
 
 
+def follow(spec: CampaignSpec, priced: costs.Priced) -> None:
+    """``netfleet run``: the aws cloud's ``price`` and ``quota`` — which
+    :func:`netfleet.cloud.guard.campaign` holds every cloud's launch to — answer for the plan
+    this run follows (``priced``: its waves, spot, Fargate tasks, the bill's other lines)."""
+    from netfleet.cloud.aws.provider import AwsProvider
+    from netfleet.hosts.registry import get_provider
+
+    provider = get_provider("aws")
+    if isinstance(provider, AwsProvider):
+        names = [n for n, h in spec.hosts.items() if isinstance(h, AwsHostSpec)]
+        provider.cloud.follow(names, priced)
+
+
 def fargate_tiers(spec: CampaignSpec) -> list[TierSpec]:
     """The campaign's Fargate tasks (one per tier)."""
     return [h.fargate for h in spec.hosts.values() if isinstance(h, AwsHostSpec) and h.fargate]
@@ -106,7 +119,9 @@ def plan_cost(
         found = quotas.check_fargate(cs.region, sum(t.cpu for t in tiers) / 1024)
         priced.table.notes += [f"note: {n}" for n in found.notes]
         if found.over and priced.waves is not None:  # the run's guard refuses it (exit 4)
-            priced.waves.plan.unfit.extend(f"Fargate tasks: {o}" for o in found.over)
+            over = [f"Fargate tasks: {o}" for o in found.over]
+            priced.waves.plan.unfit.extend(over)
+            priced.waves.plan.blocked.extend(over)
     return priced
 
 

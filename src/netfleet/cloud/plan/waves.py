@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 
 #: EC2 and Fargate bill Linux per second with a 60-second minimum
 MIN_BILLED_S = 60.0
+#: the limit on machines held at once, as an unfit job names it
+INSTANCES_LIMIT = "--max-instances"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,12 @@ class WavePlan:
     unpriced: list[str]
     unfit: list[str]  #: jobs that do not fit the budget even alone, with the limit to raise
     over_cost: str | None  #: why the plan exceeds max_cost, else None
+    #: the fewest machines held at once that run every job (the shared ones and the largest
+    #: job): above ``--max-instances`` no plan fits
+    least_instances: int = 0
+    #: the jobs of ``unfit`` that a higher ``--max-instances`` alone would not fit, each with
+    #: the other limits it breaks (a quota, the receivers' Gbit/s)
+    blocked: list[str] = field(default_factory=list)
     #: what the priced machines cost (= ``usd`` when every machine has a price)
     priced_usd: float = 0.0
 
@@ -117,7 +125,7 @@ def _fits(
         if q in budget.vcpus and held.get(q, 0) + v > budget.vcpus[q]
     ]
     if budget.instances is not None and held_n + n > budget.instances:
-        over.append(f"--max-instances ({held_n + n} > {budget.instances})")
+        over.append(f"{INSTANCES_LIMIT} ({held_n + n} > {budget.instances})")
     if budget.gbps is not None and gbps and load + gbps > budget.gbps + 1e-9:
         over.append(f"the receivers' {budget.gbps:g} Gbit/s ({load + gbps:g} needed)")
     if budget.jobs is not None and running + 1 > budget.jobs:
@@ -134,13 +142,18 @@ def plan(
     """Schedule ``jobs`` longest first under ``budget``; see the module doc."""
     timing = timing or Timing()
     base = _vcpus(shared)
-    unfit = []
+    unfit, blocked = [], []
     todo = []
+    least = len(shared)
     for job in jobs:
+        least = max(least, len(shared) + len(job.machines))
         over = _fits(_vcpus(job.machines), len(job.machines), job.gbps, base, len(shared), 0.0,
                      budget)  # fmt: skip
         if over:
             unfit.append(f"{job.name}: raise {', '.join(over)}")
+            beyond = [o for o in over if not o.startswith(INSTANCES_LIMIT)]
+            if beyond:
+                blocked.append(f"{job.name}: raise {', '.join(beyond)}")
         else:
             todo.append(job)
     todo.sort(key=lambda j: (-timing.held_s(j.run_s), j.name))
@@ -217,6 +230,8 @@ def plan(
         unfit=unfit,
         over_cost=over_cost,
         priced_usd=usd,
+        least_instances=least,
+        blocked=blocked,
     )
 
 

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import WaiterError
+from botocore.exceptions import ClientError, WaiterError
 
 from netfleet import aws
 from netfleet.cloud import faults, owner
@@ -31,10 +31,10 @@ from netfleet.cloud.aws import retry
 from netfleet.cloud.aws.acquire import images
 from netfleet.cloud.aws.acquire.configstate import state_labels
 from netfleet.cloud.aws.campaign import CloudSpec
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.plan import catalogue, quotas, safety
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.bootstrap import hostkeys, userdata
-from netfleet.cloud.journal import Journal
 from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.spec.cloud import public_path
 
@@ -45,6 +45,9 @@ TAG_TOKEN = owner.TAG_TOKEN
 AMI_PARAMETER = images.AL2023_PARAMETER
 #: inbound rules per security group, AWS's default quota (VPC L-0EA8095F)
 SG_RULES_QUOTA = 60
+#: how long RunInstances may stay throttled (after botocore's own retries) before the launch
+#: is an error: the account's request rate is shared with everything else it runs
+THROTTLE_BUDGET_S = retry.CREATE_BUDGET_S
 #: RunInstances errors of one zone: another zone offering the type may have room
 CAPACITY_ERRORS = frozenset({"InsufficientInstanceCapacity", "Unsupported"})
 #: the region's quota: no zone helps
@@ -194,6 +197,9 @@ class Provisioner:
         self._zone_lock = threading.Lock()
         self.ec2 = aws.client("ec2", self.spec.region)
         self._clients: dict[str, Any] = {}
+        #: region → RunInstances' own client (:meth:`launch_client`)
+        self._launch_clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
         self._amis: dict[tuple[str, str], str] = {}
         self.expires_at = self.now + dt.timedelta(minutes=self.spec.expires_after_minutes)
         self.catalogue: dict[str, InstanceInfo] = {}
@@ -212,6 +218,17 @@ class Provisioner:
         if region not in self._clients:
             self._clients[region] = aws.client("ec2", region)
         return self._clients[region]
+
+    def launch_client(self, region: str) -> Any:
+        """RunInstances' own EC2 client in ``region``. botocore retries a zone's capacity error
+        (HTTP 500) as if it were transient, and every retry spends the client's retry quota
+        (a bucket per client): after a few full zones a shared client would answer the
+        campaign's next throttled call at once, raw. Here that spend stays with the launches,
+        whose throttling :meth:`_run_somewhere` retries itself."""
+        with self._clients_lock:
+            if region not in self._launch_clients:
+                self._launch_clients[region] = aws.client("ec2", region)
+            return self._launch_clients[region]
 
     def tags(self, token: str) -> list[dict[str, str]]:
         return [
@@ -559,20 +576,28 @@ class Provisioner:
     ) -> str:
         """RunInstances in ``zones[-1]``; on a capacity error, again in another zone that
         offers the type (appended to ``zones``) while the placement allows; a quota error is
-        an error naming the quota (another zone would not help)."""
-        from botocore.exceptions import ClientError
+        an error naming the quota (another zone would not help).
 
+        Each answer is handled as what it says, whatever came before it: botocore retries a
+        capacity error (HTTP 500) and throttling (503) alike, so its last attempt may end
+        throttled after nine answers of no capacity — throttling is retried as throttling
+        (:data:`retry.THROTTLED`, up to :data:`THROTTLE_BUDGET_S`) and the zone's answer read
+        again. No AWS error leaves here raw: each is an :class:`EnvironmentProblem` (exit 4)
+        naming the code and the fix."""
         while True:
             az = zones[-1]
             attempt = token if len(zones) == 1 else f"{token}-{az}"  # a new request per zone
+            run = partial(
+                self._run_instance, info, ami, net, az, user_data, attempt, extra_tags or {}
+            )
             try:
-                return self._run_instance(info, ami, net, az, user_data, attempt, extra_tags or {})
+                return retry.call(run, retry_on=retry.THROTTLED, budget_s=THROTTLE_BUDGET_S)
             except ClientError as exc:
                 code = retry.code(exc)
                 if code in QUOTA_ERRORS:
                     raise self._quota_error(info, net.region, exc) from None
                 if code not in CAPACITY_ERRORS:
-                    raise
+                    raise _launch_error(info.instance_type, az, net.region, exc) from None
                 with self._zone_lock:
                     other = self._fallback_zone(net, info.instance_type, zones, fleet)
                 if other is None:
@@ -781,7 +806,7 @@ class Provisioner:
             # T3/T3a/T4g launch "unlimited" by default: a run above baseline would bill
             # surplus credits the estimate does not count (seed 002's T2s were standard)
             kwargs["CreditSpecification"] = {"CpuCredits": "standard"}
-        resp = self.client(net.region).run_instances(
+        resp = self.launch_client(net.region).run_instances(
             ImageId=ami,
             InstanceType=info.instance_type,
             MinCount=1,
@@ -857,3 +882,23 @@ class Provisioner:
         return destroy(
             self.state_root, self.spec.campaign, poll_s=self.poll_s, regions=self.spec.regions
         )
+
+
+def _launch_error(instance_type: str, az: str, region: str, exc: Exception) -> EnvironmentProblem:
+    """RunInstances' answer other than capacity or quota, as an error with its fix (exit 4):
+    throttling that outlived :data:`THROTTLE_BUDGET_S`, or what AWS refused."""
+    code = retry.code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+    where = f"{instance_type} in {az} ({region})"
+    if code in retry.THROTTLED:
+        return EnvironmentProblem(
+            f"AWS kept throttling the launch of {where}: {code} for "
+            f"{THROTTLE_BUDGET_S:.0f} s after botocore's own retries",
+            hint="the account's EC2 request rate is shared with everything else it runs: wait "
+            "a few minutes and run again (`netfleet run --resume` keeps the runs already "
+            "done), or launch fewer at once (`concurrency:`)",
+        )
+    return EnvironmentProblem(
+        f"AWS refused to launch {where}: {exc}",
+        hint=f"AWS's error code {code} says why: fix what it names in the cloud block "
+        "(type, image, zone) or the account, then run again",
+    )

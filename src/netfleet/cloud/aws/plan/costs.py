@@ -324,6 +324,13 @@ def switch_minutes(held_minutes: float) -> float:
     return held_minutes + max(SWITCH_MIN, held_minutes * SWITCH_MARGIN)
 
 
+#: where a missing price comes from (named by a refusal for an unknown price)
+PRICE_SOURCE = (
+    "`netfleet cloud prices refresh --instance-type TYPE` online (AWS Price List API), or "
+    "the table in the state directory"
+)
+
+
 def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool = False) -> None:
     """Refuse above --max-cost / --max-instances, or when a price is unknown (the cost cannot
     be bounded): the neutral :func:`netfleet.cloud.guard.limits` every cloud's launch passes,
@@ -342,11 +349,7 @@ def guard(est: prices.Estimate, max_cost: float, max_instances: int, yes: bool =
             hint=f"set `expires_after_minutes: {switch_minutes(held_min):.0f}` in the cloud "
             "block (the plan's end plus a margin), or shorten the plan",
         )
-    source = (
-        "`netfleet cloud prices refresh --instance-type TYPE` online (AWS Price List API), or "
-        "the table in the state directory"
-    )
-    price = Price(est.usd, source, tuple(est.unknown), est.subtotal)
+    price = Price(est.usd, PRICE_SOURCE, tuple(est.unknown), est.subtotal)
     cloud_guard.limits(price, est.instances, max_cost=max_cost, max_instances=max_instances)
 
 

@@ -30,7 +30,6 @@ from netfleet.cloud.aws.measure import expiry
 from netfleet.cloud.aws.plan import billing, costs, prices, quotas
 from netfleet.cloud.aws.plan.catalogue import InstanceInfo
 from netfleet.cloud.plan import stopbound, waves
-from netfleet.errors import EnvironmentProblem, InputError
 from netfleet.plan.bounds import bound_runs
 from netfleet.plan.matrix import PlannedRun
 from netfleet.pricetable import PriceTable
@@ -116,27 +115,6 @@ class RunWaves:
         if self.acquire.expected_s is None:
             return None
         return expiry.switch_s(self.acquire.expected_s, self.scale) / 60
-
-    def guard(self) -> None:
-        """Refuse before launch: a job that fits no budget, or a plan above --max-cost."""
-        if self.plan.unfit and all("quota" not in u for u in self.plan.unfit):
-            raise InputError(  # a limit of this command: exit 2
-                f"a job's instances next to the shared ones exceed --max-instances "
-                f"{self.acquire.budget.get(INSTANCES, 0):g}: " + "; ".join(self.plan.unfit),
-                hint="raise --max-instances (the instances held at once; --yes does not lift it)",
-            )
-        if self.plan.unfit:
-            raise EnvironmentProblem(
-                "the plan does not fit its limits even one job at a time: "
-                + "; ".join(self.plan.unfit),
-                hint="raise the quota named (Service Quotas → Amazon EC2, or AWS Fargate for "
-                "L-3032A538) or --max-instances",
-            )
-        if self.plan.over_cost:
-            raise InputError(
-                self.plan.over_cost,
-                hint="raise --max-cost (--yes confirms a launch; it does not lift a limit)",
-            )
 
 
 def quota_key(code: str, region: str) -> str:

@@ -31,8 +31,9 @@ from netfleet import aws
 from netfleet.cloud import backing, faults, owner
 from netfleet.cloud.aws import filters
 from netfleet.cloud.aws import retry as retry_
+from netfleet.cloud.aws.journal import Journal
 from netfleet.cloud.aws.release import fargate_teardown
-from netfleet.cloud.journal import CAMPAIGN_RE, Journal, check_campaign
+from netfleet.cloud.journal import CAMPAIGN_RE, check_campaign
 from netfleet.cloud.owner import TAG_CAMPAIGN, TAG_EXPIRES, TAG_INSTALLATION
 from netfleet.errors import EnvironmentProblem
 
