@@ -187,7 +187,10 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
     runs in the lab; `netfleet cloud destroy` alone must then leave 0 ECS tasks, task
     definitions and clusters, 0 instances, key pairs, security groups, internet gateways, route
     tables, subnets and VPCs of the campaign (counted through the API) — and no lab namespace
-    or process: the ones the kill left are checked to exist first."""
+    or process. The namespaces the kill left are checked to exist first; the iperf3 processes
+    seen at the kill may also end on their own (the client dies of SIGPIPE writing to its killed
+    parent, the one-off server then ends: failed CI once when checked after the kill), so they
+    are recorded before it and checked gone after the destroy."""
     from netfleet.lab import netns
 
     # long enough that the killed run's iperf3 processes are surely still running when checked
@@ -197,6 +200,7 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
     sim = tmp_path / "cloud" / "fargate-tiers" / "sim"
     lab: str | None = None
     spaces: list[str] = []
+    seen: list[tuple[int, str]] = []
     try:  # a failed assertion must not leave the lab behind (a passing run has none left)
         proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -206,6 +210,7 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
                 assert time.monotonic() < deadline and proc.poll() is None, "never measured"
                 lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
                 spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
+                seen = [(pid, _started(pid)) for ns in spaces for pid in netns.pids(ns)]
                 if spaces and all(netns.pids(ns) for ns in spaces):
                     break
                 time.sleep(0.1)
@@ -213,16 +218,26 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         assert lab is not None
-        _destroy_after_the_kill(tmp_path, sim, spaces, lab)
+        _destroy_after_the_kill(tmp_path, sim, spaces, lab, seen)
     finally:
         for leftover in list(sim.iterdir()) if sim.is_dir() else []:
             simlab.take_down(leftover)
 
 
-def _destroy_after_the_kill(tmp_path: Path, sim: Path, spaces: list[str], lab: str) -> None:
-    from netfleet.lab import netns
+def _started(pid: int) -> str:
+    """A process's start time (clock ticks since boot), "" once it is gone: a PID plus its start
+    time names one process even when the PID is reused."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
 
-    left_pids = [pid for ns in spaces for pid in netns.pids(ns)]
+
+def _destroy_after_the_kill(
+    tmp_path: Path, sim: Path, spaces: list[str], lab: str, left_pids: list[tuple[int, str]]
+) -> None:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert all(ns in listed for ns in spaces), listed
     counts = teardown.remaining(aws.client("ec2", REGION), "fargate-tiers")
     assert left_pids and counts["tasks"] == 1 and counts["instances"] == 1, counts
     done = netfleet(tmp_path, "cloud", "destroy", "fargate-tiers",
@@ -237,7 +252,7 @@ def _destroy_after_the_kill(tmp_path: Path, sim: Path, spaces: list[str], lab: s
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"nf-{lab}-" not in namespaces and not any(sim.iterdir())
     deadline = time.monotonic() + 5  # the killed run's iperf3 processes: stopped (and reaped)
-    while alive := [p for p in left_pids if Path(f"/proc/{p}").exists()]:
+    while alive := [p for p, born in left_pids if born and _started(p) == born]:
         assert time.monotonic() < deadline, f"processes left running: {alive}"
         time.sleep(0.05)
 
