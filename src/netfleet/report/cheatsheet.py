@@ -82,13 +82,13 @@ def scale_notes(scaled: Iterable[tuple[str, str, str | None]], scale: Scale = "l
 
 
 def _one(rate: str) -> float | None:
-    """The one rate scale of a group's ``lab_scale`` labels (None: several, or unreadable —
-    no single cloud figure)."""
-    try:
-        value = float(rate)
-    except (TypeError, ValueError):
-        return None
-    return value if value > 0 else None
+    """The one rate scale of a group's ``lab_scale`` labels, as the SQL joins them (None:
+    several, or unreadable — no single cloud figure): the engines' reader of the label
+    (:func:`~netfleet.engines.burstable.lab_scale`), loaded only for a scaled lab's rows."""
+    from netfleet.engines.burstable import lab_scale
+
+    found = lab_scale({"lab_scale": rate})
+    return None if found is None else found[0]
 
 
 def in_cloud_figures(
