@@ -1,7 +1,7 @@
 """The catalog's one load loop (:func:`load`) and its two entry points: ``netfleet import
 --catalog`` (:func:`register`: foreign files by reference, local paths or ``s3://`` objects; no
-envelope is written) and ``netfleet ingest`` of a local results root
-(:mod:`netfleet.catalog.ingestion`). Each file is read once in worker tasks
+envelope is written) and ``netfleet ingest`` of a results root, local or S3, into a local or
+S3 catalog (:mod:`netfleet.catalog.ingestion`). Each file is read once in worker tasks
 (:mod:`netfleet.catalog.reader`), its rows written by the one batch writer
 (:mod:`netfleet.catalog.writer`), its manifest row into the manifest
 (:mod:`netfleet.catalog.manifest`).
