@@ -300,3 +300,14 @@ def test_an_s3_root_that_refuses_its_reads_stops_the_ingest_and_marks_nothing_ba
             proxy.close()
         again = ingest(open_root("s3://raw/fleet"), tmp_path / "cat")
         assert (again.ingested, again.bad) == (3, [])
+
+
+def test_verify_of_an_s3_catalog_says_what_it_verifies() -> None:
+    """An S3 catalog holds a manifest now, but verify reads a local one's: it says so, instead
+    of "no manifest (nothing was ingested …)"."""
+    from netfleet import api
+    from netfleet.errors import InputError
+
+    with pytest.raises(InputError, match="verify hashes the files of a local catalog") as got:
+        api.verify(catalog=URL)
+    assert got.value.hint is not None and "manifest.parquet" in got.value.hint
