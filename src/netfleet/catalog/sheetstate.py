@@ -165,7 +165,7 @@ def add_type_run(
         return
     found = _labels(labels)
     kind = None if found is None else found.get("instance_type")
-    length = next((s for s in seconds if s), None)
+    length = seconds[0] or seconds[1]
     if kind is None or length is None:
         return
     have = types.setdefault(str(kind), [0, 0.0, found])
