@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import socket
 import socketserver
@@ -140,16 +141,20 @@ class KillOnCommit:
             conn.close()
             return
         threading.Thread(target=self._copy, args=(up, conn), daemon=True).start()
-        while data := self._recv(conn):
-            if b"PUT /catalogs/team/net/runs/part-" in data:
-                self.commits += 1
-                if self.commits == self.nth and self.pid:
-                    os.kill(self.pid, signal.SIGKILL)
-                    self.killed = True
-                    break
+        while (data := self._recv(conn)) and self.passes(data, conn):
             up.sendall(data)
         conn.close()
         up.close()
+
+    def passes(self, data: bytes, conn: socket.socket) -> bool:
+        """Whether a request's bytes go on to moto (False: the connection is dropped)."""
+        if b"PUT /catalogs/team/net/runs/part-" in data:
+            self.commits += 1
+            if self.commits == self.nth and self.pid:
+                os.kill(self.pid, signal.SIGKILL)
+                self.killed = True
+                return False
+        return True
 
     @staticmethod
     def _recv(conn: socket.socket) -> bytes:
@@ -203,3 +208,106 @@ def test_ingest_killed_mid_upload_commits_nothing_half_written(
         assert len(catalog.committed_batches()) == 3
         assert sum(k.startswith("intervals/part-") for k in catalog.keys("")) == 3
         assert _counts(URL) == _counts(tmp_path / "local")
+
+
+def test_an_s3_root_ingested_twice_opens_no_envelope_the_second_time(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """Issue 34 item 2 on S3: each envelope of an S3 root gets a manifest row (source its URL,
+    its listing's size and ETag), and the S3 catalog holds its manifest as an object — so a
+    second ingest, from a machine with none of the first's local state, decides "already in"
+    by the manifest alone: no envelope opened (the report's count, and every row as it was:
+    not read again), and one new envelope is the only one read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from netfleet.catalog.manifest import INGESTED, MANIFEST
+
+    local = _root(tmp_path, CASES[:5])
+    with moto_server():
+        s3 = aws.client("s3")
+        for bucket in ("raw", "catalogs"):
+            s3.create_bucket(Bucket=bucket)
+        remote = open_root("s3://raw/fleet")
+        first_four, last = sorted(local.files())[:4], sorted(local.files())[4]
+        for path in first_four:
+            remote.write(Envelope.model_validate(local.read(path)))
+        catalog = S3Catalog.parse(URL)
+
+        def manifest() -> list[dict[str, Any]]:
+            data = catalog.get(MANIFEST)
+            assert data is not None, "the S3 catalog holds its manifest"
+            return pq.read_table(pa.BufferReader(data)).to_pylist()
+
+        first = ingest(remote, URL)
+        assert (first.ingested, first.unchanged, first.bad) == (4, 0, [])
+        rows = manifest()
+        listed = {o["Key"]: o for o in s3.list_objects_v2(Bucket="raw")["Contents"]}
+        assert sorted(r["source"] for r in rows) == sorted(f"s3://raw/{k}" for k in listed)
+        for row in rows:
+            obj = listed[row["source"].removeprefix("s3://raw/")]
+            assert (row["etag"], row["size"]) == (obj["ETag"].strip('"'), obj["Size"])
+            assert (row["state"], row["asked"]) == ("ok", INGESTED)
+        shutil.rmtree(state_dir)  # another machine: the manifest comes from the catalog
+        again = ingest(remote, URL)
+        assert (again.seen, again.ingested, again.skipped, again.unchanged) == (4, 0, 4, 4)
+        assert "(4 not opened)" in again.summary()
+        assert manifest() == rows  # not one row read again (checked_ns), nothing written
+        remote.write(Envelope.model_validate(local.read(last)))
+        third = ingest(remote, URL)
+        assert (third.ingested, third.skipped, third.unchanged) == (1, 4, 4)
+        assert len(manifest()) == 5 and _counts(URL)["runs"] == 5
+
+
+class DenyReads(KillOnCommit):
+    """A loopback proxy in front of moto that passes everything through (the listing too) but
+    answers a read of a raw result (``GET /raw/fleet/d=…``) with S3's AccessDenied: the store
+    refusing us, no one object's fault."""
+
+    DENIED = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+        b"<Message>Access Denied</Message></Error>"
+    )
+
+    def passes(self, data: bytes, conn: socket.socket) -> bool:
+        if not data.startswith((b"GET /raw/fleet/d=", b"GET /raw/fleet/d%3D")):
+            return True
+        head = "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
+        head += f"Content-Length: {len(self.DENIED)}\r\nConnection: close\r\n\r\n"
+        conn.sendall(head.encode() + self.DENIED)
+        return False
+
+
+def test_an_s3_root_that_refuses_its_reads_stops_the_ingest_and_marks_nothing_bad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that refuses the reads (not one object: the credentials) stops the ingest (exit
+    4), no envelope recorded as refused: the next ingest, the store back, reads them all."""
+    from netfleet.errors import StoreUnreachable
+
+    local = _root(tmp_path, CASES[:3])
+    with moto_server() as server:
+        aws.client("s3").create_bucket(Bucket="raw")
+        for path in local.files():
+            open_root("s3://raw/fleet").write(Envelope.model_validate(local.read(path)))
+        proxy = DenyReads(int(server.url.rsplit(":", 1)[1]), nth=0)
+        try:
+            with monkeypatch.context() as env:
+                env.setenv("AWS_ENDPOINT_URL", proxy.url)
+                with pytest.raises(StoreUnreachable, match="AccessDenied"):
+                    ingest(open_root("s3://raw/fleet"), tmp_path / "cat")
+        finally:
+            proxy.close()
+        again = ingest(open_root("s3://raw/fleet"), tmp_path / "cat")
+        assert (again.ingested, again.bad) == (3, [])
+
+
+def test_verify_of_an_s3_catalog_says_what_it_verifies() -> None:
+    """An S3 catalog holds a manifest now, but verify reads a local one's: it says so, instead
+    of "no manifest (nothing was ingested …)"."""
+    from netfleet import api
+    from netfleet.errors import InputError
+
+    with pytest.raises(InputError, match="verify hashes the files of a local catalog") as got:
+        api.verify(catalog=URL)
+    assert got.value.hint is not None and "manifest.parquet" in got.value.hint

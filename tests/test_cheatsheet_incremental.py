@@ -306,3 +306,32 @@ def _sums(node: Any) -> list[dict[str, Any]]:
     if isinstance(node, list):
         return [s for v in node for s in _sums(v)]
     return []
+
+
+def test_the_runs_shorter_than_a_burst_are_the_sheet_s_own_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixed-length runs per instance type (what the note on runs shorter than their
+    type's burst reads) are answered by the sheet's query and kept up to date by its tally:
+    after new files, the kept sheet's are the fresh sheet's, with no DuckDB; one cache entry
+    holds the sheet and them."""
+    from netfleet.report.cheatsheet import cheatsheet_table
+
+    src, cat = tmp_path / "src", tmp_path / "cat"
+    burst = ["baseline_gbps=0.75", "peak_gbps=10", "bucket_gbit=2700"]
+    _place(src, RUNS[:6], 0)
+    register([str(src)], cat, pattern="seed002", labels=burst, workers=1)
+    question: dict[str, Any] = {"group_by": "instance_type", "side": "sender"}
+    first = cheatsheet_data(cat, **question)
+    assert [t[:2] for t in first.types] == [[k, 2] for k in TYPES]
+    assert len(list((cat / SHEETS_DIR).glob("sheet-*.json"))) == 1
+    _place(src, RUNS[6:9], 6)
+    register([str(src)], cat, pattern="seed002", labels=burst, workers=1)
+    fresh = _Fresh(monkeypatch)
+    kept = cheatsheet_data(cat, **question)
+    assert fresh.calls == 0, "computed from the kept tally"
+    assert [t[:2] for t in kept.types] == [[k, 3] for k in TYPES]
+    assert kept.types[2][3]["bucket_gbit"] == "2700"
+    notes = cheatsheet_table(kept).notes
+    assert any(n.startswith("r4.large: ") and "burst lasts ~292 s" in n for n in notes)
+    _same(kept, _afresh(cat, **question))

@@ -140,3 +140,35 @@ def test_the_html_report_gives_a_scaled_lab_in_cloud_figures_in_every_section(
     assert summary is not None
     heads = [i for b in summary.blocks if isinstance(b, Bullets) for i in b.items]
     assert any("f256-512m" in h and "4.4 % under" in h for h in heads), heads
+
+
+def test_every_reader_of_a_lab_scale_label_gives_the_engines_answer() -> None:
+    """One rule reads ``lab_scale`` / ``lab_time_scale`` (:func:`lab_scale`): the report's
+    scale, the advice's rate scale, the analysis's time scale and the cheat sheet's group scale
+    all give its answer — text as a number, a boolean or several scales unreadable, the time
+    scale the rate's when it is unreadable."""
+    from netfleet.analysis.analyze import _lab_time_scale
+    from netfleet.engines.burstable import lab_rate_scale, lab_scale
+    from netfleet.report.cheatsheet import _one
+    from netfleet.report.labscale import scale_of
+
+    cases = [
+        ({"lab_scale": "0.05", "lab_time_scale": "0.1"}, (0.05, 0.1)),
+        ({"lab_scale": 0.05, "lab_time_scale": True}, (0.05, 0.05)),
+        ({"lab_scale": True}, None),
+        ({"lab_scale": "0.05,0.1"}, None),
+        ({"lab_scale": -2}, None),
+        ({"lab_scale": 1, "lab_time_scale": 0.5}, (1.0, 0.5)),
+        ({"lab_scale": 1}, None),
+        ({}, None),
+    ]
+    for labels, want in cases:
+        assert lab_scale(labels) == want, labels
+        found = scale_of(labels)
+        assert (None if found is None else (found.rate, found.time)) == want, labels
+        rate = None if want is None or want[0] == 1 else want[0]
+        assert lab_rate_scale(labels) == rate, labels
+        assert _lab_time_scale(labels) == (None if want is None or want[1] == 1 else want[1])
+        if "lab_scale" in labels:
+            text = str(labels["lab_scale"])
+            assert _one(text) == lab_rate_scale({"lab_scale": text}), labels

@@ -38,6 +38,7 @@ from netfleet.engines.burstable import (
     LONGEST_DOCUMENTED_BURST_S,
     adaptive_verdict,
     host_burstability,
+    lab_scale,
     no_drop_text,
     still_bursting,
 )
@@ -561,11 +562,10 @@ def _part_filled(analyses: Sequence[RunAnalysis]) -> list[RunAnalysis]:
 
 
 def _lab_time_scale(labels: Mapping[str, Any]) -> float | None:
-    for key in ("lab_time_scale", "lab_scale"):
-        v = labels.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v != 1:
-            return float(v)
-    return None
+    """A scaled lab's time scale (:func:`~netfleet.engines.burstable.lab_scale`), None when
+    its durations are the cloud's."""
+    found = lab_scale(labels)
+    return None if found is None or found[1] == 1 else found[1]
 
 
 def _best_refill(refills: Sequence[RefillEstimate]) -> RefillEstimate | None:

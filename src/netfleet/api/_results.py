@@ -143,7 +143,14 @@ def verify(
     from netfleet.catalog.verify import prune as forget_gone
     from netfleet.catalog.verify import verify as run_verify
 
-    report = run_verify(catalog_dir(catalog))
+    where = catalog_dir(catalog)
+    if isinstance(where, str):  # an s3:// URL
+        raise InputError(
+            f"{where}: netfleet verify hashes the files of a local catalog's manifest",
+            hint="an S3 catalog's manifest (its manifest.parquet object, written by ingest) is "
+            "not verified yet; ingest the same results into a local catalog to verify them",
+        )
+    report = run_verify(where)
     if not prune or not report.prunable:
         return report
     if dry_run:

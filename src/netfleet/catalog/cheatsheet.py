@@ -98,6 +98,7 @@ class CheatSheetData(Frozen):
     __slots__ = (  # noqa: RUF023
         "group_keys", "rows", "side", "rate", "unit_label", "filters", "runs", "omitted",
         "stubs", "without_intervals", "not_tcp", "bidir", "impossible", "scaled", "from_sender",
+        "types",
     )  # fmt: skip
 
     group_keys: list[str]
@@ -120,6 +121,10 @@ class CheatSheetData(Frozen):
     scaled: list[tuple[tuple[Any, ...], str, str | None]]
     #: receiver side asked, but this many runs have only the sender's intervals: theirs counted
     from_sender: int
+    #: the fixed-length runs of each instance type that may burst, of the runs selected:
+    #: [type, runs, longest (s), the labels of one] (:func:`~netfleet.catalog.sheetstate.
+    #: add_type_run`), by type
+    types: list[list[Any]]
 
     def __init__(
         self,
@@ -138,17 +143,20 @@ class CheatSheetData(Frozen):
         impossible: int = 0,
         scaled: list[tuple[tuple[Any, ...], str, str | None]] | None = None,
         from_sender: int = 0,
+        types: list[list[Any]] | None = None,
     ) -> None:
         self._set(
             group_keys, rows, side, rate, unit_label, filters, runs, omitted, stubs,
             without_intervals, not_tcp, bidir, impossible, [] if scaled is None else scaled,
-            from_sender,
+            from_sender, [] if types is None else types,
         )  # fmt: skip
 
 
 _INTS = ("runs", "omitted", "stubs", "without_intervals", "not_tcp", "bidir", "impossible",
          "from_sender")  # fmt: skip
 _TEXTS = ("side", "rate", "unit_label", "filters")
+#: the types of a kept :attr:`CheatSheetData.types` row's runs, longest and labels
+_TYPE_ROW = ((int, float, dict), (int, int, dict))
 
 
 def _from_cache(doc: Any) -> CheatSheetData | None:
@@ -167,6 +175,12 @@ def _from_cache(doc: Any) -> CheatSheetData | None:
         and all(isinstance(r, list) and plain(r) for r in doc["rows"])
         and isinstance(doc["scaled"], list)
         and all(isinstance(s, list) and len(s) == 3 and plain(s) for s in doc["scaled"])
+        and isinstance(doc["types"], list)
+        and all(isinstance(t, list) and len(t) == 4 and plain(t) for t in doc["types"])
+        and all(
+            (type(t[1]), type(t[2]), type(t[3])) in _TYPE_ROW and isinstance(t[0], str)
+            for t in doc["types"]
+        )
     )
     if not shaped or not _plausible_stats(doc["rows"], len(doc["group_keys"]), doc["unit_label"]):
         return None
@@ -340,7 +354,7 @@ def _kept_up_to_date(
             sheetstate.save(catalog, question, meta, parts, tally)
             return _finish(
                 group_keys, per_group, runs_of, counts, side, "goodput", unit_label,
-                _where_text(None, campaign),
+                _where_text(None, campaign), tally.types,
             )  # fmt: skip
     keep: dict[str, Any] = {}
     try:
@@ -463,6 +477,8 @@ def _cheatsheet(
         [side, side, side == "receiver"],
     )
 
+    types = _type_runs(con, keys.has_notes)
+
     # _x's rows with their run key and flags apart: one column held both (a column of its own
     # is 0.5 MB per 122,880 rows; 2**24 runs at most, more fail with DuckDB's overflow error)
     x = "(SELECT * EXCLUDE (kf), CAST(kf >> 8 AS INTEGER) AS rk, kf & 255 AS flags FROM _x)"
@@ -547,6 +563,7 @@ def _cheatsheet(
         except (LookupError, ValueError, TypeError):  # a key that is no dict key (NaN)
             tally = None
         if tally is not None:
+            tally.types = types
             keep["tally"] = tally
             keep["meta"] = {
                 "resolved": [
@@ -557,8 +574,27 @@ def _cheatsheet(
                 "has_notes": keys.has_notes,
             }
     return _finish(
-        group_keys, per_group, runs_of, totals, side, rate, unit_label, _where_text(where, campaign)
-    )
+        group_keys, per_group, runs_of, totals, side, rate, unit_label,
+        _where_text(where, campaign), types,
+    )  # fmt: skip
+
+
+def _type_runs(con: duckdb.DuckDBPyConnection, has_notes: bool) -> dict[str, list[Any]]:
+    """The fixed-length runs per instance type of the runs selected (``_r``), by the tally's
+    rule (:func:`~netfleet.catalog.sheetstate.add_type_run`): the runs whose labels name a type
+    read, in the selection's order."""
+    from netfleet.catalog.sheetstate import add_type_run
+
+    types: dict[str, list[Any]] = {}
+    notes = "r.notes" if has_notes else "NULL"
+    found = con.execute(
+        f"SELECT r.labels, {notes}, r.duration, r.duration_s FROM _r k"  # noqa: S608
+        " JOIN runs r ON r.run_id = k.run_id WHERE contains(r.labels, 'instance_type')"
+        " ORDER BY k.rk"
+    ).fetchall()
+    for labels, text, duration, duration_s in found:
+        add_type_run(types, labels, text, [duration, duration_s])
+    return types
 
 
 def _finish(
@@ -570,10 +606,12 @@ def _finish(
     rate: str,
     unit_label: str,
     filters: str,
+    types: dict[str, list[Any]],
 ) -> CheatSheetData:
     """The sheet from its groups' statistics (keys, intervals, :data:`STATS` scaled), their
     run-level facts (runs, no-drop runs, longest no-drop, lab scales, runs from the sender)
-    and the counts of the notes (:data:`netfleet.catalog.sheetstate.COUNTS`' order)."""
+    and the counts of the notes (:data:`netfleet.catalog.sheetstate.COUNTS`' order), with the
+    fixed-length runs per type (:func:`~netfleet.catalog.sheetstate.add_type_run`)."""
     n = len(group_keys)
     found = sorted(
         (
@@ -594,6 +632,7 @@ def _finish(
         rows.append([*row[:-5], "; ".join(f for f in flags if f) or None])
     scaled = [(tuple(row[:n]), row[-3], row[-2]) for row in found if row[-3]]
     n_runs, n_omitted, n_stubs, n_without, n_not_tcp, n_bidir, n_bad, n_sender = counts
+    from netfleet.catalog.sheetstate import types_list
 
     return CheatSheetData(
         group_keys=list(group_keys),
@@ -611,4 +650,5 @@ def _finish(
         impossible=n_bad,
         scaled=scaled,
         from_sender=n_sender,
+        types=types_list(types),
     )

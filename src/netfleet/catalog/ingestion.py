@@ -1,9 +1,9 @@
 """Raw results → Parquet catalog: idempotent, streaming, crash-safe.
 
-* Idempotent: a local root into a local catalog goes through the catalog's one load loop
+* Idempotent: every root into every catalog goes through the catalog's one load loop
   (:func:`netfleet.catalog.register.load`): every envelope gets a manifest row, and a file whose
-  stat is its row's is not opened; one read (new, changed) whose run is in ``runs`` is
-  skipped. An S3 root or catalog skips a run already in ``runs`` after reading its ``run_id``.
+  stat (an S3 object's size and ETag) is its row's is not opened; one read (new, changed) whose
+  run is in ``runs`` is skipped.
 * Streaming: files are read one at a time; rows are flushed as one new batch of parts every
   ``batch_runs`` runs or ``batch_rows`` interval rows, so memory stays bounded.
 * Crash-safe: see :mod:`netfleet.catalog.layout` — parts are written under temp names, fsynced,
@@ -14,21 +14,21 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from netfleet.catalog.layout import TABLES, is_s3
 from netfleet.catalog.pending import RAW_SUFFIX
 from netfleet.catalog.remote import S3Catalog
-from netfleet.catalog.writer import Writer, prepared
 from netfleet.errors import InputError
 from netfleet.store.root import RawStore, ResultsRoot, as_root
 
 if TYPE_CHECKING:
     from netfleet.catalog.sourcelist import Found
+    from netfleet.store.s3 import S3Root
 
 # pyarrow, pydantic and the row parsers are imported where rows are made: a no-op ingest
 # (everything already in the catalog) needs none of them
@@ -53,6 +53,9 @@ class IngestReport:
     seen: int = 0
     ingested: int = 0
     skipped: int = 0
+    #: of ``skipped``, the files whose stat (an object's size and ETag) was their manifest
+    #: row's: not opened (but one modified within 2 s of its last read: read again to be sure)
+    unchanged: int = 0
     #: the raw files left out, with the reason (path and reason separately)
     bad: list[BadFile] = field(default_factory=list)
     batches: int = 0
@@ -67,7 +70,8 @@ class IngestReport:
         spool = waited if self.uploaded else ""
         return (
             f"{spool}{self.seen} raw files: {self.ingested} ingested, {self.skipped} already in "
-            f"the catalog, {len(self.bad)} bad ({self.seconds:.1f} s)"
+            f"the catalog ({self.unchanged} not opened), {len(self.bad)} bad "
+            f"({self.seconds:.1f} s)"
         )
 
 
@@ -82,7 +86,12 @@ def ingest(
 ) -> IngestReport:
     """Add every raw result not yet in the catalog. Safe to re-run; safe to interrupt.
     ``workers``: processes reading the envelopes of a local root (default: one per CPU, at
-    most 4; a few hundred files are read in this process)."""
+    most 4; a few hundred files are read in this process; an S3 root's are read here). Every
+    root and catalog goes through the one load loop and its manifest (the module's text)."""
+    from netfleet.catalog.manifest import INGESTED
+    from netfleet.catalog.register import load
+    from netfleet.catalog.sourcelist import Options
+
     if batch_runs < 1 or batch_rows < 1:
         raise ValueError("batch_runs and batch_rows must be positive")
     root = as_root(results_root)
@@ -93,69 +102,33 @@ def ingest(
             hint="give the directory `netfleet run` wrote to (-r/--results, or NETFLEET_RESULTS)",
         )
     remote = S3Catalog.parse(str(catalog_dir)) if is_s3(str(catalog_dir)) else None
-    if remote is None and isinstance(root, ResultsRoot):
-        return _load_local(root, Path(catalog_dir), progress, batch_runs, batch_rows, workers)
-    report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
-    started = time.monotonic()
     # results a failed upload left spooled locally (an S3 root) belong in the catalog too
-    report.uploaded = root.flush_pending()
-    with prepared(catalog_dir, remote) as (catalog, known):
-        if isinstance(root, ResultsRoot):
-            # runs already in the catalog are counted by name: a no-op ingest makes no Path
-            entries = local_entries(root.path)
-            total = len(entries)
-            files = [
-                root.path / d / c / n
-                for d, c, n in entries
-                if n.removesuffix(RAW_SUFFIX) not in known
-            ]
-            report.seen = report.skipped = total - len(files)
-        else:
-            files = list(root.files())
-            total = len(files)
-        if progress:
-            progress(report.seen, total)
-        if files:  # (a no-op loads no reader: neither the models nor pyarrow)
-            writer = Writer(catalog, known, remote)
-            load(files, root, writer, report, progress, total, batch_runs, batch_rows, workers)
-    report.seconds = time.monotonic() - started
-    return report
-
-
-def _load_local(
-    root: ResultsRoot,
-    catalog: Path,
-    progress: Progress | None,
-    batch_runs: int,
-    batch_rows: int,
-    workers: int | None,
-) -> IngestReport:
-    """A local root into a local catalog, through the catalog's one load loop
-    (:func:`netfleet.catalog.register.load`): each envelope gets a manifest row (``source`` its
-    raw path, ``asked`` :data:`~netfleet.catalog.manifest.INGESTED`), and what is already in is
-    the manifest's rule — a file whose stat is its row's is not opened; one read again (new,
-    changed, racy) whose run the catalog holds is skipped."""
-    from netfleet.catalog.manifest import INGESTED
-    from netfleet.catalog.register import load
-    from netfleet.catalog.sourcelist import Options
-
-    top = os.path.abspath(root.path)
+    uploaded = root.flush_pending()
+    if isinstance(root, ResultsRoot):
+        top = os.path.abspath(root.path)
+        source, listing = top, partial(_listed, top)
+        count = workers or max(1, min(os.cpu_count() or 1, 4))
+    else:  # an S3 root: its listing's size and ETag, its objects read in this process
+        source, listing, count = root.url, partial(_objects, cast("S3Root", root)), 1
     done = load(
-        lambda: _listed(top),
-        [top],
-        catalog,
+        listing,
+        [source],
+        Path(catalog_dir) if remote is None else remote.state_dir(),
         lambda: Options("", {}, None, entry=INGESTED),
         None,
         INGESTED,
-        workers=workers or max(1, min(os.cpu_count() or 1, 4)),
+        workers=count,
         progress=progress,
         batch_runs=batch_runs,
         batch_rows=batch_rows,
         task_files=1,  # a file a task in this process: the batch budgets checked after each
+        remote=remote,
     )
-    report = IngestReport(catalog, seen=done.unchanged + len(done.bad), seconds=done.seconds)
+    report = IngestReport(Path(catalog_dir) if remote is None else remote.url)
+    report.uploaded, report.seconds, report.unchanged = uploaded, done.seconds, done.unchanged
     report.ingested = len(done.registered)
-    report.seen += report.ingested + len(done.touched) + len(done.duplicates) + len(done.already)
+    report.seen = done.unchanged + len(done.bad) + report.ingested + len(done.touched)
+    report.seen += len(done.duplicates) + len(done.already)
     report.skipped = report.seen - report.ingested - len(done.bad)
     report.bad = [BadFile(path, reason) for path, reason in done.bad]
     report.batches = done.batches
@@ -185,6 +158,13 @@ def _listed(top: str) -> list[Found]:
     return out
 
 
+def _objects(root: S3Root) -> list[Found]:
+    """An S3 root's envelopes, each with its size and ETag (one listing, none read)."""
+    from netfleet.catalog.sourcelist import Found
+
+    return [Found(url, url, size, etag=etag) for url, size, etag in root.listed()]
+
+
 def local_entries(top: Path) -> list[tuple[str, str, str]]:
     """``(d=…, campaign=…, file name)`` of ``ResultsRoot.files()`` — ``d=*/campaign=*/*.json.gz``,
     in the same order — by scandir and a sort on name tuples (10,000 Path objects and their
@@ -205,47 +185,3 @@ def _entries(folder: Path, prefix: str) -> list[str]:
             return [e.name for e in it if e.name.startswith(prefix) and e.is_dir()]
     except OSError:
         return []
-
-
-def load(
-    files: list[Any],
-    root: RawStore,
-    writer: Writer,
-    report: IngestReport,
-    progress: Progress | None,
-    total: int,
-    batch_runs: int,
-    batch_rows: int,
-    workers: int | None,
-) -> None:
-    """The load loop of ``ingest``: tasks of envelopes read by the reader (in worker processes
-    for many local files), each file settled (a run already in the catalog, or read twice, is
-    skipped; a refused file is reported with its reason), the runs kept written by the writer
-    a batch at a time (every ``batch_runs`` runs or ``batch_rows`` interval rows, between
-    tasks)."""
-    from netfleet.catalog import reader
-
-    local = isinstance(root, ResultsRoot)
-    count = (workers or max(1, min(os.cpu_count() or 1, 4))) if local else 1
-    # in this process, a task a file (the batch budgets checked after each); in workers, tasks
-    # of at most a batch's runs
-    parallel = count > 1 and len(files) >= reader.PARALLEL_MIN
-    size = min(reader.TASK_FILES, batch_runs) if parallel else 1
-    with reader.pool(count, len(files)) as pool:
-        for paths, outcomes, tables in reader.envelope_reads(files, root, pool, size):
-            writer.take(tables)
-            for path, (run_id, reason) in zip(paths, outcomes, strict=True):
-                report.seen += 1
-                if run_id is None:
-                    report.bad.append(BadFile(str(path), str(reason)))
-                elif run_id in writer.known or run_id in writer.first:
-                    report.skipped += 1
-                else:
-                    writer.first[run_id] = str(path)
-                    writer.keep(run_id)
-                    report.ingested += 1
-                if progress:
-                    progress(report.seen, total)
-            if writer.runs >= batch_runs or writer.rows >= batch_rows:
-                writer.commit(report)
-        writer.commit(report)

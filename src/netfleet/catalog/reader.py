@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from isal import igzip_lib, isal_zlib
 
-from netfleet.catalog.build import RowError, RunRows, envelope_rows
+from netfleet.catalog.build import RowError, envelope_rows
 from netfleet.catalog.columns import json_encoder
 from netfleet.catalog.layout import TABLES
 from netfleet.catalog.manifest import COLUMNS, INGESTED
 from netfleet.catalog.memory import collector_paused
 from netfleet.catalog.sourcelist import Found, Options, Read, s3_client, s3_split
 from netfleet.catalog.writer import Batch
-from netfleet.errors import CatalogError, StoreError, StoreUnreachable
+from netfleet.errors import StoreError, StoreUnreachable
 from netfleet.store.import_base import (
     ImportProblem,
     imported_envelope,
@@ -52,7 +52,7 @@ from netfleet.store.import_base import (
 from netfleet.store.import_iperf3 import checked_shape, iperf3_fields, typed
 from netfleet.store.import_labels import labels_of
 from netfleet.store.limits import BYTES_PER_VALUE, max_raw_bytes, too_large
-from netfleet.store.root import RawStore, ResultsRoot
+from netfleet.store.s3 import object_fault
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -216,23 +216,30 @@ def _read(
 
 
 def _read_envelope(source: str, data: bytes, row: dict[str, Any]) -> Read:
-    """A netfleet envelope's bytes (``ingest``: a results root's file, read as the store reads
-    it — its ``d=``/``campaign=`` folders no links, the byte limit, the format version, its
-    partition — and checked against the model, :func:`read_envelope`) → its manifest row and
-    every row of its run, the per-stream rows too."""
+    """A netfleet envelope's bytes (``ingest``: a results root's file or object, read as the
+    store reads it — a file's ``d=``/``campaign=`` folders no links, the byte limit, the format
+    version, its partition — and checked against the model) → its manifest row and every row
+    of its run, the per-stream rows too; refused with the reason (without the path)."""
     import io
 
+    from pydantic import ValidationError
+
+    from netfleet.store.envelope import Envelope
     from netfleet.store.rawfile import decode_raw
     from netfleet.store.root import check_not_linked
 
-    def decoded(path: str) -> dict[str, Any]:
-        check_not_linked(Path(path))
-        return decode_raw(io.BytesIO(data), path)
-
     try:
-        doc, rows = read_envelope(source, decoded)
-    except CatalogError as exc:
-        raise ImportProblem(exc.message) from exc
+        if not source.startswith("s3://"):  # (an object's key is checked by decode_raw)
+            check_not_linked(Path(source))
+        doc = decode_raw(io.BytesIO(data), source)
+        Envelope.model_validate(doc)
+        rows = envelope_rows(doc, source=source)
+    except StoreError as exc:
+        raise ImportProblem(exc.message.removeprefix(f"{source}: ")) from exc
+    except ValidationError as exc:
+        raise ImportProblem(_validation_reason(exc)) from exc
+    except RowError as exc:
+        raise ImportProblem(str(exc)) from exc
     row.update(
         state="ok",
         run_id=rows.run_id,
@@ -377,6 +384,12 @@ def _read_s3(item: Found, opts: Options, limit: int) -> Read:
         meta["version_id"] = got.get("VersionId")
     except Exception as exc:
         reason = f"unreadable ({type(exc).__name__}: {str(exc)[:200]})"
+        if opts.entry == INGESTED and not object_fault(exc):  # the store's fault, not the file's
+            raise StoreUnreachable(
+                f"{item.source}: {reason}",
+                hint="check AWS_ENDPOINT_URL, the credentials (boto3's standard chain) and the "
+                "bucket, then ingest again",
+            ) from exc
         return Read({"source": item.source, "state": "bad", "reason": reason, **meta})
     return read_file(item.source, data, meta, opts, limit=limit)
 
@@ -565,72 +578,3 @@ def _validation_reason(exc: ValidationError) -> str:
     where = ".".join(str(p) for p in first["loc"]) or "envelope"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"not a valid netfleet envelope: {where}: {first['msg']}{more}"
-
-
-def read_envelope(
-    path: Any, read: Callable[[Any], dict[str, Any]] = ResultsRoot.read
-) -> tuple[dict[str, Any], RunRows]:
-    """Read one raw envelope (checked by the store's reader: format version, its ``d=`` /
-    ``campaign=`` directory, the byte limit) and build its rows; raise :class:`CatalogError`
-    whose message is the reason (without the path)."""
-    from pydantic import ValidationError
-
-    from netfleet.store.envelope import Envelope
-
-    try:
-        doc = read(path)
-        Envelope.model_validate(doc)
-        return doc, envelope_rows(doc, source=str(path))
-    except StoreUnreachable:
-        raise  # the store is down or refuses us: no file is to blame, the load stops (exit 4)
-    except StoreError as exc:
-        raise CatalogError(exc.message.removeprefix(f"{path}: ")) from exc
-    except UnicodeDecodeError as exc:  # not caught by ResultsRoot.read
-        raise CatalogError(f"unreadable raw result (not UTF-8 JSON: {exc})") from exc
-    except ValidationError as exc:
-        raise CatalogError(_validation_reason(exc)) from exc
-    except RowError as exc:
-        raise CatalogError(str(exc)) from exc
-
-
-#: per envelope of a task: its run id, or the reason it was refused
-Outcome = tuple[str | None, str | None]
-
-
-@collector_paused()
-def envelope_task(paths: list[Any], root: RawStore) -> tuple[list[Outcome], dict[str, pa.Table]]:
-    """Read a task of envelopes (a worker's unit, as :func:`read_task` for foreign files): each
-    one's run id or reason, and the rows of those read as Arrow tables (a run whose values
-    Arrow refuses is refused alone, with its reason; a run twice in the task is kept once; the
-    cycle collector paused, as :func:`read_task`'s)."""
-    outcomes: list[Outcome] = []
-    batch = Batch()
-    seen: set[str] = set()
-    for path in paths:
-        try:
-            _, rows = read_envelope(path, root.read)
-        except CatalogError as exc:
-            outcomes.append((None, exc.message))
-            continue
-        outcomes.append((rows.run_id, None))
-        if rows.run_id not in seen:
-            seen.add(rows.run_id)
-            _refused(outcomes, batch.add(rows))
-    _refused(outcomes, batch.convert())
-    return outcomes, batch.as_tables()
-
-
-def _refused(outcomes: list[Outcome], rejected: list[tuple[Any, str]]) -> None:
-    for rows, why in rejected:
-        for at, (run_id, _) in enumerate(outcomes):
-            if run_id == rows.run_id:
-                outcomes[at] = (None, why)
-
-
-def envelope_reads(
-    files: list[Any], root: RawStore, pool: Any, size: int
-) -> Iterator[tuple[list[Any], list[Outcome], dict[str, pa.Table]]]:
-    """Each task's envelopes (``size`` a task), their outcomes and their tables, in order;
-    with a pool, handed out to the workers at once (a local root's files only: an S3 root's
-    client stays in this process)."""
-    return _handed_out(files, size, pool, partial(envelope_task, root=root))

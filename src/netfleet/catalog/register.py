@@ -1,7 +1,7 @@
 """The catalog's one load loop (:func:`load`) and its two entry points: ``netfleet import
 --catalog`` (:func:`register`: foreign files by reference, local paths or ``s3://`` objects; no
-envelope is written) and ``netfleet ingest`` of a local results root
-(:mod:`netfleet.catalog.ingestion`). Each file is read once in worker tasks
+envelope is written) and ``netfleet ingest`` of a results root, local or S3, into a local or
+S3 catalog (:mod:`netfleet.catalog.ingestion`). Each file is read once in worker tasks
 (:mod:`netfleet.catalog.reader`), its rows written by the one batch writer
 (:mod:`netfleet.catalog.writer`), its manifest row into the manifest
 (:mod:`netfleet.catalog.manifest`).
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from netfleet.catalog.keepcopy import Keeper
+    from netfleet.catalog.remote import S3Catalog
     from netfleet.catalog.writer import Writer
 
 
@@ -212,6 +213,7 @@ def load(
     batch_runs: int | None = None,
     batch_rows: int | None = None,
     task_files: int | None = None,
+    remote: S3Catalog | None = None,
 ) -> RegisterReport:
     """The catalog's one load loop, for both entry points (``register``: foreign files by
     reference; ``ingest``: a results root's envelopes, ``asked`` :data:`INGESTED`). What is
@@ -223,8 +225,11 @@ def load(
     ``sources``: what was listed (a row under one whose file is gone is ``missing``);
     ``options``: the reads' options, made when something is to be read; ``campaign``: the
     campaign of this entry's rows (None: any — an envelope names its own); ``task_files``:
-    files per task read in this process (default :data:`reader.TASK_FILES`)."""
+    files per task read in this process (default :data:`reader.TASK_FILES`); ``remote``: an
+    S3 catalog (``catalog`` its staging directory), its manifest pulled from it under the lock
+    and pushed back after the batches (:class:`~netfleet.catalog.remote.S3Catalog`)."""
     started = time.monotonic()
+    sourcelist.forget_client()
     # Python's cycle collector paused while the files are listed and compared: the listing's
     # tuples (one a file) would be walked by each collection meanwhile, and by the first after
     # — 1.5-4 ms of a no-op import of 10,000 files; they hold no cycles (issue 26)
@@ -234,7 +239,7 @@ def load(
         # nothing changed (every file's stat is its row's, none gone): decided from the
         # manifest's index alone — no lock taken, no reader loaded (rows only exist for
         # options once checked)
-        index = read_index(catalog)
+        index = read_index(catalog) if remote is None else None  # (S3: pulled when locked)
         todo = found
         active: dict[str, int] = {}
         gone: list[str] = []
@@ -260,7 +265,9 @@ def load(
         from netfleet.catalog.writer import Writer, prepared
 
         opts = options()
-        with prepared(catalog, None) as (local, known):
+        with prepared(catalog, remote) as (local, known):
+            if remote is not None:
+                remote.pull_manifest(local)
             finish_retire(local)
             # what was found before the lock holds while no import came between
             if index is None or not still_current(local, index):
@@ -283,7 +290,7 @@ def load(
             tasks = reader.reads(todo, opts, follow_links, pool, size)  # handed out at once
             state = _State(index, active, index.generation, asked)
             keep = Keeper(keep_copy, follow_links) if keep_copy else None
-            writer = Writer(local, known)
+            writer = Writer(local, known, remote)
             done = 0
             if progress is not None:
                 progress(report.unchanged, len(found))
@@ -304,6 +311,8 @@ def load(
             if state.changed:
                 state.write(local)
                 report.generation += 1
+                if remote is not None:
+                    remote.push_manifest(local)
     report.seconds = time.monotonic() - started
     return report
 

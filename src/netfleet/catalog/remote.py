@@ -6,6 +6,13 @@
   or none — intervals, ends, latency and **runs last**: the runs part is the commit marker, as
   on disk. A crash (or a dead endpoint) in the middle leaves parts of a batch without its runs
   part: no reader lists them, and the next ingest deletes them and ingests those runs again.
+* **The manifest** (:mod:`netfleet.catalog.manifest`: a row per envelope ingested, what decides
+  "already in") is one object, ``manifest.parquet``, uploaded whole in one PUT after the batches
+  (:meth:`S3Catalog.push_manifest`): S3 holds the last manifest or the one before, never part of
+  one. Each ingest starts from it (:meth:`S3Catalog.pull_manifest`: the local copy in the
+  staging directory replaced when it is not the catalog's). A crash before the upload leaves
+  committed runs the manifest does not know: the next ingest reads those envelopes again and
+  records them (their runs are in the catalog: not written twice).
 * **One writer**: S3 has no lock; the lock file is local, under the same state directory as
   the S3 results root's journal (``STATE/s3/BUCKET/PREFIX/``). Run ingest for one S3 catalog
   from one machine.
@@ -25,6 +32,16 @@ from typing import Any
 
 from netfleet import aws
 from netfleet.catalog.layout import CATALOG_FORMAT, META, TABLES, format_error, part_name
+from netfleet.catalog.manifest import (
+    INDEX,
+    MANIFEST,
+    current_generation,
+    manifest_files,
+    manifest_path,
+    read_manifest,
+    write_manifest,
+)
+from netfleet.durable import atomic_write
 from netfleet.errors import CatalogError
 
 
@@ -165,3 +182,23 @@ class S3Catalog:
                 table = pq.read_table(io.BytesIO(data), columns=["run_id"])
                 ids.update(table.column("run_id").to_pylist())
         return ids
+
+    def pull_manifest(self, local: Path) -> None:
+        """The catalog's manifest as the local copy the load loop reads (``local``: the staging
+        directory, the catalog's lock held): replaced when it is not the catalog's object,
+        removed when the catalog has none (its stat index goes with it: made again)."""
+        data = self.get(MANIFEST)
+        files = manifest_files(local)
+        if data is not None and len(files) == 1 and files[0].read_bytes() == data:
+            return
+        for path in [*files, local / INDEX]:
+            path.unlink(missing_ok=True)
+        if data is not None:
+            atomic_write(manifest_path(local), data)
+
+    def push_manifest(self, local: Path) -> None:
+        """The local manifest as the catalog's object: written whole (its segments folded into
+        the base), then uploaded in one PUT."""
+        if len(manifest_files(local)) > 1:
+            write_manifest(local, read_manifest(local), current_generation(local))
+        self.put(MANIFEST, manifest_path(local).read_bytes())

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # (annotations' only)
     T = TypeVar("T")
 
 #: bump when the cheat sheet's query or ``CheatSheetData`` changes meaning
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 SHEETS_DIR = "_sheets"
 KEEP = 64
 #: the most bytes of an entry read back (a sheet is kilobytes): a larger one is not ours

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 #: the folder of the kept tallies, in the catalog
 STATE_DIR = "_tallies"
 #: bump when the tally's meaning changes
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 #: the quantiles of the sheet (:data:`netfleet.catalog.cheatsheet.STATS`' p5, p50, p95)
 QUANTILES = (0.05, 0.5, 0.95)
 #: ranks kept either side of a quantile's: a few hundred new rates per group and import move
@@ -141,6 +141,42 @@ class Tally:
     def __init__(self) -> None:
         self.groups: dict[tuple[Any, ...], Group] = {}
         self.counts = dict.fromkeys(COUNTS, 0)
+        #: the fixed-length runs per instance type (:func:`add_type_run`)
+        self.types: dict[str, list[Any]] = {}
+
+
+#: a run's labels can make its type burstable only if their text holds one of these
+BURST_LABEL_HINTS = ("burst", "bucket_gbit", "peak_gbps", "network_performance")
+
+
+def add_type_run(
+    types: dict[str, list[Any]], labels: str | None, notes: str | None, seconds: list[Any]
+) -> None:
+    """One run the sheet selected (complete, of its campaign and filter) into ``types``: per
+    ``instance_type`` label whose labels may say it bursts (:data:`BURST_LABEL_HINTS`), its
+    fixed-length runs (not adaptive: imported, or a set duration) — [how many, the longest
+    (seconds: ``duration``, else ``duration_s``), the labels of the first]. What the sheet's
+    note on runs shorter than their type's burst reads
+    (:func:`netfleet.report.cheatsheet.short_run_note`); the one rule of both the query and
+    the tally."""
+    if not labels or "instance_type" not in labels or (notes and '"adaptive"' in notes):
+        return
+    if not any(hint in labels for hint in BURST_LABEL_HINTS):
+        return
+    found = _labels(labels)
+    kind = None if found is None else found.get("instance_type")
+    length = seconds[0] or seconds[1]
+    if kind is None or length is None:
+        return
+    have = types.setdefault(str(kind), [0, 0.0, found])
+    have[0] += 1
+    have[1] = max(have[1], float(length))
+
+
+def types_list(types: dict[str, list[Any]]) -> list[list[Any]]:
+    """``types`` (:func:`add_type_run`) as the sheet keeps them: [type, runs, longest, labels]
+    by type."""
+    return [[kind, *types[kind]] for kind in sorted(types)]
 
 
 def stats_rows(tally: Tally) -> list[list[Any]] | None:
@@ -214,7 +250,7 @@ def save(
         payload.byteswap()
     data = payload.tobytes()
     head = {"question": question, "meta": meta, "parts": parts, "groups": groups,
-            "counts": tally.counts, "values": len(payload),
+            "counts": tally.counts, "types": types_list(tally.types), "values": len(payload),
             "sha256": hashlib.sha256(data).hexdigest()}  # fmt: skip
     try:
         text = json.dumps(head, allow_nan=False).encode()
@@ -272,6 +308,10 @@ def _tally(head: dict[str, Any], values: array[float]) -> Tally:
     ):
         raise ValueError("counts")
     tally.counts = dict(head["counts"])
+    for kind, runs, longest, labels in head["types"]:
+        if not (isinstance(kind, str) and type(runs) is int and isinstance(labels, dict)):
+            raise ValueError("types")
+        tally.types[kind] = [runs, float(longest), labels]
     at = 0
     for doc in head["groups"]:
         group = Group()
@@ -344,7 +384,8 @@ def _add_batches(
     import pyarrow.parquet as pq
 
     wanted = ["run_id", "status", "campaign", "protocol", "bidir", "direction", "interval",
-              "labels", *(["notes"] if meta["has_notes"] else [])]  # fmt: skip
+              "labels", "duration", "duration_s",
+              *(["notes"] if meta["has_notes"] else [])]  # fmt: skip
     resolved = meta["resolved"]
     wanted += [name for how, name in resolved if how == "column" and name not in wanted]
     runs: dict[str, dict[str, Any]] = {}
@@ -389,6 +430,7 @@ def _add_batches(
             return False  # a scaled lab's note: DuckDB's
         if meta["has_notes"] and run["notes"] is not None and "adaptive" in run["notes"]:
             return False  # an adaptive run's flag: DuckDB's
+        add_type_run(tally.types, run["labels"], None, [run["duration"], run["duration_s"]])
         key = []
         for how, name in resolved:
             value = run[name] if how == "column" else labels.get(name)

@@ -203,7 +203,22 @@ def s3_split(url: str) -> tuple[str, str]:
     return bucket, key
 
 
+#: this process's S3 client and the endpoint it was made for, made by its first read (a
+#: client costs ≈ 30 ms: one an object read cost as much as the GET); made again for another
+#: endpoint, and as each load starts (:func:`forget_client`)
+_CLIENT: list[Any] = []
+
+
 def s3_client() -> Any:
     from netfleet import aws
 
-    return aws.client("s3")
+    url = aws.endpoint_url("s3")
+    if not _CLIENT or _CLIENT[0] != url:
+        _CLIENT[:] = [url, aws.client("s3")]
+    return _CLIENT[1]
+
+
+def forget_client() -> None:
+    """The next read makes its client afresh (the credentials may have changed since the last
+    load of this process; a worker's process is new each load)."""
+    _CLIENT.clear()

@@ -43,12 +43,26 @@ def catalogue_figures(labels: Mapping[str, Any]) -> tuple[float, float] | None:
 CATALOGUE_MARGIN = 0.2
 
 
+def lab_scale(labels: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A scaled lab's (rate, time) scales from a run's labels, or None when the run is no
+    scaled lab's (no ``lab_scale``, not a positive number, or both scales 1). ``lab_scale``:
+    lab rate ÷ cloud rate (a run's cloud rate is its rate ÷ this); ``lab_time_scale``: lab
+    duration ÷ cloud duration (the rate scale when absent or unreadable). A label is read as
+    a number or its text ("0.05"); anything else — a boolean, several scales joined
+    ("0.05,0.1") — is unreadable. The one reader of these labels: every report, the
+    analysis and advice ask it."""
+    rate = _gbps(labels.get("lab_scale"))
+    if rate is None or not rate > 0:
+        return None
+    time = _gbps(labels.get("lab_time_scale"))
+    time = time if time is not None and time > 0 else rate
+    return None if rate == 1 and time == 1 else (rate, time)
+
+
 def lab_rate_scale(labels: Mapping[str, Any]) -> float | None:
-    """A scaled lab's rate scale (label ``lab_scale``: lab rate ÷ cloud rate; a run's cloud
-    rate is its rate ÷ this), None when the run is no scaled lab's (or the label is unreadable,
-    or 1)."""
-    v = _gbps(labels.get("lab_scale"))
-    return v if v is not None and v > 0 and v != 1 else None
+    """:func:`lab_scale`'s rate scale, None when the rate is not scaled (1)."""
+    scale = lab_scale(labels)
+    return None if scale is None or scale[0] == 1 else scale[0]
 
 
 def _scale(labels: Mapping[str, Any]) -> float:

@@ -16,7 +16,6 @@ from netfleet.catalog.cheatsheet import (
     CheatSheetData,
     cheatsheet_data,
 )
-from netfleet.catalog.runlengths import TypeRuns
 from netfleet.tabular import Tabular
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD
 
@@ -34,7 +33,7 @@ def cheatsheet(
     scaled lab's rows in the lab's figures (``lab``) or as the cloud figures they stand for
     (``cloud``)."""
     data = cheatsheet_data(catalog_dir, *args, **kwargs)
-    table = with_short_runs(cheatsheet_table(data, scale), catalog_dir, kwargs.get("campaign"))
+    table = cheatsheet_table(data, scale)
     if any(row[-1] and "lab ×" in str(row[-1]) for row in table.rows):
         from netfleet.report.labscale import goodput_basis_note, goodput_basis_runs
 
@@ -82,13 +81,13 @@ def scale_notes(scaled: Iterable[tuple[str, str, str | None]], scale: Scale = "l
 
 
 def _one(rate: str) -> float | None:
-    """The one rate scale of a group's ``lab_scale`` labels (None: several, or unreadable —
-    no single cloud figure)."""
-    try:
-        value = float(rate)
-    except (TypeError, ValueError):
-        return None
-    return value if value > 0 else None
+    """The one rate scale of a group's ``lab_scale`` labels, as the SQL joins them (None:
+    several, or unreadable — no single cloud figure): the engines' reader of the label
+    (:func:`~netfleet.engines.burstable.lab_scale`), loaded only for a scaled lab's rows."""
+    from netfleet.engines.burstable import lab_scale
+
+    found = lab_scale({"lab_scale": rate})
+    return None if found is None else found[0]
 
 
 def in_cloud_figures(
@@ -251,7 +250,7 @@ def cheatsheet_table(d: CheatSheetData, scale: Scale = "lab") -> Tabular:
         )
     if d.runs and not d.rows:
         notes.append(f"no rows: the complete runs have no usable {d.side}-side intervals.")
-    return Tabular(
+    table = Tabular(
         columns=columns,
         rows=rows,
         title=f"Interval {measure} ({d.unit_label}) by {', '.join(d.group_keys) or 'all runs'}, "
@@ -262,6 +261,7 @@ def cheatsheet_table(d: CheatSheetData, scale: Scale = "lab") -> Tabular:
         ),
         notes=notes,
     )
+    return with_short_runs(table, d.types)
 
 
 def with_advertised(
@@ -309,11 +309,12 @@ def with_advertised(
 SHORT_FLAG = "shorter than the burst"
 
 
-def short_run_note(t: TypeRuns) -> str | None:
+def short_run_note(kind: str, longest_s: float, labels: Mapping[str, Any]) -> str | None:
     """What runs of a burstable type shorter than its burst measured: "r4.large: 60 s runs,
-    burst lasts ~292 s at 10 Gbit/s — this is the burst rate, not the baseline" (the burst
-    from the runs' labels: :func:`netfleet.engines.burstable.full_burst_s`); when the type is
-    burstable but its burst length is unknown, that they may be. None otherwise."""
+    burst lasts ~292 s at 10 Gbit/s — this is the burst rate, not the baseline" (``kind``'s
+    longest fixed-length run, its ``labels``; the burst from the labels:
+    :func:`netfleet.engines.burstable.full_burst_s`); when the type is burstable but its burst
+    length is unknown, that they may be. None otherwise."""
     # here, not at the top: the kept answer (an unchanged catalog) loads no engine
     from netfleet.engines.burstable import (
         LONGEST_DOCUMENTED_BURST_S,
@@ -322,20 +323,19 @@ def short_run_note(t: TypeRuns) -> str | None:
         host_burstability,
     )
 
-    labels = t.labels
     if host_burstability(labels) != "burstable":
         return None
-    runs = f"{t.instance_type}: {t.longest_s:g} s runs"
+    runs = f"{kind}: {longest_s:g} s runs"
     burst = full_burst_s(labels)
     if burst is None:
-        if t.longest_s >= LONGEST_DOCUMENTED_BURST_S:
+        if longest_s >= LONGEST_DOCUMENTED_BURST_S:
             return None
         return (
             f"{runs} of a burstable type, its burst length unknown (labels burst_s, or "
             "bucket_gbit with baseline_gbps and peak_gbps; AWS documents bursts of up to 60 "
             "min): these rates may be the burst's, not the baseline"
         )
-    if t.longest_s >= burst:
+    if longest_s >= burst:
         return None
     figures = catalogue_figures(labels)
     cloud = " (cloud)" if "lab_scale" in labels else ""
@@ -343,17 +343,15 @@ def short_run_note(t: TypeRuns) -> str | None:
     return f"{runs}, burst lasts ~{burst:,.0f} s{at} — this is the burst rate, not the baseline"
 
 
-def with_short_runs(
-    table: Tabular, catalog_dir: str | Path, campaign: str | None = None
-) -> Tabular:
-    """The sheet with a note per instance type whose fixed-length runs were shorter than its
+def with_short_runs(table: Tabular, types: Sequence[Sequence[Any]]) -> Tabular:
+    """The sheet with a note per instance type shown whose fixed-length runs (``types``: the
+    query's :attr:`~netfleet.catalog.cheatsheet.CheatSheetData.types`) were shorter than its
     burst (:func:`short_run_note`), and those rows flagged when the sheet is by type."""
-    from netfleet.catalog.runlengths import run_lengths
-
     key = table.columns.index("instance_type") if "instance_type" in table.columns else None
     shown = None if key is None else {str(row[key]) for row in table.rows}
-    notes = {t.instance_type: n for t in run_lengths(catalog_dir, campaign, shown)
-             if (n := short_run_note(t)) is not None}  # fmt: skip
+    notes = {kind: n for kind, _, longest, labels in types
+             if (shown is None or kind in shown)
+             and (n := short_run_note(kind, longest, labels)) is not None}  # fmt: skip
     if not notes:
         return table
     table.notes = [*table.notes, *notes.values()]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from netfleet.analysis.calculator import Answer
+from netfleet.engines.burstable import lab_scale
 from netfleet.report.numbers import sig
 
 #: the label of a lab whose rates are a seed's goodput used as shaper (wire) rates
@@ -95,24 +96,14 @@ def cloud_answer(answer: Answer, scale: LabScale) -> Answer:
     return replace(answer, cloud=cloud, lab_scale=(scale.rate, scale.time))
 
 
-def _number(value: Any) -> float | None:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if v > 0 else None
-
-
 def scale_of(labels: Mapping[str, Any]) -> LabScale | None:
-    """The lab scale a run's labels give, or None (not a scaled lab, or a scale of 1)."""
-    rate = _number(labels.get("lab_scale"))
-    if rate is None:
-        return None
-    time = _number(labels.get("lab_time_scale")) or rate
-    if rate == 1 and time == 1:
+    """The lab scale a run's labels give (:func:`netfleet.engines.burstable.lab_scale`), or
+    None (not a scaled lab, or a scale of 1)."""
+    found = lab_scale(labels)
+    if found is None:
         return None
     basis = "goodput" if labels.get(BASIS_LABEL) == "goodput" else "wire"
-    return LabScale(rate, time, basis)
+    return LabScale(*found, basis)
 
 
 def common_scale(all_labels: Iterable[Mapping[str, Any]]) -> LabScale | None:

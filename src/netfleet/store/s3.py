@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 SPOOL_DIR = "pending-uploads"
 #: S3 error codes about one object, not about the endpoint, the bucket or the credentials
-_OBJECT_FAULTS = frozenset({"NoSuchKey", "404", "InvalidObjectState"})
+#: (``PreconditionFailed``: the object changed since it was listed, an ``If-Match`` read)
+_OBJECT_FAULTS = frozenset({"NoSuchKey", "404", "InvalidObjectState", "PreconditionFailed", "412"})
 RAW_GLOB = "d=*/campaign=*/*.json.gz"
 
 
@@ -67,6 +68,14 @@ def matches(rel: str, pattern: str) -> bool:
     return len(parts) == len(pats) and all(
         fnmatch.fnmatchcase(p, q) for p, q in zip(parts, pats, strict=True)
     )
+
+
+def object_fault(exc: Exception) -> bool:
+    """Whether a failed S3 call failed for one object (gone, never there, changed since it was
+    listed), not for the endpoint, the bucket or the credentials: the other objects may still
+    be read."""
+    code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
+    return code in _OBJECT_FAULTS
 
 
 def _aws_error(exc: Exception) -> bool:
@@ -107,8 +116,7 @@ class S3Root:
     def _fail(self, what: str, exc: Exception) -> StoreError:
         """The error of a failed S3 call: :class:`StoreUnreachable` unless the object itself
         is the problem (gone, or never there): then the other objects may still be read."""
-        code = str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
-        kind = StoreError if code in _OBJECT_FAULTS else StoreUnreachable
+        kind = StoreError if object_fault(exc) else StoreUnreachable
         return kind(
             f"{self.url}: {what} failed ({type(exc).__name__}: {exc})",
             hint="check AWS_ENDPOINT_URL, the credentials (boto3's standard chain) and the "
@@ -226,21 +234,31 @@ class S3Root:
                     "launched",
                 ) from exc
 
-    def _keys(self) -> Iterator[str]:
+    def _objects(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each object's key relative to the root, and its listing (size, ETag ...)."""
         try:
             pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=self.prefix + "d="
             )
             for page in pages:
                 for obj in page.get("Contents", []):
-                    yield obj["Key"][len(self.prefix) :]
+                    yield obj["Key"][len(self.prefix) :], obj
         except Exception as exc:
             if _aws_error(exc):
                 raise self._fail("listing", exc) from exc
             raise
 
     def glob(self, pattern: str) -> list[S3Object]:
-        return sorted(S3Object(self.url + k) for k in self._keys() if matches(k, pattern))
+        return sorted(S3Object(self.url + k) for k, _ in self._objects() if matches(k, pattern))
+
+    def listed(self) -> list[tuple[str, int, str]]:
+        """Every raw result object as (URL, size, ETag), in :meth:`files`' order: one listing,
+        no object read (what the catalog's load loop compares with its manifest)."""
+        return sorted(
+            (self.url + k, int(o["Size"]), str(o.get("ETag", "")).strip('"'))
+            for k, o in self._objects()
+            if matches(k, RAW_GLOB)
+        )
 
     def files(self) -> Iterator[S3Object]:
         """Every raw result object, in a stable order (only whole objects exist in S3)."""
