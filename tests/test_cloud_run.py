@@ -90,9 +90,11 @@ def left(campaign: str) -> dict[str, int | None]:
     return teardown.remaining(aws.client("ec2", "us-east-1"), campaign)
 
 
-def assert_nothing_left(campaign: str, tmp_path: Path) -> None:
+def assert_nothing_left(campaign: str, tmp_path: Path, said: str = "") -> None:
+    """Nothing of ``campaign`` on moto, no sim lab; ``said``: the run's output, shown when
+    something is left (its release notes say what failed)."""
     counts = left(campaign)
-    assert not any(counts.values()), counts
+    assert not any(counts.values()), f"{counts}\n{said[-4000:]}"
     sim = tmp_path / "cloud" / campaign / "sim"
     assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
 
@@ -445,7 +447,7 @@ def test_sigterm_while_launching_releases_what_was_launched(
     res = netfleet(tmp_path, "run", str(one_client(tmp_path, 1)), "-r", str(tmp_path / "r"))
     assert res.returncode == 130, res.stdout + res.stderr
     assert "interrupted: 0 of 1 runs" in res.stderr
-    assert_nothing_left("aws-credits", tmp_path)
+    assert_nothing_left("aws-credits", tmp_path, res.stdout + res.stderr)
 
 
 # -- SSH with the pinned host key: readiness ------------------------------------------------------

@@ -50,8 +50,11 @@ def selftest(tmp_path: Path, env: dict[str, str] | None = None, *args: str, **po
         "json",
         *args,
     ]
+    scratch = tmp_path / "tmp"  # what the selftest puts in $TMPDIR: kept in the test's own
+    scratch.mkdir(exist_ok=True)
     full = {
         **(env or os.environ),
+        "TMPDIR": str(scratch),
         "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"),
         "NETFLEET_S3_STATE": str(tmp_path / "s3state"),  # an S3 root's local journal
         "COLUMNS": "250",
@@ -73,6 +76,12 @@ def nothing_left(tmp_path: Path, ec2: Any = None) -> None:
     assert not any(counts.values()), counts
     sim = tmp_path / "cloud" / CAMPAIGN / "sim"
     assert not sim.exists() or not any(sim.iterdir()), "a sim lab is still up"
+
+
+def no_scratch_in_tmp(tmp_path: Path) -> None:
+    """A selftest, even killed, writes nothing in ``$TMPDIR``: its campaign file is in the
+    campaign's directory of the cloud state (where the next selftest replaces it)."""
+    assert not any((tmp_path / "tmp").iterdir()), sorted((tmp_path / "tmp").iterdir())
 
 
 def destroy(tmp_path: Path) -> Any:
@@ -231,6 +240,8 @@ def test_killed_after_launch_then_cloud_destroy_leaves_zero(
         res = selftest(tmp_path, env)
         assert res.returncode == -9, _out(res)
         assert any(teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN).values())
+        no_scratch_in_tmp(tmp_path)
+        assert (tmp_path / "cloud" / CAMPAIGN / "selftest.yaml").is_file()
     finally:
         done = destroy(tmp_path)  # the step under test (and the cleanup if the above failed)
     assert done.returncode == 0, _out(done)
@@ -295,6 +306,8 @@ def test_killed_during_iperf3_then_the_next_selftest_cleans_up_and_passes(
         assert "instance=2" in steps["leftovers"]["aws answered"]
         assert steps["iperf3"]["status"] == "ok"
         nothing_left(tmp_path)
+        no_scratch_in_tmp(tmp_path)
+        assert not (tmp_path / "cloud" / CAMPAIGN / "selftest.yaml").exists()
     finally:
         destroy(tmp_path)  # only if the test failed is there anything to give back
 

@@ -75,8 +75,12 @@ def lan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
             monkeypatch.setenv(k, v)
         yield env
     finally:
+        started = set(userland._children)
         userland_plugin.shut_down_all(tmp_path / "userlands")
         subprocess.run(["ip", "link", "del", bridge], check=False)
+    # every sshd a boot started is reaped (its Popen waited for), also when the record on disk
+    # was written before the boot and names none
+    assert not started & set(userland._children), "an sshd left unreaped"
 
 
 def test_the_user_data_boots_a_userland(image: Path, lan: dict[str, str], tmp_path: Path) -> None:

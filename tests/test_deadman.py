@@ -146,6 +146,27 @@ def test_the_switch_follows_the_plan_and_refuses_a_too_frequent_beat() -> None:
     assert not deadman.fired([{"Key": "other", "Value": stamp}], now())
 
 
+def test_the_heartbeat_beats_while_the_controllers_event_loop_is_busy() -> None:
+    """The controller's loop held by synchronous work (a first analysis importing SciPy took
+    8 s on a loaded machine, and the sim's switch fired under a running plan): the beats go
+    on, in a thread of their own. Once the loop that started them has ended (no ``stop``),
+    they stop: a finished controller does not keep its stamp alive."""
+    rearmed: list[int] = []
+    beat = deadman.Heartbeat({}, "nf-busy", switch_s=3, every_s=0.1, rearm=rearmed.append)
+
+    async def busy() -> int:
+        beat.start()
+        time.sleep(2.0)  # the loop is blocked: nothing scheduled on it runs meanwhile
+        return len(rearmed)
+
+    during = asyncio.run(busy())
+    assert during >= 3, f"{during} beats while the loop was blocked for 2 s"
+    time.sleep(0.5)  # a beat in progress when the loop ended may still land
+    ended = len(rearmed)
+    time.sleep(0.5)
+    assert len(rearmed) == ended, "the heartbeat outlived its event loop"
+
+
 def _expires(ec2: object, rid: str) -> str | None:
     tags = ec2.describe_tags(  # type: ignore[attr-defined]
         Filters=[{"Name": "resource-id", "Values": [rid]}]

@@ -30,6 +30,19 @@ def test_two_streams_are_summed_from_the_receiver() -> None:
     assert s["receiver_bps"] > 1e9
 
 
+def test_a_one_second_run_whose_finals_end_late_has_a_final_per_stream() -> None:
+    """A 1 s run on a loaded machine (tests/test_engine_lab.py; the envelope's output through
+    scripts/fixture_from_envelope.py): each stream's interval 0.0-1.0, then its final 0.0-1.1 —
+    neither a repeat of the first interval nor longer than 1.5 of them. Read as two finals (it
+    was read as intervals, and the run failed: "printed no final report for every stream")."""
+    client, server = texts("tcp_p2_1s_late")
+    intervals, finals = split_finals(parse_csv(client), 1.0)
+    assert [(x.stream, x.end) for x in finals] == [(1, 1.1), (2, 1.1)]
+    assert [(x.stream, x.end) for x in intervals] == [(1, 1.0), (2, 1.0)]
+    s = summarize(client, server, Iperf2Params(duration=1, parallel=2), "client")
+    assert s["client_finals"] == 2 and s["server_finals"] == 2
+
+
 def test_reverse_receiver_is_the_client() -> None:
     client, server = texts("tcp_reverse")
     s = summarize(client, server, Iperf2Params(duration=2, direction="in"), "client")

@@ -293,13 +293,14 @@ def shut_down(record: dict[str, Any]) -> None:
     ns = str(record["namespace"])
     pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
                           check=False).stdout.split()  # fmt: skip
-    for pid in [record.get("sshd_pid"), *pids]:
-        if pid:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-    child = _children.pop(int(record.get("sshd_pid") or 0), None)
-    if child is not None:
-        child.wait(timeout=10)
+    found = {int(str(pid)) for pid in [record.get("sshd_pid"), *pids] if str(pid or "").isdigit()}
+    for pid in found - {0}:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in found:  # reaped, whichever way it was found: a record written before boot
+        child = _children.pop(pid, None)  # has no sshd_pid, and a Popen never waited for
+        if child is not None:  # holds a zombie (3.11: "still running" when it is dropped)
+            child.wait(timeout=10)
     root = Path(record["root"])
     for sub in ("dev/pts", "dev", "sys", "proc", ""):
         target = root / sub if sub else root

@@ -24,7 +24,6 @@ class is the exit status (:data:`EXIT_STATUSES`). The campaign's name is fixed
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -295,10 +294,8 @@ def cloud_selftest(
     _check_options(region, instance_type, seconds, backing, controller_cidr)
     report = Selftest(region, CAMPAIGN)
     steps = _Steps(report, on_step)
-    with _sigterm_as_ctrl_c(), tempfile.TemporaryDirectory(prefix="netfleet-selftest-") as tmp:
-        spec_path = Path(tmp) / f"{CAMPAIGN}.yaml"
-        doc = selftest_spec(region, instance_type, seconds, backing, controller_cidr)
-        spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    doc = selftest_spec(region, instance_type, seconds, backing, controller_cidr)
+    with _sigterm_as_ctrl_c(), _campaign_file(yaml.safe_dump(doc, sort_keys=False)) as spec_path:
         spec = load_spec(spec_path)
         safety.check_campaign(spec, safety.PLAN_SERVICES)  # sim: loopback endpoints only
         cs = cloud_spec(spec)
@@ -322,6 +319,29 @@ def cloud_selftest(
         finally:
             steps.skip_rest()
     return report
+
+
+#: the generated campaign file, in the campaign's own directory of the cloud state
+SPEC_FILE = "selftest.yaml"
+
+
+@contextmanager
+def _campaign_file(text: str) -> Iterator[Path]:
+    """The selftest's campaign file, written (atomically: whatever is at the name, a link
+    included, is replaced) into the campaign's directory of the cloud state, not a temporary
+    directory: a selftest killed with ``kill -9`` leaves it where the next selftest replaces it,
+    nothing in ``/tmp``. Removed when the selftest ends."""
+    from netfleet.api._cloud import state_root
+    from netfleet.cloud.aws.journal import Journal
+    from netfleet.durable import atomic_write
+
+    folder = Journal(state_root(), CAMPAIGN).dir
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = atomic_write(folder / SPEC_FILE, text.encode())
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
 
 
 @contextmanager

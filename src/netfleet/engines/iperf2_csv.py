@@ -112,18 +112,20 @@ def parse_output(text: str) -> list[CsvLine]:
 
 def split_finals(lines: list[CsvLine], interval: float) -> tuple[list[CsvLine], list[CsvLine]]:
     """(interval lines, final summary lines). A stream's final line starts at 0 and spans more
-    than one interval, or repeats the span of its first interval (a run of one interval)."""
+    than one interval, or is its second line starting at 0 (a run of about one interval: the
+    final spans the first interval again, or a little more when the run ended late — 0.0-1.1
+    after 0.0-1.0 on a loaded machine)."""
     intervals: list[CsvLine] = []
     finals: list[CsvLine] = []
-    seen: dict[tuple[int, float, float], int] = {}
+    started: set[int] = set()  # streams whose first interval (from 0) has been seen
     for line in lines:
         if line.stream < 0:
             continue  # a sum line: netfleet sums the streams itself
-        key = (line.stream, round(line.start, 3), round(line.end, 3))
         long_span = line.start == 0 and line.end - line.start > interval * 1.5
-        if long_span or key in seen:
+        if long_span or (line.start == 0 and line.stream in started):
             finals.append(line)
         else:
-            seen[key] = 1
+            if line.start == 0:
+                started.add(line.stream)
             intervals.append(line)
     return intervals, finals

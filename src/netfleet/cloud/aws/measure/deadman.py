@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import threading
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -68,11 +69,12 @@ def _tagged(ec2: Any, key: str, value: str) -> set[str]:
 
 class Heartbeat:
     """Push the campaign's ``expires-at`` to now + ``switch_s`` every ``every_s`` seconds in
-    each region (``clients``: region → EC2 client), in a thread (boto3 blocks); ``rearm``
-    (optional) re-arms the instances' own timers with the same period — first, so that a
-    tagging error cannot skip it. Only resources carrying ``installation``'s id are stamped
-    (None: any owner's); with ``ecs`` (region → ECS client) the campaign's cluster and its
-    running Fargate tasks are stamped too (``cloud reap`` reads the cluster's)."""
+    each region (``clients``: region → EC2 client), in a thread of its own (boto3 blocks, and
+    the event loop may be busy: :meth:`start`); ``rearm`` (optional) re-arms the instances'
+    own timers with the same period — first, so that a tagging error cannot skip it. Only
+    resources carrying ``installation``'s id are stamped (None: any owner's); with ``ecs``
+    (region → ECS client) the campaign's cluster and its running Fargate tasks are stamped too
+    (``cloud reap`` reads the cluster's)."""
 
     def __init__(
         self,
@@ -103,7 +105,8 @@ class Heartbeat:
         self.ecs = ecs or {}
         self.beats = 0
         self.failures: list[str] = []
-        self.task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def deadline(self) -> dt.datetime:
         """When the switch fires if no beat follows: one period from now, never before
@@ -155,23 +158,39 @@ class Heartbeat:
         for task in fargate_teardown.tasks(ecs, self.campaign, self.installation):
             ecs.tag_resource(resourceArn=task["taskArn"], tags=tags)
 
-    async def _loop(self) -> None:
-        while True:
+    def _run(self, loop: asyncio.AbstractEventLoop, stopped: threading.Event) -> None:
+        """Beat every ``every_s`` until stopped, or until the loop that started it stops: a
+        campaign that ended without :meth:`stop` does not keep its stamp alive."""
+        while not loop.is_closed() and loop.is_running():
             try:
-                await asyncio.to_thread(self.beat)
+                self.beat()
             except Exception as exc:  # a failed beat is retried; the switch has MIN_BEATS slack
                 self.failures.append(str(exc)[:200])
-            await asyncio.sleep(self.every_s)
+            if stopped.wait(self.every_s):
+                return
 
     def start(self) -> None:
-        if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self._loop())
+        """Beat in a thread of its own, not on the event loop: the controller's loop may be
+        busy for seconds (a first analysis importing SciPy on a loaded machine took 8 s), and a
+        beat that waits for it lets the switch fire under a running plan. Started from a
+        running loop (the re-arm runs its SSH commands there)."""
+        if self._thread is None:
+            loop = asyncio.get_running_loop()
+            self._stopped = threading.Event()
+            self._thread = threading.Thread(
+                target=self._run,
+                args=(loop, self._stopped),
+                name=f"netfleet-heartbeat-{self.campaign}",
+                daemon=True,  # a controller that dies stops beating: the switch then fires
+            )
+            self._thread.start()
 
     async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            await asyncio.gather(self.task, return_exceptions=True)
-            self.task = None
+        """Stop beating; returns once a beat in progress has ended."""
+        if self._thread is not None:
+            self._stopped.set()
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
 
 
 def _stamp(ec2: Any, ids: list[str], value: str) -> None:
