@@ -69,10 +69,11 @@ def report_pps(
     campaign: str | None = None,
     scale: Literal["lab", "cloud"] = "lab",
 ) -> Tabular:
-    """Packets per second: every ``pps`` run's sent and delivered pps, loss, what limited it
-    (sender or path) and its hosts' ENA allowance deltas, read from the raw results (of one
-    campaign, or all). ``scale``: a scaled lab's packet rates as measured (``lab``) or as the
-    cloud figures they stand for (``cloud``; a sender-limited run keeps the lab's)."""
+    """Packets per second: every ``pps`` run's sent, arrived and delivered pps, loss, what
+    limited it (path, receiver or sender) and its hosts' ENA allowance deltas, read from the raw
+    results (of one campaign, or all). ``scale``: a scaled lab's packet rates as measured
+    (``lab``) or as the cloud figures they stand for (``cloud``; a sender- or receiver-limited
+    run keeps the lab's)."""
     from netfleet.report.pps import pps_table
     from netfleet.store import open_root
 

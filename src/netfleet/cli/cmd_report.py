@@ -54,8 +54,9 @@ def pps(
     fmt: FormatOpt = OutputFormat.table,
     scale: ScaleOpt = "lab",
 ) -> None:
-    """Packets per second of every pps run: sent and delivered, loss, sender- or path-limited,
-    and the ENA allowance deltas (pps, conntrack, linklocal) around each run."""
+    """Packets per second of every pps run: sent, arrived and delivered, loss, sender-,
+    receiver- or path-limited, and the ENA allowance deltas (pps, conntrack, linklocal) around
+    each run."""
     emit(api.report_pps(results=results, campaign=campaign, scale=scale), fmt)
 
 

@@ -27,6 +27,7 @@ from netfleet.engines.contract import (
     check_params,
 )
 from netfleet.engines.iperf2_csv import parse_csv, split_finals
+from netfleet.engines.params.base import server_sends
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.engines.summaries import rate_summary
@@ -43,7 +44,7 @@ SERVER_DRAIN_S = 3.0
 def summarize(client: str, server: str, params: Iperf2Params, subject: str) -> dict[str, Any]:
     """Totals from both ends: bytes and rate of the receiver (the truthful side), UDP loss from
     the server's lines."""
-    reverse = (params.direction == "in") == (subject == "client")
+    reverse = server_sends(params.direction, subject)
     c_int, c_fin = split_finals(parse_csv(client), params.interval)
     s_int, s_fin = split_finals(parse_csv(server), params.interval)
     receiver, sender = (c_fin, s_fin) if reverse else (s_fin, c_fin)
@@ -140,7 +141,7 @@ class Iperf2:
         argv = ["iperf", "--client", server_address, "--port", str(port), "--reportstyle", "C"]
         argv += ["--time", _num(params.duration + params.omit), "--interval", _num(params.interval)]
         argv += ["--parallel", str(params.parallel)]
-        if (params.direction == "in") == (subject == "client"):
+        if server_sends(params.direction, subject):
             argv.append("--reverse")  # the server sends
         if params.protocol == "udp":
             argv += ["--udp", "--bandwidth", str(int(parse_rate(params.bitrate or "1mbit")))]

@@ -37,6 +37,7 @@ from netfleet.engines.contract import (
 )
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.engines.params import Iperf3Params
+from netfleet.engines.params.base import server_sends
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.engines.summaries import rate_summary
 from netfleet.errors import EngineError
@@ -342,7 +343,7 @@ class Iperf3:
             argv += ["--omit", str(params.omit)]
         if params.direction == "bidir":
             argv.append("--bidir")
-        elif (params.direction == "in") == (subject == "client"):
+        elif server_sends(params.direction, subject):
             argv.append("--reverse")  # the server sends
         if params.protocol == "udp":
             argv += ["--udp", "--bitrate", str(int(parse_rate(params.bitrate or "1mbit")))]

@@ -11,10 +11,16 @@ untouched (``result``); netfleet adds:
 * ``sent_pps`` and ``delivered_pps``: datagrams per second the sender sent and the receiver got
   (iperf 2: the sender's bytes ÷ ``size``, the receiver's count less its losses; iperf3: its
   ``end.sum`` packets and lost packets), with ``loss_percent``;
-* ``limit``: what held the rate — ``path`` (more than ``loss_ok`` % lost: the path, a policer or
-  the receiver dropped; the ceiling is what was delivered), ``sender`` (nothing lost to speak
-  of but the sender offered less than asked, or offered all it could: the path's ceiling is at
-  least what was delivered) or ``none`` (the offered rate was delivered);
+* ``receiver_drops``: datagrams the receiving host dropped because the tool's socket buffer was
+  full (its UDP ``RcvbufErrors`` before and after the run, :mod:`.socket_drops`; None where they
+  cannot be read), and ``arrived_pps``: what reached the receiving host (delivered + those);
+* ``limit``: what held the rate — ``path`` (more than ``loss_ok`` % lost before the receiving
+  host: the path or a policer; its ceiling is what arrived), ``receiver`` (the receiving host got
+  the datagrams but more than ``loss_ok`` % overflowed the tool's socket buffer: the path's
+  ceiling is at least what arrived), ``sender`` (nothing lost to speak of but the sender offered
+  less than asked, or offered all it could: the ceiling is at least what arrived) or ``none``
+  (the offered rate was delivered). Where the receiver's drops cannot be read, a loss is
+  ``path`` and its words say the receiver may have dropped part of it;
 * the run's ENA allowance deltas (``pps_allowance_exceeded``, ``conntrack_allowance_exceeded``,
   ``linklocal_allowance_exceeded``) are recorded by the runner around every run on hosts that
   have the counters (``notes.ena_allowance_deltas``); ``netfleet report pps`` shows them.
@@ -29,9 +35,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from netfleet.engines import socket_drops
 from netfleet.engines.contract import EngineInfo, Host, Measure, Outcome, Summary, check_params
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3
+from netfleet.engines.params.base import server_sends
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.params.iperf3 import Iperf3Params
 from netfleet.engines.params.pps import PpsParams
@@ -47,6 +55,8 @@ TOOLS = ["iperf2", "iperf3"]
 UNLIMITED = "100gbit"
 #: an offered rate reached within this share counts as reached
 REACHED = 0.95
+#: limits whose figure is a lower bound of the path's ceiling: a host held the rate
+LOWER_BOUND = ("sender", "receiver")
 
 
 def _tools(info: EngineInfo) -> dict[str, tuple[int, ...]]:
@@ -118,42 +128,80 @@ def counts(chosen: str, inner: Mapping[str, Any], size: int) -> dict[str, float]
 
 
 def verdict(
-    sent_pps: float, delivered_pps: float, offered_pps: float | None, loss_ok: float
+    sent_pps: float,
+    delivered_pps: float,
+    offered_pps: float | None,
+    loss_ok: float,
+    dropped_pps: float | None = None,
 ) -> tuple[str, str]:
-    """What limited the rate, and why in words (see the module's text)."""
+    """What limited the rate, and why in words (see the module's text). ``dropped_pps``: the
+    receiving host's socket-buffer drops per second (None: not known)."""
     lost = 100 * (1 - delivered_pps / sent_pps) if sent_pps else 0.0
-    if lost > loss_ok:
-        return "path", (
-            f"{lost:.1f} % of the datagrams sent were lost (> {loss_ok:g} %): the path, a "
-            f"policer or the receiver dropped them — its ceiling is what was delivered"
-        )
+    if dropped_pps is None:
+        if lost > loss_ok:
+            return "path", (
+                f"{lost:.1f} % of the datagrams sent were lost (> {loss_ok:g} %): the path or a "
+                "policer dropped them, or the receiver (its socket-buffer drops could not be "
+                "read) — the path's ceiling is what was delivered, or more"
+            )
+        arrived = delivered_pps
+    else:
+        arrived = min(sent_pps, delivered_pps + dropped_pps)
+        on_path = 100 * (1 - arrived / sent_pps) if sent_pps else 0.0
+        at_receiver = 100 * (arrived - delivered_pps) / sent_pps if sent_pps else 0.0
+        if on_path > loss_ok:
+            also = (
+                f"; the receiver's socket buffer dropped {at_receiver:.1f} % more"
+                if at_receiver > 0
+                else ""
+            )
+            return "path", (
+                f"{on_path:.1f} % of the datagrams sent were lost before the receiving host "
+                f"(> {loss_ok:g} %): the path or a policer dropped them — its ceiling is what "
+                f"arrived, {arrived:,.0f} pps{also}"
+            )
+        if at_receiver > loss_ok:
+            return "receiver", (
+                f"{at_receiver:.1f} % of the datagrams sent reached the receiving host but "
+                f"overflowed the tool's socket buffer (> {loss_ok:g} %): the receiver fell "
+                f"behind, not the path — its ceiling is at least the {arrived:,.0f} pps that "
+                "arrived (a faster or less busy receiver, or more streams, to find it)"
+            )
     if offered_pps is None:
         return "sender", (
             "the sender sent all it could and nearly all arrived: the path's ceiling is at "
-            "least what was delivered (more senders, or a faster host, to find it)"
+            f"least the {arrived:,.0f} pps that arrived (more senders, or a faster host, to "
+            "find it)"
         )
     if sent_pps < REACHED * offered_pps:
         return "sender", (
             f"the sender offered {sent_pps:,.0f} of the {offered_pps:,.0f} pps asked: the "
-            "path's ceiling is at least what was delivered"
+            f"path's ceiling is at least the {arrived:,.0f} pps that arrived"
         )
     return "none", f"the {offered_pps:,.0f} pps offered were delivered"
 
 
-def summarize(chosen: str, inner: Mapping[str, Any], params: PpsParams) -> dict[str, Any] | None:
-    """Sent and delivered packets per second, loss and the limit, from the chosen result."""
+def summarize(
+    chosen: str, inner: Mapping[str, Any], params: PpsParams, dropped: int | None = None
+) -> dict[str, Any] | None:
+    """Sent, arrived and delivered packets per second, loss and the limit, from the chosen
+    result and the receiving host's socket-buffer drops during the run (``dropped``)."""
     found = counts(chosen, inner, params.size)
     if found is None:
         return None
     sent_pps = found["sent"] / found["seconds"]
     delivered_pps = found["delivered"] / found["seconds"]
-    limit, why = verdict(sent_pps, delivered_pps, params.offered_pps, params.loss_ok)
+    dropped_pps = None if dropped is None else dropped / found["seconds"]
+    arrived_pps = None if dropped_pps is None else min(sent_pps, delivered_pps + dropped_pps)
+    limit, why = verdict(sent_pps, delivered_pps, params.offered_pps, params.loss_ok, dropped_pps)
     return {
         "size_bytes": params.size,
         "streams": params.parallel,
         "offered_pps": params.offered_pps,
         "sent_pps": sent_pps,
+        "arrived_pps": arrived_pps,
         "delivered_pps": delivered_pps,
+        "receiver_drops": dropped,
         "loss_percent": 100 * (1 - delivered_pps / sent_pps) if sent_pps else None,
         "delivered_payload_bps": delivered_pps * params.size * 8,
         "seconds": found["seconds"],
@@ -163,15 +211,28 @@ def summarize(chosen: str, inner: Mapping[str, Any], params: PpsParams) -> dict[
 
 
 def one_line(summary: Mapping[str, Any] | None) -> str:
-    """``412 kpps delivered of 520 kpps sent (20.8 % lost, 64 B): path``."""
+    """``412 kpps delivered of 520 kpps sent (20.8 % lost, 64 B): path-limited``; where the
+    receiving host dropped some in its socket buffer, what arrived and what the tool read:
+    ``≥ 18.9 kpps arrived (18.4 read) of 19.1 kpps sent (3.4 % lost: 2.9 % in the receiver's
+    socket buffer, 64 B): receiver-limited``."""
     if not isinstance(summary, Mapping) or _num(summary.get("delivered_pps")) is None:
         return "no packet counts in the result"
     delivered, sent = float(summary["delivered_pps"]), float(summary["sent_pps"])
     loss = _num(summary.get("loss_percent")) or 0.0
-    at_least = "≥ " if summary.get("limit") == "sender" else ""
+    limit = summary.get("limit")
+    at_least = "≥ " if limit in LOWER_BOUND else ""
+    size = summary.get("size_bytes")
+    arrived = _num(summary.get("arrived_pps"))
+    if arrived is None or arrived <= delivered or not sent:
+        return (
+            f"{at_least}{delivered / 1e3:,.1f} kpps delivered of {sent / 1e3:,.1f} kpps sent "
+            f"({loss:.1f} % lost, {size} B): {limit}-limited"
+        )
+    at_receiver = 100 * (arrived - delivered) / sent
     return (
-        f"{at_least}{delivered / 1e3:,.1f} kpps delivered of {sent / 1e3:,.1f} kpps sent "
-        f"({loss:.1f} % lost, {summary.get('size_bytes')} B): {summary.get('limit')}-limited"
+        f"{at_least}{arrived / 1e3:,.1f} kpps arrived ({delivered / 1e3:,.1f} read) of "
+        f"{sent / 1e3:,.1f} kpps sent ({loss:.1f} % lost: {at_receiver:.1f} % in the receiver's "
+        f"socket buffer, {size} B): {limit}-limited"
     )
 
 
@@ -179,7 +240,8 @@ class Pps:
     name = "pps"
     title: ClassVar[str] = (
         "Packets per second: small UDP datagrams as fast as the sender can (or at offered_pps); "
-        "sent and delivered pps, loss, sender- or path-limited, ENA pps allowance deltas."
+        "sent, arrived and delivered pps, loss, sender-, receiver- or path-limited, ENA pps "
+        "allowance deltas."
     )
     params_model: ClassVar[type[PpsParams]] = PpsParams
     measures: ClassVar[Measure] = "packets"
@@ -221,11 +283,14 @@ class Pps:
             )
         session.notes["pps_tool"] = chosen
         inner = inner_params(params, chosen)
+        receiver = receiving_host(session, params)
+        before = await socket_drops.read(receiver)
         if isinstance(inner, Iperf2Params):
             outcome = await Iperf2().execute(session, inner)
         else:
             outcome = await Iperf3().execute(session, inner)
-        return wrap(chosen, outcome, params)
+        dropped = socket_drops.grown(before, await socket_drops.read(receiver))
+        return wrap(chosen, outcome, params, dropped)
 
     def salvage(self, session: RunSession, params: PpsParams, interrupted: bool) -> Outcome:
         chosen = session.notes.get("pps_tool")
@@ -240,10 +305,16 @@ class Pps:
         return wrap(str(chosen), outcome, params)
 
 
-def wrap(chosen: str, inner: Outcome, params: PpsParams) -> Outcome:
-    """The chosen tool's outcome with netfleet's packet counts beside its untouched result."""
+def receiving_host(session: RunSession, params: PpsParams) -> Host:
+    """The host the datagrams go to: the client where the server sends, else the server."""
+    return session.client if server_sends(params.direction, session.run.subject) else session.server
+
+
+def wrap(chosen: str, inner: Outcome, params: PpsParams, dropped: int | None = None) -> Outcome:
+    """The chosen tool's outcome with netfleet's packet counts beside its untouched result
+    (``dropped``: the receiving host's socket-buffer drops during the run, None if unknown)."""
     result = inner.result if isinstance(inner.result, Mapping) else {}
-    summary = summarize(chosen, result, params) if inner.result else None
+    summary = summarize(chosen, result, params, dropped) if inner.result else None
     status, reason = inner.status, inner.reason
     if status == "ok" and summary is None:
         status, reason = "failed", f"{chosen} reported no packet counts"

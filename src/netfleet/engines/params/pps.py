@@ -13,7 +13,7 @@ PpsTool = Literal["auto", "iperf2", "iperf3"]
 
 class PpsParams(EngineParams):
     """Small UDP datagrams as fast as the sender can (or at ``offered_pps``): packets sent and
-    delivered per second, loss, and what limited it — the sender, or the path and receiver."""
+    delivered per second, loss, and what limited it — the sender, the receiver or the path."""
 
     tool: PpsTool = Field(
         "auto", description="auto (iperf 2 where both hosts have it, else iperf3) | iperf2 | iperf3"
