@@ -17,7 +17,7 @@ from netfleet.engines.probes import ToolsInfo
 from netfleet.report.pps import pps_table
 from netfleet.spec.models import TEST_KINDS
 from netfleet.units import L2_HEADER, parse_rate
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 #: a UDP datagram's bytes on the wire beside its payload: IPv4 + UDP + Ethernet (as tbf counts)
 UDP_OVERHEAD = 20 + 8 + L2_HEADER
@@ -74,20 +74,14 @@ def test_a_shaped_link_s_packet_ceiling_is_found_and_an_offer_below_it_delivered
     size = 64
     ceiling = parse_rate("16mbit") / ((size + UDP_OVERHEAD) * 8)
     with lab_up(tmp_path, LAB, "pp") as (name, state):
-        spec = write_spec(
-            tmp_path,
-            f"""\
-            campaign: pps
-            hosts:
-              a: {{kind: netns, lab: {name}, host: a}}
-              b: {{kind: netns, lab: {name}, host: b}}
+        tests = f"""\
             tests:
               - {{name: max, engine: pps, client: a, server: b,
                   params: {{duration: 3, size: {size}, parallel: 2}}}}
               - {{name: offered, engine: pps, client: a, server: b,
                   params: {{duration: 3, size: {size}, offered_pps: 3000, tool: iperf3}}}}
-            """,
-        )
+            """
+        spec = write_spec(tmp_path, lab_campaign(name, "pps", {"a": "a", "b": "b"}, tests))
         result = run(spec, tmp_path / "results", state)
     assert result.ok == result.total == 2, [(e.test, e.reason) for e in result.failed]
     table = api.report_pps(results=str(tmp_path / "results"))
