@@ -68,6 +68,7 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
             ("labels", ...),
             ("pattern", ...),
             ("side", "auto"),
+            ("follow_links", False),
             ("entry", "register"),
         ],
         True,
