@@ -2,7 +2,7 @@
 (:func:`netfleet.catalog.build.envelope_rows`) makes of every captured fixture, as
 tests/fixtures/golden/{ingest,register}/<case>.json — for ``ingest``, each captured iperf3
 output as the envelope netfleet stores (tests/goldenkit.py); for ``register``, each captured
-foreign iperf3 file as the reader of an import by reference makes it
+file an import takes as the reader of an import by reference makes it
 (:func:`netfleet.catalog.reader.read_file`: the import's envelope, the same builder, per-stream
 rows left in the file). tests/test_golden_rows.py reads the catalog each entry point writes
 and compares. Run again after a deliberate change to a builder, and review the diff:
@@ -27,10 +27,11 @@ from netfleet.catalog.reader import read_file  # noqa: E402
 from netfleet.catalog.sourcelist import Options  # noqa: E402
 
 
-def write(folder: Path, name: str, tables: dict[str, list[list[object]]]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+def write(folder: Path, name: str, tables: dict[str, object]) -> None:
+    path = folder / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(tables, indent=None, separators=(",", ":"), ensure_ascii=False)
-    (folder / f"{name}.json").write_text(text.replace("],[", "],\n[") + "\n")
+    path.write_text(text.replace("],[", "],\n[") + "\n")
 
 
 def main() -> None:
@@ -42,14 +43,16 @@ def main() -> None:
             out / "ingest", name, {t: goldenkit.normal(rows.table(t), t) for t in goldenkit.TABLES}
         )
     opts = Options(campaign="imported", labels={}, pattern=None)
-    where = str(goldenkit.HERE / "import")
     for path in goldenkit.FOREIGN:
-        read = read_file(str(path), path.read_bytes(), {}, opts, mtime=1.5e9)
-        if read.rows is None:
-            print(f"{path.name}: refused: {read.row.get('reason')}", file=sys.stderr)
+        read = read_file(str(path), path.read_bytes(), {}, opts, mtime=goldenkit.MTIME)
+        name = goldenkit.foreign_name(path)
+        if read.rows is None:  # a refused capture: its reason is what is expected
+            print(f"{name}: refused: {read.row.get('reason')}", file=sys.stderr)
+            write(out / "register", name, {"refused": read.row.get("reason")})
             continue
+        where = str(path.parent)
         tables = {t: goldenkit.normal(read.rows.table(t), t, where) for t in goldenkit.TABLES}
-        write(out / "register", path.name.removesuffix(".json"), tables)
+        write(out / "register", name, tables)
     print(f"wrote {out}")
 
 

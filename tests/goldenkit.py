@@ -36,8 +36,28 @@ IMPORTS = sorted(
 )
 #: the envelopes' cases: netfleet's own captures, and the imported captures' client JSON
 CASES = sorted(NETFLEET) + IMPORTS
-#: the files read by reference: every captured foreign iperf3 file, both sides
-FOREIGN = sorted(p for p in (HERE / "import").glob("*.json") if p.name != "MANIFEST.json")
+#: the files read by reference: every captured file an import takes — foreign iperf3 (both
+#: sides, ``--json-stream``, a text server), iperf 2 (CSV, ``-e`` and plain text), others'
+#: published outputs, and netfleet's own iperf3 and iperf 2 captures (one refused: its reason
+#: is its golden)
+FOREIGN_DIRS = ("import", "import/iperf2", "import/flowcap", "iperf3", "iperf3_live", "iperf2",
+                "public")  # fmt: skip
+FOREIGN = sorted(
+    p
+    for folder in FOREIGN_DIRS
+    for p in (HERE / folder).iterdir()
+    if p.is_file() and p.name not in ("MANIFEST.json", "SOURCES.md")
+)
+#: the modification time every foreign file is read with (iperf 2 text has no start time: a
+#: run's start is then its file's)
+MTIME = 1_500_000_000
+
+
+def foreign_name(path: Path) -> str:
+    """A foreign file's golden name: its path under ``import/`` (the first captures), else
+    under the fixtures, without ``.json``."""
+    under = HERE / "import" if path.parent == HERE / "import" else HERE
+    return path.relative_to(under).as_posix().removesuffix(".json")
 
 
 def _result(name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import pytest
 from netfleet.lab import resolve_host
 from netfleet.lab.models import Shaper
 from netfleet.lab.shaping import tbf_args
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -62,17 +62,8 @@ def drive(namespace: str, stop: threading.Event) -> None:
 
 def test_spikes_inside_a_burst_do_not_end_it(lab: tuple[str, Path], tmp_path: Path) -> None:
     name, state = lab
-    spec = write_spec(
-        tmp_path,
-        f"""\
-        campaign: spikes
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          sp: {{kind: netns, lab: {name}, host: sp}}
-        tests:
-          - {{name: a, client: sp, server: srv, params: {{duration: 40, until_steady: 3}}}}
-        """,
-    )
+    tests = "tests: [{name: a, client: sp, server: srv, params: {duration: 40, until_steady: 3}}]"
+    spec = write_spec(tmp_path, lab_campaign(name, "spikes", {"srv": "srv", "sp": "sp"}, tests))
     stop = threading.Event()
     shaper = threading.Thread(
         target=drive, args=(resolve_host(name, "sp", state_dir=state).namespace, stop)

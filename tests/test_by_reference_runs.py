@@ -102,3 +102,18 @@ def test_advice_and_the_report_read_the_runs_from_their_files(
     assert cli("report", "html", "--catalog", str(cat), "--out", str(out)) == 0
     page = out.read_text()
     assert "capped near 286 Mbit/s" in page  # the per-flow-cap advice, from the uncompressed files
+
+
+def test_the_report_names_a_missing_file_beside_the_advice_of_the_rest(
+    catalog: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    # p2-1 gone (and its kept copy): the per-flow cap is still seen in the other three runs,
+    # and the report says which file it could not read, not advice over 3 runs as if over 4
+    source = tmp_path / "src" / "p2-1.json"
+    source.unlink()
+    shutil.rmtree(tmp_path / "kept")
+    out = tmp_path / "report.html"
+    assert cli("report", "html", "--catalog", str(catalog[0]), "--out", str(out)) == 0
+    page = out.read_text()
+    assert "capped near 286 Mbit/s" in page
+    assert "1 run(s) could not be read" in page and str(source) in page

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from netfleet.analysis.sources import analyze_file
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 pytestmark = [
     pytest.mark.netns,
@@ -61,17 +61,11 @@ def burners() -> Iterator[None]:
 def _run_loaded(lab: tuple[str, Path], tmp_path: Path, engine: str) -> Any:
     """One 6 s run of ``engine`` from the shaped host to the server, on the loaded machine."""
     name, state = lab
-    spec = write_spec(
-        tmp_path,
-        f"""\
-        campaign: cpu-{engine}
-        hosts:
-          srv: {{kind: netns, lab: {name}, host: srv}}
-          st: {{kind: netns, lab: {name}, host: st}}
-        tests:
-          - {{name: a, engine: {engine}, client: st, server: srv, params: {{duration: 6}}}}
-        """,
+    tests = (
+        f"tests: [{{name: a, engine: {engine}, client: st, server: srv, params: {{duration: 6}}}}]"
     )
+    hosts = {"srv": "srv", "st": "st"}
+    spec = write_spec(tmp_path, lab_campaign(name, f"cpu-{engine}", hosts, tests))
     return run(spec, tmp_path / "r", state)
 
 

@@ -72,40 +72,38 @@ def gw_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 def test_every_engine_end_to_end(gw_lab: tuple[str, Path], trixie: Path, tmp_path: Path) -> None:
     name, state = gw_lab
     spec_path = tmp_path / "c.yaml"
-    spec_path.write_text(
-        textwrap.dedent(f"""\
-        campaign: engines
-        hosts:
-          a: {{kind: netns, lab: {name}, host: a, labels: {{topology: same-subnet}}}}
-          b: {{kind: netns, lab: {name}, host: b}}
-          apub: {{kind: netns, lab: {name}, host: a, via: gateway,
-                  labels: {{topology: via-gateway}}}}
-          bpub: {{kind: netns, lab: {name}, host: b, via: gateway}}
-          new: {{kind: netns, lab: {name}, host: b, chroot: {trixie}}}
-          newc: {{kind: netns, lab: {name}, host: a, chroot: {trixie}}}
-          capped: {{kind: netns, lab: {name}, host: capped, labels: {{topology: capped}}}}
+    hosts = {
+        "a": {"host": "a", "labels": {"topology": "same-subnet"}},
+        "b": "b",
+        "apub": {"host": "a", "via": "gateway", "labels": {"topology": "via-gateway"}},
+        "bpub": {"host": "b", "via": "gateway"},
+        "new": {"host": "b", "chroot": str(trixie)},
+        "newc": {"host": "a", "chroot": str(trixie)},
+        "capped": {"host": "capped", "labels": {"topology": "capped"}},
+    }
+    tests = """\
         tests:
-          - {{name: rr, engine: latency, matrix: {{client: [a, apub], tool: [sockperf, iperf2]}},
-              server: b, params: {{duration: 1}}}}
-          - {{name: rrgw, engine: latency, client: apub, server: bpub, params: {{duration: 1}}}}
-          - {{name: icmp, engine: ping, client: a, server: b,
-              params: {{count: 5, interval: 0.02, size: 1400}}}}
-          - {{name: icmpgw, engine: ping, client: apub, server: bpub,
-              params: {{count: 5, interval: 0.02, size: 1400}}}}
-          - {{name: i2, engine: iperf2, client: a, server: b, params: {{duration: 1, parallel: 2}},
-              matrix: {{direction: [out, in]}}}}
-          - {{name: i2u, engine: iperf2, client: a, server: b,
-              params: {{duration: 1, protocol: udp, bitrate: 50mbit}}}}
-          - {{name: multi, engine: iperf3-multi, client: a, server: b,
-              params: {{duration: 1, parallel: 2, processes: 2}}}}
-          - {{name: auto, engine: throughput, params: {{duration: 1}},
-              matrix: {{client: [a, newc], server: [new]}}}}
-          - {{name: mixed, engine: iperf3, client: a, server: new, params: {{duration: 1}}}}
-          - {{name: tgw, engine: iperf3, client: apub, server: bpub, params: {{duration: 1}}}}
-          - {{name: cap, engine: iperf3, client: capped, server: b, params: {{duration: 2}},
-              matrix: {{parallel: [1, 2]}}}}
-        """)
-    )
+          - {name: rr, engine: latency, matrix: {client: [a, apub], tool: [sockperf, iperf2]},
+              server: b, params: {duration: 1}}
+          - {name: rrgw, engine: latency, client: apub, server: bpub, params: {duration: 1}}
+          - {name: icmp, engine: ping, client: a, server: b,
+              params: {count: 5, interval: 0.02, size: 1400}}
+          - {name: icmpgw, engine: ping, client: apub, server: bpub,
+              params: {count: 5, interval: 0.02, size: 1400}}
+          - {name: i2, engine: iperf2, client: a, server: b, params: {duration: 1, parallel: 2},
+              matrix: {direction: [out, in]}}
+          - {name: i2u, engine: iperf2, client: a, server: b,
+              params: {duration: 1, protocol: udp, bitrate: 50mbit}}
+          - {name: multi, engine: iperf3-multi, client: a, server: b,
+              params: {duration: 1, parallel: 2, processes: 2}}
+          - {name: auto, engine: throughput, params: {duration: 1},
+              matrix: {client: [a, newc], server: [new]}}
+          - {name: mixed, engine: iperf3, client: a, server: new, params: {duration: 1}}
+          - {name: tgw, engine: iperf3, client: apub, server: bpub, params: {duration: 1}}
+          - {name: cap, engine: iperf3, client: capped, server: b, params: {duration: 2},
+              matrix: {parallel: [1, 2]}}
+        """
+    spec_path.write_text(lab_campaign(name, "engines", hosts, tests))
     root = ResultsRoot(tmp_path / "results")
     result = asyncio.run(run_campaign(load_spec(spec_path), root, lab_state_dir=state))
     assert result.ok == result.total == 17, [(e.test, e.reason) for e in result.failed]

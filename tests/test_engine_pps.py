@@ -22,7 +22,7 @@ from netfleet.report.pps import pps_table
 from netfleet.spec.models import TEST_KINDS
 from netfleet.store import ResultsRoot
 from netfleet.units import L2_HEADER, parse_rate
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 #: a UDP datagram's bytes on the wire beside its payload: IPv4 + UDP + Ethernet (as tbf counts)
 UDP_OVERHEAD = 20 + 8 + L2_HEADER
@@ -150,16 +150,11 @@ def test_a_shaped_link_s_packet_ceiling_is_found_and_an_offer_below_it_delivered
             ("max", f"{{duration: 3, size: {size}, parallel: 2}}"),
             ("offered", f"{{duration: 3, size: {size}, offered_pps: 3000, tool: iperf3}}"),
         ):
+            one = f"{{name: {test}, engine: pps, client: a, server: b, params: {params}}}"
+            tests = f"tests:\n  - {one}\n"
             spec = write_spec(
                 tmp_path,
-                f"""\
-                campaign: pps
-                hosts:
-                  a: {{kind: netns, lab: {name}, host: a}}
-                  b: {{kind: netns, lab: {name}, host: b}}
-                tests:
-                  - {{name: {test}, engine: pps, client: a, server: b, params: {params}}}
-                """,
+                lab_campaign(name, "pps", {"a": "a", "b": "b"}, tests),
                 name=f"{test}.yaml",
             )
             rcvbuf, shaper = _rcvbuf_errors(receiver), _shaper_drops(switch, port_name("b"))

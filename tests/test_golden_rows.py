@@ -1,12 +1,15 @@
 """Both entry points of the catalog's load loop write the golden rows (tests/fixtures/golden/,
 made by scripts/golden_rows.py from the reference builder): ``ingest`` of every captured
-iperf3 output as an envelope, ``register`` of every captured foreign iperf3 file by
-reference. A change to a builder, the reader or the writer that changes a row fails here; a
+iperf3 output as an envelope, ``register`` by reference of every captured file an import
+takes (iperf3 JSON and ``--json-stream``, iperf 2 CSV and text, published outputs; a refused
+one's reason). A change to a builder, the reader or the writer that changes a row fails here; a
 deliberate one is a new golden file, reviewed as a diff."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -70,15 +73,31 @@ def test_register_writes_the_golden_rows(
 
     monkeypatch.setattr(reader, "PARALLEL_MIN", 8)  # workers=2: the files read in workers
     monkeypatch.setattr(reader, "TASK_FILES", 16)
-    files = [str(p) for p in goldenkit.FOREIGN]
+    files = []  # each capture copied beside its golden name, modified at the golden's time
+    for path in goldenkit.FOREIGN:
+        copy = tmp_path / "src" / Path(goldenkit.foreign_name(path)).parent / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, copy)
+        os.utime(copy, (goldenkit.MTIME, goldenkit.MTIME))
+        files.append(str(copy))
     report = register(files, tmp_path / "cat", workers=workers)
-    assert not report.bad and len(report.registered) == len(files)
     con = connect(tmp_path / "cat")
     try:
-        by_file = dict(con.execute("SELECT source, run_id FROM manifest").fetchall())
+        rows = con.execute("SELECT source, run_id, reason FROM manifest").fetchall()
     finally:
         con.close()
-    names = [Path(f).name.removesuffix(".json") for f in files]
-    got = _read_back(tmp_path / "cat", [by_file[f] for f in files], str(goldenkit.HERE / "import"))
-    for name, tables in zip(names, got, strict=True):
+    by_file = {source: (run, reason) for source, run, reason in rows}
+    names = [goldenkit.foreign_name(p) for p in goldenkit.FOREIGN]
+    refused = {n: _golden("register", n)["refused"] for n in names if _is_refused(n)}
+    assert len(report.bad) == len(refused)
+    assert len(report.registered) == len(files) - len(refused)
+    for file, name in zip(files, names, strict=True):
+        if name in refused:
+            assert by_file[file][1] == refused[name], name
+            continue
+        [tables] = _read_back(tmp_path / "cat", [by_file[file][0]], str(Path(file).parent))
         assert tables == _golden("register", name), name
+
+
+def _is_refused(name: str) -> bool:
+    return "refused" in _golden("register", name)

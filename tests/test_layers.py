@@ -271,6 +271,22 @@ def test_product_imports_no_test_or_simulation_code() -> None:
     assert not bad, "the product imports test or simulation code:\n" + "\n".join(sorted(bad))
 
 
+def test_no_start_up_trick_stands_in_for_the_library() -> None:
+    """Start-up speed is not bought with a second library (issue 34): no module sets
+    ``TYPE_CHECKING`` itself nor blanks a module in ``sys.modules`` (the library would take
+    another path when it sees it)."""
+    bad = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id == "TYPE_CHECKING":
+                    bad.append(f"{module}:{node.lineno} sets TYPE_CHECKING (import typing's)")
+                if isinstance(target, ast.Subscript) and ast.unparse(target.value) == "sys.modules":
+                    bad.append(f"{module}:{node.lineno} sets {ast.unparse(target)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_no_string_reference_runs_up_the_layers() -> None:
     """A module named in a string (``"netfleet.cloud.aws.provider:AwsProvider"``, imported later by
     ``importlib``) is an import all the same: it may not run up the ranks either."""

@@ -30,7 +30,7 @@ from netfleet.report.study_report import build_document
 from netfleet.spec import load_spec
 from netfleet.spec.models import TEST_KINDS
 from tests import pngkit
-from tests.labkit import lab_up, run, write_spec
+from tests.labkit import lab_campaign, lab_up, run, write_spec
 
 FIX = Path(__file__).parent / "fixtures" / "loaded_latency"
 
@@ -190,21 +190,15 @@ def test_deep_queue_inflates_by_queue_over_rate_shallow_little(tmp_path: Path) -
         "link_rate: 40mbit}"
     )
     with lab_up(tmp_path, LAB, "ll") as (name, state):
-        spec = write_spec(
-            tmp_path,
-            f"""\
-            campaign: loaded
-            hosts:
-              a: {{kind: netns, lab: {name}, host: a}}
-              deep: {{kind: netns, lab: {name}, host: deep}}
-              shallow: {{kind: netns, lab: {name}, host: shallow}}
+        tests = f"""\
             tests:
               - {{name: deep, engine: latency-under-load, client: a, server: deep,
                   params: {params}}}
               - {{name: shallow, engine: latency-under-load, client: a, server: shallow,
                   params: {params}}}
-            """,
-        )
+            """
+        hosts = {"a": "a", "deep": "deep", "shallow": "shallow"}
+        spec = write_spec(tmp_path, lab_campaign(name, "loaded", hosts, tests))
         result = run(spec, tmp_path / "results", state)
     assert result.ok == result.total == 2, [(e.test, e.reason) for e in result.failed]
     catalog = tmp_path / "catalog"

@@ -56,7 +56,8 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
     ),
     (
         CheatSheetData,
-        [(n, ...) for n in _SHEET] + [("impossible", 0), ("scaled", list), ("from_sender", 0)],
+        [(n, ...) for n in _SHEET]
+        + [("impossible", 0), ("scaled", list), ("from_sender", 0), ("types", list)],
         True,
         {**_SHEET, "scaled": [(("c5.large",), "0.1", None)]},
     ),
@@ -67,6 +68,7 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
             ("labels", ...),
             ("pattern", ...),
             ("side", "auto"),
+            ("follow_links", False),
             ("entry", "register"),
         ],
         True,

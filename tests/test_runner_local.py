@@ -132,7 +132,7 @@ def test_a_port_someone_else_listens_on_is_never_taken_for_our_server(tmp_path: 
     against theirs — the server moves to another port and the run measures iperf3."""
     from netfleet.lab.state import host_namespace
     from netfleet.runner.session import server_port
-    from tests.labkit import lab_up, run, write_spec
+    from tests.labkit import lab_campaign, lab_up, run, write_spec
 
     squatter = textwrap.dedent(f"""\
         import socket, sys
@@ -159,17 +159,8 @@ def test_a_port_someone_else_listens_on_is_never_taken_for_our_server(tmp_path: 
         )  # fmt: skip
         try:
             assert held.stdout is not None and held.stdout.readline().strip() == "listening"
-            spec = write_spec(
-                tmp_path,
-                f"""\
-                campaign: squat
-                hosts:
-                  a: {{kind: netns, lab: {name}, host: a}}
-                  b: {{kind: netns, lab: {name}, host: b}}
-                tests:
-                  - {{name: t, client: a, server: b, params: {{duration: 1}}}}
-                """,
-            )
+            tests = "tests: [{name: t, client: a, server: b, params: {duration: 1}}]"
+            spec = write_spec(tmp_path, lab_campaign(name, "squat", {"a": "a", "b": "b"}, tests))
             result = run(spec, tmp_path / "results", state)
         finally:
             held.kill()

@@ -19,7 +19,7 @@ journal reader (:mod:`netfleet.journalfile`) keeps too:
 
 What breaks a rule raises :class:`NotOurs`, a ``ValueError``: the caller treats the file as
 damaged — ignores it, rebuilds it, names it in an error — as it does a file that does not
-parse. (No ``dataclasses`` nor ``typing`` here: the cheat sheet's cached path imports it.)
+parse. (No ``dataclasses`` here: the cheat sheet's cached path imports it.)
 """
 
 from __future__ import annotations
@@ -27,10 +27,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any  # (loaded already: ``netfleet`` imports it)
 
 #: netfleet's records and documents nest a few levels; a deeper one is not netfleet's
 MAX_DEPTH = 16

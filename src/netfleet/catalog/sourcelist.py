@@ -1,7 +1,7 @@
 """The files an import by reference names (issue 26): local files with their stat (one
-``stat`` each, none opened), ``s3://`` objects with their size and ETag (one listing); and the
-options every file of one import shares (here, not beside the readers: the importing process
-checks them without loading pydantic or the engines, which only its workers need)."""
+``stat`` each, none opened), ``s3://`` objects with their size and ETag (one listing), and a
+file's outcome (here, not beside the readers: the importing process handles them without
+loading pydantic or the engines, which only its workers need)."""
 
 from __future__ import annotations
 
@@ -10,35 +10,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from netfleet.errors import InputError, StoreError, named
-from netfleet.plain import Frozen, Plain
+from netfleet.plain import Plain
+from netfleet.store.sources import Options as Options  # (the import's; read by the loaders)
 
 if TYPE_CHECKING:
-    import re
     from typing import Any
-
-
-class Options(Frozen):
-    """What every file of one load shares (read-only: :mod:`netfleet.plain`)."""
-
-    __slots__ = ("campaign", "labels", "pattern", "side", "entry")  # noqa: RUF023
-
-    campaign: str
-    labels: dict[str, str]
-    pattern: re.Pattern[str] | None
-    side: str
-    #: how the files come in: ``register`` (foreign files, by reference) or ``ingest``
-    #: (netfleet envelopes of a results root: :data:`netfleet.catalog.manifest.INGESTED`)
-    entry: str
-
-    def __init__(
-        self,
-        campaign: str,
-        labels: dict[str, str],
-        pattern: re.Pattern[str] | None,
-        side: str = "auto",
-        entry: str = "register",
-    ) -> None:
-        self._set(campaign, labels, pattern, side, entry)
 
 
 class Read(Plain):

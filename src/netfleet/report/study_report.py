@@ -81,7 +81,7 @@ def summary_section(
     runs: Tabular,
     groups: Sequence[GroupAnalysis],
     advice: Sequence[Any],
-    advice_note: str,
+    advice_note: Paragraph | None,
 ) -> Section:
     recs = runs.records()
     s = Section("summary", "Summary")
@@ -157,8 +157,8 @@ def summary_section(
             Paragraph("Advice, each with its evidence:"),
             Table(Tabular(["severity", "finding", "fix", "evidence", "runs"], rows)),
         )
-    else:
-        s.add(Paragraph(advice_note, tone="note"))
+    if advice_note is not None:
+        s.add(advice_note)
     return s
 
 
@@ -712,9 +712,13 @@ def appendix_section(runs: Tabular, groups: Sequence[GroupAnalysis]) -> Section:
     )
 
 
-def _advice(catalog_dir: str | os.PathLike[str], runs: Tabular) -> tuple[list[Any], str]:
+def _advice(
+    catalog_dir: str | os.PathLike[str], runs: Tabular
+) -> tuple[list[Any], Paragraph | None]:
     """Advice over the runs' raw results (:func:`netfleet.analysis.catalog_documents`: a run
-    imported by reference read from its file, checked against the manifest), and its note."""
+    imported by reference read from its file, checked against the manifest), and the note to
+    print with it: the files that could not be read, named (beside the advice over the rest),
+    else that there is no advice, else none."""
     from netfleet.advice import advise
     from netfleet.analysis import catalog_documents
     from netfleet.report.advice import merged
@@ -722,17 +726,17 @@ def _advice(catalog_dir: str | os.PathLike[str], runs: Tabular) -> tuple[list[An
 
     docs, problems = catalog_documents(catalog_dir, [str(r["run_id"]) for r in runs.records()])
     items = merged(advise([doc for doc, _ in docs]))
-    note = "Advice: nothing to report — no limit other than the network was seen."
     if problems:
         named = "; ".join(
             printable(f"{where}: {why}", keep_newlines=False) for where, why in problems[:3]
         )
         more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
-        note = (
-            f"Advice: {len(problems)} run(s) could not be read ({named}{more}); "
-            "advice covers the rest."
-        )
-    return items, note
+        text = f"Advice: {len(problems)} run(s) could not be read ({named}{more}); "
+        return items, Paragraph(text + "advice covers the rest.", "warn")
+    if not items:
+        text = "Advice: nothing to report — no limit other than the network was seen."
+        return items, Paragraph(text, "note")
+    return items, None
 
 
 def build_document(

@@ -59,6 +59,7 @@ from netfleet.store.sources import (
     PRESETS,
     SIDES,
     SUFFIXES,
+    Options,
     check_campaign,
     default_workers,
     expand_sources,
@@ -227,23 +228,12 @@ def run_of(rel: str) -> str:
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class _Options:
-    """What every file of one import shares (sent to the worker processes once per file)."""
-
-    campaign: str
-    labels: dict[str, str]
-    pattern: re.Pattern[str] | None
-    side: str
-    follow_links: bool = False
-
-
 #: one file's outcome: (source, key, gzip bytes, interval flags, iperf3 pairing key) or
 #: (source, why not)
 Prepared = tuple[str, str, bytes, int, "tuple[str, str] | None"] | tuple[str, str]
 
 
-def prepare(path: Path, opts: _Options, listed: tuple[int, int, int] | None = None) -> Prepared:
+def prepare(path: Path, opts: Options, listed: tuple[int, int, int] | None = None) -> Prepared:
     """Read, check and encode one file (the one ``listed``: its inode, size and mtime when it
     was listed): no side effects, so it can run in a worker process. Whatever the file holds,
     the outcome is its envelope or the reason it is refused."""
@@ -284,7 +274,7 @@ def _read(
     return data, st.st_mtime
 
 
-def _prepare_listed(opts: _Options, path: Path, listed: tuple[int, int, int] | None) -> Prepared:
+def _prepare_listed(opts: Options, path: Path, listed: tuple[int, int, int] | None) -> Prepared:
     return prepare(path, opts, listed)
 
 
@@ -298,7 +288,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
-def _prepared(paths: list[Path], opts: _Options, workers: int) -> Iterator[Prepared]:
+def _prepared(paths: list[Path], opts: Options, workers: int) -> Iterator[Prepared]:
     """Each file prepared, in order: in ``workers`` processes when there are enough files."""
     stamps = [_stamp(p) for p in paths]
     if workers < 2 or len(paths) < PARALLEL_MIN:
@@ -345,7 +335,7 @@ def import_files(
     unless ``follow_links``."""
     if side not in SIDES:
         raise InputError(f"--side {side!r}: expected one of {', '.join(SIDES)}")
-    opts = _Options(
+    opts = Options(
         campaign=check_campaign(campaign),
         labels=parse_labels(labels),
         pattern=pattern_regex(pattern) if pattern else None,

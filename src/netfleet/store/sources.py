@@ -12,12 +12,42 @@ from operator import attrgetter
 from pathlib import Path
 
 from netfleet.errors import InputError, named
+from netfleet.plain import Frozen
 
 PRESETS = {"seed002": "d={date}/{instance_type}-{epoch}.json.gz"}
 #: the campaign an import files its runs under unless told (a valid name: tests check it)
 DEFAULT_CAMPAIGN = "imported"
 SIDES = ("auto", "client", "server")
 SUFFIXES = (".json", ".json.gz", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".txt", ".txt.gz")
+
+
+class Options(Frozen):
+    """What every file of one import or load shares — into a results root
+    (:func:`netfleet.store.imports.import_files`) or into a catalog
+    (:mod:`netfleet.catalog.register`) — sent to the worker processes with their files
+    (read-only: :mod:`netfleet.plain`)."""
+
+    __slots__ = ("campaign", "labels", "pattern", "side", "follow_links", "entry")  # noqa: RUF023
+
+    campaign: str
+    labels: dict[str, str]
+    pattern: re.Pattern[str] | None
+    side: str
+    follow_links: bool
+    #: how the files come into a catalog: ``register`` (foreign files, by reference) or
+    #: ``ingest`` (netfleet envelopes of a results root: ``netfleet.catalog.manifest.INGESTED``)
+    entry: str
+
+    def __init__(
+        self,
+        campaign: str,
+        labels: dict[str, str],
+        pattern: re.Pattern[str] | None,
+        side: str = "auto",
+        follow_links: bool = False,
+        entry: str = "register",
+    ) -> None:
+        self._set(campaign, labels, pattern, side, follow_links, entry)
 
 
 def expand_sources(sources: Iterable[str], follow_links: bool = False) -> Iterator[Path]:
