@@ -58,9 +58,10 @@ MIN_VERSION: dict[str, tuple[int, ...]] = {
 
 
 #: lines only iperf3's human-readable report prints (iperf 2 says "Server listening on TCP
-#: port", "Client connecting to", and has no separator nor sender/receiver summary lines)
+#: port", "Client connecting to", and has no separator nor sender/receiver summary lines);
+#: anywhere in a line, since ``--timestamps`` puts the time before each
 _TEXT_MARKS = re.compile(
-    rb"^(?:Server listening on \d"
+    rb"^[^\n]*?(?:Server listening on \d"
     rb"|Connecting to host "
     rb"|iperf Done\."
     rb"|- - - - - - - - - -"
