@@ -317,6 +317,24 @@ def test_iperf2_side_option_and_a_contradiction(tmp_path: Path) -> None:
     assert cli("import", str(csv), "--side", "sideways", "--results", str(tmp_path / "r")) == 2
 
 
+LIVE = Path(__file__).parent / "fixtures" / "iperf3_live"  # scripts/capture_live_fixtures.py
+
+
+def test_iperf3_text_is_refused_by_name_never_stored_as_iperf2(tmp_path: Path) -> None:
+    """iperf3's text report (a --forceflush server's stdout) resembles iperf 2's text; it was
+    stored as an iperf2 run. Now it is refused, saying what to import instead."""
+    texts = sorted(LIVE.glob("text_server_*.txt"))
+    assert len(texts) == 4
+    root = ResultsRoot(tmp_path / "r")
+    report = import_files([str(p) for p in texts] + [str(IPERF2 / "tcp_p2_e.server.txt")], root)
+    assert sorted(Path(f).name for f, _ in report.bad) == [p.name for p in texts]
+    assert all("iperf3's text output" in why and "-J" in why for _, why in report.bad)
+    # iperf 2's text, beside it, is still read as iperf 2's
+    assert [root.read(p)["engine"]["name"] for p in root.files()] == ["iperf2"]
+    status = cli("import", str(texts[0]), "--results", str(tmp_path / "r2"))
+    assert status == ExitStatus.INVALID_INPUT
+
+
 PUBLIC = Path(__file__).parent / "fixtures" / "public"  # SOURCES.md names each one
 
 

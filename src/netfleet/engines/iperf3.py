@@ -57,14 +57,34 @@ MIN_VERSION: dict[str, tuple[int, ...]] = {
 }
 
 
+#: lines only iperf3's human-readable report prints (iperf 2 says "Server listening on TCP
+#: port", "Client connecting to", and has no separator nor sender/receiver summary lines);
+#: anywhere in a line, since ``--timestamps`` puts the time before each
+_TEXT_MARKS = re.compile(
+    rb"^[^\n]*?(?:Server listening on \d"
+    rb"|Connecting to host "
+    rb"|iperf Done\."
+    rb"|- - - - - - - - - -"
+    rb"|\[ *(?:\d+|SUM)\] +[\d.]+-[\d.]+ +sec .* (?:sender|receiver)\s*$)",
+    re.MULTILINE,
+)
+
+
+def is_text_report(plain: bytes) -> bool:
+    """Whether a (non-JSON) file is iperf3's human-readable report, client or server side."""
+    return plain.lstrip()[:1] != b"{" and _TEXT_MARKS.search(plain[:65536]) is not None
+
+
 def claim_json(plain: bytes) -> Claim:
     """iperf3 writes JSON: its own when a ``start`` object or a ``--json-stream`` event is
-    there, else the catch-all of JSON (and of an empty file), whose reader says what is wrong."""
+    there, else the catch-all of JSON (and of an empty file), whose reader says what is wrong.
+    Its text report is claimed surely too (over iperf 2's catch-all of text), so that its
+    reader refuses it by name rather than iperf 2's reader taking it for iperf 2's."""
     head = plain.lstrip()[:4096]
     if not head:
         return 1
     if head[:1] != b"{":
-        return 0
+        return 2 if is_text_report(plain) else 0
     return 2 if b'"start"' in head or head.startswith(b'{"event"') else 1
 
 
@@ -129,7 +149,8 @@ class Iperf3:
     #: ``netfleet import``: iperf3 ``-J`` and ``--json-stream`` files (read by the store's
     #: ``import_iperf3``, which checks their intervals)
     imports: ClassVar[ImportFormat] = ImportFormat(
-        "iperf3 JSON (-J or --json-stream, client or server side)", lambda plain: claim_json(plain)
+        "iperf3 JSON (-J or --json-stream, client or server side; its text report is refused)",
+        lambda plain: claim_json(plain),
     )
 
     @staticmethod

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netfleet.engines import ImportedRun, import_formats
+from netfleet.engines.iperf3 import is_text_report
 from netfleet.engines.params import spec_params
 from netfleet.errors import InputError, StoreError, StoreUnreachable
 from netfleet.store.envelope import EngineRecord, Envelope, HostRecord
@@ -118,12 +119,27 @@ def _plain(data: bytes) -> bytes:
     return out
 
 
+#: why iperf3's human-readable report is refused: it has no start time, no test parameters
+#: (protocol, direction, streams for sure) and rounded numbers, so it cannot make the run an
+#: iperf3 JSON file makes; never read as iperf 2's text, whose lines it resembles
+IPERF3_TEXT = (
+    "iperf3's text output, which netfleet does not import (it lacks the start time, the test "
+    "parameters and exact byte counts): run iperf3 with -J (or --json-stream) and import that; "
+    "for the server's side, run the client with -J --get-server-output"
+)
+
+
+def build_iperf3_file(path: Path, data: bytes, plain: bytes, **common: Any) -> Envelope:
+    """An iperf3 file → its envelope: JSON is read, the text report refused with its reason."""
+    if is_text_report(plain):
+        raise ImportProblem(IPERF3_TEXT)
+    return build_iperf3_envelope(path, data, plain, **common)
+
+
 #: the engines whose files the store reads itself, with its interval checks (their
 #: :class:`~netfleet.engines.ImportFormat` has no ``read``)
 STORE_READERS: dict[str, Callable[..., Envelope]] = {
-    "iperf3": lambda path, data, plain, **common: build_iperf3_envelope(
-        path, data, plain, **common
-    ),
+    "iperf3": build_iperf3_file,
     "iperf2": lambda path, data, plain, **common: build_iperf2_envelope(
         path, data, plain.decode("utf-8"), **common
     ),
