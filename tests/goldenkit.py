@@ -46,7 +46,7 @@ FOREIGN = sorted(
     p
     for folder in FOREIGN_DIRS
     for p in (HERE / folder).iterdir()
-    if p.is_file() and p.name not in ("MANIFEST.json", "SOURCES.md")
+    if p.is_file() and p.name not in ("MANIFEST.json", "SOURCES.md", "ENVELOPES.json")
 )
 #: the modification time every foreign file is read with (iperf 2 text has no start time: a
 #: run's start is then its file's)
