@@ -6,16 +6,24 @@ milliseconds a file.
 
     .venv/bin/python bench/worker_cpu.py /tmp/c10k --files 2000 --rounds 3
     .venv/bin/python bench/worker_cpu.py /tmp/c10k --files 2000 --profile tottime
+    .venv/bin/python bench/worker_cpu.py /tmp/c10k --instructions 2
 
 On a shared machine, compare trees interleaved (``PYTHONPATH=<other tree>/src`` for the
-other), each the best of several passes.
+other), each the best of several passes. ``--instructions K``: the instructions a file
+instead (valgrind's callgrind, ≈ 2 min: a run of one task and a run of 1 + K tasks, the
+difference over K tasks' files; ``PYTHONHASHSEED=0``) — what other work on the machine does
+not move, where CPU seconds move by a third at a load of 8-12 (not the cache's or memory's
+cost: a count, not a time).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
+import re
+import subprocess
 import sys
 import time
 from functools import partial
@@ -32,18 +40,27 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pattern", default="seed002", help="a preset or a pattern")
     ap.add_argument("--profile", metavar="SORT", help="cProfile one pass, sorted so")
+    ap.add_argument("--instructions", type=int, metavar="K", help="instructions a file, of K tasks")
+    ap.add_argument("--tasks", type=int, help=argparse.SUPPRESS)  # (--instructions' runs)
     args = ap.parse_args()
+    if args.instructions:
+        instructions(args.folder, args.pattern, args.instructions)
+        return
     pattern = PRESETS.get(args.pattern, args.pattern)
     opts = Options("import", {}, pattern_regex(pattern), side="sender")
     files = list(listed([args.folder], False))[: args.files]
     size = reader.TASK_FILES
     tasks = [files[i : i + size] for i in range(0, len(files), size)]
-    if len(tasks) < 2:
+    if len(tasks) < 2 and args.tasks is None:
         sys.exit(f"{args.folder}: fewer than {2 * size} files")
     shipped = partial(
         reader._shipped, partial(reader._columnar_task, opts=opts, follow_links=False)
     )
     shipped(tasks[0])  # the libraries it loads on first use
+    if args.tasks is not None:  # (under callgrind: the tasks, nothing timed)
+        for task in tasks[1 : args.tasks]:
+            shipped(task)
+        return
     counted = sum(len(task) for task in tasks[1:])
     profile = cProfile.Profile() if args.profile else None
     best = float("inf")
@@ -59,6 +76,27 @@ def main() -> None:
     print(f"{best / counted * 1000:.3f} ms/file CPU ({counted} files)")
     if profile:
         pstats.Stats(profile).sort_stats(args.profile).print_stats(40)
+
+
+def instructions(folder: str, pattern: str, extra: int) -> None:
+    """Instructions a file of ``extra`` tasks: callgrind's total of 1 + ``extra`` tasks less
+    that of the first (warm-up) task alone."""
+    from netfleet.catalog import reader
+
+    totals = []
+    for tasks in (1, 1 + extra):
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+             __file__, folder, "--pattern", pattern, "--files", str(tasks * reader.TASK_FILES),
+             "--tasks", str(tasks)],
+            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+        )  # fmt: skip
+        found = re.search(r"Collected : (\d+)", run.stderr)
+        if found is None:
+            sys.exit(f"no instruction count from callgrind:\n{run.stderr[-2000:]}")
+        totals.append(int(found.group(1)))
+    files = extra * reader.TASK_FILES
+    print(f"{(totals[1] - totals[0]) / files / 1e6:.3f} M instructions a file ({files} files)")
 
 
 if __name__ == "__main__":

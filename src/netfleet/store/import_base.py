@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
@@ -84,21 +84,25 @@ def rates_off(
 
 
 def long_interval_flags(
-    spans: list[tuple[dict[str, Any], float]], what: str = "interval"
+    secs: Sequence[float], where: Callable[[int], dict[str, Any]], what: str = "interval"
 ) -> list[dict[str, Any]]:
     """Intervals much longer than the run's usual one: their bytes may belong to a shorter span
-    (a stalled report), so their rate is not comparable with the others'. Needs ≥ 3 intervals."""
-    if len(spans) < 3:
+    (a stalled report), so their rate is not comparable with the others'. Needs ≥ 3 intervals.
+    ``secs``: each interval's span; ``where(k)``: the place of the k-th (made for a flagged
+    one only: a dict per interval was a tenth of an import's interval checks)."""
+    if len(secs) < 3:
         return []
-    usual = median(secs for _, secs in spans)
+    usual = median(secs)
+    if not usual > 0 or max(secs) <= LONG_INTERVAL * usual:
+        return []
     flags = []
-    for where, secs in spans:
-        if usual > 0 and secs > LONG_INTERVAL * usual:
+    for k, span in enumerate(secs):
+        if span > LONG_INTERVAL * usual:
             flags.append(
                 {
-                    **where,
+                    **where(k),
                     "field": "seconds",
-                    "detail": f"{secs:g} s is {secs / usual:.1f}× the run's usual {usual:g} s "
+                    "detail": f"{span:g} s is {span / usual:.1f}× the run's usual {usual:g} s "
                     f"{what}: its rate is not comparable with the others'",
                 }
             )

@@ -62,11 +62,13 @@ def iperf2_flags(
         flag = rate_flag(where, x.bytes, x.end - x.start, x.bps, tolerance, resolution)
         if flag:
             flags.append(flag)
-    spans = [
-        ({"line": n, "stream": x.stream, "span": f"{x.start:g}-{x.end:g}"}, x.end - x.start)
-        for n, x in enumerate(intervals[:-1] if len(intervals) > 1 else intervals)
-    ]
-    return flags + long_interval_flags(spans)
+    spanned = intervals[:-1] if len(intervals) > 1 else intervals
+
+    def place(k: int) -> dict[str, Any]:
+        x = spanned[k]
+        return {"line": k, "stream": x.stream, "span": f"{x.start:g}-{x.end:g}"}
+
+    return flags + long_interval_flags([x.end - x.start for x in spanned], place)
 
 
 def _side(text: str, side: str, path: Path) -> tuple[str, bool]:

@@ -230,6 +230,13 @@ def _plain_shape(doc: dict[str, Any]) -> bool:
     )
 
 
+def _objects(intervals: list[Any]) -> list[dict[str, Any]]:
+    """The intervals, each an object: one that is not (a hand-made file) as an empty one."""
+    if _DICTS.issuperset(map(type, intervals)):  # (JSON's: at once)
+        return intervals
+    return [iv if isinstance(iv, dict) else {} for iv in intervals]
+
+
 def _check_rates(doc: dict[str, Any], where: str) -> None:
     """Every interval's and end sum's ``bits_per_second`` is a rate a link can have: every
     interval part's rate at once when all are plain floats in range (the common case), else
@@ -318,13 +325,12 @@ def _numbers(sums: list[dict[str, Any]], name: str) -> list[Any]:
 def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
     """The checks of one side's interval sums, a column at a time: each rule tested over every
     interval at once, a flag's words made only for the intervals it flags."""
-    at: list[int] = []
-    sums: list[dict[str, Any]] = []
-    for i, iv in enumerate(doc.get("intervals") or []):
-        s = iv.get("sum") if isinstance(iv, dict) else None
-        if isinstance(s, dict):
-            at.append(i)
-            sums.append(s)
+    found: list[Any] = list(map(dict.get, _objects(doc.get("intervals") or []), repeat("sum")))
+    at = list(range(len(found)))
+    sums = found
+    if not _DICTS.issuperset(map(type, found)):  # an interval without its sum: skipped
+        keep = [isinstance(s, dict) for s in found]
+        at, sums = list(compress(at, keep)), list(compress(found, keep))
     start, end, secs = (_numbers(sums, name) for name in ("start", "end", "seconds"))
     if None in start or None in end or None in secs:  # an interval without its times: skipped
         keep = [a is not None and b is not None and c is not None
@@ -334,7 +340,7 @@ def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
     if not sums:
         return []
     nbytes, bps = _numbers(sums, "bytes"), _numbers(sums, "bits_per_second")
-    omitted = [bool(v) for v in map(dict.get, sums, repeat("omitted"))]
+    omitted = list(map(bool, map(dict.get, sums, repeat("omitted"))))
     # seconds ≠ end − start
     timing = [abs((b - a) - c) > max(TOLERANCE * c, 1e-3)
               for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
@@ -346,21 +352,23 @@ def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
     ]
     rated = rates_off(nbytes, secs, bps, TOLERANCE)
     flags: list[dict[str, Any]] = []
-    flagged = (k for k, f in enumerate(zip(timing, gaps, rated, strict=True)) if any(f))
-    for k in flagged:
-        i = at[k]
-        where = {"side": side, "interval": i}
-        if timing[k]:
-            flags.append({"side": side, "interval": i, "field": "seconds",
-                          "detail": f"{secs[k]} ≠ end−start"})  # fmt: skip
-        if gaps[k]:
-            detail = f"starts at {start[k]}, the previous interval ended at {end[k - 1]}"
-            flags.append({"side": side, "interval": i, "field": "start", "detail": detail})
-        if rated[k] and (flag := rate_flag(where, nbytes[k], secs[k], bps[k], TOLERANCE)):
-            flags.append(flag)
-    spans = [({"side": side, "interval": i}, c)
-             for i, c, o in zip(at, secs, omitted, strict=True) if not o]  # fmt: skip
-    return flags + long_interval_flags(spans)
+    if True in timing or True in gaps or True in rated:  # (else no interval to word)
+        flagged = (k for k, f in enumerate(zip(timing, gaps, rated, strict=True)) if any(f))
+        for k in flagged:
+            i = at[k]
+            where = {"side": side, "interval": i}
+            if timing[k]:
+                flags.append({"side": side, "interval": i, "field": "seconds",
+                              "detail": f"{secs[k]} ≠ end−start"})  # fmt: skip
+            if gaps[k]:
+                detail = f"starts at {start[k]}, the previous interval ended at {end[k - 1]}"
+                flags.append({"side": side, "interval": i, "field": "start", "detail": detail})
+            if rated[k] and (flag := rate_flag(where, nbytes[k], secs[k], bps[k], TOLERANCE)):
+                flags.append(flag)
+    counted = [not o for o in omitted]
+    spans = list(compress(at, counted)) if False in counted else at
+    timed = list(compress(secs, counted)) if False in counted else secs
+    return flags + long_interval_flags(timed, lambda k: {"side": side, "interval": spans[k]})
 
 
 def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str, Any]]:
