@@ -54,8 +54,15 @@ PRELOAD = [
 #: the services whose models the server parses once (every ``aws.client(...)`` netfleet makes)
 SERVICES = ["ec2", "ecs", "sts", "iam", "logs", "pricing", "ssm", "cloudwatch", "s3",
             "service-quotas"]  # fmt: skip
+#: moto's backends the suite calls (its server imports a service's on that service's first call)
+MOTO_BACKENDS = ["ec2", "s3", "iam", "sts", "ecs", "logs", "ssm", "cloudwatch"]
+#: the variables moto reads when imported (moto.settings' constants, MOTO_AMIS_PATH): a moto
+#: server is forked from a pre-loaded one imported under the same values
+MOTO_IMPORT_ENV = ("MOTO_", "TEST_", "TESTS_", "INITIAL_NO_AUTH_ACTION_COUNT",
+                   "DEFAULT_CONTAINER_REGISTRY", "S3_")  # fmt: skip
 ROOT = Path(__file__).resolve().parent.parent
-_server: tuple[subprocess.Popen[bytes], str] | None = None
+#: the running servers: (pool, the environment it was imported under) → (process, socket)
+_servers: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[subprocess.Popen[bytes], str]] = {}
 _lock = threading.Lock()
 
 
@@ -110,6 +117,8 @@ class Forked:
         is, as ``Popen.communicate`` does) and return what it wrote to stdout and stderr."""
         self.wait(timeout)
         if self._texts is None:
+            if self._out.closed:  # not captured
+                return "", ""
             texts = []
             for f in (self._out, self._err):
                 f.seek(0)
@@ -119,15 +128,29 @@ class Forked:
         return self._texts
 
 
-def start(code: str, args: list[str], env: dict[str, str], cwd: Path | None = None) -> Forked:
+def start(
+    code: str,
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path | None = None,
+    *,
+    pool: str = "netfleet",
+    capture: bool = True,
+) -> Forked:
     """``python -c code *args`` with ``env`` (the whole environment) in ``cwd``, forked from the
-    pre-loaded server."""
-    address = _address()
+    pre-loaded server of ``pool`` ("netfleet"; "moto": moto's server, its backends imported);
+    stdout and stderr kept for ``communicate`` (else to /dev/null: ``capture=False``)."""
+    address = _address(pool, env)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(address)
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (Forked's)
+    if capture:
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (Forked's)
+    else:
+        out = err = open(os.devnull, "r+b")  # noqa: SIM115 (closed once sent)
     request = {"code": code, "argv": ["-c", *args], "env": env, "cwd": str(cwd or Path.cwd())}
     socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [out.fileno(), err.fileno()])
+    if not capture:
+        out.close()
     return Forked(["python", "-c", code, *args], conn, out, err)
 
 
@@ -146,17 +169,23 @@ def run(
     return subprocess.CompletedProcess(proc.args, proc.wait(), out, err)
 
 
-def _address() -> str:
-    """The server's socket, the server started first if this process has none yet."""
-    global _server
-    with _lock:
-        if _server is not None and _server[0].poll() is None:
-            return _server[1]
-        address = os.path.join(tempfile.mkdtemp(prefix="nf-forkkit-"), "s")
+def _address(pool: str, child_env: dict[str, str]) -> str:
+    """The socket of ``pool``'s server for a child of ``child_env``, the server started first
+    if this process has none yet (a moto server: none imported under the same values)."""
+    if pool == "moto":
+        env = dict(child_env)
+        key = tuple(sorted((k, v) for k, v in env.items() if k.startswith(MOTO_IMPORT_ENV)))
+    else:  # netfleet reads its variables when it runs, not when imported; no plugin loaded
         env = {k: v for k, v in os.environ.items() if not k.startswith("NETFLEET_")}
+        key = ()
+    with _lock:
+        running = _servers.get((pool, key))
+        if running is not None and running[0].poll() is None:
+            return running[1]
+        address = os.path.join(tempfile.mkdtemp(prefix="nf-forkkit-"), "s")
         alive_r, alive_w = os.pipe()  # the server reads EOF here when this process ends
         proc = subprocess.Popen(
-            [sys.executable, "-c", "from tests.forkkit import serve; serve()", address],
+            [sys.executable, "-c", "from tests.forkkit import serve; serve()", address, pool],
             stdin=alive_r,
             stdout=subprocess.DEVNULL,
             cwd=ROOT,
@@ -170,7 +199,7 @@ def _address() -> str:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the fork server did not start ({proc.returncode})")
             time.sleep(0.02)
-        _server = (proc, address)
+        _servers[(pool, key)] = (proc, address)
         atexit.register(_stop, proc, alive_w)
         return address
 
@@ -187,8 +216,8 @@ def _stop(proc: subprocess.Popen[bytes], alive_w: int) -> None:
 # -- the server ---------------------------------------------------------------------------------
 def serve() -> None:
     """The fork server's main: pre-load, then fork a child per request until stdin closes."""
-    address = sys.argv[1]
-    _preload()
+    address, pool = sys.argv[1:3]
+    (_preload_moto if pool == "moto" else _preload)()
     sig_r, sig_w = os.pipe()
     os.set_blocking(sig_r, False)
     os.set_blocking(sig_w, False)
@@ -248,6 +277,16 @@ def _preload() -> None:
     for service in SERVICES:  # the models land in aws's shared loader (no request is sent)
         aws.client(service, "us-east-1", endpoint_url="http://127.0.0.1:9",
                    aws_access_key_id="x", aws_secret_access_key="x")  # fmt: skip
+
+
+def _preload_moto() -> None:
+    from moto.backends import get_backend
+
+    from tests import motoserve
+
+    motoserve.patch()
+    for name in MOTO_BACKENDS:
+        get_backend(name)  # type: ignore[call-overload]
 
 
 def _fork_one(conn: socket.socket, listener: socket.socket, sig_r: int, sig_w: int) -> int:
