@@ -14,6 +14,14 @@ source scripts/bootstrap.sh
 # order by number of tests. Then the `solo` tests (the delay line's timing to tens of µs) run
 # alone: beside another worker's iperf3 they would measure the machine, not the lab.
 # Exit 5 (no test selected, e.g. a file named on the command line) counts as a pass per phase.
+# Bytecode: the suite starts hundreds of Python processes (netfleet's CLI, moto, labs' helpers);
+# where the environment sets PYTHONDONTWRITEBYTECODE, each compiled every module it imports
+# afresh (≈ 0.5-1.5 CPU-s a process). They share one cache in the virtualenv instead (not the
+# tree); tests/motokit.py points the cloud tests' processes at the same one.
+venv="${UV_PROJECT_ENVIRONMENT:-.venv}"
+[[ "$venv" = /* ]] || venv="$PWD/$venv"
+export PYTHONPYCACHEPREFIX="$venv/netfleet-test-pycache"
+unset PYTHONDONTWRITEBYTECODE
 status=0
 "$UV" run --frozen pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 \
   -m "not solo" "$@" || status=$?
