@@ -1,19 +1,23 @@
-"""netfleet processes forked from a pre-loaded one: the kill -9 walks' controllers without the
-~1.5 CPU-seconds each fresh ``python -c …`` spends importing netfleet and boto3 and parsing
-botocore's service models.
+"""Processes the suite starts dozens of times, forked from one that has imported what they
+import: the kill -9 walks' netfleet controllers (each fresh ``python -c …`` spent ~1.5 CPU-s
+importing netfleet and boto3 and parsing botocore's service models) and moto's servers (~2-3.5
+CPU-s importing moto and its backends).
 
-A fork server (:func:`serve`, its own process, one per pytest process, started on first use)
-imports the netfleet CLI and boto3 and loads the service models of every AWS service netfleet
-calls into ``netfleet.aws``'s shared loader (what one netfleet process does for its second
-client). Each :func:`start` forks it: the child takes the caller's environment, working
-directory, arguments (``sys.argv``) and stdout/stderr, runs the ``python -c`` code it is given,
-and ends as that process would (``SystemExit``'s code, 1 for an exception, -9 when it SIGKILLs
-itself at a kill point). It is a real separate process: :class:`Forked` has its pid (the test
-may SIGKILL it) and its exit status, as ``subprocess.Popen`` has.
+A fork server (:func:`serve`, its own process, one per pytest process and pool, started on first
+use) pre-loads its pool: "netfleet" imports the cloud sub-app and boto3 and loads the service
+models of every AWS service netfleet calls into ``netfleet.aws``'s shared loader (what one
+netfleet process does for its second client); "moto" imports moto's server and backends, under
+the variables moto reads when imported (a server per set of their values). Each :func:`start`
+forks it: the child takes the caller's environment, working directory, arguments
+(``sys.argv``) and stdout/stderr, runs the ``python -c`` code it is given, and ends as that
+process would (``SystemExit``'s code, 1 for an exception, -9 when it SIGKILLs itself at a kill
+point). It is a real separate process: :class:`Forked` has its pid (the test may SIGKILL it)
+and its exit status, as ``subprocess.Popen`` has.
 
 Only for code whose behaviour does not depend on the environment at import time (the cloud
-sub-app, the Fargate controller): the server imported those modules under its own environment.
-The server exits when the pytest process that started it does (the pipe it watches closes).
+sub-app, the Fargate controller, moto with the variables above): the server imported those
+modules under its own environment. A server exits when the pytest process that started it does
+(the pipe it watches closes), SIGKILLing any child still running.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ _lock = threading.Lock()
 
 
 class Forked:
-    """A forked netfleet process, as much of ``subprocess.Popen`` as the tests use (text mode)."""
+    """A forked process, as much of ``subprocess.Popen`` as the tests use (text mode)."""
 
     def __init__(self, args: list[str], conn: socket.socket, out: Any, err: Any) -> None:
         self.args = args
