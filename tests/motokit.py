@@ -1,7 +1,8 @@
 """moto's server as its own process on loopback: the AWS emulator the S3 and cloud tests use.
 
 ``moto_server()`` starts moto's server (``tests/motoserve.py``: ``python -m moto.server`` with
-DescribeInstanceTypes paginated as AWS does) on a free 127.0.0.1 port, waits until it answers,
+DescribeInstanceTypes paginated as AWS does; a process forked from a pre-loaded one,
+tests/forkkit.py) on a free 127.0.0.1 port, waits until it answers,
 points ``AWS_ENDPOINT_URL`` at it (with dummy credentials and the loopback-only guard), and
 stops the process by the PID it started — also when the test fails.
 """
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests import forkkit
 
 ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -50,8 +53,10 @@ def bytecode_env(env: dict[str, str]) -> dict[str, str]:
 KILL_POINTS = {"NETFLEET_PLUGINS": "netfleet_sim.awsfaults,netfleet_sim.faults"}
 
 
-#: moto's server with DescribeInstanceTypes paginated as AWS does (see the module)
-SERVER = Path(__file__).with_name("motoserve.py")
+#: moto's server with DescribeInstanceTypes paginated as AWS does (tests/motoserve.py), forked
+#: from a process that has imported moto and its backends (tests/forkkit.py: ~2-3.5 CPU-seconds
+#: a server, and the suite starts dozens)
+SERVE = "from tests.motoserve import serve; serve()"
 
 
 def free_port() -> int:
@@ -61,7 +66,7 @@ def free_port() -> int:
 
 
 class MotoServer:
-    def __init__(self, proc: subprocess.Popen[bytes], url: str) -> None:
+    def __init__(self, proc: forkkit.Forked, url: str) -> None:
         self.proc = proc
         self.url = url
 
@@ -83,11 +88,12 @@ class MotoServer:
 def start_moto_server(timeout: float = 30.0, env: dict[str, str] | None = None) -> MotoServer:
     """``env``: added to the server's environment (e.g. ``MOTO_AMIS_PATH``)."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=bytecode_env({**os.environ, **(env or {})}),
+    proc = forkkit.start(
+        SERVE,
+        ["-H", "127.0.0.1", "-p", str(port)],
+        bytecode_env({**os.environ, **(env or {})}),
+        pool="moto",
+        capture=False,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

@@ -26,7 +26,8 @@ def _page(self: Any, items: list[Any]) -> tuple[list[Any], str | None]:
     return items[start:end], (str(end) if end < len(items) else None)
 
 
-def _paginated() -> None:
+def patch() -> None:
+    """moto's responses paginated as above (before its server starts)."""
     from moto.core.responses import ActionResult
     from moto.ec2.responses.instances import InstanceResponse
     from moto.ec2.responses.spot_instances import SpotInstances
@@ -61,8 +62,13 @@ def _paginated() -> None:
     SpotInstances.describe_spot_price_history = describe_spot_price_history  # type: ignore[method-assign]
 
 
-if __name__ == "__main__":
+def serve() -> None:
+    """moto's server, paginated, on the command line's ``-H HOST -p PORT``."""
     from moto.server import main
 
-    _paginated()
+    patch()
     main()
+
+
+if __name__ == "__main__":
+    serve()

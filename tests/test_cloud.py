@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +30,7 @@ from netfleet.cloud.aws.release import teardown
 from netfleet.cloud.bootstrap.userdata import render
 from netfleet.cloud.journal import client_token
 from netfleet.errors import InputError
-from tests import motokit
+from tests import forkkit, motokit
 from tests.motokit import KILL_POINTS, MotoServer
 
 DEBIAN = images.DEBIAN_OWNER
@@ -379,9 +378,9 @@ CLI = (
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CLI, *args], env=env, capture_output=True, text=True, timeout=120
-    )
+    """``python -c CLI *args``: a process of its own, forked from a pre-loaded one
+    (tests/forkkit.py: the kill -9 walks start dozens)."""
+    return forkkit.run(CLI, args, env, timeout=120)
 
 
 @pytest.mark.slow

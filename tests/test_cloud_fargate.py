@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import urllib.request
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from netfleet.cloud.aws.plan import prices
 from netfleet.cloud.aws.release import teardown
 from netfleet.errors import EnvironmentProblem, InputError, SpecError
 from netfleet_sim import fargate as fargate_sim
+from tests import forkkit
 from tests.motokit import KILL_POINTS, MotoServer, moto_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -349,8 +348,9 @@ CONTROLLER = textwrap.dedent("""\
 def test_kill_9_at_every_fargate_step_then_destroy_leaves_zero(
     fresh: MotoServer, tmp_path: Path
 ) -> None:
-    """The controller (a subprocess: acquire EC2 + tiers, then release) SIGKILLs itself at each
-    new ECS step in turn; destroy from the journal alone must leave 0 of every resource type."""
+    """The controller (a process of its own, forked from a pre-loaded one: tests/forkkit.py;
+    acquire EC2 + tiers, then release) SIGKILLs itself at each new ECS step in turn; destroy
+    from the journal alone must leave 0 of every resource type."""
     spec = tmp_path / "c.cloud.yaml"
     spec.write_text(
         yaml.safe_dump(
@@ -366,24 +366,12 @@ def test_kill_9_at_every_fargate_step_then_destroy_leaves_zero(
     for n, point in enumerate(PROVISION_POINTS + TEARDOWN_POINTS):
         state = tmp_path / f"s{n}"
         env = {**os.environ, **KILL_POINTS, "NETFLEET_FAULT_AT": point}
-        killed = subprocess.run(
-            [sys.executable, "-c", CONTROLLER, str(spec), str(state)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        killed = forkkit.run(CONTROLLER, [str(spec), str(state)], env, timeout=120)
         assert killed.returncode == -9, (point, killed.stderr[-2000:])
         left = counts("nf-fault")
         env.pop("NETFLEET_FAULT_AT")
         if n % 4 == 0:  # now and then `netfleet cloud destroy` itself (a subprocess)
-            done = subprocess.run(
-                [sys.executable, "-c", CLI, "destroy", "nf-fault", "--state-dir", str(state)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            done = forkkit.run(CLI, ["destroy", "nf-fault", "--state-dir", str(state)], env)
             assert done.returncode == 0, (point, done.stderr[-2000:])
         else:
             teardown.destroy(state, "nf-fault", poll_s=0.05)

@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from netfleet import aws
 from netfleet.cloud.aws.release import teardown
 from netfleet_sim import awsfaults
-from tests import motokit
+from tests import forkkit, motokit
 from tests.motokit import KILL_POINTS, MotoServer
 from tests.test_cloud import CLI
 
@@ -179,13 +179,13 @@ def test_unknown_profile_is_refused(profile: Any) -> None:
 
 
 # -- campaigns under each profile --------------------------------------------------------------
-def _up_argv(tmp_path: Path, campaign: str, *extra: str) -> list[str]:
+def _up_args(tmp_path: Path, campaign: str, *extra: str) -> list[str]:
     spec = tmp_path / f"{campaign}.yaml"
     spec.write_text(
         f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 2}}]\n"
         "duration_minutes: 1\n"
     )
-    return [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path), *extra]
+    return ["up", str(spec), "--state-dir", str(tmp_path), *extra]
 
 
 def _faults_env(faults: str) -> dict[str, str]:
@@ -217,7 +217,7 @@ def _campaign(faults: str) -> str:
 class Campaigns:
     """The four profile campaigns, running against their own moto server."""
 
-    def __init__(self, server: MotoServer, procs: dict[str, subprocess.Popen[str]]) -> None:
+    def __init__(self, server: MotoServer, procs: dict[str, forkkit.Forked]) -> None:
         self.server, self.procs = server, procs
         self.done: dict[str, subprocess.CompletedProcess[str]] = {}
 
@@ -241,19 +241,17 @@ def profile_campaigns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Camp
     profile's waits, so they cost the file little beside its other tests instead of their
     sum (~150 s: throttling at 40 % alone ~75 s)."""
     server = motokit.start_moto_server()
-    procs: dict[str, subprocess.Popen[str]] = {}
+    procs: dict[str, forkkit.Forked] = {}
     try:
         env = motokit.bytecode_env({**os.environ, **motokit.ENV})
         env["AWS_ENDPOINT_URL"] = server.url
         for param in PROFILE_RUNS:
             faults = str(param.values[0])
             tmp = tmp_path_factory.mktemp(_campaign(faults))
-            procs[faults] = subprocess.Popen(
-                _up_argv(tmp, _campaign(faults), "--release"),
-                env={**env, **KILL_POINTS, awsfaults.PROFILE_ENV: faults},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+            procs[faults] = forkkit.start(
+                CLI,
+                _up_args(tmp, _campaign(faults), "--release"),
+                {**env, **KILL_POINTS, awsfaults.PROFILE_ENV: faults},
             )
         yield Campaigns(server, procs)
     finally:
@@ -281,23 +279,17 @@ def test_kill_9_walk_under_faults_then_destroy_leaves_zero(
         campaign = f"nf-fk-{n}"
         spec = tmp_path / f"{campaign}.yaml"
         spec.write_text(f"campaign: {campaign}\nfleets: [{{instance_type: t3.micro, count: 1}}]\n")
-        argv = [sys.executable, "-c", CLI, "up", str(spec), "--state-dir", str(tmp_path / f"s{n}"),
-                "--release"]  # fmt: skip
-        killed[point] = subprocess.Popen(
-            argv, env={**env, "NETFLEET_FAULT_AT": point}, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        args = ["up", str(spec), "--state-dir", str(tmp_path / f"s{n}"), "--release"]
+        killed[point] = forkkit.start(CLI, args, {**env, "NETFLEET_FAULT_AT": point})
     cli_destroy = None
     try:
         for n, (point, proc) in enumerate(killed.items()):
             _, err = proc.communicate(timeout=240)
             assert proc.returncode == -9, (point, err[-2000:])
             if n == 0:  # the CLI's destroy runs while the library's two below do
-                cli_destroy = subprocess.Popen(
-                    [sys.executable, "-c", CLI, "destroy", "nf-fk-0", "--state-dir",
-                     str(tmp_path / "s0")],
-                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                )  # fmt: skip
+                cli_destroy = forkkit.start(
+                    CLI, ["destroy", "nf-fk-0", "--state-dir", str(tmp_path / "s0")], env
+                )
         for n, point in enumerate(points[1:], start=1):
             profile(faults)
             teardown.destroy(tmp_path / f"s{n}", f"nf-fk-{n}", poll_s=0.1)
