@@ -186,14 +186,33 @@ def test_each_function_returns_one_kind_of_report() -> None:
     assert "RegisterReport" in str(inspect.signature(netfleet.api.register).return_annotation)
 
 
-def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:
-    """``doctor``, ``inventory_check``, ``demo`` and ``run`` run their coroutines through the
-    facade: SIGTERM cancels them cleanly and surfaces as KeyboardInterrupt (exit 130 at the
-    CLI), not as a CancelledError traceback."""
+def _terminated(code: str, settle_s: float = 0.0) -> tuple[int, str, str]:
+    """Run ``code`` in a Python process, SIGTERM it once it printed ``waiting`` (after
+    ``settle_s``), and return its exit code and output."""
     import signal
     import subprocess
     import sys
     import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
+        time.sleep(settle_s)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:
+    """``doctor``, ``inventory_check``, ``demo`` and ``run`` run their coroutines through the
+    facade: SIGTERM cancels them cleanly and surfaces as KeyboardInterrupt (exit 130 at the
+    CLI), not as a CancelledError traceback."""
 
     code = (
         "import asyncio, sys\n"
@@ -207,19 +226,47 @@ def test_sigterm_stops_a_facade_call_like_ctrl_c(tmp_path: Path) -> None:
         "    print('interrupted', flush=True)\n"
         "    sys.exit(130)\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    rc, out, err = _terminated(code, settle_s=0.2)
+    assert rc == 130 and "interrupted" in out, err
+
+
+def test_a_second_sigterm_does_not_cut_the_release_short(tmp_path: Path) -> None:
+    """The first SIGTERM cancels; one arriving while the cancelled call releases (a shielded
+    release in a thread: a cloud instance's termination) is ignored — the release ends and the
+    call surfaces as KeyboardInterrupt — and so is one arriving after the coroutine ended,
+    while asyncio.run still waits for a release thread (SIG_DFL would kill the process)."""
+
+    code = (
+        "import asyncio, os, signal, sys, time\n"
+        "from netfleet.api._aio import run_sync\n"
+        "def release(loop):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)  # a second SIGTERM, mid-release\n"
+        "    for _ in range(3):  # the loop has handled it\n"
+        "        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result()\n"
+        "    print('released', flush=True)\n"
+        "def late():\n"
+        "    while callable(signal.getsignal(signal.SIGTERM)):  # asyncio's, until it ends\n"
+        "        time.sleep(0.01)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)  # after the coroutine ended\n"
+        "    print('late', flush=True)\n"
+        "async def wait():\n"
+        "    loop = asyncio.get_running_loop()\n"
+        "    try:\n"
+        "        print('waiting', flush=True)\n"
+        "        await asyncio.sleep(60)\n"
+        "    except asyncio.CancelledError:\n"
+        "        await asyncio.shield(asyncio.to_thread(release, loop))\n"
+        "        loop.run_in_executor(None, late)\n"
+        "        raise\n"
+        "try:\n"
+        "    run_sync(wait())\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(130)\n"
     )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == "waiting\n"
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130 and "interrupted" in out, err
+    rc, out, err = _terminated(code)
+    assert rc == 130, (rc, out, err)
+    assert out.split() == ["released", "late", "interrupted"], err
 
 
 def test_a_facade_call_gives_the_callers_sigterm_handler_back() -> None:

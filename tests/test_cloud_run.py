@@ -416,6 +416,19 @@ def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path:
     assert_nothing_left("aws-credits", tmp_path)
 
 
+def _terminated(proc: Any) -> tuple[str, str]:
+    """SIGTERM ``proc`` and its output once it exits (killed after 120 s: a release hung)."""
+    try:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        return out, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @ROOT
 @pytest.mark.netns
 def test_sigterm_mid_run_releases_everything(fresh: MotoServer, tmp_path: Path) -> None:
@@ -424,12 +437,8 @@ def test_sigterm_mid_run_releases_everything(fresh: MotoServer, tmp_path: Path) 
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         _wait_for_run(results, proc)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        out, err = _terminated(proc)
     assert proc.returncode == 130, out + err
     assert_nothing_left("aws-credits", tmp_path)
 
@@ -448,6 +457,34 @@ def test_sigterm_while_launching_releases_what_was_launched(
     assert res.returncode == 130, res.stdout + res.stderr
     assert "interrupted: 0 of 1 runs" in res.stderr
     assert_nothing_left("aws-credits", tmp_path, res.stdout + res.stderr)
+
+
+@ROOT
+@pytest.mark.netns
+def test_sigterm_while_run_instances_is_in_flight_releases_it(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while RunInstances has not answered yet (the ``slow-launch`` fault holds its
+    answer; the instance exists but a lookup by tag does not list it yet): the acquire waits
+    for the launch to answer and the pool terminates the instance by its id, then the network;
+    the run exits 130 and leaves nothing, with no `cloud destroy`."""
+    faults_log = tmp_path / "faults.json"
+    monkeypatch.setenv("NETFLEET_PLUGINS", motokit.KILL_POINTS["NETFLEET_PLUGINS"])
+    monkeypatch.setenv("NETFLEET_AWS_FAULTS", "slow-launch")
+    monkeypatch.setenv("NETFLEET_AWS_FAULTS_LOG", str(faults_log))
+    proc = netfleet(tmp_path, "run", str(one_client(tmp_path, 1)), "-r", str(tmp_path / "r"),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not faults_log.exists() or "RunInstances.held" not in faults_log.read_text():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "RunInstances was never called"
+            time.sleep(0.1)
+    finally:
+        out, err = _terminated(proc)  # the launch is in flight: its answer is held
+    assert proc.returncode == 130, out + err
+    assert "interrupted: 0 of 1 runs" in err
+    assert_nothing_left("aws-credits", tmp_path, out + err)
 
 
 # -- SSH with the pinned host key: readiness ------------------------------------------------------

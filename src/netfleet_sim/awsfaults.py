@@ -38,7 +38,11 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   consistency, which moto does not have;
 * ``fargate-capacity``: the first ``times`` RunTask calls (FARGATE) place no task:
   ``failures: [{reason: "Capacity is unavailable at this time…"}]``, as AWS answers when a
-  zone has no Fargate capacity.
+  zone has no Fargate capacity;
+* ``slow-launch``: RunInstances answers ``hold_s`` after the instance exists (AWS's launch
+  call can take seconds), and while it is held DescribeInstances does not list it yet — a
+  release that looks it up by tag finds nothing. ``RunInstances.held`` is counted when the
+  hold begins (in the ``NETFLEET_AWS_FAULTS_LOG`` file): a test sees the launch in flight.
 
 ``NETFLEET_AWS_FAULTS_LOG`` names a file where the counts of injected errors are kept (code →
 times), so a test can check a subprocess met the fault it was given.
@@ -75,6 +79,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
     "iam-propagation": {"pass_s": 2.0, "assume_s": 4.0},
     "fargate-capacity": {"times": 2},
+    "slow-launch": {"hold_s": 5.0},
 }
 #: AWS's RunTask failure reason when Fargate has no capacity in the subnet's zone
 FARGATE_NO_CAPACITY = (
@@ -168,6 +173,8 @@ class State:
     capacity_calls: int = 0
     #: the subnets the RunTask calls asked for, in order
     task_subnets: list[str] = field(default_factory=list)
+    #: instances whose RunInstances answer is still held (``slow-launch``)
+    held: set[str] = field(default_factory=set)
 
     def count(self, code: str) -> None:
         self.injected[code] = self.injected.get(code, 0) + 1
@@ -417,6 +424,28 @@ def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw
         _spot_requests(st, p["spot-notice"], parsed, kw.get("context", {}).get(_PARAMS, {}))
     elif op == "DescribeInstances" and "spot-notice" in p:
         _spot_reclaim(st, p["spot-notice"], parsed)
+    if op == "DescribeInstances" and st.held:  # launched, but its RunInstances not answered
+        for res in parsed.get("Reservations", []):
+            shown = [i for i in res.get("Instances", []) if i["InstanceId"] not in st.held]
+            res["Instances"] = shown
+        parsed["Reservations"] = [r for r in parsed.get("Reservations", []) if r["Instances"]]
+
+
+def _slow_launch(parsed: Any, **_: Any) -> None:
+    """``slow-launch``: the answer of a RunInstances that created its instances, held."""
+    st = state()
+    knobs = st.profiles.get("slow-launch")
+    if knobs is None or not isinstance(parsed, dict):
+        return
+    ids = {str(i.get("InstanceId")) for i in parsed.get("Instances", [])}
+    if not ids:  # refused, or a DryRun (the permission check)
+        return
+    with st.lock:
+        st.held |= ids
+        st.count("RunInstances.held")
+    time.sleep(knobs["hold_s"])  # outside the lock: other calls go on meanwhile
+    with st.lock:
+        st.held -= ids
 
 
 def _request_tags(params: dict[str, Any]) -> dict[str, str]:
@@ -601,6 +630,7 @@ def register(session: Any) -> None:
     session.register("before-send.ec2", before_send)
     session.register("before-send.ecs", before_send)
     session.register("after-call.ec2", after_call)
+    session.register("after-call.ec2.RunInstances", _slow_launch)
     session.register("before-call.ec2.RunInstances", _keep_params)
     session.register("before-call.ec2.DescribeSpotInstanceRequests", _keep_params)
     session.register("after-call.ecs", after_call)

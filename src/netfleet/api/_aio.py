@@ -15,16 +15,22 @@ T = TypeVar("T")
 
 async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` so that SIGTERM, like Ctrl-C, cancels it cleanly; a cancellation it does
-    not turn into its own error (``run`` raises CampaignInterrupted) is a KeyboardInterrupt."""
+    not turn into its own error (``run`` raises CampaignInterrupted) is a KeyboardInterrupt.
+
+    Only the first SIGTERM cancels: a later one must not cut short the release the first one
+    started (hosts, cloud instances); it is ignored, also after ``coro`` ends while
+    ``asyncio.run`` still waits for release threads (:func:`run_sync` gives the caller's
+    handler back once it returns). Ctrl-C still interrupts."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(coro)
     stopped: list[int] = []
 
     def stop() -> None:
+        if stopped:  # releasing already
+            return
         stopped.append(signal.SIGTERM)
         task.cancel()
 
-    previous = signal.getsignal(signal.SIGTERM)
     loop.add_signal_handler(signal.SIGTERM, stop)
     try:
         return await task
@@ -33,9 +39,8 @@ async def _with_sigterm(coro: Coroutine[Any, Any, T]) -> T:
             raise KeyboardInterrupt from None
         raise
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: the caller's handler back
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # until asyncio.run has its threads back
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -45,7 +50,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         if threading.current_thread() is threading.main_thread():
-            return asyncio.run(_with_sigterm(coro))
+            previous = signal.getsignal(signal.SIGTERM)
+            try:
+                return asyncio.run(_with_sigterm(coro))
+            finally:  # the caller's handler back
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         return asyncio.run(coro)
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()

@@ -93,6 +93,10 @@ from netfleet.spec.cloud import public_path
 TAG_LEASE = "netfleet:lease"
 #: how long an instance's release waits for this session's tasks to be stopped first
 TASKS_FIRST_S = 900.0
+#: how long an acquire cancelled (Ctrl-C, SIGTERM) waits for its RunInstances calls in flight
+#: to answer, so that the instances they made are released by id (a lookup by tag may not list
+#: a just-launched instance yet)
+LAUNCH_SETTLE_S = 120.0
 
 
 class _Reclaimable:
@@ -361,15 +365,41 @@ class AwsCloud:
             for r in requests
         ]  # fmt: skip
 
+        ids: dict[str, str] = {}  # lease id → instance id, as each RunInstances answers
+        stopping = threading.Event()
+
         def launch(req: HostRequest, lease: Lease) -> CloudHost:
+            def answered(iid: str) -> None:
+                ids[lease.id] = iid
+                if stopping.is_set():  # cancelled meanwhile: no wait for running
+                    raise _LaunchStopped(iid)
+
+            if stopping.is_set():
+                raise _LaunchStopped(None)
             return prov.launch(
                 req.name, req.spec.role, req.spec.machine, {TAG_LEASE: lease.id},
-                fleet=net.index[req.name], tools=req.tools,
+                fleet=net.index[req.name], tools=req.tools, answered=answered,
             )  # fmt: skip
 
-        made = await _all_launched(
-            [asyncio.to_thread(launch, r, lease) for r, lease in zip(requests, leases, strict=True)]
-        )
+        jobs = [
+            asyncio.ensure_future(asyncio.to_thread(launch, r, lease))
+            for r, lease in zip(requests, leases, strict=True)
+        ]
+        try:
+            made = await _all_launched(jobs)
+        except asyncio.CancelledError:
+            # RunInstances calls in flight still make their instances: wait for their answers
+            # (bounded) and give the pool their ids, so it releases them by id
+            stopping.set()
+            await asyncio.wait(jobs, timeout=LAUNCH_SETTLE_S)
+            for job in jobs:  # retrieved: stopped launches are no error of their own
+                if job.done() and not job.cancelled():
+                    job.exception()
+            for lease in leases:
+                if lease.id in ids:
+                    res = {**lease.resource, "id": ids[lease.id]}
+                    log.acquired(Lease(lease.id, lease.provider, lease.host, res))
+            raise
         launched: list[tuple[HostRequest, CloudHost, Lease]] = []
         for req, lease, host in zip(requests, leases, made, strict=True):
             bills[host.region].started[host.instance_id] = (host.instance_type, time.monotonic())
@@ -878,10 +908,15 @@ def task_host(
     )
 
 
-async def _all_launched(jobs: list[Any]) -> list[CloudHost]:
+class _LaunchStopped(Exception):
+    """A launch of a cancelled acquire, stopped before RunInstances or right after its answer."""
+
+
+async def _all_launched(jobs: Sequence[asyncio.Future[CloudHost]]) -> list[CloudHost]:
     """Launch together (one thread each); the first failure is raised after every launch has
-    come back — each recorded its lease before it began, so the pool releases what exists."""
-    got = await asyncio.gather(*jobs, return_exceptions=True)
+    come back — each recorded its lease before it began, so the pool releases what exists.
+    Cancelled, it leaves ``jobs`` running (their threads go on): the caller waits for them."""
+    got = await asyncio.gather(*(asyncio.shield(j) for j in jobs), return_exceptions=True)
     hosts = []
     for outcome in got:
         if isinstance(outcome, BaseException):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -534,10 +534,13 @@ class Provisioner:
         extra_tags: dict[str, str] | None = None,
         fleet: int | None = None,
         tools: Sequence[str] = (),
+        answered: Callable[[str], None] | None = None,
     ) -> CloudHost:
         """One instance of fleet ``fleet`` (its region and zone; None: the block's region's
         first zone) with its own generated host key, pinned in known_hosts once it runs; its
-        user-data installs ``tools`` (what its runs use; empty: every engine's)."""
+        user-data installs ``tools`` (what its runs use; empty: every engine's). ``answered``
+        is told the instance id as soon as RunInstances answers, before the wait for
+        ``running`` (an acquire cancelled meanwhile releases it by id; it may raise to stop)."""
         if not self.networks:
             raise EnvironmentProblem("launch before prepare: no network for the instances")
         site = self.sites[fleet] if fleet is not None else None
@@ -557,6 +560,8 @@ class Provisioner:
             net.region,
         )
         self._launched[net.region] = self._launched.get(net.region, 0) + 1
+        if answered is not None:
+            answered(iid)
         host = self._wait_host(iid, name, role, info, net.region, zones[-1])
         self._pinned.pin([host.private_ip, host.public_ip or ""], host_key.public_openssh)
         if host.public_ip:
