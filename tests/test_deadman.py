@@ -174,14 +174,15 @@ def _expires(ec2: object, rid: str) -> str | None:
     return next((t["Value"] for t in tags if t["Key"] == TAG_EXPIRES), None)
 
 
-def test_the_beat_stamps_only_this_installations_campaign_and_rearms_first(
+def test_the_beat_stamps_only_this_installations_campaign_then_rearms(
     moto: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two installations run a campaign of one name: the beat keeps alive only its own (before:
     it stamped the other's, which then never expired); when tagging fails, the instances are
-    re-armed all the same (before: the re-arm came after the stamp, and a tagging error
-    skipped it); the campaign's Fargate cluster is stamped too (and its tasks; before:
-    never, so ``reap`` found a live cluster expired)."""
+    re-armed all the same (once, a tagging error skipped it); the stamp comes first (the re-arm
+    waits for the controller's event loop, the stamp needs only the API); the campaign's Fargate
+    cluster is stamped too (and its tasks; before: never, so ``reap`` found a live cluster
+    expired)."""
     from netfleet.cloud.aws.release import fargate_teardown
     from tests.awshooks import error, hooked
 
@@ -198,11 +199,18 @@ def test_the_beat_stamps_only_this_installations_campaign_and_rearms_first(
     cluster = ecs.create_cluster(clusterName=fargate_teardown.cluster_name(campaign), tags=tags)
     before = {iid: _expires(ec2, iid) for iid in (mine, theirs)}
     rearmed: list[int] = []
+    stamped_before: list[bool] = []
+
+    def rearm(minutes: int) -> None:
+        stamped_before.append(_expires(ec2, mine) != before[mine])
+        rearmed.append(minutes)
+
     beat = deadman.Heartbeat(
-        {REGION: ec2}, campaign, switch_s=600, every_s=1, rearm=rearmed.append,
+        {REGION: ec2}, campaign, switch_s=600, every_s=1, rearm=rearm,
         installation=me, ecs={REGION: ecs},
     )  # fmt: skip
     beat.beat()
+    assert stamped_before == [True]
     assert _expires(ec2, mine) != before[mine] and _expires(ec2, theirs) == before[theirs]
     arn = cluster["cluster"]["clusterArn"]
     got = {t["key"]: t["value"] for t in ecs.list_tags_for_resource(resourceArn=arn)["tags"]}

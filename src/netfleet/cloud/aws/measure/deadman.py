@@ -71,7 +71,7 @@ class Heartbeat:
     """Push the campaign's ``expires-at`` to now + ``switch_s`` every ``every_s`` seconds in
     each region (``clients``: region → EC2 client), in a thread of its own (boto3 blocks, and
     the event loop may be busy: :meth:`start`); ``rearm`` (optional) re-arms the instances'
-    own timers with the same period — first, so that a tagging error cannot skip it. Only
+    own timers with the same period (after the stamp; a tagging error does not skip it). Only
     resources carrying ``installation``'s id are stamped (None: any owner's); with ``ecs``
     (region → ECS client) the campaign's cluster and its running Fargate tasks are stamped too
     (``cloud reap`` reads the cluster's)."""
@@ -118,8 +118,10 @@ class Heartbeat:
         return self.deadline().strftime(STAMP)
 
     def beat(self) -> None:
-        """Re-arm, then stamp every region's resources and tasks; each step runs even when
-        another failed, the failures raised together afterwards."""
+        """Stamp every region's resources and tasks, then re-arm; each step runs even when
+        another failed, the failures raised together afterwards. The stamp comes first: it needs
+        only the AWS API, while the re-arm's SSH commands wait for the controller's event loop,
+        which may be busy for seconds."""
         at = self.deadline()
         value = at.strftime(STAMP)
         failed: list[str] = []
@@ -130,14 +132,14 @@ class Heartbeat:
             except Exception as exc:
                 failed.append(f"{what}: {exc}")
 
-        if self.rearm is not None:
-            rearm = self.rearm
-            minutes = max(1, math.ceil((at - self.now()).total_seconds() / 60))
-            step("re-arm", lambda: rearm(minutes))
         for region, ec2 in self.clients.items():
             step(f"stamp in {region}", partial(self._stamp_ec2, ec2, value))
         for region, ecs in self.ecs.items():
             step(f"stamp Fargate in {region}", partial(self._stamp_ecs, ecs, value))
+        if self.rearm is not None:
+            rearm = self.rearm
+            minutes = max(1, math.ceil((at - self.now()).total_seconds() / 60))
+            step("re-arm", lambda: rearm(minutes))
         if failed:
             raise RuntimeError("; ".join(failed))
         self.beats += 1
