@@ -70,7 +70,10 @@ def test_a_throttled_last_attempt_on_a_full_zone_still_falls_back(
 def test_throttling_past_its_budget_is_a_clear_error(
     fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_attempts: None
 ) -> None:
-    monkeypatch.setattr(provision, "THROTTLE_BUDGET_S", 0.5)
+    # a budget of 2 s: the retry is refused only when the next pause (0.2, 0.4, 0.8, 1.6 s)
+    # would pass it, so the first refused call gets its retry unless it took 1.8 s itself (at
+    # 0.5 s, one slow first call under CI's load left no room for a retry)
+    monkeypatch.setattr(provision, "THROTTLE_BUDGET_S", 2.0)
     throttled = error("RequestLimitExceeded", "Request limit exceeded.", 503)
     prov = Provisioner(CloudSpec(**SPEC), tmp_path, poll_s=0.01)
     try:
