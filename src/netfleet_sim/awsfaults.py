@@ -23,7 +23,9 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   capacity together, deterministically: with N = botocore's attempts the first RunInstances
   call ends throttled after N - 1 answers of no capacity;
 * ``dependency``: for ``seconds`` after the last TerminateInstances, deleting a security
-  group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``;
+  group, subnet or VPC and detaching an internet gateway answer ``DependencyViolation``; with
+  ``first`` N > 0, so do the first N such calls after it however late they come (a test that
+  must meet the refusal does not depend on how fast the machine reaches the delete);
 * ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
   ``marked-for-termination`` (the two-minute notice); ``grace_s`` later the instance is
   terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``. The spot
@@ -74,7 +76,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "eventual": {"describes": 2},
     "throttle": {"share": 0.2, "seed": 24},
     "capacity": {"zone": "us-east-1a", "throttle_at": 0},
-    "dependency": {"seconds": 4.0},
+    "dependency": {"seconds": 4.0, "first": 0},
     "spot-notice": {"after_s": 1.0, "grace_s": 2.0},
     "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
     "iam-propagation": {"pass_s": 2.0, "assume_s": 4.0},
@@ -160,6 +162,7 @@ class State:
     task_seen: dict[str, int] = field(default_factory=dict)
     subnet_zone: dict[str, str] = field(default_factory=dict)
     last_terminate: float = 0.0
+    refused_since_terminate: int = 0  #: dependent deletes refused since the last terminate
     spot_launched: dict[str, float] = field(default_factory=dict)  #: instance → monotonic
     spot_gone: set[str] = field(default_factory=set)
     spot_tags: dict[str, dict[str, str]] = field(default_factory=dict)  #: instance → its request's
@@ -312,9 +315,16 @@ def _ec2_before(st: State, p: dict[str, Any], request: Any, op: str) -> Any:
         answered = _cancel_spot(st, request, params)
         if answered is not None:
             return answered
-    settle_s = p.get("dependency", {}).get("seconds", 0.0)
-    if op in DEPENDENT_DELETES and not dry and time.monotonic() - st.last_terminate < settle_s:
+    dep = p.get("dependency", {})
+    settle_s, first = dep.get("seconds", 0.0), dep.get("first", 0)
+    if (
+        op in DEPENDENT_DELETES
+        and not dry
+        and st.last_terminate
+        and (time.monotonic() - st.last_terminate < settle_s or st.refused_since_terminate < first)
+    ):
         rid = params.get(ID_PARAM[op], "?")
+        st.refused_since_terminate += 1
         st.count("DependencyViolation")
         return ec2_error(request, 400, "DependencyViolation", DEPENDENT_DELETES[op].format(id=rid))
     return None
@@ -416,6 +426,7 @@ def _ec2_after(st: State, p: dict[str, Any], op: str, parsed: dict[str, Any], kw
                 st.spot_tags[iid] = _request_tags(kw.get("context", {}).get(_PARAMS, {}))
     elif op == "TerminateInstances":
         st.last_terminate = time.monotonic()
+        st.refused_since_terminate = 0
         for item in parsed.get("TerminatingInstances", []):
             iid = item.get("InstanceId")
             if iid in st.spot_launched and iid not in st.spot_gone:
