@@ -70,6 +70,7 @@ def sampled(argv: list[str], step: float) -> None:
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     children: dict[int, float] = {}
+    rises: list[tuple[float, int, float]] = []  # (t, child, its CPU) whenever it ran
     samples = []  # (t, machine busy cores, main CPU, children CPU)
     before = _busy()
     first = last = None  # (t, main CPU) when the first child shows, when children last ran
@@ -79,8 +80,9 @@ def sampled(argv: list[str], step: float) -> None:
         now_main = _cpu(proc.pid)
         for pid in _descendants(proc.pid):
             used = _cpu(pid)
-            if used is not None:
-                children[pid] = max(children.get(pid, 0.0), used)
+            if used is not None and used > children.get(pid, 0.0):
+                children[pid] = used
+                rises.append((time.perf_counter() - start, pid, used))
         now = _busy()
         total, idle = now[0] - before[0], now[1] - before[1]
         before = now
@@ -103,6 +105,13 @@ def sampled(argv: list[str], step: float) -> None:
         print(f"the importing process alone: {first[1]:.2f} CPU s before its first child"
               f" (at {first[0]:.1f} s), {main - last[1]:.2f} CPU s after its children's last"
               f" CPU (from {last[0]:.1f} s)")  # fmt: skip
+    workers = sorted(children, key=children.__getitem__)[-2:]  # the two busiest: workers
+    if len(workers) == 2:
+        ends = {pid: max(t for t, p, _ in rises if p == pid) for pid in workers}
+        early, late = sorted(workers, key=ends.__getitem__)
+        before_end = max((c for t, p, c in rises if p == late and t <= ends[early]), default=0.0)
+        print(f"the last worker alone: {children[late] - before_end:.2f} CPU s after the other"
+              f" worker's last CPU ({ends[late] - ends[early]:.1f} s)")  # fmt: skip
     print(f"{'t s':>6} {'machine busy cores':>19} {'importing':>10} {'children':>9}")
     bucket: list[tuple[float, float, float, float]] = []
     for row in samples:
