@@ -50,9 +50,9 @@ def _read_back(catalog: Path, run_ids: list[str], where: str = "") -> list[dict[
 def test_ingest_writes_the_golden_rows(
     tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from netfleet.catalog import reader
+    from netfleet.catalog import register as load_loop
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN", 8)  # workers=2: the envelopes read in workers
+    monkeypatch.setattr(load_loop, "PARALLEL_MIN", 8)  # workers=2: the envelopes read in workers
     root = ResultsRoot(tmp_path / "raw")
     runs = []
     for n, name in enumerate(goldenkit.CASES):
@@ -70,8 +70,9 @@ def test_register_writes_the_golden_rows(
     tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from netfleet.catalog import reader
+    from netfleet.catalog import register as load_loop
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN", 8)  # workers=2: the files read in workers
+    monkeypatch.setattr(load_loop, "PARALLEL_MIN", 8)  # workers=2: the files read in workers
     monkeypatch.setattr(reader, "TASK_FILES", 16)
     files = []  # each capture copied beside its golden name, modified at the golden's time
     for path in goldenkit.FOREIGN:

@@ -311,9 +311,9 @@ def test_a_folder_is_listed_in_path_order_and_a_link_loop_walked_once(tmp_path: 
 def test_many_files_are_read_in_worker_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from netfleet.catalog import reader
+    from netfleet.catalog import register as register_module
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(register_module, "PARALLEL_MIN", 64)
     src = tmp_path / "src"
     src.mkdir()
     body = RUNS[0].read_bytes()
@@ -416,6 +416,36 @@ def test_the_cheat_sheet_cache_follows_the_manifest_generation(tmp_path: Path) -
     register([str(extra)], cat)
     second = api.cheatsheet(catalog=str(cat), by="engine", side="sender")
     assert first.rows != second.rows  # not the cached answer of generation 1
+
+
+def test_the_workers_start_before_this_process_loads_the_readers(tmp_path: Path) -> None:
+    """The import's fork server starts loading the readers before this process loads its own
+    copy (a fresh interpreter: the pool is made while ``netfleet.catalog.reader`` is not
+    imported), so the two loads run side by side; the files are read by the workers."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    body = RUNS[0].read_bytes()
+    for n in range(4):  # other bytes each (trailing spaces): 4 runs
+        (src / f"f{n}.json").write_bytes(body + b" " * n)
+    code = f"""
+import sys
+import netfleet.workers
+from netfleet.catalog import register
+made = netfleet.workers.process_pool
+def process_pool(*args, **kwargs):
+    print("reader loaded" if "netfleet.catalog.reader" in sys.modules else "reader not loaded")
+    return made(*args, **kwargs)
+netfleet.workers.process_pool = process_pool
+register.PARALLEL_MIN = 2
+report = register.register([{str(src)!r}], {str(tmp_path / "cat")!r}, workers=2)
+print(len(report.registered), report.bad)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["reader not loaded", "4 []"]
 
 
 def test_an_unchanged_catalog_answers_without_the_heavy_libraries(tmp_path: Path) -> None:

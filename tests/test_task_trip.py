@@ -51,3 +51,19 @@ def test_tables_land_as_they_were_shipped() -> None:
     for name in TABLES:
         assert landed[name].schema.equals(SCHEMAS[name])
         assert landed[name].equals(tables[name]), name
+
+
+def test_the_tasks_handed_to_workers_end_short() -> None:
+    """Handed to workers, a read's tasks are whole but for the last two tasks' worth of files
+    or more, in quarters: no worker's last task keeps it alone for long while the others idle.
+    Read here, every task is whole; either way every file once, in order."""
+    todo = list(range(1000))
+    tapered = reader._cut(todo, 128, taper=True)
+    short = [len(task) for task in tapered if len(task) < 128]
+    assert [n for task in tapered for n in task] == todo
+    assert max(short) == 32 and sum(short) >= 2 * 128
+    assert [len(task) for task in tapered[: len(tapered) - len(short)]] == [128] * 5
+    here = reader._cut(todo, 128, taper=False)
+    assert [n for task in here for n in task] == todo
+    assert [len(task) for task in here] == [128] * 7 + [104]
+    assert [len(task) for task in reader._cut(todo[:200], 128, taper=True)] == [32] * 6 + [8]

@@ -27,7 +27,6 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -320,13 +319,9 @@ def read_local(
 
 # --- tasks: a worker's unit -------------------------------------------------------------
 
-#: files to read at which reading spreads over worker processes: below, reading them here
-#: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
-#: readers, partly hidden behind this process's own start)
-PARALLEL_MIN = 512
 #: files per task handed to a worker (their rows come back as Arrow tables): each task costs
-#: this process ≈ 0.7 ms (its trip through the pipe, landing, settling) — 79 tasks at 10,000
-#: files, not 157 — and the last one keeps one worker alone ≈ 0.08 s
+#: this process ≈ 0.7 ms (its trip through the pipe, landing, settling) — 85 tasks at 10,000
+#: files, not 157 — and the last ones are a quarter of it (:func:`_cut`)
 TASK_FILES = 128
 
 #: one task's outcome: per file its Read, and the rows of the task's ok files as Arrow tables
@@ -407,12 +402,25 @@ def reads(
 
 def _handed_out(todo: list[Any], size: int, pool: Any, task: Callable[..., Any]) -> Iterator[Any]:
     """``task`` of each ``size`` items of ``todo`` — its outcome per item and its tables —, in
-    order: here, or (many items) in ``pool``'s workers, every task handed out at once."""
-    tasks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    if pool is None or len(todo) < PARALLEL_MIN:
+    order: here, or in ``pool``'s workers (:func:`netfleet.catalog.register.pool`), every task
+    handed out at once."""
+    tasks = _cut(todo, size, pool is not None)
+    if pool is None:
         return ((items, *task(items)) for items in tasks)
     shipped = pool.map(partial(_shipped, task), tasks)
     return (_landed(items, one) for items, one in zip(tasks, shipped, strict=True))
+
+
+def _cut(todo: list[Any], size: int, taper: bool) -> list[list[Any]]:
+    """``todo`` in tasks of ``size`` items; with ``taper`` (workers), the last ``2 * size`` or
+    more in tasks of a quarter of it: a worker's last task is short, so the others wait less for
+    it at the end (a whole task is ≈ 0.15 s of a worker; the last one kept one worker alone
+    while the other idled)."""
+    tail = max(0, (len(todo) - 2 * size) // size * size) if taper else len(todo)
+    small = max(1, size // 4)
+    return [todo[i : i + size] for i in range(0, tail, size)] + [
+        todo[i : i + small] for i in range(tail, len(todo), small)
+    ]
 
 
 #: the manifest columns a task's reads fill (the importing process adds ``asked``,
@@ -525,49 +533,6 @@ def _nulls(kind: pa.DataType, rows: int) -> pa.Array:
     if have is None or len(have) < rows:
         have = _NULLS[kind] = pa.nulls(max(rows, 8192), kind)
     return have.slice(0, rows)
-
-
-def _warm() -> None:
-    """A worker's first task: nothing (its fork server has loaded the readers)."""
-
-
-@contextmanager
-def pool(workers: int, files: int) -> Iterator[Any]:
-    """Worker processes (``forkserver``; the readers loaded once, in the fork server, and each
-    worker a fork of it), started at once in a thread of their own: starting them waits on the
-    fork server's loading (0.3-0.7 s of wall time, 0.03 s of CPU here), while this process
-    checks the options, locks the catalog, reads its manifest and loads the writer. None for
-    one worker or few files. (Tasks handed out meanwhile wait for the start.)"""
-    if workers < 2 or files < PARALLEL_MIN:
-        yield None
-        return
-    import threading
-
-    from netfleet.workers import process_pool
-
-    pool = process_pool(
-        workers,
-        preload=["netfleet.catalog.reader", "netfleet.catalog.build", "netfleet.iperf3json",
-                 "netfleet.store.import_iperf3", "netfleet.store.import_labels",
-                 "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
-    )  # fmt: skip
-    start = threading.Thread(target=_start, args=(pool, workers), name="netfleet-workers")
-    start.start()
-    try:
-        yield pool
-    finally:
-        start.join()
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _start(pool: Any, workers: int) -> None:
-    """Start the pool's workers (a task each: the pool starts a worker per task handed out).
-    A failure is the tasks' to report: they start the workers again, or raise."""
-    try:
-        for _ in range(workers):
-            pool.submit(_warm)
-    except Exception:  # noqa: S110 - raised again by the first task handed out
-        pass
 
 
 # --- envelopes: ingest's files ----------------------------------------------------------------

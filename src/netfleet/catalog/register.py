@@ -28,7 +28,8 @@ import json
 import operator
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -256,10 +257,9 @@ def load(
                 report.seconds = time.monotonic() - started
                 found.clear()  # freed before the collector resumes: none of it walked
                 return report
-    from netfleet.catalog import reader
-
     batch_runs = batch_runs or BATCH_RUNS
-    with reader.pool(workers, len(todo)) as pool:  # what follows while the workers start
+    with pool(workers, len(todo)) as workers_pool:  # what follows while the workers start
+        from netfleet.catalog import reader
         from netfleet.catalog.keepcopy import Keeper
         from netfleet.catalog.retire import finish_retire, retire
         from netfleet.catalog.writer import Writer, prepared
@@ -283,11 +283,11 @@ def load(
                 report.generation = index.generation
                 report.seconds = time.monotonic() - started
                 return report
-            _load_writer()  # (while the workers start: reader.pool)
+            _load_writer()  # (while the workers start: :func:`pool`)
             size = task_files or reader.TASK_FILES
-            if pool is not None and len(todo) >= reader.PARALLEL_MIN:
+            if workers_pool is not None:
                 size = min(reader.TASK_FILES, batch_runs)
-            tasks = reader.reads(todo, opts, follow_links, pool, size)  # handed out at once
+            tasks = reader.reads(todo, opts, follow_links, workers_pool, size)  # handed out at once
             state = _State(index, active, index.generation, asked)
             keep = Keeper(keep_copy, follow_links) if keep_copy else None
             writer = Writer(local, known, remote)
@@ -315,6 +315,56 @@ def load(
                     remote.push_manifest(local)
     report.seconds = time.monotonic() - started
     return report
+
+
+#: files to read at which reading spreads over worker processes: below, reading them here
+#: (≈ 0.5 ms a seed-002 file) costs less than starting the workers (≈ 0.7 s, loading the
+#: readers, hidden behind this process's own start)
+PARALLEL_MIN = 512
+
+
+@contextmanager
+def pool(workers: int, files: int) -> Iterator[Any]:
+    """Worker processes for :mod:`~netfleet.catalog.reader`'s tasks (``forkserver``; the
+    readers loaded once, in the fork server, and each worker a fork of it), started at once in
+    a thread of their own, before this process loads the readers itself: the fork server's
+    loading (≈ 0.5 s of one core) runs beside this process's own (the reader, the writer, the
+    lock, the manifest) — loaded one after the other, the workers had waited for both. None
+    for one worker or few files. (Tasks handed out meanwhile wait for the start.)"""
+    if workers < 2 or files < PARALLEL_MIN:
+        yield None
+        return
+    import threading
+
+    from netfleet.workers import process_pool
+
+    started = process_pool(
+        workers,
+        preload=["netfleet.catalog.reader", "netfleet.catalog.build", "netfleet.iperf3json",
+                 "netfleet.store.import_iperf3", "netfleet.store.import_labels",
+                 "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
+    )  # fmt: skip
+    start = threading.Thread(target=_start, args=(started, workers), name="netfleet-workers")
+    start.start()
+    try:
+        yield started
+    finally:
+        start.join()
+        started.shutdown(wait=True, cancel_futures=True)
+
+
+def _start(started: Any, workers: int) -> None:
+    """Start the pool's workers (a task each: the pool starts a worker per task handed out).
+    A failure is the tasks' to report: they start the workers again, or raise."""
+    try:
+        for _ in range(workers):
+            started.submit(_warm)
+    except Exception:  # noqa: S110 - raised again by the first task handed out
+        pass
+
+
+def _warm() -> None:
+    """A worker's first task: nothing (its fork server has loaded the readers)."""
 
 
 def _load_writer() -> None:
