@@ -45,7 +45,17 @@ def run_processes(
     while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
         recs = read_records(journal)
         keys = {r["run_key"] for r in recs if r["event"] == "run_started" and picks(r)}
-        pids = [r["pid"] for r in recs if r["event"] == "process" and r["run_key"] in keys]
+        known = {(r["host"], r["pid"]) for r in recs if r["event"] == "process_identity"}
+        # each process once the journal can prove netfleet started it (its identity: in its
+        # record on a local host, a record of its own after it over SSH): killed before that,
+        # the resume rightly leaves it alone (under load 14 one was, and a test failed)
+        pids = [
+            r["pid"]
+            for r in recs
+            if r["event"] == "process"
+            and r["run_key"] in keys
+            and (r.get("identity") or (r["host"], r["pid"]) in known)
+        ]
         time.sleep(0.1)
     if len(pids) < 2 and proc.poll() is not None:
         said = log.read_text(errors="replace")[-3000:] if log is not None else "(not kept)"
