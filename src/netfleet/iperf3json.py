@@ -178,7 +178,8 @@ def _columns(
     omitted = column("omitted")
     if not _BOOLS.issuperset(map(type, omitted)):
         omitted = [bool(as_bool(v)) for v in omitted]
-    sockets = _ints(column("socket"))
+    streamed = "stream" in kinds
+    sockets = _ints(column("socket")) if streamed else []
     lists: dict[str, list[Any]] = {
         "run_id": [run_id] * n,
         "side": [side] * n,
@@ -186,7 +187,7 @@ def _columns(
         "flow": list(map(_FLOW[side].__getitem__, flags)),
         "kind": kinds,
         "stream_id": [s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)]
-        if "stream" in kinds
+        if streamed
         else [None] * n,
         "idx": idxs,
         "omitted": omitted,

@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Callable
 from itertools import compress, repeat
-from operator import attrgetter, contains, sub
+from operator import contains, sub
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ def _sums_only(data: bytes | msgspec.Raw, top: bool = True) -> dict[str, Any]:
         if value is msgspec.UNSET:
             continue
         if key == "intervals":
-            value = _intervals(value)
+            value = [_sums(iv) for iv in value]
         elif key == "server_output_json":
             value = _sums_only(value, False) if top else _ANY.decode(value)
         out[key] = value
@@ -129,20 +129,8 @@ def _part(key: str, raw: msgspec.Raw, top: bool) -> Any:
     if key == "server_output_json" and top:
         return _sums_only(raw, False)
     if key == "intervals":
-        return _intervals(_SUMS.decode(raw))
+        return [_sums(iv) for iv in _SUMS.decode(raw)]
     return _ANY.decode(raw)
-
-
-def _intervals(entries: list[_Sums]) -> list[dict[str, Any]]:
-    """The intervals as JSON's objects of their sums (each ``sum`` alone, the common case:
-    at once)."""
-    totals = list(map(_TOTAL, entries))
-    if None in totals or list(map(_BACK, entries)).count(None) < len(entries):
-        return [_sums(iv) for iv in entries]
-    return [{"sum": total} for total in totals]
-
-
-_TOTAL, _BACK = attrgetter("sum"), attrgetter("sum_bidir_reverse")
 
 
 def _sums(iv: _Sums) -> dict[str, Any]:
