@@ -13,7 +13,10 @@ other), each the best of several passes. ``--instructions K``: the instructions 
 instead (valgrind's callgrind, ≈ 2 min: a run of one task and a run of 1 + K tasks, the
 difference over K tasks' files; ``PYTHONHASHSEED=0``) — what other work on the machine does
 not move, where CPU seconds move by a third at a load of 8-12 (not the cache's or memory's
-cost: a count, not a time).
+cost: a count, not a time). ``--stages``: the instructions a file of each step of a worker's
+read alone (SHA-256, inflate, the decode, the checks, the interval rows, a file's whole read,
+a task's), over one task's files after a warm-up task (callgrind counting only inside
+``operator.call``, which runs each step once; ≈ 2 min).
 """
 
 from __future__ import annotations
@@ -41,10 +44,15 @@ def main() -> None:
     ap.add_argument("--pattern", default="seed002", help="a preset or a pattern")
     ap.add_argument("--profile", metavar="SORT", help="cProfile one pass, sorted so")
     ap.add_argument("--instructions", type=int, metavar="K", help="instructions a file, of K tasks")
+    ap.add_argument("--stages", action="store_true", help="instructions a file of each step")
     ap.add_argument("--tasks", type=int, help=argparse.SUPPRESS)  # (--instructions' runs)
+    ap.add_argument("--stage-run", action="store_true", help=argparse.SUPPRESS)  # (--stages')
     args = ap.parse_args()
     if args.instructions:
         instructions(args.folder, args.pattern, args.instructions)
+        return
+    if args.stages:
+        stages(args.folder, args.pattern)
         return
     pattern = PRESETS.get(args.pattern, args.pattern)
     opts = Options("import", {}, pattern_regex(pattern), side="sender")
@@ -57,6 +65,9 @@ def main() -> None:
         reader._shipped, partial(reader._columnar_task, opts=opts, follow_links=False)
     )
     shipped(tasks[0])  # the libraries it loads on first use
+    if args.stage_run:  # (under callgrind: each step over the second task's files)
+        run_stages(tasks[1], opts, shipped)
+        return
     if args.tasks is not None:  # (under callgrind: the tasks, nothing timed)
         for task in tasks[1 : args.tasks]:
             shipped(task)
@@ -97,6 +108,70 @@ def instructions(folder: str, pattern: str, extra: int) -> None:
         totals.append(int(found.group(1)))
     files = extra * reader.TASK_FILES
     print(f"{(totals[1] - totals[0]) / files / 1e6:.3f} M instructions a file ({files} files)")
+
+
+STAGES = ("sha256", "inflate", "decode", "checked_shape", "check_intervals",
+          "interval_columns", "end_row", "read_file", "read_task")  # fmt: skip
+
+
+def run_stages(items: list, opts: object, shipped: partial) -> None:
+    """Each of :data:`STAGES` over ``items``' files, once, through ``operator.call`` (what
+    callgrind counts)."""
+    import gc
+    import hashlib
+    import operator
+
+    from netfleet.catalog import reader
+    from netfleet.iperf3json import end_row, interval_columns
+    from netfleet.store import import_iperf3
+
+    gc.disable()  # (as read_task: the collector waits for the task's end)
+    datas = [open(item.path, "rb").read() for item in items]  # noqa: SIM115
+    plains = [reader.inflate(data) for data in datas]
+    docs = [import_iperf3.parse(plain, streams=False) for plain in plains]
+    steps = {
+        "sha256": lambda: [hashlib.sha256(data).hexdigest() for data in datas],
+        "inflate": lambda: [reader.inflate(data) for data in datas],
+        "decode": lambda: [import_iperf3.typed(plain, streams=False) for plain in plains],
+        "checked_shape": lambda: [import_iperf3.checked_shape(doc) for doc in docs],
+        "check_intervals": lambda: [import_iperf3.check_intervals(doc) for doc in docs],
+        "interval_columns": lambda: [interval_columns("r", "client", doc, False) for doc in docs],
+        "end_row": lambda: [end_row("r", "client", doc) for doc in docs],
+        "read_file": lambda: [
+            reader.read_file(item.path, data, {}, opts)  # type: ignore[arg-type]
+            for item, data in zip(items, datas, strict=True)
+        ],
+        "read_task": lambda: shipped(items),
+    }
+    for name in STAGES:
+        operator.call(steps[name])
+
+
+def stages(folder: str, pattern: str) -> None:
+    """:data:`STAGES`' instructions a file: callgrind collecting inside ``operator.call``
+    only, a profile dumped after each call."""
+    import glob
+    import tempfile
+
+    from netfleet.catalog import reader
+
+    with tempfile.TemporaryDirectory(prefix="nf-stages-") as out:
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+             "--toggle-collect=_operator_call", "--dump-after=_operator_call",
+             f"--callgrind-out-file={out}/cg", sys.executable, __file__, folder, "--pattern",
+             pattern, "--files", str(2 * reader.TASK_FILES), "--stage-run"],
+            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"},
+        )  # fmt: skip
+        dumps = sorted(glob.glob(f"{out}/cg.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+        for name, dump in zip(STAGES, dumps, strict=False):  # (then the exit's dump)
+            with open(dump) as fh:
+                text = fh.read()
+            found = re.search(r"^summary: (\d+)", text, re.M) or re.search(
+                r"^totals: (\d+)", text, re.M
+            )
+            count = int(found.group(1)) if found else 0
+            print(f"{name:<18} {count / reader.TASK_FILES / 1e6:7.3f} M instructions a file")
 
 
 if __name__ == "__main__":

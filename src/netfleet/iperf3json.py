@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import repeat
+from operator import eq
 from statistics import fmean
 from typing import Any
 
@@ -90,12 +91,17 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
     the interval objects at once and its values checked a column at a time (a JSON number of
     its type passes as it is; anything else is coerced, or NULL)."""
     forward = (side == "client") != reverse  # the role in the main direction, when unflagged
+    entries = _list(doc.get("intervals"))
+    totals = _sums_alone(entries)
+    if totals is not None:
+        n = len(totals)
+        return _columns(run_id, side, totals, ["sum"] * n, list(range(n)), [forward] * n)
     parts: list[Mapping[str, Any]] = []
     kinds: list[str] = []
     idxs: list[int] = []
     defaults: list[bool] = []
     previous: tuple[Any, ...] | None = None
-    for idx, raw in enumerate(_list(doc.get("intervals"))):
+    for idx, raw in enumerate(entries):
         entry = raw if type(raw) is dict else obj(raw)  # (obj's common case inline: 60 a run)
         total = entry.get("sum")
         if type(total) is not dict:
@@ -131,6 +137,21 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
     return _columns(run_id, side, parts, kinds, idxs, defaults)
 
 
+def _sums_alone(entries: list[Any]) -> list[Mapping[str, Any]] | None:
+    """Each interval's ``sum``, when every interval is an object holding a non-empty ``sum``
+    alone (an import by reference's document: its streams left in the file) and none repeats
+    the one before it — the rows at once, a few C calls a column; else None (each interval in
+    turn)."""
+    if not _DICTS.issuperset(map(type, entries)) or set(map(len, entries)) - {1}:
+        return None
+    totals: list[Any] = list(map(dict.get, entries, repeat("sum")))
+    if not _DICTS.issuperset(map(type, totals)) or not all(totals):
+        return None
+    key = [list(map(dict.get, totals, repeat(k))) for k in ("start", "end", "bytes")]
+    keys = list(zip(*key, strict=True))
+    return None if any(map(eq, keys, keys[1:])) else totals
+
+
 def _columns(
     run_id: str,
     side: str,
@@ -157,7 +178,8 @@ def _columns(
     omitted = column("omitted")
     if not _BOOLS.issuperset(map(type, omitted)):
         omitted = [bool(as_bool(v)) for v in omitted]
-    sockets = _ints(column("socket"))
+    streamed = "stream" in kinds
+    sockets = _ints(column("socket")) if streamed else []
     lists: dict[str, list[Any]] = {
         "run_id": [run_id] * n,
         "side": [side] * n,
@@ -165,7 +187,7 @@ def _columns(
         "flow": list(map(_FLOW[side].__getitem__, flags)),
         "kind": kinds,
         "stream_id": [s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)]
-        if "stream" in kinds
+        if streamed
         else [None] * n,
         "idx": idxs,
         "omitted": omitted,

@@ -13,9 +13,11 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from itertools import repeat
+from operator import mul, truediv
 from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from netfleet import __version__
 from netfleet.store.limits import max_raw_bytes
@@ -73,7 +75,17 @@ def rates_off(
 ) -> list[bool]:
     """Per interval, whether its reported rate is not bytes × 8 / seconds, within
     ``tolerance`` plus what the printed times' ``resolution`` (half a last digit, in seconds)
-    allows (False without bytes, a rate or a positive duration)."""
+    allows (False without bytes, a rate or a positive duration). Every interval at once, by
+    the ratio of the expected rate to the reported one, when each is surely within half the
+    tolerance of 1 (the common case: a few C calls a column); else each one."""
+    if secs and None not in nbytes and None not in bps:
+        sizes, rates = cast("Sequence[float]", nbytes), cast("Sequence[float]", bps)
+        if min(secs) > 0 and min(rates) >= 1.0:
+            expected = map(truediv, map(mul, sizes, repeat(8.0)), secs)
+            ratios = list(map(truediv, expected, rates))
+            margin = tolerance / 2  # (|e − y| = y·|r − 1| ≤ y·tolerance/2: not off, surely)
+            if min(ratios) >= 1.0 - margin and max(ratios) <= 1.0 + margin:
+                return [False] * len(secs)
     return [
         x is not None
         and y is not None
@@ -91,6 +103,9 @@ def long_interval_flags(
     ``secs``: each interval's span; ``where(k)``: the place of the k-th (made for a flagged
     one only: a dict per interval was a tenth of an import's interval checks)."""
     if len(secs) < 3:
+        return []
+    least = min(secs)
+    if least > 0 and max(secs) <= LONG_INTERVAL * least:  # (the usual one is at least the least)
         return []
     usual = median(secs)
     if not usual > 0 or max(secs) <= LONG_INTERVAL * usual:
