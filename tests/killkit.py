@@ -55,10 +55,13 @@ def run_processes(
 
 
 def hold(pids: list[int]) -> None:
-    """Stop the dead controller's processes where they are (SIGSTOP), once the test has seen
-    them outlive it: they stay strays for the resume to find on a machine however busy (a run of
-    6-8 s ended before the resume looked, and there was nothing to stop). iperf3 handles
-    SIGTERM, so the resume's SIGTERM waits and its SIGKILL after the grace ends them."""
+    """Stop a run's processes where they are (SIGSTOP), just before their controller is killed
+    (``killed_mid_run(..., held=True)``): they outlive it and stay strays for the resume to find
+    on a machine however busy. Left running, a run of 6-8 s ended before the resume looked, and
+    there was nothing to stop; and one checked alive after the kill could already have ended on
+    its own (its duration over, or SIGPIPE writing to the dead controller: failed CI once, in
+    test_cloud_fargate_run). iperf3 handles SIGTERM, so the resume's SIGTERM waits and its
+    SIGKILL after the grace ends them."""
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
 
@@ -72,14 +75,18 @@ def killed_mid_run(
     timeout: float = 60,
     settle: float = 0.0,
     log: Path | None = None,
+    held: bool = False,
 ) -> Iterator[list[int]]:
     """SIGKILL the controller ``proc`` (no cleanup of any kind) ``settle`` s after the run
-    ``picks`` chooses has its two processes (:func:`run_processes`); yield their pids, and kill
-    those still alive when the block ends."""
+    ``picks`` chooses has its two processes (:func:`run_processes`); with ``held``, those are
+    stopped (:func:`hold`) just before. Yield their pids, and kill those still alive when the
+    block ends."""
     pids: list[int] = []
     try:
         pids = run_processes(journal, proc, picks, timeout, log)
         time.sleep(settle)
+        if held:
+            hold(pids)
         proc.send_signal(signal.SIGKILL)
     finally:
         if proc.poll() is None:
