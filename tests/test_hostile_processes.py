@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,10 +47,12 @@ def victim(
 ) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(["setsid", *argv], **kw)  # type: ignore[call-overload]
     victims.append(proc)
-    for _ in range(100):  # setsid execs: wait until the PID runs the victim's own argv
-        if Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0] == argv[0].encode():
-            break
-        asyncio.run(asyncio.sleep(0.01))
+    # setsid execs: wait until the PID runs the victim's own argv (a wait bound, not a speed
+    # claim: 100 polls were no bound on a busy machine, and a forged record then named setsid)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0] != argv[0].encode():
+        assert time.monotonic() < deadline, f"{argv[0]} never ran"
+        time.sleep(0.01)
     return proc
 
 
