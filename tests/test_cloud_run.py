@@ -516,7 +516,9 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
         def ready(timeout_s: float) -> Any:
             async def wait() -> list[str]:
-                h = lab_vm(fleet, pinned, 2)
+                # a login on a busy machine may take seconds: at 2 s, one timed out between the
+                # refusals and the marker would add a wait for sshd to what was waited for
+                h = lab_vm(fleet, pinned, 10)
                 try:
                     return await wait_ready(h, "i-0feed", marker=str(marker), timeout_s=timeout_s,
                                             first_delay=0.1, max_delay=0.3)  # fmt: skip
@@ -527,9 +529,9 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
         def answers() -> bool:  # sshd is up: an independent login runs a command
             async def probe() -> bool:
-                h = lab_vm(fleet, pinned, 2)
+                h = lab_vm(fleet, pinned, 10)
                 try:
-                    return (await h.run(["true"], timeout=5)).returncode == 0
+                    return (await h.run(["true"], timeout=10)).returncode == 0
                 except HostError:
                     return False
                 finally:
