@@ -1,7 +1,8 @@
 """The kill -9 harness: a ``netfleet run`` controller killed with SIGKILL while a chosen run's
 iperf3 server and client are running (the pids its journal recorded), and those two processes
 killed at the end whatever the test found — for tests/test_resume.py, test_ssh.py and
-test_host_lifecycle.py."""
+test_host_lifecycle.py; and a wait for a started process to run its own program
+(:func:`wait_exec`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state != "Z"
+
+
+def wait_exec(pid: int, program: str, timeout: float = 10.0) -> None:
+    """Until ``pid`` runs ``program`` (its argv[0]): ``Popen`` returns while the child may still
+    be inside exec, its /proc cmdline empty or its launcher's (``setsid``), which a check of
+    that PID reads as gone or replaced. ``timeout`` bounds the wait, it is no speed claim."""
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] != program.encode():
+        assert time.monotonic() < deadline, f"{pid} never ran {program}"
+        time.sleep(0.01)
 
 
 def run_processes(

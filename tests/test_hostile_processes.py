@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from netfleet.hosts.base import LAUNCH_TOKEN_ENV
 from netfleet.hosts.local import LocalHost
 from netfleet.runner.journal import Journal, journal_path, launch_proof, read_records
 from netfleet.runner.strays import local_identity, sweep
+from tests.killkit import wait_exec
 from tests.test_resume import alive
 
 NOBODY = 65534
@@ -47,12 +47,7 @@ def victim(
 ) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(["setsid", *argv], **kw)  # type: ignore[call-overload]
     victims.append(proc)
-    # setsid execs: wait until the PID runs the victim's own argv (a wait bound, not a speed
-    # claim: 100 polls were no bound on a busy machine, and a forged record then named setsid)
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0] != argv[0].encode():
-        assert time.monotonic() < deadline, f"{argv[0]} never ran"
-        time.sleep(0.01)
+    wait_exec(proc.pid, argv[0])  # setsid execs the victim's own argv
     return proc
 
 

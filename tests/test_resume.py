@@ -24,7 +24,7 @@ from netfleet.runner.strays import identity, sweep
 from netfleet.spec import load_spec
 from netfleet.spec.scheduling import RetryPolicy
 from netfleet.store import ResultsRoot
-from tests.killkit import alive, killed_mid_run
+from tests.killkit import alive, killed_mid_run, wait_exec
 
 
 @pytest.fixture
@@ -32,6 +32,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     """A long-running process standing in for a stray server; always stopped by its PID."""
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
+        wait_exec(proc.pid, "sleep")  # else a sweep may read it as gone
         yield proc
     finally:
         if proc.poll() is None:
