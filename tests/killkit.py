@@ -44,7 +44,7 @@ def run_processes(
     journal: Path,
     proc: subprocess.Popen[Any],
     picks: Picks,
-    timeout: float = 60,
+    timeout: float = 300,
     log: Path | None = None,
 ) -> list[int]:
     """The pids of the two processes (server, client) the journal recorded for the run
@@ -83,7 +83,7 @@ def killed_mid_run(
     journal: Path,
     picks: Picks,
     *,
-    timeout: float = 60,
+    timeout: float = 300,
     settle: float = 0.0,
     log: Path | None = None,
     held: bool = False,

@@ -205,7 +205,7 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
         proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 300  # a wait bound, not a speed claim
             while True:  # measuring: iperf3 runs in the task's namespace and in the client's
                 assert time.monotonic() < deadline and proc.poll() is None, "never measured"
                 lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None

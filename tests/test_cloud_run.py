@@ -313,7 +313,7 @@ def test_credits_example_on_spot_end_to_end(fresh: MotoServer, tmp_path: Path) -
     assert left("nf-foreign")["vpcs"] == 1  # not this installation's: only reap --all-owners
 
 
-def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 60) -> list[dict]:
+def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 300) -> list[dict]:
     ec2 = aws.client("ec2", "us-east-1")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
@@ -328,8 +328,8 @@ def _wait_for_instances(campaign: str, n: int, proc: Any, timeout: float = 60) -
 
 
 def _wait_for_run(results: Path, proc: Any) -> None:
-    """Until the campaign journal says a run started."""
-    deadline = time.monotonic() + 60
+    """Until the campaign journal says a run started (a wait bound, not a speed claim)."""
+    deadline = time.monotonic() + 300
     journal = None
     while journal is None or "run_started" not in journal.read_text():
         assert time.monotonic() < deadline and proc.poll() is None
@@ -391,7 +391,7 @@ def test_kill_9_then_destroy_and_resume_release_all(fresh: MotoServer, tmp_path:
     try:
         _wait_for_instances("aws-credits", 2, proc)
         sim = tmp_path / "cloud" / "aws-credits" / "sim"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while not (sim.exists() and any(sim.iterdir())):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.2)

@@ -211,9 +211,7 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    killed = killed_mid_run(
-        proc, journal, lambda r: r["sequence"] == 1, timeout=40, settle=1, held=True
-    )
+    killed = killed_mid_run(proc, journal, lambda r: r["sequence"] == 1, settle=1, held=True)
     with killed as pids:
         # held (SIGSTOP) before the kill: strays still when the resume looks
         assert all(alive(pid) for pid in pids), "server and client outlive the controller"
