@@ -346,7 +346,9 @@ def _envelopes(root: Path) -> list[dict]:
 @ROOT
 @pytest.mark.netns
 def test_spot_reclaim_mid_run_is_interrupted_not_failed(fresh: MotoServer, tmp_path: Path) -> None:
-    spec = one_client(tmp_path, 6)
+    # the reclaim ends the run: a long one costs nothing and leaves a busy machine's watcher
+    # (DescribeInstances every second, in a thread) time to see it before the run's own end
+    spec = one_client(tmp_path, 15)
     results = tmp_path / "results"
     proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
