@@ -1,7 +1,8 @@
 """The kill -9 harness: a ``netfleet run`` controller killed with SIGKILL while a chosen run's
 iperf3 server and client are running (the pids its journal recorded), and those two processes
 killed at the end whatever the test found — for tests/test_resume.py, test_ssh.py and
-test_host_lifecycle.py."""
+test_host_lifecycle.py; and a wait for a started process to run its own program
+(:func:`wait_exec`)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,21 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def wait_exec(pid: int, program: str, timeout: float = 10.0) -> None:
+    """Until ``pid`` runs ``program`` (its argv[0]): ``Popen`` returns while the child may still
+    be inside exec, its /proc cmdline empty or its launcher's (``setsid``), which a check of
+    that PID reads as gone or replaced. ``timeout`` bounds the wait, it is no speed claim."""
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0] != program.encode():
+        assert time.monotonic() < deadline, f"{pid} never ran {program}"
+        time.sleep(0.01)
+
+
 def run_processes(
     journal: Path,
     proc: subprocess.Popen[Any],
     picks: Picks,
-    timeout: float = 60,
+    timeout: float = 300,
     log: Path | None = None,
 ) -> list[int]:
     """The pids of the two processes (server, client) the journal recorded for the run
@@ -65,10 +76,13 @@ def run_processes(
 
 
 def hold(pids: list[int]) -> None:
-    """Stop the dead controller's processes where they are (SIGSTOP), once the test has seen
-    them outlive it: they stay strays for the resume to find on a machine however busy (a run of
-    6-8 s ended before the resume looked, and there was nothing to stop). iperf3 handles
-    SIGTERM, so the resume's SIGTERM waits and its SIGKILL after the grace ends them."""
+    """Stop a run's processes where they are (SIGSTOP), just before their controller is killed
+    (``killed_mid_run(..., held=True)``): they outlive it and stay strays for the resume to find
+    on a machine however busy. Left running, a run of 6-8 s ended before the resume looked, and
+    there was nothing to stop; and one checked alive after the kill could already have ended on
+    its own (its duration over, or SIGPIPE writing to the dead controller: failed CI once, in
+    test_cloud_fargate_run). iperf3 handles SIGTERM, so the resume's SIGTERM waits and its
+    SIGKILL after the grace ends them."""
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
 
@@ -79,17 +93,21 @@ def killed_mid_run(
     journal: Path,
     picks: Picks,
     *,
-    timeout: float = 60,
+    timeout: float = 300,
     settle: float = 0.0,
     log: Path | None = None,
+    held: bool = False,
 ) -> Iterator[list[int]]:
     """SIGKILL the controller ``proc`` (no cleanup of any kind) ``settle`` s after the run
-    ``picks`` chooses has its two processes (:func:`run_processes`); yield their pids, and kill
-    those still alive when the block ends."""
+    ``picks`` chooses has its two processes (:func:`run_processes`); with ``held``, those are
+    stopped (:func:`hold`) just before. Yield their pids, and kill those still alive when the
+    block ends."""
     pids: list[int] = []
     try:
         pids = run_processes(journal, proc, picks, timeout, log)
         time.sleep(settle)
+        if held:
+            hold(pids)
         proc.send_signal(signal.SIGKILL)
     finally:
         if proc.poll() is None:

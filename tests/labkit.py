@@ -1,6 +1,6 @@
 """Helpers for tests that run real campaigns in a real lab: a lab from YAML text (always torn
 down), a campaign spec over a lab's hosts, a spec file from text, a campaign run to
-completion."""
+completion, a wait for a server in a lab namespace to listen."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import secrets
 import signal
 import subprocess
 import textwrap
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,6 +78,25 @@ def stop(proc: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def wait_listening(
+    ns: str,
+    port: int,
+    *,
+    udp: bool = False,
+    proc: subprocess.Popen[Any] | None = None,
+    timeout: float = 30.0,
+) -> None:
+    """Until a socket listens on ``port`` (TCP, or UDP) in namespace ``ns``: a server started a
+    moment ago is ready on a machine however busy (a fixed sleep is not). Fails at once when
+    ``proc``, the server, has exited; ``timeout`` bounds the wait, it is no speed claim."""
+    argv = ["ss", "-N", ns, "-Hlun" if udp else "-Hltn", "sport", "=", f":{port}"]
+    deadline = time.monotonic() + timeout
+    while not subprocess.run(argv, capture_output=True, text=True).stdout.strip():
+        assert proc is None or proc.poll() is None, f"the server on port {port} in {ns} exited"
+        assert time.monotonic() < deadline, f"nothing listens on port {port} in {ns}"
+        time.sleep(0.05)
 
 
 def write_spec(tmp_path: Path, text: str, name: str = "c.yaml") -> Path:

@@ -205,7 +205,7 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
         proc = netfleet(tmp_path, "run", str(spec), "-r", str(results),
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 300  # a wait bound, not a speed claim
             while True:  # measuring: iperf3 runs in the task's namespace and in the client's
                 assert time.monotonic() < deadline and proc.poll() is None, "never measured"
                 lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
@@ -274,7 +274,7 @@ def test_a_task_is_measured_as_a_standing_server(
     from netfleet.hosts import registry
     from netfleet.hosts.netns import NetnsProvider
     from netfleet.units import goodput_ratio
-    from tests.labkit import lab_up, run, write_spec
+    from tests.labkit import lab_up, run, wait_listening, write_spec
 
     body = """\
         subnet: 198.18.53.0/24
@@ -289,11 +289,7 @@ def test_a_task_is_measured_as_a_standing_server(
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 10
-            while "5201" not in subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn"],
-                                               capture_output=True, text=True).stdout:  # fmt: skip
-                assert time.monotonic() < deadline and server.poll() is None
-                time.sleep(0.05)
+            wait_listening(ns, 5201, proc=server)
             tier = fargate.tier(256, 512)
             arn = "arn:aws:ecs:eu-west-1:123456789012:task/netfleet-standing/0a1b"
             labels = {"instance_type": "fargate-256-512", "task_arn": arn}

@@ -357,8 +357,9 @@ def test_a_task_that_stops_with_a_reason_fails_clearly_and_leaves_nothing(
 
 
 # -- whole `netfleet run` campaigns under the run-time profiles -------------------------------
-def _run(tmp_path: Path, faults: str, spec: Path) -> Any:
-    """``netfleet run`` (a real subprocess) with the profile on in the controller only."""
+def _run(tmp_path: Path, faults: str, spec: Path, **popen: Any) -> Any:
+    """``netfleet run`` (a real subprocess) with the profile on in the controller only; with
+    ``popen`` (``stdout=``…) started, not waited for."""
     env = {
         **os.environ,
         "NETFLEET_CLOUD_DIR": str(tmp_path / "cloud"),
@@ -368,6 +369,8 @@ def _run(tmp_path: Path, faults: str, spec: Path) -> Any:
         awsfaults.LOG_ENV: str(tmp_path / "injected.json"),
     }
     argv = [sys.executable, "-m", "netfleet", "run", str(spec), "-r", str(tmp_path / "results")]
+    if popen:
+        return subprocess.Popen(argv, env=env, text=True, **popen)
     return subprocess.run(argv, env=env, text=True, capture_output=True, timeout=240)
 
 
@@ -397,11 +400,25 @@ def test_a_spot_campaign_under_the_spot_notice_profile(fresh: MotoServer, tmp_pa
     reads ``marked-for-termination``, then DescribeInstances says ``terminated`` with
     ``Server.SpotInstanceTermination`` and the instance is terminated on moto for real. The
     run is recorded *interrupted* naming the reclaim (exit 3: some runs not ok), the release
-    leaves 0 resources of every kind and no lab."""
-    from tests.test_cloud_run import _envelopes, one_client
+    leaves 0 resources of every kind and no lab. The notice's clock starts once the run has
+    started (``after_file``): counted from the launch (6 s), it passed before the run on a busy
+    machine, whose setup took longer, and the campaign ended in a preflight error (exit 4)."""
+    from tests.test_cloud_run import _envelopes, _wait_for_run, one_client
 
     aws.client("s3", "us-east-1").create_bucket(Bucket="netfleet-results")
-    res = _run(tmp_path, "spot-notice:after_s=4:grace_s=2", one_client(tmp_path, 8))
+    started = tmp_path / "run-started"
+    faults = f"spot-notice:after_s=0.5:grace_s=0.5:after_file={started}"
+    proc = _run(tmp_path, faults, one_client(tmp_path, 12),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        _wait_for_run(tmp_path / "results", proc)
+        started.touch()
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    res = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     out = res.stdout + res.stderr
     assert "Traceback" not in out, out[-3000:]
     assert res.returncode == 3, out[-3000:]

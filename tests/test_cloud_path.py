@@ -20,6 +20,7 @@ from netfleet.cloud.aws.release import teardown
 from netfleet.errors import SpecError
 from netfleet.spec import load_spec
 from tests import motokit
+from tests.labkit import wait_listening
 
 SPEC = """
 campaign: nf-path
@@ -80,7 +81,7 @@ def test_public_path_crosses_a_1500_gateway_between_jumbo_links(tmp_path: Path) 
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             try:
-                await asyncio.sleep(0.5)
+                await asyncio.to_thread(wait_listening, srv.namespace, 5201, proc=server)
                 out = in_ns(cli.namespace, "iperf3", "-c", srv.address, "-t", "1", "-J")
             finally:
                 server.kill()

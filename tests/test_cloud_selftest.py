@@ -295,7 +295,7 @@ def test_killed_during_iperf3_then_the_next_selftest_cleans_up_and_passes(
         tmp_path, None, "--seconds", "30", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
-        with killkit.killed_mid_run(proc, journal, lambda rec: True, timeout=180, settle=0.5):
+        with killkit.killed_mid_run(proc, journal, lambda rec: True, settle=0.5):
             assert proc.returncode == -9
         left = teardown.remaining(aws.client("ec2", "us-east-1"), CAMPAIGN)
         assert left["instances"] == 2 and left["vpcs"] == 1, left

@@ -23,6 +23,7 @@ from netfleet.hosts.base import LAUNCH_TOKEN_ENV
 from netfleet.hosts.local import LocalHost
 from netfleet.runner.journal import Journal, journal_path, launch_proof, read_records
 from netfleet.runner.strays import local_identity, sweep
+from tests.killkit import wait_exec
 from tests.test_resume import alive
 
 NOBODY = 65534
@@ -46,10 +47,7 @@ def victim(
 ) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(["setsid", *argv], **kw)  # type: ignore[call-overload]
     victims.append(proc)
-    for _ in range(100):  # setsid execs: wait until the PID runs the victim's own argv
-        if Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0] == argv[0].encode():
-            break
-        asyncio.run(asyncio.sleep(0.01))
+    wait_exec(proc.pid, argv[0])  # setsid execs the victim's own argv
     return proc
 
 

@@ -36,7 +36,7 @@ from netfleet.lab import (
 )
 from netfleet.lab.shaping import steady_burst, tbf_args
 from netfleet.units import goodput_ratio
-from tests.labkit import stop, take_down
+from tests.labkit import stop, take_down, wait_listening
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces)")
@@ -97,19 +97,7 @@ def iperf3_server(ns: str, port: int = PORT) -> Iterator[subprocess.Popen[Any]]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            listening = subprocess.run(
-                ["ip", "netns", "exec", ns, "ss", "-Hltn", "sport", "=", f":{port}"],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-            if listening:
-                break
-            assert proc.poll() is None, "iperf3 server exited early"
-            assert time.monotonic() < deadline, "iperf3 server did not start listening"
-            time.sleep(0.05)
+        wait_listening(ns, port, proc=proc)
         yield proc
     finally:
         stop(proc)

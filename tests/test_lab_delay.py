@@ -30,7 +30,7 @@ from netfleet.errors import LabError, SpecError
 from netfleet.lab import LabState, down, lab_schema, load_lab, resolve_host, status, up
 from netfleet.lab import delayline as dl
 from netfleet.lab.state import Process, read_state
-from tests.labkit import stop, take_down
+from tests.labkit import stop, take_down, wait_listening
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces)")
@@ -133,17 +133,6 @@ def delay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
         take_down(name, state)
 
 
-def wait_listening(ns: str, port: int, timeout: float = 10.0) -> None:
-    """Until a UDP socket listens on ``port`` in ``ns``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        argv = ["ss", "-N", ns, "-Hlun", "sport", "=", f":{port}"]
-        if subprocess.run(argv, capture_output=True, text=True).stdout.strip():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on UDP port {port} in {ns}")
-
-
 def irtt_median(client_ns: str, server: str, seconds: float = 3.0) -> float:
     """irtt's median RTT in seconds: a probe every 3 ms for ``seconds``."""
     out = subprocess.run(
@@ -167,7 +156,7 @@ def test_thirty_ms_each_way_gives_irtt_a_sixty_ms_round_trip(delay_lab: tuple[st
         irtt = ["irtt", "server", "-i", "0", "-b", where]
         argv = [*MEASURE, "ip", "netns", "exec", h.namespace, *irtt]
         servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait_listening(h.namespace, IRTT_PORT)
+        wait_listening(h.namespace, IRTT_PORT, udp=True, proc=servers[-1])
     tries: list[tuple[float, float]] = []
     try:
         # both at once, so both see the same machine: `near` crosses the same kind of link

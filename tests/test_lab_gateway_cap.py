@@ -13,7 +13,7 @@ import pytest
 
 from netfleet import lab
 from netfleet.units import goodput_ratio
-from tests.labkit import lab_up, stop
+from tests.labkit import lab_up, stop, wait_listening
 
 pytestmark = [
     pytest.mark.netns,
@@ -27,12 +27,7 @@ def one_flow(client_ns: str, server_ns: str, address: str) -> float:
     srv = subprocess.Popen(["ip", "netns", "exec", server_ns, "iperf3", "-s", "-1", "-p", "5302"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        for _ in range(50):
-            listening = subprocess.run(["ss", "-N", server_ns, "-Hltn", "sport", "=", ":5302"],
-                                       capture_output=True, text=True).stdout  # fmt: skip
-            if listening.strip():
-                break
-            subprocess.run(["sleep", "0.05"], check=True)
+        wait_listening(server_ns, 5302, proc=srv)
         out = subprocess.run(
             ["ip", "netns", "exec", client_ns, "iperf3", "-c", address, "-p", "5302", "-J",
              "-t", "2"],

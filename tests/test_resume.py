@@ -24,7 +24,7 @@ from netfleet.runner.strays import identity, sweep
 from netfleet.spec import load_spec
 from netfleet.spec.scheduling import RetryPolicy
 from netfleet.store import ResultsRoot
-from tests.killkit import alive, hold, killed_mid_run
+from tests.killkit import alive, killed_mid_run, wait_exec
 
 
 @pytest.fixture
@@ -32,6 +32,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     """A long-running process standing in for a stray server; always stopped by its PID."""
     proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
+        wait_exec(proc.pid, "sleep")  # else a sweep may read it as gone
         yield proc
     finally:
         if proc.poll() is None:
@@ -210,9 +211,10 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    with killed_mid_run(proc, journal, lambda r: r["sequence"] == 1, timeout=40, settle=1) as pids:
+    killed = killed_mid_run(proc, journal, lambda r: r["sequence"] == 1, settle=1, held=True)
+    with killed as pids:
+        # held (SIGSTOP) before the kill: strays still when the resume looks
         assert all(alive(pid) for pid in pids), "server and client outlive the controller"
-        hold(pids)  # strays still when the resume looks
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]
         assert [(d["test"], d["status"]) for d in docs] == [("quick", "ok")]
         res = subprocess.run(

@@ -203,7 +203,7 @@ def test_after_kill_9_the_next_run_gives_back_what_the_dead_one_held(
     pids: list[int] = []
     try:
         journal = journal_path(tmp_path / "res", "second-cloud")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a wait bound, not a speed claim
         while time.monotonic() < deadline and len(pids) < 2 and proc.poll() is None:
             pids = [r["pid"] for r in read_records(journal) if r["event"] == "process"]
             time.sleep(0.1)

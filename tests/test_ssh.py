@@ -26,7 +26,7 @@ from netfleet.runner.journal import journal_path, read_records
 from netfleet.spec import load_spec
 from netfleet.spec.ssh import SshJump
 from netfleet.store import ResultsRoot
-from tests.killkit import alive, hold, killed_mid_run
+from tests.killkit import alive, killed_mid_run
 from tests.sshlab import SshLab, ssh_lab
 
 pytestmark = [
@@ -61,8 +61,9 @@ def test_commands_run_with_their_own_pid_and_stop_by_it(fleet: SshLab) -> None:
         proc = await host.start(["sleep", "30"])
         # the lab shares this machine's PID namespace: the remote PID is visible here, and
         # it becomes `sleep 30` itself (the launcher execs it) a moment after reporting it
-        for _ in range(50):
-            if Path(f"/proc/{proc.pid}/cmdline").read_bytes() == b"sleep\x0030\x00":
+        deadline = time.monotonic() + 10  # a wait bound: a busy machine execs late
+        while Path(f"/proc/{proc.pid}/cmdline").read_bytes() != b"sleep\x0030\x00":
+            if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.02)
         assert Path(f"/proc/{proc.pid}/cmdline").read_bytes() == b"sleep\x0030\x00"
@@ -309,9 +310,12 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
-    with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1, log=log) as pids:
+    killed = killed_mid_run(
+        proc, journal, lambda r: "long" in r["run_key"], settle=1, log=log, held=True
+    )
+    with killed as pids:
+        # held (SIGSTOP) before the kill: strays still when the resume looks
         assert all(alive(p) for p in pids), "remote server and client outlive the controller"
-        hold(pids)  # strays still when the resume looks
         res = subprocess.run(
             fleet.netfleet("run", str(spec_path), "--results", str(results), "--resume"),
             capture_output=True,

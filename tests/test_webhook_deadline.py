@@ -73,6 +73,19 @@ def test_a_trickling_server_cannot_hold_a_webhook_past_its_deadline(
     assert took < 6, f"the request took {took:.1f} s"
 
 
+def test_a_deadline_passed_before_its_timer_thread_ran_is_still_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The socket's own timeout equals the deadline: on a busy machine the read can time out
+    before the deadline's timer thread has run. The answer is still "no answer within", not
+    the socket's bare "timed out" (the timer is held back here: it never fires)."""
+    monkeypatch.setattr(alerts, "WEBHOOK_TIMEOUT", 1.0)
+    monkeypatch.setattr(alerts._Deadline, "_expire", lambda self: None)
+    with trickling_server(every=5, for_s=12) as addr:  # a byte, then silence past 1 s
+        error = Webhook.parse(f"http://{addr}/hook").post({"event": "alert raised"})
+    assert error == f"webhook http://{addr}/…: no answer within 1 s"
+
+
 def test_a_url_python_cannot_split_is_an_input_error() -> None:
     with pytest.raises(InputError, match=r"is not a URL \(Invalid IPv6 URL\)\n.*brackets"):
         Webhook.parse("http://[::1:18104/x")

@@ -28,7 +28,10 @@ AWS's answer (a throttle is retried by botocore's own policy first).
   must meet the refusal does not depend on how fast the machine reaches the delete);
 * ``spot-notice``: ``after_s`` after a spot instance launched, its spot request reads
   ``marked-for-termination`` (the two-minute notice); ``grace_s`` later the instance is
-  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``. The spot
+  terminated for real and DescribeInstances says ``Server.SpotInstanceTermination``. With
+  ``after_file`` (a path), ``after_s`` counts from the first call that finds that file (and
+  not before the launch): a test creates it once a run has started, so the reclaim lands
+  mid-run however long the setup took on a busy machine. The spot
   request is the one AWS keeps for a spot RunInstances (moto keeps none): it carries the tags
   RunInstances gave it, honours ``tag:``/``state`` filters, reads ``closed`` once its instance
   is gone, and CancelSpotInstanceRequests on it is answered here (moto would fail on its id);
@@ -77,7 +80,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "throttle": {"share": 0.2, "seed": 24},
     "capacity": {"zone": "us-east-1a", "throttle_at": 0},
     "dependency": {"seconds": 4.0, "first": 0},
-    "spot-notice": {"after_s": 1.0, "grace_s": 2.0},
+    "spot-notice": {"after_s": 1.0, "grace_s": 2.0, "after_file": ""},
     "task-stops": {"after_describes": 2, "reason": "Essential container in task exited"},
     "iam-propagation": {"pass_s": 2.0, "assume_s": 4.0},
     "fargate-capacity": {"times": 2},
@@ -164,6 +167,7 @@ class State:
     last_terminate: float = 0.0
     refused_since_terminate: int = 0  #: dependent deletes refused since the last terminate
     spot_launched: dict[str, float] = field(default_factory=dict)  #: instance → monotonic
+    spot_armed: float | None = None  #: when ``after_file`` was first found (monotonic)
     spot_gone: set[str] = field(default_factory=set)
     spot_tags: dict[str, dict[str, str]] = field(default_factory=dict)  #: instance → its request's
     spot_ended: dict[str, tuple[str, str]] = field(default_factory=dict)  #: instance → state, code
@@ -497,11 +501,12 @@ def _spot_requests(
     instance is gone (reclaimed or terminated), ``cancelled`` once cancelled."""
     reqs = parsed.setdefault("SpotInstanceRequests", [])
     known = {r.get("InstanceId") for r in reqs}
-    for iid, t0 in st.spot_launched.items():
+    for iid, launched in st.spot_launched.items():
         if iid in known:
             continue
         state, code = st.spot_ended.get(iid, ("active", "fulfilled"))
-        if state == "active" and time.monotonic() - t0 >= knobs["after_s"]:
+        t0 = _notice_clock(st, knobs, launched)
+        if state == "active" and t0 is not None and time.monotonic() - t0 >= knobs["after_s"]:
             code = "marked-for-termination"
         if not _matches(st.spot_tags.get(iid, {}), state, params):
             continue
@@ -554,12 +559,25 @@ def _cancel_spot(st: State, request: Any, params: dict[str, str]) -> Any:
     )
 
 
+def _notice_clock(st: State, knobs: dict[str, Any], launched: float) -> float | None:
+    """Where ``spot-notice`` counts ``after_s`` from for an instance launched at ``launched``:
+    the launch, or with ``after_file`` the first time the file was found (None before)."""
+    if not knobs["after_file"]:
+        return launched
+    if st.spot_armed is None:
+        if not os.path.exists(knobs["after_file"]):
+            return None
+        st.spot_armed = time.monotonic()
+    return max(launched, st.spot_armed)
+
+
 def _spot_reclaim(st: State, knobs: dict[str, Any], parsed: dict[str, Any]) -> None:
     """Past notice + grace: the instance is terminated (for real, on moto) by EC2."""
     for res in parsed.get("Reservations", []):
         for inst in res.get("Instances", []):
             iid = inst.get("InstanceId")
-            t0 = st.spot_launched.get(iid)
+            launched = st.spot_launched.get(iid)
+            t0 = None if launched is None else _notice_clock(st, knobs, launched)
             if t0 is None or time.monotonic() - t0 < knobs["after_s"] + knobs["grace_s"]:
                 continue
             if iid not in st.spot_gone:

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -156,16 +157,25 @@ class Webhook:
 class _Deadline:
     """One wall-clock deadline for a request: when it passes, the sockets of the connections
     made under it are shut down (a read waiting on them returns at once). Each socket
-    operation's own timeout is the whole deadline, so connecting cannot outlast it either."""
+    operation's own timeout is the whole deadline, so connecting cannot outlast it either;
+    whether it has passed is read from the clock too (on a busy machine a socket's timeout can
+    end a read before the timer thread has run)."""
 
     def __init__(self, seconds: float) -> None:
-        self.expired = False
+        self._fired = False
+        self._seconds = seconds
+        self._end = time.monotonic() + seconds
         self._connections: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
+    @property
+    def expired(self) -> bool:
+        return self._fired or time.monotonic() >= self._end
+
     def __enter__(self) -> _Deadline:
+        self._end = time.monotonic() + self._seconds
         self._timer.start()
         return self
 
@@ -185,7 +195,7 @@ class _Deadline:
 
     def _expire(self) -> None:
         with self._lock:
-            self.expired = True
+            self._fired = True
             for connection in self._connections:
                 sock = connection.sock
                 if sock is not None:
