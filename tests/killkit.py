@@ -54,6 +54,25 @@ def run_processes(
     return pids
 
 
+def wait_identified(
+    journal: Path, pids: list[int], proc: subprocess.Popen[Any], timeout: float = 60
+) -> None:
+    """Wait until the controller ``proc`` has journaled the identity (start time, boot id,
+    namespace) of each of ``pids``: it reads it a moment after the launch (over SSH, seconds on
+    a busy machine), and a resume rightly refuses to stop a stray whose record lacks it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        known = {
+            r["pid"]
+            for r in read_records(journal)
+            if r["event"] in ("process", "process_identity") and r.get("identity")
+        }  # a local process's identity is in its record; a remote one's follows it
+        if known.issuperset(pids):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the controller journaled no identity of {pids} (rc {proc.poll()})")
+
+
 def hold(pids: list[int]) -> None:
     """Stop the dead controller's processes where they are (SIGSTOP), once the test has seen
     them outlive it: they stay strays for the resume to find on a machine however busy (a run of
@@ -72,14 +91,20 @@ def killed_mid_run(
     timeout: float = 60,
     settle: float = 0.0,
     log: Path | None = None,
+    identified: bool = False,
 ) -> Iterator[list[int]]:
     """SIGKILL the controller ``proc`` (no cleanup of any kind) ``settle`` s after the run
-    ``picks`` chooses has its two processes (:func:`run_processes`); yield their pids, and kill
-    those still alive when the block ends."""
+    ``picks`` chooses has its two processes (:func:`run_processes`) — and, with
+    ``identified``, not before their identities are journaled (:func:`wait_identified`: a test
+    that expects the resume to stop them needs it); yield their pids, and kill those still alive
+    when the block ends."""
     pids: list[int] = []
     try:
         pids = run_processes(journal, proc, picks, timeout, log)
-        time.sleep(settle)
+        seen = time.monotonic()
+        if identified:
+            wait_identified(journal, pids, proc, timeout)
+        time.sleep(max(0.0, seen + settle - time.monotonic()))
         proc.send_signal(signal.SIGKILL)
     finally:
         if proc.poll() is None:

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,7 +211,11 @@ def test_kill_9_of_the_controller_loses_nothing_and_resume_cleans_up(tmp_path: P
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    with killed_mid_run(proc, journal, lambda r: r["sequence"] == 1, timeout=40, settle=1) as pids:
+
+    def long_run(record: dict[str, Any]) -> bool:
+        return bool(record["sequence"] == 1)
+
+    with killed_mid_run(proc, journal, long_run, timeout=40, settle=1, identified=True) as pids:
         assert all(alive(pid) for pid in pids), "server and client outlive the controller"
         hold(pids)  # strays still when the resume looks
         docs = [ResultsRoot.read(f) for f in ResultsRoot(results).files()]

@@ -305,7 +305,11 @@ def test_kill_9_of_the_controller_over_ssh_then_resume(fleet: SshLab, tmp_path: 
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
-    with killed_mid_run(proc, journal, lambda r: "long" in r["run_key"], settle=1, log=log) as pids:
+
+    def long_run(record: dict[str, Any]) -> bool:
+        return "long" in record["run_key"]
+
+    with killed_mid_run(proc, journal, long_run, settle=1, log=log, identified=True) as pids:
         assert all(alive(p) for p in pids), "remote server and client outlive the controller"
         hold(pids)  # strays still when the resume looks
         res = subprocess.run(
