@@ -198,6 +198,8 @@ def test_spark_runs_the_ddl_and_matches_duckdb(tmp_path: Path) -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.warehouse.dir", str(tmp_path / "wh"))
         .config("spark.sql.shuffle.partitions", "2")
+        # a short job: the JVM's C1 compiler alone and one GC thread start and finish it sooner
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .getOrCreate()
     )
     script = netfleet.api.export("spark", location=str(raw), catalog=str(lazy))

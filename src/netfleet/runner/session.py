@@ -27,6 +27,11 @@ from netfleet.runner.events import Reporter
 PORT_BASE = 20000
 PORT_SPAN = 20000
 SERVER_READY_S = 10.0
+#: how often a followed run reports its live rate and feeds its engine the new output lines
+PROGRESS_S = 0.5
+#: how often a followed run's processes are checked for their exit between those reports: a
+#: run ends this soon after its client does, not up to PROGRESS_S later
+EXIT_POLL_S = 0.05
 #: where this controller's servers start in the port range: drawn once per process, so that two
 #: controllers on one host (two campaigns, two users) do not reach for the same ports in the
 #: same order, one's client connecting to the other's server
@@ -134,10 +139,11 @@ class RunSession:
         on_line: LineHandler | None = None,
         lines_of: Started | None = None,
     ) -> None:
-        """Wait for processes to exit before the run's deadline, reporting the live rate of the
-        first one's namespace twice a second. TimeoutError at the deadline; StopEarly when
-        ``on_line`` (fed the stdout lines of ``lines_of``, default the first process) returns
-        True — the processes then get SIGINT so they still print their report."""
+        """Wait for processes to exit before the run's deadline (their exit is seen within
+        EXIT_POLL_S), reporting the live rate of the first one's namespace twice a second.
+        TimeoutError at the deadline; StopEarly when ``on_line`` (fed the stdout lines of
+        ``lines_of``, default the first process) returns True — the processes then get SIGINT
+        so they still print their report."""
         first = entries[0]
         source = lines_of or first
         last_bytes = first.host.live_bytes(first.process)
@@ -153,7 +159,7 @@ class RunSession:
                 for e in entries:
                     await e.process.wait(10)
                 return
-            await asyncio.sleep(min(0.5, remaining))
+            await _until_ended(entries, min(PROGRESS_S, remaining))
             if on_line is not None:
                 chunks = source.process.stdout_chunks
                 new = b"".join(chunks[seen:])
@@ -191,3 +197,13 @@ class RunSession:
 
     def servers(self) -> list[Started]:
         return [e for e in self.started if e.role == "server"]
+
+
+async def _until_ended(entries: tuple[Started, ...], seconds: float) -> None:
+    """Sleep ``seconds``, or less: until every process of ``entries`` has ended."""
+    end = time.monotonic() + seconds
+    while not all(e.process.returncode is not None for e in entries):
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(EXIT_POLL_S, left))
