@@ -46,4 +46,12 @@ def give_back() -> None:
     if pyarrow is not None:
         pyarrow.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
+        libc = ctypes.CDLL(None)
+        # glibc raises its mmap threshold (up to 32 MB) each time a block above it is freed —
+        # a task's tables are — and its trim threshold to twice that: what is allocated next
+        # (the sheet's query) then comes from the heap and stays there when freed. Both fixed
+        # at glibc's defaults (M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1: 128 kB), as in a fresh
+        # process; fixed, they are raised no more
+        for param in (-3, -1):
+            libc.mallopt(param, 128 * 1024)
+        libc.malloc_trim(0)
