@@ -121,13 +121,21 @@ def test_a_shrunk_bucket_raises_and_clears_an_alert_and_noise_does_not(
     expected_base_drop = mean_goodput(BUCKET, LOW_RATE) / mean_goodput(BUCKET) - 1
     assert max(expected_drop, expected_base_drop) < -0.2  # well above the 10 % threshold
 
+    shape = (BUCKET, RATE)
+
     def before(n: int) -> None:
+        # the shape of round n, applied before every round: a tbf set again starts with a full
+        # bucket, as the period's wait (1 s, not slept here: NoWait) would leave it. Without
+        # it the bucket had only the gap between two rounds to refill (0.6 s needed), and once
+        # runs ended sooner the gap was shorter: rounds began part-empty, and noise alerts came
+        nonlocal shape
         if n == SHRINK_AT:
-            reshape(name, SMALL_BUCKET)
+            shape = (SMALL_BUCKET, RATE)
         elif n == RESTORE_AT:
-            reshape(name, BUCKET)
+            shape = (BUCKET, RATE)
         elif n == DROP_AT:  # the baseline rate drops (same bucket)
-            reshape(name, BUCKET, LOW_RATE)
+            shape = (BUCKET, LOW_RATE)
+        reshape(name, *shape)
 
     seen: list[RoundResult] = []
     scraped: list[dict[str, float]] = []
