@@ -369,11 +369,11 @@ def _warm() -> None:
 
 def _load_writer() -> None:
     """Load what writing the catalog's parts and the manifest needs (pyarrow, the schemas,
-    Parquet — not the row code: the engines and pydantic) while the workers start: loaded on
-    first use, it was 0.3-0.5 s of one core alone at the end of the import."""
+    Parquet, the batch's split by kind — not the row code: the engines and pydantic) while
+    the workers start: loaded on first use, it was 0.3-0.5 s of one core alone at the end."""
     import importlib
 
-    for name in ("pyarrow.parquet", "netfleet.catalog.schemas"):
+    for name in ("pyarrow.parquet", "pyarrow.compute", "netfleet.catalog.schemas"):
         importlib.import_module(name)
 
 
