@@ -4,6 +4,7 @@ a bad file and exits as documented, and an unchanged folder's sheet loads no dat
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -109,3 +110,23 @@ def test_the_facade_loads_a_name_s_module_on_first_use() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "[] ['netfleet.api._catalog', 'netfleet.api._paths']"
+
+
+def test_the_sheet_s_query_loads_while_the_files_are_read(tmp_path: Path) -> None:
+    """DuckDB and the sheet's modules are loaded once workers have files to read, before the
+    first file's rows land (beside the workers, not after them), in a fresh interpreter; each
+    file still counted by ``progress``. Fewer files than ``PARALLEL_MIN`` (+100 files: the
+    sheet from its tally) load none of them meanwhile. (Three files stand for its 512.)"""
+    src = _folder(tmp_path, RUNS[:3])
+    for least, early in ((3, True), (4, False)):
+        code = (
+            "import sys\nfrom netfleet import api\nfrom netfleet.catalog import register\n"
+            f"register.PARALLEL_MIN = {least}\nseen = []\n"
+            "def progress(done, total):\n    seen.append((done, total, 'duckdb' in sys.modules))\n"
+            f"api.cheatsheet(catalog={str(tmp_path / f'cat{least}')!r}, import_from={str(src)!r},"
+            " by='engine', side='sender', progress=progress)\nprint(seen)"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        calls = ast.literal_eval(done.stdout)
+        assert calls[0] == (0, 3, early) and calls[-1][:2] == (3, 3)
