@@ -22,17 +22,16 @@ from netfleet.plain import Frozen
 from netfleet.text import natural_key
 from netfleet.units import DEFAULT_MTU, L2_HEADER, MAX_RATE, TCP_IP_OVERHEAD, rate_unit
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (annotations' only)
     from typing import Any, Literal
 
     import duckdb
 
-# DuckDB is imported where the query runs: a cheat sheet read back from the catalog's cache
-# (:mod:`netfleet.catalog.sheetcache`) needs none of it
-
-if TYPE_CHECKING:  # (annotations' only)
     Side = Literal["receiver", "sender"]
     Rate = Literal["goodput", "wire"]
+
+# DuckDB is imported where the query runs: a cheat sheet read back from the catalog's cache
+# (:mod:`netfleet.catalog.sheetcache`) needs none of it
 
 LABEL_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 LABEL_PREFIX = "label:"
@@ -492,12 +491,14 @@ def _cheatsheet(
         if run_groups
         else f"(SELECT * FROM {x} WHERE {kept})"  # noqa: S608
     )
-    # fixed identifiers and constants only; the three quantiles in one sort per group
+    # fixed identifiers only; quantiles in one sort a group, one thread (two held rates twice)
     n = len(groups)
+    con.execute("SET threads = 1")
     raw = con.execute(
         f"SELECT {grouping + ', ' if groups else ''}count(*), {_STATS_SQL}"  # noqa: S608
         f"{', sum(bps)' if keep is not None else ''} FROM {keyed}{by}"
     ).fetchall()
+    con.execute("RESET threads")
     per_group = [[*row[:n], row[n], *_stats(row[n + 1 : n + 5], scale)] for row in raw]
     # per run (and interval key), what its intervals were: 100,000 rows at 100,000 runs, read
     # by the run-level facts and the counts below instead of every interval row again
@@ -581,9 +582,8 @@ def _cheatsheet(
 
 def _type_runs(con: duckdb.DuckDBPyConnection, has_notes: bool) -> dict[str, list[Any]]:
     """The fixed-length runs per instance type of the runs selected (``_r``), by the tally's
-    rule (:func:`~netfleet.catalog.sheetstate.add_type_run`): the runs whose labels name a type
-    read, in the selection's order — only those whose labels hold a hint it looks for (the
-    others' labels and notes, 40 MB at 100,000 runs, are not fetched)."""
+    rule (:func:`~netfleet.catalog.sheetstate.add_type_run`), read in the selection's order:
+    only runs whose labels name a type and hold a hint it looks for (all: 150 MB at 100,000)."""
     from netfleet.catalog.sheetstate import BURST_LABEL_HINTS, add_type_run
 
     types: dict[str, list[Any]] = {}
