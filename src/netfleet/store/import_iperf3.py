@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Callable
 from itertools import compress, repeat
-from operator import contains, sub
+from operator import attrgetter, contains, sub
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ def _sums_only(data: bytes | msgspec.Raw, top: bool = True) -> dict[str, Any]:
         if value is msgspec.UNSET:
             continue
         if key == "intervals":
-            value = [_sums(iv) for iv in value]
+            value = _sums(value)
         elif key == "server_output_json":
             value = _sums_only(value, False) if top else _ANY.decode(value)
         out[key] = value
@@ -129,17 +129,24 @@ def _part(key: str, raw: msgspec.Raw, top: bool) -> Any:
     if key == "server_output_json" and top:
         return _sums_only(raw, False)
     if key == "intervals":
-        return [_sums(iv) for iv in _SUMS.decode(raw)]
+        return _sums(_SUMS.decode(raw))
     return _ANY.decode(raw)
 
 
-def _sums(iv: _Sums) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if iv.sum is not None:
-        out["sum"] = iv.sum
-    if iv.sum_bidir_reverse is not None:
-        out["sum_bidir_reverse"] = iv.sum_bidir_reverse
-    return out
+def _sums(intervals: list[_Sums]) -> list[dict[str, Any]]:
+    """Each interval as an object of the sums it holds (each a ``sum`` alone, the common
+    case: at once)."""
+    totals = list(map(_SUM, intervals))
+    if None not in totals and list(map(_BACK, intervals)).count(None) == len(intervals):
+        return [{"sum": total} for total in totals]
+    return [
+        {k: v for k, v in (("sum", iv.sum), ("sum_bidir_reverse", iv.sum_bidir_reverse))
+         if v is not None}
+        for iv in intervals
+    ]  # fmt: skip
+
+
+_SUM, _BACK = attrgetter("sum"), attrgetter("sum_bidir_reverse")
 
 
 def _tolerant(data: bytes) -> dict[str, Any]:
