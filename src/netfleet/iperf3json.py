@@ -186,16 +186,18 @@ def _columns(
         "role": list(map(_ROLE.__getitem__, flags)),
         "flow": list(map(_FLOW[side].__getitem__, flags)),
         "kind": kinds,
-        "stream_id": [s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)]
-        if streamed
-        else [None] * n,
         "idx": idxs,
         "omitted": omitted,
     }
-    for name in _INTERVAL_FIELDS_INT:
-        lists[name] = _ints(column(name)) if name in held else [None] * n
+    if streamed:
+        lists["stream_id"] = [s if k == "stream" else None
+                              for s, k in zip(sockets, kinds, strict=True)]  # fmt: skip
+    for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
+        if name in held:
+            lists[name] = _ints(column(name))
     for name in _INTERVAL_FIELDS_FLOAT:
-        lists[name] = _floats(column(name)) if name in held else [None] * n
+        if name in held:
+            lists[name] = _floats(column(name))
     return Columns(lists)
 
 
