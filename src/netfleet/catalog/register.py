@@ -342,7 +342,7 @@ def pool(workers: int, files: int) -> Iterator[Any]:
         workers,
         preload=["netfleet.catalog.reader", "netfleet.catalog.build", "netfleet.iperf3json",
                  "netfleet.store.import_iperf3", "netfleet.store.import_labels",
-                 "netfleet.catalog.schemas", "pyarrow.ipc", "isal.igzip_lib"],
+                 "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
     )  # fmt: skip
     start = threading.Thread(target=_start, args=(started, workers), name="netfleet-workers")
     start.start()
