@@ -76,9 +76,7 @@ def inflate(data: bytes, limit: int | None = None) -> bytes:
 
 def _gunzip(data: bytes, most: int) -> bytes:
     """Every gzip member of ``data`` inflated, at most ``most`` bytes (ISA-L's inflate: a
-    fifth of the time of gzip.GzipFile's, which reads through a file object; its
-    ``IgzipDecompressor`` counts fewer instructions, but takes a fresh mapping a file from the
-    system for its output: 30 page faults a file, more CPU in all)."""
+    fifth of the time of gzip.GzipFile's, which reads through a file object)."""
     # the stubs declare it an instance; it is the exception class isal raises
     damaged = cast("type[Exception]", igzip_lib.IsalError)
     parts: list[bytes] = []

@@ -163,8 +163,7 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
 
 
 def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
-    """The runs' ``intervals`` columns, one after the other, as one record batch (a column
-    no run holds: nulls at once, not a None a row made and read)."""
+    """The runs' ``intervals`` columns, one after the other, as one record batch."""
     import pyarrow as pa
 
     from netfleet.catalog.schemas import SCHEMAS
@@ -173,14 +172,9 @@ def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
     parts = [rows.intervals for rows in runs if len(rows.intervals)]
     if not parts:
         return _record_batch("intervals", [])
-    held = set().union(*(c.lists for c in parts))
-    size = sum(map(len, parts))
-    columns = {
-        field.name: list(chain.from_iterable(c.column(field.name) for c in parts))
-        if field.name in held
-        else pa.nulls(size, field.type)
-        for field in schema
-    }
+    held, size = set().union(*(c.lists for c in parts)), sum(map(len, parts))  # (none: nulls)
+    columns = {f.name: list(chain.from_iterable(c.column(f.name) for c in parts)) if f.name
+               in held else pa.nulls(size, f.type) for f in schema}  # fmt: skip
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
