@@ -16,7 +16,12 @@ not move, where CPU seconds move by a third at a load of 8-12 (not the cache's o
 cost: a count, not a time). ``--stages``: the instructions a file of each step of a worker's
 read alone (SHA-256, inflate, the decode, the checks, the interval rows, a file's whole read,
 a task's), over one task's files after a warm-up task (callgrind counting only inside
-``operator.call``, which runs each step once; ≈ 2 min).
+``operator.call``, which runs each step once; ≈ 2 min). ``--pool``: the same tasks handed to
+the import's own pool of two workers (``register.pool``), each task's CPU measured inside its
+worker (user, system, minor page faults) against the workers' whole CPU (``/proc``): what the
+pool's hand-out and hand-back cost beside the task; then the tasks again in this process alone.
+
+    .venv/bin/python bench/worker_cpu.py /tmp/c10k --files 10000 --pool
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ def main() -> None:
     ap.add_argument("--profile", metavar="SORT", help="cProfile one pass, sorted so")
     ap.add_argument("--instructions", type=int, metavar="K", help="instructions a file, of K tasks")
     ap.add_argument("--stages", action="store_true", help="instructions a file of each step")
+    ap.add_argument("--pool", action="store_true", help="in the import's pool, and alone")
     ap.add_argument("--tasks", type=int, help=argparse.SUPPRESS)  # (--instructions' runs)
     ap.add_argument("--stage-run", action="store_true", help=argparse.SUPPRESS)  # (--stages')
     args = ap.parse_args()
@@ -64,6 +70,9 @@ def main() -> None:
     shipped = partial(
         reader._shipped, partial(reader._columnar_task, opts=opts, follow_links=False)
     )
+    if args.pool:
+        in_pool(reader._cut(files, size, True), shipped)
+        return
     shipped(tasks[0])  # the libraries it loads on first use
     if args.stage_run:  # (under callgrind: each step over the second task's files)
         run_stages(tasks[1], opts, shipped)
@@ -87,6 +96,55 @@ def main() -> None:
     print(f"{best / counted * 1000:.3f} ms/file CPU ({counted} files)")
     if profile:
         pstats.Stats(profile).sort_stats(args.profile).print_stats(40)
+
+
+def _measured(shipped: partial, items: list) -> tuple[int, float, float, float, int]:
+    """``shipped`` of ``items`` in a worker: its pid, and the task's CPU (all, user, system
+    seconds) and minor page faults."""
+    import resource
+
+    before, cpu = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+    shipped(items)
+    cpu, after = time.process_time() - cpu, resource.getrusage(resource.RUSAGE_SELF)
+    return (os.getpid(), cpu, after.ru_utime - before.ru_utime,
+            after.ru_stime - before.ru_stime, after.ru_minflt - before.ru_minflt)  # fmt: skip
+
+
+def _proc_cpu(pid: int) -> tuple[float, float, int]:
+    """A process's user and system CPU seconds and minor page faults (``/proc``)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[7])
+
+
+def in_pool(tasks: list, shipped: partial) -> None:
+    """``tasks`` in the import's pool of two workers, then in this process (ms a file)."""
+    from netfleet.catalog.register import pool
+
+    files = sum(map(len, tasks))
+    with pool(2, files) as workers:
+        time.sleep(2)  # (the workers started: their start is not the tasks')
+        start = time.time()
+        done = list(workers.map(partial(_measured, shipped), tasks))
+        wall = time.time() - start
+        whole = [_proc_cpu(pid) for pid in sorted({d[0] for d in done})]
+    user, system, faults = (sum(w[k] for w in whole) for k in range(3))
+    inside = sum(d[1] for d in done)
+
+    def ms(seconds: float) -> str:
+        return f"{seconds / files * 1000:.3f}"
+
+    print(f"pool of {len(whole)} workers, {files} files, {len(tasks)} tasks, {wall:.2f} s wall")
+    print(f"  in its tasks:   {ms(inside)} ms/file CPU (user {ms(sum(d[2] for d in done))}, "
+          f"system {ms(sum(d[3] for d in done))}), "
+          f"{sum(d[4] for d in done) / files:.2f} minor faults a file")  # fmt: skip
+    print(f"  workers' whole: {ms(user + system)} ms/file CPU (user {ms(user)}, system "
+          f"{ms(system)}), {faults / files:.2f} minor faults a file")  # fmt: skip
+    alone = [_measured(shipped, items) for items in tasks]
+    print(f"alone, the same tasks in this process: {ms(sum(d[1] for d in alone))} ms/file CPU "
+          f"(user {ms(sum(d[2] for d in alone))}, system {ms(sum(d[3] for d in alone))}), "
+          f"{sum(d[4] for d in alone) / files:.2f} minor faults a file")  # fmt: skip
 
 
 def instructions(folder: str, pattern: str, extra: int) -> None:

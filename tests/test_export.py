@@ -23,7 +23,7 @@ from netfleet.catalog.export import (
 )
 from netfleet.catalog.ingestion import ingest
 from netfleet.catalog.lazystreams_build import part_files
-from netfleet.catalog.schemas import RUNS_SCHEMA
+from netfleet.catalog.schemas import SCHEMAS
 from netfleet.catalog.views import connect
 from netfleet.store import ResultsRoot
 from netfleet.store.imports import import_files
@@ -132,7 +132,7 @@ def test_hive_partitions_of_a_local_catalog_are_declared(tmp_path: Path) -> None
     spark = catalog_table_ddl("spark", "/c", "runs", ["d"])
     assert spark.endswith("USING parquet PARTITIONED BY (`d`) LOCATION '/c/runs/'")
     trino = catalog_table_ddl("trino", "/c", "runs", ["d"])
-    last = [n for n in RUNS_SCHEMA.names if n != "d"][-1]  # the partition key comes last
+    last = [n for n in SCHEMAS["runs"].names if n != "d"][-1]  # the partition key comes last
     assert f'"{last}" varchar, "d" date)' in trino and "partitioned_by = ARRAY['d']" in trino
     athena = catalog_table_ddl("athena", "/c", "runs", ["d"])
     assert "PARTITIONED BY (`d` date)" in athena and "`d` date," not in athena

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from netfleet.catalog.ingestion import ingest
+from netfleet.catalog.register import register
 from netfleet.cli.boundary import guarded
 from netfleet.cli.main import app
 from netfleet.errors import ExitStatus, InputError
@@ -47,7 +48,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         *parents, last = path.split(".")
         node = doc
         for p in parents:
-            node = node[p]
+            node = node[int(p)] if p.isdigit() else node[p]
         node[last] = value
 
     return change
@@ -79,6 +80,8 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "rate_huge": (_with(_set("end.sum_received.bits_per_second", 1e308)), "link can carry"),
     "rate_negative": (_with(_set("end.sum_received.bits_per_second", -1e9)), "link can carry"),
     "rate_nan": (_with(_set("end.sum_received.bits_per_second", float("nan"))), "link can carry"),
+    "bytes_huge": (_with(_set("intervals.1.sum.bytes", 10**400)), "intervals[1].sum.bytes is an"),
+    "start_huge": (_with(_set("intervals.1.sum.start", -(10**400))), "intervals[1].sum.start"),
 }
 
 
@@ -111,6 +114,27 @@ def test_each_malformed_file_is_refused_with_its_reason_and_the_rest_imported(
         assert word in reasons[name], (name, reasons[name])
     # everything written reads back
     assert ingest(root, tmp_path / "cat").bad == []
+
+
+def test_import_by_reference_refuses_each_malformed_file_with_the_same_reason(
+    folder: Path, tmp_path: Path
+) -> None:
+    report = register([str(folder)], tmp_path / "cat")
+    assert len(report.registered) == 3
+    reasons = {Path(p).stem: why for p, why in report.bad}
+    assert sorted(reasons) == sorted(HOSTILE)
+    for name, (_, word) in HOSTILE.items():
+        assert word in reasons[name], (name, reasons[name])
+
+
+def test_an_end_total_beyond_a_float_s_range_is_a_null_not_a_crash(tmp_path: Path) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "huge.json").write_text(_with(_set("end.sum_received.seconds", 10**400)))
+    assert register([str(src)], tmp_path / "cat").bad == []
+    root = ResultsRoot(tmp_path / "r")
+    assert len(import_files([str(src)], root).imported) == 1
+    assert ingest(root, tmp_path / "cat2").bad == []
 
 
 def test_the_exit_status_says_some_files_were_refused(

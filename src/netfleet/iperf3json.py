@@ -92,10 +92,11 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
     its type passes as it is; anything else is coerced, or NULL)."""
     forward = (side == "client") != reverse  # the role in the main direction, when unflagged
     entries = _list(doc.get("intervals"))
-    totals = _sums_alone(entries)
-    if totals is not None:
+    alone = _sums_alone(entries)
+    if alone is not None:
+        totals, raw = alone
         n = len(totals)
-        return _columns(run_id, side, totals, ["sum"] * n, list(range(n)), [forward] * n)
+        return _columns(run_id, side, totals, ["sum"] * n, list(range(n)), [forward] * n, raw)
     parts: list[Mapping[str, Any]] = []
     kinds: list[str] = []
     idxs: list[int] = []
@@ -137,19 +138,19 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
     return _columns(run_id, side, parts, kinds, idxs, defaults)
 
 
-def _sums_alone(entries: list[Any]) -> list[Mapping[str, Any]] | None:
+def _sums_alone(entries: list[Any]) -> tuple[list[Any], dict[str, list[Any]]] | None:
     """Each interval's ``sum``, when every interval is an object holding a non-empty ``sum``
     alone (an import by reference's document: its streams left in the file) and none repeats
-    the one before it — the rows at once, a few C calls a column; else None (each interval in
-    turn)."""
+    the one before it — the rows at once, a few C calls a column — with the columns it read
+    (as they are); else None (each interval in turn)."""
     if not _DICTS.issuperset(map(type, entries)) or set(map(len, entries)) - {1}:
         return None
     totals: list[Any] = list(map(dict.get, entries, repeat("sum")))
     if not _DICTS.issuperset(map(type, totals)) or not all(totals):
         return None
-    key = [list(map(dict.get, totals, repeat(k))) for k in ("start", "end", "bytes")]
-    keys = list(zip(*key, strict=True))
-    return None if any(map(eq, keys, keys[1:])) else totals
+    raw = {k: list(map(dict.get, totals, repeat(k))) for k in ("start", "end", "bytes")}
+    keys = list(zip(*raw.values(), strict=True))
+    return None if any(map(eq, keys, keys[1:])) else (totals, raw)
 
 
 def _columns(
@@ -159,7 +160,9 @@ def _columns(
     kinds: list[str],
     idxs: list[int],
     defaults: list[bool],
+    raw: dict[str, list[Any]] | None = None,
 ) -> Columns:
+    """The rows of ``parts``; ``raw``: columns of theirs read already, as they are."""
     n = len(parts)
     if not _DICTS.issuperset(map(type, parts)):
         parts = [dict(p) for p in parts]
@@ -169,6 +172,8 @@ def _columns(
     def column(name: str) -> list[Any]:
         if name not in held:
             return [None] * n
+        if raw is not None and name in raw:
+            return raw[name]
         return list(map(dict.get, parts, repeat(name, n)))  # type: ignore[arg-type]
 
     flags = column("sender")
@@ -186,16 +191,18 @@ def _columns(
         "role": list(map(_ROLE.__getitem__, flags)),
         "flow": list(map(_FLOW[side].__getitem__, flags)),
         "kind": kinds,
-        "stream_id": [s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)]
-        if streamed
-        else [None] * n,
         "idx": idxs,
         "omitted": omitted,
     }
-    for name in _INTERVAL_FIELDS_INT:
-        lists[name] = _ints(column(name)) if name in held else [None] * n
+    if streamed:
+        lists["stream_id"] = [s if k == "stream" else None
+                              for s, k in zip(sockets, kinds, strict=True)]  # fmt: skip
+    for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
+        if name in held:
+            lists[name] = _ints(column(name))
     for name in _INTERVAL_FIELDS_FLOAT:
-        lists[name] = _floats(column(name)) if name in held else [None] * n
+        if name in held:
+            lists[name] = _floats(column(name))
     return Columns(lists)
 
 

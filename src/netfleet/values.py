@@ -41,7 +41,10 @@ def as_float(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond a float's range
+            return None
         return number if math.isfinite(number) else None
     if isinstance(value, str):
         try:

@@ -68,8 +68,7 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 
 #: runs per batch of catalog parts: a batch's tables are held until it is written (≈ 15 kB a
-#: seed-002 run), and every batch but the last is written while the workers read on — at
-#: 10,000 files half the commit (0.2-0.3 s) left the importing process's serial end
+#: seed-002 run); every batch but the last is written while the workers read on
 BATCH_RUNS = 5_000
 
 

@@ -50,5 +50,4 @@ class _Schemas(Mapping[str, pa.Schema]):
 
 SCHEMAS: Mapping[str, pa.Schema] = _Schemas()
 
-RUNS_SCHEMA = SCHEMAS["runs"]
 INTERVALS_SCHEMA = SCHEMAS["intervals"]

@@ -72,15 +72,12 @@ class Batch:
         self.pending: list[RunRows] = []
         self.pending_rows = 0
         self.runs = 0
-        self.interval_rows = 0
 
     def add(self, rows: RunRows) -> list[tuple[RunRows, str]]:
         """Queue one run; return the runs rejected by a conversion this triggered."""
-        count = len(rows.intervals)
         self.pending.append(rows)
-        self.pending_rows += count
+        self.pending_rows += len(rows.intervals)
         self.runs += 1
-        self.interval_rows += count
         if len(self.pending) >= self.PENDING_RUNS or self.pending_rows >= self.PENDING_ROWS:
             return self.convert()
         return []
@@ -99,7 +96,6 @@ class Batch:
             except _conversion_errors() as exc:
                 rejected.append((rows, f"a value does not fit its column: {exc}"))
                 self.runs -= 1
-                self.interval_rows -= len(rows.intervals)
         return rejected
 
     def _append(self, runs: list[RunRows]) -> None:
@@ -172,7 +168,13 @@ def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
     parts = [rows.intervals for rows in runs if len(rows.intervals)]
     if not parts:
         return _record_batch("intervals", [])
-    columns = {n: list(chain.from_iterable(c.column(n) for c in parts)) for n in schema.names}
+    held, size = set().union(*(c.lists for c in parts)), sum(map(len, parts))
+    columns = {  # a column no run holds is made nulls at once
+        f.name: list(chain.from_iterable(c.column(f.name) for c in parts))
+        if f.name in held
+        else pa.nulls(size, f.type)
+        for f in schema
+    }
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 

@@ -115,7 +115,7 @@ def _sums_only(data: bytes | msgspec.Raw, top: bool = True) -> dict[str, Any]:
         if value is msgspec.UNSET:
             continue
         if key == "intervals":
-            value = [_sums(iv) for iv in value]
+            value = _sums(value)
         elif key == "server_output_json":
             value = _sums_only(value, False) if top else _ANY.decode(value)
         out[key] = value
@@ -129,11 +129,18 @@ def _part(key: str, raw: msgspec.Raw, top: bool) -> Any:
     if key == "server_output_json" and top:
         return _sums_only(raw, False)
     if key == "intervals":
-        return [_sums(iv) for iv in _SUMS.decode(raw)]
+        return _sums(_SUMS.decode(raw))
     return _ANY.decode(raw)
 
 
-def _sums(iv: _Sums) -> dict[str, Any]:
+def _sums(intervals: list[_Sums]) -> list[dict[str, Any]]:
+    """Each interval as an object of the sums it holds (a ``sum`` alone, the common case,
+    inline: a call an interval was a fifth of it)."""
+    return [{"sum": iv.sum} if iv.sum_bidir_reverse is None and iv.sum is not None
+            else _held(iv) for iv in intervals]  # fmt: skip
+
+
+def _held(iv: _Sums) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if iv.sum is not None:
         out["sum"] = iv.sum
@@ -335,8 +342,8 @@ def _plausible(field: str, value: Any, most: float, what: str) -> None:
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0 <= value <= most
+        or (isinstance(value, float) and not math.isfinite(value))
+        or not 0 <= value <= most  # (an int beyond a float's range compared as it is)
     ):
         raise ImportProblem(
             f"{field} = {str(value)[:32]!r} is not {what} in seconds (0 to {most:,})"
@@ -357,27 +364,45 @@ _NUMBERS = frozenset({float, int})
 _DICTS = frozenset({dict})
 
 
-def _numbers(sums: list[dict[str, Any]], name: str) -> list[Any]:
+def _numbers(sums: list[dict[str, Any]], name: str, field: Callable[[int], str]) -> list[Any]:
     """One field of the interval sums as numbers (JSON's floats as they are; ints as floats;
-    anything else None)."""
+    anything else None); an int beyond a float's range is refused, named by ``field`` of its
+    position."""
     values = list(map(dict.get, sums, repeat(name)))
     kinds = set(map(type, values))
     if kinds <= _FLOATS:
         return values
     number: Callable[[Any], float | None] = float if kinds <= _NUMBERS else _num
-    return list(map(number, values))  # (JSON's ints: at once)
+    try:
+        return list(map(number, values))  # (JSON's ints: at once)
+    except OverflowError:
+        for k, value in enumerate(values):  # (the first one refused: worded)
+            try:
+                number(value)
+            except OverflowError:
+                raise ImportProblem(
+                    f"{field(k)}.{name} is an integer of {len(str(value).lstrip('-'))} digits, "
+                    "beyond a float's range (±1.8e308): iperf3 never writes one (a damaged "
+                    "or hand-made file: correct the value, or leave the file out)"
+                ) from None
+        raise
 
 
-def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
-    """The checks of one side's interval sums, a column at a time: each rule tested over every
-    interval at once, a flag's words made only for the intervals it flags."""
+def _side_flags(doc: dict[str, Any], side: str, path: str = "") -> list[dict[str, Any]]:
+    """The checks of one side's interval sums (``path``: where ``doc`` is in the file), a
+    column at a time: each rule tested over every interval at once, a flag's words made only
+    for the intervals it flags."""
     found: list[Any] = list(map(dict.get, _objects(doc.get("intervals") or []), repeat("sum")))
     at = list(range(len(found)))
     sums = found
     if not _DICTS.issuperset(map(type, found)):  # an interval without its sum: skipped
         keep = [isinstance(s, dict) for s in found]
         at, sums = list(compress(at, keep)), list(compress(found, keep))
-    start, end, secs = (_numbers(sums, name) for name in ("start", "end", "seconds"))
+
+    def field(k: int) -> str:
+        return f"{path}intervals[{at[k]}].sum"
+
+    start, end, secs = (_numbers(sums, name, field) for name in ("start", "end", "seconds"))
     if None in start or None in end or None in secs:  # an interval without its times: skipped
         keep = [a is not None and b is not None and c is not None
                 for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
@@ -385,7 +410,7 @@ def _side_flags(doc: dict[str, Any], side: str) -> list[dict[str, Any]]:
         start, end, secs = (list(compress(c, keep)) for c in (start, end, secs))
     if not sums:
         return []
-    nbytes, bps = _numbers(sums, "bytes"), _numbers(sums, "bits_per_second")
+    nbytes, bps = _numbers(sums, "bytes", field), _numbers(sums, "bits_per_second", field)
     omitted = list(map(bool, map(dict.get, sums, repeat("omitted"))))
     # seconds ≠ end − start (none when each is end − start exactly: at once)
     timing = [False] * len(sums)
@@ -430,7 +455,7 @@ def check_intervals(doc: dict[str, Any], side: str = "client") -> list[dict[str,
     flags = _side_flags(doc, side)
     server = doc.get("server_output_json")
     if isinstance(server, dict):
-        flags += _side_flags(server, "server")
+        flags += _side_flags(server, "server", "server_output_json.")
     return flags
 
 
