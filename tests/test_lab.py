@@ -590,10 +590,13 @@ def test_credit_shaper_bursts_at_peak_then_falls_to_baseline(
     up(spec, state_dir)
     src = resolve_host(spec.name, "burst", state_dir)
     dst = resolve_host(spec.name, "server", state_dir)
-    doc = iperf3(src.namespace, dst.namespace, str(dst.address), seconds=3)
+    doc = iperf3(src.namespace, dst.namespace, str(dst.address), seconds=4)
     received = doc["end"]["sum_received"]
     expected = (180e6 + 20e6 * received["seconds"]) / 8 * GOODPUT  # A(t) = sigma + rho t
     print(f"credit: received/expected bytes = {received['bytes'] / expected:.4f}")
     assert received["bytes"] == pytest.approx(expected, rel=0.06)
-    last = doc["intervals"][-1]["sum"]["bits_per_second"]
-    assert last == pytest.approx(20e6 * GOODPUT, rel=0.25)  # baseline once the bucket is empty
+    # baseline once the bucket is empty (from ~1 s): the last two seconds, both past it. Their
+    # mean, as one second's sender-side count moves by a few Mbit/s when a loaded machine delays
+    # the writes around its edge (seen: 26.5 Mbit/s in the last of 3 s, with 4 workers at load 8)
+    last = [i["sum"]["bits_per_second"] for i in doc["intervals"][-2:]]
+    assert sum(last) / 2 == pytest.approx(20e6 * GOODPUT, rel=0.25), last

@@ -293,6 +293,12 @@ def test_kill_9_mid_wave_leaves_nothing_after_destroy_and_the_switch_follows_the
     spec = tmp_path / "credits.yaml"
     spec.write_text(yaml.safe_dump(doc, sort_keys=False))
     results = tmp_path / "results"
+    # the client, made before the kill: the lost controller's switch fires ~9 s after it, and a
+    # loaded machine took longer than that to make one and read the events first (seen with 4
+    # workers at load 8: wave 2's instances were gone already)
+    ec2 = aws.client("ec2", "us-east-1")
+    f = [{"Name": "tag:netfleet:campaign", "Values": ["aws-credits"]},
+         {"Name": "instance-state-name", "Values": ["pending", "running"]}]  # fmt: skip
     proc = _netfleet(tmp_path, "run", str(spec), stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)  # fmt: skip
     try:
@@ -313,14 +319,11 @@ def test_kill_9_mid_wave_leaves_nothing_after_destroy_and_the_switch_follows_the
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    ev = _events(results)
-    assert sum(e.get("host") == "network" for e in ev if e.get("event") == "host_intent") == 1
-    ec2 = aws.client("ec2", "us-east-1")
-    f = [{"Name": "tag:netfleet:campaign", "Values": ["aws-credits"]},
-         {"Name": "instance-state-name", "Values": ["pending", "running"]}]  # fmt: skip
     up = [i["InstanceType"] for r in ec2.describe_instances(Filters=f)["Reservations"]
           for i in r["Instances"]]  # fmt: skip
     assert sorted(up) == ["c5n.18xlarge", "r4.xlarge"]  # wave 1's client is gone already
+    ev = _events(results)
+    assert sum(e.get("host") == "network" for e in ev if e.get("event") == "host_intent") == 1
     deadline = time.monotonic() + 30  # the lost controller's switch fires
     while not _fired("aws-credits"):
         assert time.monotonic() < deadline, "the switch did not fire after the lost controller"
