@@ -28,6 +28,7 @@ from netfleet.lab import (
     lab_schema,
     labs,
     load_lab,
+    netns,
     plan,
     profiles,
     resolve_host,
@@ -35,6 +36,7 @@ from netfleet.lab import (
     up,
 )
 from netfleet.lab.shaping import steady_burst, tbf_args
+from netfleet.lab.state import read_state
 from netfleet.units import goodput_ratio
 from tests.labkit import stop, take_down, wait_listening
 
@@ -453,14 +455,40 @@ def test_down_leaves_a_same_named_namespace_that_replaced_ours(
     spec = make_lab()
     up(spec, state_dir)
     impostor = f"nf-{spec.name}-client"
-    subprocess.run(["ip", "netns", "delete", impostor], check=True)
-    subprocess.run(["ip", "netns", "add", impostor], check=True)
+    state = read_state(spec.name, state_dir)
+    assert state is not None
+    ours = state.inodes[impostor]
+    ino = ours if isinstance(ours, int) else int(ours.split(":")[0])
+    for _ in range(50):  # the kernel gives our freed inode number to a namespace made next
+        subprocess.run(["ip", "netns", "delete", impostor], check=True)
+        subprocess.run(["ip", "netns", "add", impostor], check=True)
+        if os.stat(f"/run/netns/{impostor}").st_ino == ino:
+            break  # (most often within a few tries; a namespace another test made may take it)
+        time.sleep(0.1)
     try:
         removed = down(spec.name, state_dir)
         assert impostor not in removed and impostor in netns_names()
         assert f"nf-{spec.name}-sw" in removed
     finally:
         subprocess.run(["ip", "netns", "delete", impostor], check=False)
+
+
+@pytest.mark.netns
+@needs_root
+def test_a_namespace_s_identity_is_its_inode_and_when_it_was_made() -> None:
+    name = f"nf-id{secrets.token_hex(4)}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        st = os.stat(f"/run/netns/{name}")
+        assert netns.identity(name) == f"{st.st_ino}:{st.st_ctime_ns}"
+        assert netns.matches(netns.identity(name) or "", name)
+        # the same inode number, made at another time: a namespace made after ours was deleted
+        assert not netns.matches(f"{st.st_ino}:{st.st_ctime_ns - 1}", name)
+        assert netns.matches(st.st_ino, name)  # a state from before 0.2: the number alone
+        assert not netns.in_namespace(os.getpid(), netns.identity(name) or "")  # we are not in it
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], check=False)
+    assert netns.identity(name) is None and not netns.matches(st.st_ino, name)
 
 
 @pytest.mark.netns

@@ -4,7 +4,7 @@ from the cloud state directory alone.
 
 Each lab lives in ``<state>/<campaign>/sim/<lab>/`` (``<lab>`` = ``nf`` + 8 hex digits, made
 here) and holds the lab's own state file ``<lab>.json`` (:mod:`netfleet.lab.state`: every
-namespace with its nsfs inode, recorded before it was created), ``owner`` (the ``sim-lab``
+namespace with its identity, recorded before it was created), ``owner`` (the ``sim-lab``
 lease id) and ``controller.json`` (who brought it up: the ``netfleet run`` process's PID, start
 time, boot id and argv, plus the campaign, region and ``expires-at``).
 
@@ -19,7 +19,7 @@ Before anything is taken down, :func:`take_down` checks, in order, and leaves th
 3. the state file names the lab and only namespaces called ``nf-<lab>-…``.
 
 Then :func:`netfleet.lab.down` does what ``netfleet lab down`` does: for each recorded namespace
-whose inode still matches, stop its processes by PID (each checked to still be in that namespace
+whose identity still matches, stop its processes by PID (each checked to still be in that namespace
 right before the signal) and delete it; then the directory goes.
 """
 

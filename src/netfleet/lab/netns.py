@@ -21,12 +21,31 @@ def exists(ns: str) -> bool:
     return (NETNS_DIR / ns).exists()
 
 
-def inode(ns: str) -> int | None:
-    """The namespace's identity (nsfs inode) while it exists: tells ours from a same-named one."""
+def identity(ns: str) -> str | None:
+    """The namespace's identity while it exists, ``INODE:CTIME_NS`` of its nsfs inode: tells
+    ours from a same-named one. The inode number alone does not: the kernel hands a deleted
+    namespace's number to the next namespace made (a lab's ``ip netns delete`` then ``add``
+    gives the same inode), the inode's change time (ns) is when that namespace was made."""
     try:
-        return (NETNS_DIR / ns).stat().st_ino
+        return _identity(os.stat(NETNS_DIR / ns))
     except FileNotFoundError:
         return None
+
+
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_ino}:{st.st_ctime_ns}"
+
+
+def matches(recorded: str | int, ns: str) -> bool:
+    """Is ``ns`` (still) the namespace recorded as ``recorded``? A lab state written before
+    identities recorded the change time holds the inode number alone (an int): that is
+    compared alone."""
+    if isinstance(recorded, int):
+        try:
+            return os.stat(NETNS_DIR / ns).st_ino == recorded
+        except FileNotFoundError:
+            return False
+    return identity(ns) == recorded
 
 
 def add(ns: str) -> None:
@@ -56,12 +75,16 @@ def pids(ns: str) -> list[int]:
     return [int(p) for p in run(["ip", "netns", "pids", ns]).split()]
 
 
-def in_namespace(pid: int, ns_inode: int) -> bool:
-    """Is ``pid`` (still) a process of the namespace whose nsfs inode is ``ns_inode``?"""
+def in_namespace(pid: int, ns_identity: str | int) -> bool:
+    """Is ``pid`` (still) a process of the namespace whose :func:`identity` is
+    ``ns_identity`` (an int: a state's inode number alone, see :func:`matches`)?"""
     try:
-        return os.stat(f"/proc/{pid}/ns/net").st_ino == ns_inode
+        st = os.stat(f"/proc/{pid}/ns/net")
     except OSError:
         return False
+    if isinstance(ns_identity, int):
+        return st.st_ino == ns_identity
+    return _identity(st) == ns_identity
 
 
 def stop_processes(ns: str, *, grace: float = 2.0) -> list[int]:
@@ -69,12 +92,12 @@ def stop_processes(ns: str, *, grace: float = 2.0) -> list[int]:
     PID is checked to be in ``ns`` right before its signal (a PID that ended and was reused by
     another process between the listing and the signal is left alone)."""
     me = os.getpid()
-    ino = inode(ns)
+    ours = identity(ns)
     found = [p for p in pids(ns) if p != me]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         left = [p for p in pids(ns) if p != me]
         for pid in left:
-            if ino is not None and not in_namespace(pid, ino):
+            if ours is not None and not in_namespace(pid, ours):
                 continue
             log.info("sending %s to pid %d in namespace %s", sig.name, pid, ns)
             with contextlib.suppress(ProcessLookupError):

@@ -98,7 +98,11 @@ class LabState(BaseModel):
     source: str | None = Field(default=None, description="the lab file it came from, if any")
     complete: bool = Field(default=False, description="true once `up` finished")
     namespaces: list[str] = Field(default_factory=list, description="in creation order")
-    inodes: dict[str, int] = Field(default_factory=dict, description="namespace -> nsfs inode")
+    inodes: dict[str, str | int] = Field(
+        default_factory=dict,
+        description="namespace -> identity, INODE:CTIME_NS of its nsfs inode (an int: the inode"
+        " number alone, as states written before 0.2 hold it)",
+    )
     hosts: dict[str, LabHost] = Field(default_factory=dict)
     gateway: dict[str, Any] | None = Field(
         default=None, description="router namespace, addresses and MTU, if the lab has one"

@@ -147,7 +147,7 @@ def _create_namespace(state: LabState, ns: str, state_dir: str | Path | None) ->
         state.namespaces.remove(ns)  # not ours after all: down must never delete it
         write_state(state, state_dir)
         raise
-    found = netns.inode(ns)
+    found = netns.identity(ns)
     if found is not None:
         state.inodes[ns] = found
         write_state(state, state_dir)
@@ -216,7 +216,7 @@ def down(name: str, state_dir: str | Path | None = None, *, missing_ok: bool = T
         if not netns.exists(ns):
             continue
         recorded = state.inodes.get(ns)
-        if recorded is not None and netns.inode(ns) != recorded:
+        if recorded is not None and not netns.matches(recorded, ns):
             log.warning("namespace %s is not the one lab %s created: left alone", ns, name)
             continue
         try:
