@@ -195,15 +195,16 @@ def _columns(
         "omitted": omitted,
     }
     if streamed:
-        lists["stream_id"] = [s if k == "stream" else None
-                              for s, k in zip(sockets, kinds, strict=True)]  # fmt: skip
+        lists["stream_id"] = [
+            s if k == "stream" else None for s, k in zip(sockets, kinds, strict=True)
+        ]
     for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
         if name in held:
             lists[name] = _ints(column(name))
     for name in _INTERVAL_FIELDS_FLOAT:
         if name in held:
             lists[name] = _floats(column(name))
-    return Columns(lists)
+    return Columns(lists, INTERVAL_COLUMNS)
 
 
 def _ints(values: list[Any]) -> list[Any]:

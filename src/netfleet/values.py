@@ -73,12 +73,16 @@ def as_str(value: Any) -> str | None:
 class Columns:
     """A table's rows as one list per column (``lists``: name → values, each list as long as
     the others): built a column at a time, where a dict per row costs ≈ 3 µs (iperf3's
-    interval rows, hundreds a run). A column not held reads as NULLs."""
+    interval rows, hundreds a run). A column not held reads as NULLs; ``names``, the table's
+    columns when known, are the keys of every row :meth:`rows` gives (those not held: None)."""
 
-    __slots__ = ("lists",)
+    __slots__ = ("lists", "names")
 
-    def __init__(self, lists: dict[str, list[Any]] | None = None) -> None:
+    def __init__(
+        self, lists: dict[str, list[Any]] | None = None, names: tuple[str, ...] = ()
+    ) -> None:
         self.lists = {} if lists is None else lists
+        self.names = names
 
     @classmethod
     def of_rows(cls, rows: Iterable[Mapping[str, Any]], names: Iterable[str]) -> Columns:
@@ -95,7 +99,8 @@ class Columns:
 
     def rows(self) -> list[dict[str, Any]]:
         """A dict per row (for readers of one run: analysis, tests)."""
-        names, lists = list(self.lists), self.lists.values()
+        names = self.names or tuple(self.lists)
+        lists = [self.column(name) for name in names]
         return [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)]
 
     def where(self, name: str, value: Any, *, equal: bool = True) -> Columns:
@@ -104,11 +109,12 @@ class Columns:
         if not equal and value not in column:
             return self
         chosen = [(v == value) is equal for v in column]
-        return Columns({n: list(compress(v, chosen)) for n, v in self.lists.items()})
+        return Columns({n: list(compress(v, chosen)) for n, v in self.lists.items()}, self.names)
 
     def extend(self, other: Columns) -> None:
         """``other``'s rows after these (columns only one of them holds: NULL in the other)."""
         size, more = len(self), len(other)
+        self.names = self.names or other.names
         for name in other.lists.keys() - self.lists.keys():
             self.lists[name] = [None] * size
         for name, values in self.lists.items():
