@@ -8,14 +8,11 @@ source scripts/bootstrap.sh
 "$UV" run --frozen ruff check src tests scripts bench
 "$UV" run --frozen ruff format --check src tests scripts bench
 "$UV" run --frozen mypy
-# three workers (pytest-xdist), a test file per worker at a time: the tests use ~1,250 CPU-s
-# and spend much of their time waiting on shaped links, fixed-length runs and other processes
-# (two workers kept the two cores two-thirds busy), so a third file at once fills the gaps. A
-# fourth gained little more (the CPU, not the waiting, bounds it then) and starved the tests
-# that time a link or a switch on a loaded machine. Files go out in collection order
-# (tests/conftest.py puts the long ones first), not xdist's default order by number of tests.
-# Then the `solo` tests (the delay line's timing to tens of µs) run alone: beside another
-# worker's iperf3 they would measure the machine, not the lab.
+# two workers (pytest-xdist), a test file per worker at a time: most tests wait on shaped links
+# or on other processes, so two files at once use the two cores without crowding them. Files go
+# out in collection order (tests/conftest.py puts the long ones first), not xdist's default
+# order by number of tests. Then the `solo` tests (the delay line's timing to tens of µs) run
+# alone: beside another worker's iperf3 they would measure the machine, not the lab.
 # Exit 5 (no test selected, e.g. a file named on the command line) counts as a pass per phase.
 # Bytecode: the suite starts hundreds of Python processes (netfleet's CLI, moto, labs' helpers);
 # where the environment sets PYTHONDONTWRITEBYTECODE, each compiled every module it imports
@@ -26,7 +23,7 @@ venv="${UV_PROJECT_ENVIRONMENT:-.venv}"
 export PYTHONPYCACHEPREFIX="$venv/netfleet-test-pycache"
 unset PYTHONDONTWRITEBYTECODE
 status=0
-"$UV" run --frozen pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15 \
+"$UV" run --frozen pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 \
   -m "not solo" "$@" || status=$?
 [ "$status" -eq 5 ] && status=0
 # the solo phase collects only the files that hold a solo test (collecting all ~1,800 tests to
