@@ -23,8 +23,15 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the demo builds names
 def test_demo_prints_a_cheatsheet_that_matches_its_shaper_and_leaves_nothing(
     tmp_path: Path,
 ) -> None:
+    # The demo's promise (its steady host within 2 % of the shaper) is made for a machine doing
+    # nothing else; under xdist a CPU-bound test in the other worker starved its sender (-3.1 %
+    # once in CI). At nice -10 the demo's processes (iperf3 inherits it) come first on a
+    # contended core, as on an idle machine; what the test checks is unchanged.
     proc = subprocess.run(
         [
+            "nice",
+            "-n",
+            "-10",
             sys.executable,
             "-m",
             "netfleet",
