@@ -108,8 +108,13 @@ def cheatsheet(
 
 
 #: what the sheet's query loads (DuckDB ≈ 0.1 s of one core), loaded beside the import's workers
-SHEET_MODULES = ("duckdb", "netfleet.catalog.views", "netfleet.catalog.sheetcache",
-                 "netfleet.catalog.sheetstate", "netfleet.report.cheatsheet")  # fmt: skip
+SHEET_MODULES = (
+    "duckdb",
+    "netfleet.catalog.views",
+    "netfleet.catalog.sheetcache",
+    "netfleet.catalog.sheetstate",
+    "netfleet.report.cheatsheet",
+)
 
 
 def _loading(

@@ -36,16 +36,19 @@ def _identity(st: os.stat_result) -> str:
     return f"{st.st_ino}:{st.st_ctime_ns}"
 
 
+def _is(st: os.stat_result, recorded: str | int) -> bool:
+    """Is the nsfs inode ``st`` the namespace ``recorded`` (an int: its number alone)?"""
+    return st.st_ino == recorded if isinstance(recorded, int) else _identity(st) == recorded
+
+
 def matches(recorded: str | int, ns: str) -> bool:
     """Is ``ns`` (still) the namespace recorded as ``recorded``? A lab state written before
     identities recorded the change time holds the inode number alone (an int): that is
     compared alone."""
-    if isinstance(recorded, int):
-        try:
-            return os.stat(NETNS_DIR / ns).st_ino == recorded
-        except FileNotFoundError:
-            return False
-    return identity(ns) == recorded
+    try:
+        return _is(os.stat(NETNS_DIR / ns), recorded)
+    except FileNotFoundError:
+        return False
 
 
 def add(ns: str) -> None:
@@ -79,12 +82,9 @@ def in_namespace(pid: int, ns_identity: str | int) -> bool:
     """Is ``pid`` (still) a process of the namespace whose :func:`identity` is
     ``ns_identity`` (an int: a state's inode number alone, see :func:`matches`)?"""
     try:
-        st = os.stat(f"/proc/{pid}/ns/net")
+        return _is(os.stat(f"/proc/{pid}/ns/net"), ns_identity)
     except OSError:
         return False
-    if isinstance(ns_identity, int):
-        return st.st_ino == ns_identity
-    return _identity(st) == ns_identity
 
 
 def stop_processes(ns: str, *, grace: float = 2.0) -> list[int]:

@@ -136,8 +136,10 @@ def _part(key: str, raw: msgspec.Raw, top: bool) -> Any:
 def _sums(intervals: list[_Sums]) -> list[dict[str, Any]]:
     """Each interval as an object of the sums it holds (a ``sum`` alone, the common case,
     inline: a call an interval was a fifth of it)."""
-    return [{"sum": iv.sum} if iv.sum_bidir_reverse is None and iv.sum is not None
-            else _held(iv) for iv in intervals]  # fmt: skip
+    return [
+        {"sum": iv.sum} if iv.sum_bidir_reverse is None and iv.sum is not None else _held(iv)
+        for iv in intervals
+    ]
 
 
 def _held(iv: _Sums) -> dict[str, Any]:
