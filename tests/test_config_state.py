@@ -178,7 +178,7 @@ def test_a_lab_run_fills_the_state_columns_on_both_ingest_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = f"""\
-        subnet: 198.18.43.0/24
+        subnet: 198.18.130.0/24
         mtu: {MTU}
         hosts:
           srv: {{}}

@@ -29,7 +29,7 @@ def test_a_drain_that_starts_at_the_baseline_ends_early_and_measures_the_refill(
     tmp_path: Path,
 ) -> None:
     body = """\
-        subnet: 198.18.47.0/24
+        subnet: 198.18.133.0/24
         hosts:
           srv: {}
           cr: {out: {rate: 50mbit, peak: 200mbit, bucket: 300mbit}}

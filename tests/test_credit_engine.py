@@ -27,7 +27,7 @@ def regained_mbit(server_text: str, baseline: float) -> float:
 
 def test_credit_phases_measure_refill_and_cap(tmp_path: Path) -> None:
     body = f"""\
-        subnet: 198.18.43.0/24
+        subnet: 198.18.131.0/24
         hosts:
           srv: {{}}
           cr: {{out: {{rate: 50mbit, peak: 200mbit, bucket: {BUCKET_MBIT}mbit}}}}

@@ -93,7 +93,7 @@ def own_namespaces() -> Iterator[tuple[str, str]]:
         ip("netns", "add", a)
         ip("netns", "add", b)
         ip("link", "add", "v0", "netns", a, "type", "veth", "peer", "name", "v1", "netns", b)
-        for ns, dev, addr in ((a, "v0", "198.18.77.1/30"), (b, "v1", "198.18.77.2/30")):
+        for ns, dev, addr in ((a, "v0", "198.18.135.1/30"), (b, "v1", "198.18.135.2/30")):
             ip("-n", ns, "addr", "add", addr, "dev", dev)
             ip("-n", ns, "link", "set", dev, "up")
             ip("-n", ns, "link", "set", "lo", "up")
@@ -112,8 +112,8 @@ def test_spec_can_point_at_namespaces_the_user_built(
         textwrap.dedent(f"""\
         campaign: mine
         hosts:
-          a: {{kind: netns, namespace: {a}, address: 198.18.77.1, labels: {{instance_type: mine}}}}
-          b: {{kind: netns, namespace: {b}, address: 198.18.77.2}}
+          a: {{kind: netns, namespace: {a}, address: 198.18.135.1, labels: {{instance_type: mine}}}}
+          b: {{kind: netns, namespace: {b}, address: 198.18.135.2}}
         tests:
           - {{name: t, client: a, server: b, params: {{duration: 1, bitrate: 100mbit}}}}
         """)
@@ -122,7 +122,7 @@ def test_spec_can_point_at_namespaces_the_user_built(
     assert result.ok == 1, result.envelopes[0].reason
     env = result.envelopes[0]
     assert env.client.facts["interface"] == "v0"
-    assert env.server.address == "198.18.77.2"
+    assert env.server.address == "198.18.135.2"
 
 
 def test_missing_namespace_fails_preflight_before_anything_is_written(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_missing_namespace_fails_preflight_before_anything_is_written(tmp_path: 
         textwrap.dedent("""\
         campaign: gone
         hosts:
-          a: {kind: netns, namespace: no-such-ns-xyz, address: 198.18.77.1}
+          a: {kind: netns, namespace: no-such-ns-xyz, address: 198.18.135.1}
           b: {kind: local}
         tests:
           - {name: t, client: a, server: b}

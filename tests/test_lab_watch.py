@@ -71,7 +71,7 @@ def hook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     body = f"""\
-        subnet: 198.18.43.0/24
+        subnet: 198.18.132.0/24
         hosts:
           srv: {{labels: {{instance_type: big}}}}
           cred:

@@ -38,7 +38,7 @@ HOLDER = textwrap.dedent("""\
         name, lab_dir = labs.new_lab(tmp_path / "cloud", "nf-held")
         labs.claim(lab_dir, "0" * 32, region="us-east-1", expires_at="2099-01-01T00:00:00Z")
         spec = tmp_path / f"{name}.yaml"
-        spec.write_text(f"name: {name}\\nsubnet: 198.18.61.0/24\\nhosts: {{a: {{}}}}\\n")
+        spec.write_text(f"name: {name}\\nsubnet: 198.18.134.0/24\\nhosts: {{a: {{}}}}\\n")
         lab.up(lab.load_lab(spec), state_dir=lab_dir)
         print(f"\\nUP {name} {lab_dir}", flush=True)
         time.sleep(120)
