@@ -1,10 +1,17 @@
 """Suite-wide: the order files run in, and no simulated lab left behind by a stopped test.
 
 Ordering: the files that hold a ``slow`` test are collected first. ``scripts/test.sh`` runs
-pytest in two xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
+pytest in four xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
 at a time, in collection order. Starting with the long files (real labs, the demo, the cloud's
 kill-9 walks) keeps one of them from starting last and running alone. The order of tests inside
 a file, and of the other files, is unchanged.
+
+Priority: a ``netns`` test (a real lab: shaped links, rates checked against their shapers) runs
+at nice :data:`LAB_NICE`, and so does every process it starts (iperf3, the lab's helpers). Four
+workers share two cores; most tests wait (on a lab's run, a subprocess, moto), but a CPU-bound
+one beside a lab would starve its sender, and the lab would measure the machine instead of its
+shaper (a 200 Mbit/s shaper read as 187 once at three workers). At a higher priority the lab
+gets the CPU it needs first, as on an idle machine, and the CPU-bound tests take the rest.
 
 Labs: a sim-backed test (``netfleet run`` against moto with ``backing: sim``) has its
 controller bring a lab up under ``tmp_path/[cloud/]<campaign>/sim/``. When pytest is
@@ -29,6 +36,25 @@ import pytest
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: order kept within
+
+
+#: the nice value of a ``netns`` test's thread and of what it starts (root: a negative one)
+LAB_NICE = -10
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    """A ``netns`` test — its fixtures' setup and teardown too — at :data:`LAB_NICE`. Linux
+    keeps a nice value a thread (this one: the worker's main thread, where tests run); the
+    threads and processes it starts inherit it; it is set back after the test."""
+    if item.get_closest_marker("netns") is None or os.geteuid() != 0:
+        return (yield)
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    os.setpriority(os.PRIO_PROCESS, 0, LAB_NICE)
+    try:
+        return (yield)
+    finally:
+        os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
 def _interrupted(signum: int, frame: FrameType | None) -> None:
