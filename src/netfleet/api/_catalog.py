@@ -77,9 +77,14 @@ def cheatsheet(
                     cheatsheet_data(where, group_by=group, side=side, campaign=campaign)
 
         report = register(
-            [os.fspath(s) for s in sources], where, pattern=pattern, labels=labels,
-            workers=default_workers(), progress=_loading(progress, told), ahead=ahead,
-        )  # fmt: skip
+            [os.fspath(s) for s in sources],
+            where,
+            pattern=pattern,
+            labels=labels,
+            workers=default_workers(),
+            progress=_loading(progress, told),
+            ahead=ahead,
+        )
         if report.read_files:  # a no-op gives back nothing
             # what the import freed, back to the system before the sheet's query in this
             # process. The files' names the report keeps were made by the listing, among
