@@ -9,11 +9,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from netfleet.errors import ExitStatus
-from tests.test_import_reference import RUNS, _folder
+from tests.test_import_reference import RUNS, _age, _folder
 from tests.test_layers import loaded_modules
 
 #: the fixtures' runs carry no instance type: group by their engine and side
@@ -130,3 +131,64 @@ def test_the_sheet_s_query_loads_while_the_files_are_read(tmp_path: Path) -> Non
         assert done.returncode == 0, done.stderr
         calls = ast.literal_eval(done.stdout)
         assert calls[0] == (0, 3, early) and calls[-1][:2] == (3, 3)
+
+
+def test_the_sheet_is_computed_while_the_last_files_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With workers, the batch before the last ``TAIL_FILES`` files is committed while they
+    are read, and the sheet of what it holds is computed then (DuckDB), its tally kept: after
+    the import only the short last batch is written and added to that tally — no second
+    DuckDB sheet — and the numbers are those of the sheet computed afresh. Above
+    ``AHEAD_FILES`` files the sheet waits for the import. (Ten files stand for 10,000.)"""
+    from netfleet import api
+    from netfleet.api import _catalog as api_catalog
+    from netfleet.catalog import cheatsheet, reader, register
+    from netfleet.catalog.manifest import current_generation
+
+    monkeypatch.setattr(register, "PARALLEL_MIN", 4)
+    monkeypatch.setattr(register, "TAIL_FILES", 3)
+    monkeypatch.setattr(reader, "TASK_FILES", 4)  # (tasks of one file: 10 tasks)
+    src = tmp_path / "src"
+    src.mkdir()
+    body = RUNS[0].read_bytes()
+    for n in range(10):  # other bytes each (trailing spaces): 10 runs
+        (src / f"f{n}.json").write_bytes(body + b" " * n)
+    _age(src)
+    real, queried = cheatsheet._cheatsheet, []
+
+    def spied(con: Any, *args: Any, **kwargs: Any) -> Any:
+        runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        queried.append((runs, current_generation(catalog)))
+        return real(con, *args, **kwargs)
+
+    monkeypatch.setattr(cheatsheet, "_cheatsheet", spied)
+    reports: list[Any] = []
+    sheets = []
+    for ahead, catalog in ((10, tmp_path / "ahead"), (9, tmp_path / "after")):
+        monkeypatch.setattr(api_catalog, "AHEAD_FILES", ahead)
+        queried.clear()
+        sheet = api.cheatsheet(
+            catalog=catalog, import_from=src, by="engine", side="sender", imported=reports.append
+        )
+        report = reports[-1]
+        assert len(report.registered) == 10 and report.batches == 2
+        last = max((catalog / "runs").glob("part-*.parquet"))
+        assert [tuple(r) for r in api.sql("SELECT count(*) FROM runs", catalog=catalog).rows] == [
+            (10,)
+        ]
+        assert pq_rows(last) == 3  # the last batch: the last 3 files' runs
+        # ahead: DuckDB's sheet of the first 7 runs, before the manifest's first generation
+        assert queried == ([(7, 0)] if ahead == 10 else [(10, 1)])
+        sheets.append(sheet)
+    tallied, fresh = sheets  # the same numbers (the average's sum in another order)
+    assert tallied.columns == fresh.columns and len(tallied.rows) == len(fresh.rows) == 1
+    for got, want in zip(tallied.rows, fresh.rows, strict=True):
+        assert got[0] == want[0] and got[1:-1] == pytest.approx(want[1:-1], rel=1e-12)
+        assert got[-1] == want[-1]
+
+
+def pq_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)

@@ -29,7 +29,7 @@ import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,9 +67,11 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 
-#: runs per batch of catalog parts: a batch's tables are held until it is written (≈ 15 kB a
-#: seed-002 run); every batch but the last is written while the workers read on
-BATCH_RUNS = 5_000
+#: runs per batch of catalog parts (a batch's tables are held until it is written: ≈ 15 kB a
+#: seed-002 run), and files read after the last batch but one is committed: with workers, what
+#: landed before the last TAIL_FILES files (≈ 1 s of their CPU) is written while they read
+#: those, and the batch written after the last read is a short one
+BATCH_RUNS, TAIL_FILES = 5_000, 1_024
 
 
 class RegisterReport(Plain):
@@ -146,10 +148,8 @@ class RegisterReport(Plain):
     @property
     def read_files(self) -> bool:
         """Whether this import read any file (a no-op reads none: every file unchanged)."""
-        return bool(
-            self.registered or self.changed or self.touched or self.bad or self.duplicates
-            or self.already
-        )  # fmt: skip
+        lists = self.registered, self.changed, self.touched, self.bad, self.duplicates
+        return any(lists) or bool(self.already)
 
 
 def register(
@@ -164,11 +164,12 @@ def register(
     follow_links: bool = False,
     keep_copy: str | None = None,
     progress: Progress | None = None,
+    ahead: Callable[[], object] | None = None,
 ) -> RegisterReport:
     """Register every source file in ``catalog_dir``'s manifest and its rows in the catalog
     (see the module's text). ``keep_copy``: a folder (or ``s3://`` prefix) where each newly
     read file is kept as it is (hardlink or reflink when possible, else a copy; S3 to S3 a
-    server-side copy), named by its SHA-256."""
+    server-side copy), named by its SHA-256. ``ahead``: :func:`load`'s."""
     from netfleet.store.sources import SIDES, check_keep_copy, split_labels
 
     if side not in SIDES:
@@ -195,6 +196,7 @@ def register(
         follow_links=follow_links,
         keep_copy=keep_copy,
         progress=progress,
+        ahead=ahead,
     )
 
 
@@ -214,20 +216,22 @@ def load(
     batch_rows: int | None = None,
     task_files: int | None = None,
     remote: S3Catalog | None = None,
+    ahead: Callable[[], object] | None = None,
 ) -> RegisterReport:
-    """The catalog's one load loop, for both entry points (``register``: foreign files by
-    reference; ``ingest``: a results root's envelopes, ``asked`` :data:`INGESTED`). What is
-    already in is decided by the manifest alone (:func:`_work`'s rule: a file whose stat is its
-    row's is not opened); the files to read are read in worker tasks (:mod:`reader`), their
-    runs written by the one writer a batch at a time (every ``batch_runs`` runs — default
-    :data:`BATCH_RUNS` —, or ``batch_rows`` interval rows read), their manifest rows written
-    last as the next generation. ``listing``: the files (called with the cycle collector paused);
-    ``sources``: what was listed (a row under one whose file is gone is ``missing``);
-    ``options``: the reads' options, made when something is to be read; ``campaign``: the
-    campaign of this entry's rows (None: any — an envelope names its own); ``task_files``:
-    files per task read in this process (default :data:`reader.TASK_FILES`); ``remote``: an
-    S3 catalog (``catalog`` its staging directory), its manifest pulled from it under the lock
-    and pushed back after the batches (:class:`~netfleet.catalog.remote.S3Catalog`)."""
+    """The catalog's one load loop, for both entry points (``register``: foreign files by reference;
+    ``ingest``: a results root's envelopes, ``asked`` :data:`INGESTED`). What is already in is
+    decided by the manifest alone (:func:`_work`'s rule: a file whose stat is its row's is not
+    opened); the files to read are read in worker tasks (:mod:`reader`), their runs written by the
+    one writer a batch at a time (every ``batch_runs`` runs — default :data:`BATCH_RUNS` —, or
+    ``batch_rows`` interval rows read), their manifest rows written last as the next generation.
+    ``listing``: the files (called with the cycle collector paused); ``sources``: what was listed (a
+    row under one whose file is gone is ``missing``); ``options``: the reads' options, made when
+    something is to be read; ``campaign``: the campaign of this entry's rows (None: any — an
+    envelope names its own); ``task_files``: files per task read in this process (default
+    :data:`reader.TASK_FILES`); ``remote``: an S3 catalog (``catalog`` its staging directory), its
+    manifest pulled from it under the lock and pushed back after the batches
+    (:class:`~netfleet.catalog.remote.S3Catalog`). ``ahead``: this process's work while the workers
+    read the last :data:`TAIL_FILES` files (after the batch before them is committed)."""
     started = time.monotonic()
     sourcelist.forget_client()
     # Python's cycle collector paused while the files are listed and compared: the listing's
@@ -291,12 +295,17 @@ def load(
             keep = Keeper(keep_copy, follow_links) if keep_copy else None
             writer = Writer(local, known, remote)
             done = 0
+            tail = len(todo) - TAIL_FILES if workers_pool is not None else 0
             if progress is not None:
                 progress(report.unchanged, len(found))
             for items, columns, tables in tasks:
                 full = batch_rows is not None and writer.rows >= batch_rows
-                if full or writer.runs >= batch_runs:
+                cut = 0 < tail <= done
+                if full or cut or writer.runs >= batch_runs:
                     writer.commit(report)  # between two tasks' rows
+                    if cut and ahead is not None:
+                        ahead()
+                    tail = 0 if cut else tail
                 _settle_task(items, columns, tables, state, writer, report, keep)
                 done += len(items)
                 if progress is not None:
@@ -353,17 +362,11 @@ def pool(workers: int, files: int) -> Iterator[Any]:
 
 
 def _start(started: Any, workers: int) -> None:
-    """Start the pool's workers (a task each: the pool starts a worker per task handed out).
-    A failure is the tasks' to report: they start the workers again, or raise."""
-    try:
+    """Start the pool's workers: a worker per task handed out (``int()``: the fork server has
+    loaded the readers). A failure is the tasks' to report: they start them again, or raise."""
+    with suppress(Exception):  # (raised again by the first task handed out)
         for _ in range(workers):
-            started.submit(_warm)
-    except Exception:  # noqa: S110 - raised again by the first task handed out
-        pass
-
-
-def _warm() -> None:
-    """A worker's first task: nothing (its fork server has loaded the readers)."""
+            started.submit(int)
 
 
 def _load_writer() -> None:
@@ -650,9 +653,8 @@ def _under(source: str, given: str) -> bool:
     if given.startswith("s3://"):
         return source == given or source.startswith(given.rstrip("/") + "/")
     full = os.path.abspath(given)
-    if source == full or source.startswith(full.rstrip("/") + "/"):
-        return True
-    return any(c in given for c in "*?[") and fnmatch.fnmatch(source, full)
+    under = source == full or source.startswith(full.rstrip("/") + "/")
+    return under or (any(c in given for c in "*?[") and fnmatch.fnmatch(source, full))
 
 
 def _settle_task(
@@ -669,7 +671,6 @@ def _settle_task(
     is settled column-wise (no Python per file: a dict and a dozen calls per file were
     0.5-0.8 s of this process at 10,000 files); any other task file by file."""
     writer.take(tables)
-    count = len(items)
     checked = columns["checked_ns"]
     if None in checked:  # (a read that did not say when: S3)
         now = time.time_ns()
@@ -685,11 +686,10 @@ def _settle_task(
             for source, flags in zip(sources, columns["flags"], strict=True)
             if flags and flags != "[]"
         ]
-        state.add_columns(columns, count)
+        state.add_columns(columns, len(items))
         return
-    names = list(columns)
     for at, item in enumerate(items):
-        row = {name: columns[name][at] for name in names}
+        row = {name: values[at] for name, values in columns.items()}
         _settle(item, row, state, writer, report, keep)
 
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import os
 import stat
 import sys
 from array import array
-from bisect import insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
+from functools import reduce
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,28 +84,33 @@ class Group:
     __slots__ = ("count", "high", "low", "runs", "senders", "total", "windows")
 
     def __init__(self) -> None:
-        self.count = 0
-        self.total = 0.0
-        self.low = math.inf
-        self.high = -math.inf
+        self.count = self.runs = self.senders = 0
+        self.total, self.low, self.high = 0.0, math.inf, -math.inf
         self.windows: list[list[Any]] = [[0, []] for _ in QUANTILES]
-        self.runs = 0
-        self.senders = 0
 
     def add(self, rates: list[float]) -> None:
-        """Rates of one run (kept ones), into the count, sum, extremes and windows."""
-        for rate in rates:
-            self.count += 1
-            self.total += rate
-            self.low = min(self.low, rate)
-            self.high = max(self.high, rate)
-            for window in self.windows:
-                offset, values = window
-                if not values and self.count > 1:
+        """Rates of one run (kept ones), into the count, sum, extremes and windows, in order. A
+        window that reaches neither the bottom nor the top of the group keeps its ends for the
+        whole run: its rates below move its offset, those inside are inserted, at once."""
+        before, self.count = self.count, self.count + len(rates)
+        self.total = reduce(operator.add, rates, self.total)  # (the order of one at a time)
+        self.low, self.high = min([self.low, *rates]), max([self.high, *rates])
+        ordered = sorted(rates)
+        for window in self.windows:
+            values = window[1]
+            if values and window[0] > 0 and window[0] + len(values) < before:
+                low, high = values[0], values[-1]
+                window[0] += bisect_left(ordered, low)
+                if bisect_right(ordered, high) > bisect_left(ordered, low):  # (rarely)
+                    for rate in (rate for rate in rates if low <= rate <= high):
+                        insort(values, rate)
+                continue
+            for count, rate in enumerate(rates, before + 1):
+                if not values and count > 1:
                     continue  # a window cut empty: its ranks are unknown (read afresh)
-                if values and rate < values[0] and offset > 0:
+                if values and rate < values[0] and window[0] > 0:
                     window[0] += 1  # below the window (which does not reach the bottom)
-                elif values and rate > values[-1] and offset + len(values) < self.count - 1:
+                elif values and rate > values[-1] and window[0] + len(values) < count - 1:
                     continue  # above the window (which does not reach the top)
                 else:
                     insort(values, rate)
@@ -364,11 +371,10 @@ def updated(
         # another manifest generation) — afresh, DuckDB's own average to the bit
         return None
     try:
-        if not _add_batches(tally, head["meta"], new, question, group_keys, side):
-            return None
+        added = _add_batches(tally, head["meta"], new, question, group_keys, side)
     except (OSError, ValueError, KeyError):
         return None
-    return tally, parts, head["meta"]
+    return (tally, parts, head["meta"]) if added else None
 
 
 def _add_batches(
@@ -464,8 +470,7 @@ def _add_run(
     counts["runs"] += 1
     counts["not_tcp"] += run["protocol"] != "tcp"
     counts["bidir"] += run["bidir"] is True or run["direction"] == "bidir"
-    interval = 1.0 if run["interval"] is None else run["interval"]
-    stub_below = 0.5 * interval
+    stub_below = 0.5 * (1.0 if run["interval"] is None else run["interval"])
     fallback = side == "receiver" and not has_receiver
     kept: list[float] = []
     any_bad = any_sender = False
@@ -475,23 +480,17 @@ def _add_run(
         impossible = bps is not None and not (math.isfinite(bps) and 0 <= bps <= _MAX_RATE)
         stub = None if secs is None else secs < stub_below
         any_sender = any_sender or role != side
-        if omitted is True:
-            counts["omitted"] += 1
-        if impossible:
-            any_bad = True
-            counts["impossible"] += 1
-        if stub is True and omitted is False:
-            counts["stubs"] += 1
+        counts["omitted"] += omitted is True
+        counts["impossible"] += impossible
+        any_bad = any_bad or impossible
+        counts["stubs"] += stub is True and omitted is False
         if omitted is False and not impossible and stub is False and bps is not None:
             kept.append(bps)
-    if not kept and not any_bad:
-        counts["without_intervals"] += 1
     if not kept:
+        counts["without_intervals"] += not any_bad
         return
     counts["from_sender"] += any_sender
-    group = tally.groups.get(key)
-    if group is None:
-        group = tally.groups[key] = Group()
+    group = tally.groups.get(key) or tally.groups.setdefault(key, Group())
     group.runs += 1
     group.senders += any_sender
     group.add(kept)
