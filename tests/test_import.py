@@ -507,3 +507,25 @@ def test_one_decoder_reads_iperf3_files_for_both_imports() -> None:
     assert typed(odd) is None
     doc = parse(odd)
     assert doc["start"]["big"] == float("inf") and doc["start"]["x"] != doc["start"]["x"]
+
+
+def test_a_typed_document_reads_the_same_after_its_rows() -> None:
+    """A document read typed (each interval's sums a Struct, their fields read once as
+    columns for the checks and the rows) leaves those columns as read when its rows are made —
+    the server's rows join the client's in one table — so its checks and rows read again are
+    the same; and its rows are the sum rows of the whole document read as JSON's objects
+    (--bidir's reverse sums too)."""
+    from netfleet.engines.iperf3_rows import result_rows
+    from netfleet.iperf3json import Typed
+    from netfleet.store.import_iperf3 import check_intervals, typed
+
+    for name in ("tcp_1stream", "tcp_bidir"):
+        data = (Path(__file__).parent / "fixtures" / "iperf3" / f"{name}.json").read_bytes()
+        doc = typed(data, streams=False)
+        assert doc is not None and type(doc["intervals"]) is Typed, name
+        assert type(doc["server_output_json"]["intervals"]) is Typed, name
+        flags, rows = check_intervals(doc), result_rows("r", doc, {})[0].rows()
+        assert check_intervals(doc) == flags and result_rows("r", doc, {})[0].rows() == rows
+        whole = result_rows("r", json.loads(data), {})[0].rows()
+        assert rows == [row for row in whole if row["kind"] == "sum"], name
+        assert check_intervals(json.loads(data)) == flags, name

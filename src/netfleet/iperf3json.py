@@ -115,9 +115,9 @@ _FIELDS: tuple[str, ...] = Sum.__struct_fields__
 
 
 class Typed(list[Any]):
-    """An ``intervals`` array read typed (:func:`typed`): its :data:`Interval` s, their sums
-    (``sums``) and the sums' fields as columns (``fields``: read once, for the checks and
-    the rows alike)."""
+    """An ``intervals`` array read typed (:func:`typed_intervals`): its :data:`Interval` s,
+    their sums (``sums``) and the sums' fields as columns (``fields``: read once, for the
+    checks and the rows alike)."""
 
     __slots__ = ("fields", "sums")
 
@@ -127,7 +127,7 @@ class Typed(list[Any]):
         self.fields = fields
 
 
-def typed(entries: list[Any]) -> Typed | None:
+def typed_intervals(entries: list[Any]) -> Typed | None:
     """Typed intervals (:data:`Interval` s, as the decoder reads them) as :class:`Typed`, when
     each holds a ``sum`` with its ``start``, ``end`` and ``bytes``, and a
     ``sum_bidir_reverse`` so too in every one or in none; else None (a damaged or hand-made
@@ -240,7 +240,7 @@ def _typed_columns(run_id: str, side: str, entries: Typed, forward: bool) -> Col
     time, from their fields; an interval repeating the one before it dropped (iperf3 3.12's,
     as the loop does), reverse sums after their interval's sum."""
     sums = entries.sums
-    fields = {k: v[:] for k, v in entries.fields.items()}  # (the rows' own: they grow)
+    fields = entries.fields
     idxs = list(range(len(sums)))
     start = fields["start"]
     backs: list[Any] = list(map(_BACK, entries))
@@ -275,7 +275,8 @@ def _columns(
     n = len(parts)
     read = raw or {}
     if typed:  # (a field of none but None: a column not held, NULL at once)
-        held = {k for k, values in read.items() if values.count(None) < n}
+        read = {k: values[:] for k, values in read.items() if values.count(None) < n}
+        held = set(read)  # (copies: the rows' own, which grow; the document's stay as read)
     else:
         if not _DICTS.issuperset(map(type, parts)):
             parts = [dict(p) for p in parts]

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from netfleet.iperf3json import Interval, Typed, sum_fields
-from netfleet.iperf3json import typed as typed_intervals
+from netfleet.iperf3json import Interval, Typed, sum_fields, typed_intervals
 from netfleet.store.import_base import (
     TOLERANCE,
     ImportProblem,
@@ -107,7 +106,7 @@ def typed(data: bytes, *, streams: bool = True) -> dict[str, Any] | None:
 
 def _sums_only(data: bytes | msgspec.Raw, top: bool = True) -> dict[str, Any]:
     """A document (``top``; else its ``server_output_json``, whose own is kept whole) with its
-    intervals' sums only, typed (:func:`netfleet.iperf3json.typed`: no dict a sum, each
+    intervals' sums only, typed (:func:`~netfleet.iperf3json.typed_intervals`: no dict a sum, each
     field of its column's type) or else as JSON's objects: in one pass when it holds iperf3's
     own keys only and its sums read typed (a scan of the top level as raw parts, then of the
     intervals again, was a sixth of a file's CPU); else (a script's own keys beside them, kept
