@@ -463,9 +463,13 @@ def test_an_interval_longer_than_its_bytes_is_flagged(tmp_path: Path) -> None:
 
 def test_one_decoder_reads_iperf3_files_for_both_imports() -> None:
     """The import into a results root and the reader of an import by reference decode an iperf3
-    file with one decoder: its sums-only reading is the whole document's without the streams,
-    and a document msgspec refuses (NaN, a number out of range) is read by the tolerant decode
-    into the values the standard library gives."""
+    file with one decoder: its sums-only reading is the whole document's without the streams
+    (each sum typed, :data:`netfleet.iperf3json.Sum`: its fields the whole's values), and a
+    document msgspec refuses (NaN, a number out of range) is read by the tolerant decode into
+    the values the standard library gives."""
+    import msgspec
+
+    from netfleet.iperf3json import Interval
     from netfleet.store.import_iperf3 import decode, parse, typed
 
     def bare(doc: dict[str, Any]) -> dict[str, Any]:
@@ -475,7 +479,19 @@ def test_one_decoder_reads_iperf3_files_for_both_imports() -> None:
             out["server_output_json"] = bare(doc["server_output_json"])
         return out
 
-    read = 0
+    def plain(doc: dict[str, Any]) -> dict[str, Any]:  # typed sums as the objects they were
+        out = {**doc}
+        if doc.get("intervals") and type(doc["intervals"][0]) is Interval:
+            out["intervals"] = [
+                {k: {f: v for f, v in msgspec.structs.asdict(s).items() if v is not None}
+                 for k in ("sum", "sum_bidir_reverse") if (s := getattr(iv, k)) is not None}
+                for iv in doc["intervals"]
+            ]  # fmt: skip
+        if "server_output_json" in doc:
+            out["server_output_json"] = plain(doc["server_output_json"])
+        return out
+
+    read = typed_read = 0
     for path in sorted(FIX.glob("*.json")):
         data = path.read_bytes()
         whole = typed(data)
@@ -483,9 +499,33 @@ def test_one_decoder_reads_iperf3_files_for_both_imports() -> None:
             continue
         read += 1
         assert whole == json.loads(data) == decode(data), path.name
-        assert typed(data, streams=False) == bare(whole), path.name
-    assert read > 4
+        sums = typed(data, streams=False)
+        assert sums is not None and plain(sums) == bare(whole), path.name
+        typed_read += bool(sums.get("intervals")) and type(sums["intervals"][0]) is Interval
+    assert read > 4 and typed_read > 4
     odd = b'{"start": {"x": NaN, "big": 1e400}, "intervals": [], "end": {}}'
     assert typed(odd) is None
     doc = parse(odd)
     assert doc["start"]["big"] == float("inf") and doc["start"]["x"] != doc["start"]["x"]
+
+
+def test_a_typed_document_reads_the_same_after_its_rows() -> None:
+    """A document read typed (each interval's sums a Struct, their fields read once as
+    columns for the checks and the rows) leaves those columns as read when its rows are made —
+    the server's rows join the client's in one table — so its checks and rows read again are
+    the same; and its rows are the sum rows of the whole document read as JSON's objects
+    (--bidir's reverse sums too)."""
+    from netfleet.engines.iperf3_rows import result_rows
+    from netfleet.iperf3json import Typed
+    from netfleet.store.import_iperf3 import check_intervals, typed
+
+    for name in ("tcp_1stream", "tcp_bidir"):
+        data = (Path(__file__).parent / "fixtures" / "iperf3" / f"{name}.json").read_bytes()
+        doc = typed(data, streams=False)
+        assert doc is not None and type(doc["intervals"]) is Typed, name
+        assert type(doc["server_output_json"]["intervals"]) is Typed, name
+        flags, rows = check_intervals(doc), result_rows("r", doc, {})[0].rows()
+        assert check_intervals(doc) == flags and result_rows("r", doc, {})[0].rows() == rows
+        whole = result_rows("r", json.loads(data), {})[0].rows()
+        assert rows == [row for row in whole if row["kind"] == "sum"], name
+        assert check_intervals(json.loads(data)) == flags, name

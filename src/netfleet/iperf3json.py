@@ -24,11 +24,14 @@ Facts this parser relies on (verified on iperf3 3.12 captures in tests/fixtures/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from itertools import repeat
-from operator import eq
+from collections.abc import Callable, Mapping
+from itertools import compress, repeat
+from operator import attrgetter, eq, ne
 from statistics import fmean
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
+from msgspec.structs import astuple
 
 from netfleet.values import Columns, as_bool, as_float, as_int, as_str, obj
 
@@ -47,6 +50,7 @@ _INTERVAL_FIELDS_INT = (
 )
 _INTERVAL_FIELDS_FLOAT = ("start", "end", "seconds", "bits_per_second", "lost_percent", "jitter_ms")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_INT64 = Annotated[int, msgspec.Meta(ge=_INT64_MIN, le=_INT64_MAX)]
 _CPU = ("host_total", "host_user", "host_system", "remote_total", "remote_user", "remote_system")
 
 
@@ -85,6 +89,82 @@ _FLOW = {
 }
 
 
+#: an interval sum as the import's decoder reads it typed (:func:`netfleet.store.import_iperf3.
+#: typed`): each interval column's field, an int64 in an integer column, a JSON number as it
+#: is in a float column (an int stays an int, as in a dict), ``omitted`` and ``sender``
+#: booleans; null or absent: None. A value of another type is not read so (the decoder reads
+#: the document as JSON's values instead); a key of another name is skipped (no column).
+#: Its fields in iperf3's order (msgspec finds each key at the field it expects).
+_FIRST = ("start", "end", "seconds", "bytes", "bits_per_second")
+Sum: type[msgspec.Struct] = msgspec.defstruct(
+    "Sum",
+    [(name, float | int | None if name in _INTERVAL_FIELDS_FLOAT else _INT64 | None, None)
+     for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT + _INTERVAL_FIELDS_FLOAT
+                             if n not in _FIRST))]
+    + [("omitted", bool | None, None), ("sender", bool | None, None)],
+    gc=False,
+)  # fmt: skip
+#: an ``intervals`` entry read typed: its sums (its streams skipped, left in the file)
+Interval: type[msgspec.Struct] = msgspec.defstruct(
+    "Interval", [("sum", Sum | None, None), ("sum_bidir_reverse", Sum | None, None)], gc=False
+)
+
+
+_SUM, _BACK = attrgetter("sum"), attrgetter("sum_bidir_reverse")
+_FIELDS: tuple[str, ...] = Sum.__struct_fields__
+
+
+class Typed(list[Any]):
+    """An ``intervals`` array read typed (:func:`typed_intervals`): its :data:`Interval` s,
+    their sums (``sums``) and the sums' fields as columns (``fields``: read once, for the
+    checks and the rows alike)."""
+
+    __slots__ = ("fields", "sums")
+
+    def __init__(self, entries: list[Any], sums: list[Any], fields: dict[str, list[Any]]):
+        super().__init__(entries)
+        self.sums = sums
+        self.fields = fields
+
+
+def typed_intervals(entries: list[Any]) -> Typed | None:
+    """Typed intervals (:data:`Interval` s, as the decoder reads them) as :class:`Typed`, when
+    each holds a ``sum`` with its ``start``, ``end`` and ``bytes``, and a
+    ``sum_bidir_reverse`` so too in every one or in none; else None (a damaged or hand-made
+    document is read as JSON's objects instead: its empty or missing sums are skipped one by
+    one)."""
+    sums = list(map(_SUM, entries))
+    if None in sums:
+        return None
+    fields = _table(sums)
+    if not _whole(fields):
+        return None
+    backs = list(map(_BACK, entries))
+    if backs.count(None) == len(backs) or (None not in backs and _whole(_table(backs))):
+        return Typed(entries, sums, fields)
+    return None
+
+
+def _table(sums: list[Any]) -> dict[str, list[Any]]:
+    """:data:`Sum` s' fields, a list each, at once: each sum a tuple, the tuples transposed (a
+    few C calls, where a pass of attribute reads a field costs more than a dict's)."""
+    if not sums:
+        return {k: [] for k in _FIELDS}
+    return dict(zip(_FIELDS, map(list, zip(*map(astuple, sums), strict=True)), strict=True))
+
+
+def _whole(fields: dict[str, list[Any]]) -> bool:
+    return not (None in fields["start"] or None in fields["end"] or None in fields["bytes"])
+
+
+def sum_fields(sums: list[Any]) -> Callable[[str], list[Any]]:
+    """The fields of interval sums (JSON objects, or :data:`Sum` s; all of one kind), a list
+    a field."""
+    if sums and type(sums[0]) is Sum:
+        return _table(sums).__getitem__
+    return lambda name: list(map(dict.get, sums, repeat(name, len(sums))))
+
+
 def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bool) -> Columns:
     """The ``intervals`` rows of one host's ``intervals`` array, as columns: per interval, the
     ``sum`` (and ``sum_bidir_reverse``) plus one row per stream. Each column is taken from
@@ -92,6 +172,8 @@ def interval_columns(run_id: str, side: str, doc: Mapping[str, Any], reverse: bo
     its type passes as it is; anything else is coerced, or NULL)."""
     forward = (side == "client") != reverse  # the role in the main direction, when unflagged
     entries = _list(doc.get("intervals"))
+    if type(entries) is Typed:
+        return _typed_columns(run_id, side, entries, forward)
     alone = _sums_alone(entries)
     if alone is not None:
         totals, raw = alone
@@ -153,28 +235,59 @@ def _sums_alone(entries: list[Any]) -> tuple[list[Any], dict[str, list[Any]]] | 
     return None if any(map(eq, keys, keys[1:])) else (totals, raw)
 
 
+def _typed_columns(run_id: str, side: str, entries: Typed, forward: bool) -> Columns:
+    """:func:`interval_columns` of typed intervals (:class:`Typed`): the rows a column at a
+    time, from their fields; an interval repeating the one before it dropped (iperf3 3.12's,
+    as the loop does), reverse sums after their interval's sum."""
+    sums = entries.sums
+    fields = entries.fields
+    idxs = list(range(len(sums)))
+    start = fields["start"]
+    backs: list[Any] = list(map(_BACK, entries))
+    if any(map(eq, start, start[1:])):  # (no two starts alike: no repeat, at once)
+        keys = list(zip(start, fields["end"], fields["bytes"], strict=True))
+        keep = [True, *map(ne, keys[1:], keys)]
+        if False in keep:
+            sums, backs, idxs = (list(compress(c, keep)) for c in (sums, backs, idxs))
+            fields = _table(sums)
+    n = len(sums)
+    if backs.count(None) == n:
+        return _columns(run_id, side, sums, ["sum"] * n, idxs, [forward] * n, fields, True)
+    parts = [part for pair in zip(sums, backs, strict=True) for part in pair]
+    idxs = [i for i in idxs for _ in (0, 1)]
+    return _columns(run_id, side, parts, ["sum"] * 2 * n, idxs, [forward, not forward] * n,
+                    _table(parts), True)  # fmt: skip
+
+
 def _columns(
     run_id: str,
     side: str,
-    parts: list[Mapping[str, Any]],
+    parts: list[Any],
     kinds: list[str],
     idxs: list[int],
     defaults: list[bool],
     raw: dict[str, list[Any]] | None = None,
+    typed: bool = False,
 ) -> Columns:
-    """The rows of ``parts``; ``raw``: columns of theirs read already, as they are."""
+    """The rows of ``parts``: JSON objects (``raw``: columns of theirs read already, as they
+    are), or :data:`Sum` s (``typed``; ``raw``: their every field; an integer column needs
+    no check)."""
     n = len(parts)
-    if not _DICTS.issuperset(map(type, parts)):
-        parts = [dict(p) for p in parts]
-
-    held = set().union(*parts)  # the keys any part holds: a column of none is NULL at once
+    read = raw or {}
+    if typed:  # (a field of none but None: a column not held, NULL at once)
+        read = {k: values[:] for k, values in read.items() if values.count(None) < n}
+        held = set(read)  # (copies: the rows' own, which grow; the document's stay as read)
+    else:
+        if not _DICTS.issuperset(map(type, parts)):
+            parts = [dict(p) for p in parts]
+        held = set().union(*parts)  # the keys any part holds: a column of none is NULL at once
 
     def column(name: str) -> list[Any]:
         if name not in held:
             return [None] * n
-        if raw is not None and name in raw:
-            return raw[name]
-        return list(map(dict.get, parts, repeat(name, n)))  # type: ignore[arg-type]
+        if name in read:
+            return read[name]
+        return list(map(dict.get, parts, repeat(name, n)))
 
     flags = column("sender")
     if not _BOOLS.issuperset(map(type, flags)):
@@ -200,7 +313,7 @@ def _columns(
         ]
     for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
         if name in held:
-            lists[name] = _ints(column(name))
+            lists[name] = column(name) if typed else _ints(column(name))
     for name in _INTERVAL_FIELDS_FLOAT:
         if name in held:
             lists[name] = _floats(column(name))

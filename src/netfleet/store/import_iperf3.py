@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from netfleet.iperf3json import Interval, Typed, sum_fields, typed_intervals
 from netfleet.store.import_base import (
     TOLERANCE,
     ImportProblem,
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
 
 
 class _Sums(msgspec.Struct):
-    """An ``intervals`` entry as a document without its streams holds it: its sums."""
+    """An ``intervals`` entry as a document without its streams holds it, as JSON's objects:
+    its sums."""
 
     sum: dict[str, Any] | None = None
     sum_bidir_reverse: dict[str, Any] | None = None
@@ -48,11 +50,12 @@ class _Sums(msgspec.Struct):
 
 class _Document(msgspec.Struct, forbid_unknown_fields=True):
     """An iperf3 document of iperf3's own top-level keys only, read in one pass: its
-    ``intervals`` as their sums (the streams skipped unparsed), its ``server_output_json``
-    raw (read the same way), every other key whole; a key absent stays :data:`UNSET`."""
+    ``intervals`` as their typed sums (:data:`netfleet.iperf3json.Interval`, the streams
+    skipped unparsed), its ``server_output_json`` raw (read the same way), every other key
+    whole; a key absent stays :data:`UNSET`."""
 
     start: Any = msgspec.UNSET
-    intervals: list[_Sums] | msgspec.UnsetType = msgspec.UNSET
+    intervals: list[Interval] | msgspec.UnsetType = msgspec.UNSET  # type: ignore[valid-type]
     end: Any = msgspec.UNSET
     error: Any = msgspec.UNSET
     server_output_json: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
@@ -60,6 +63,7 @@ class _Document(msgspec.Struct, forbid_unknown_fields=True):
 
 _DOCUMENT = msgspec.json.Decoder(_Document)
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_TYPED = msgspec.json.Decoder(list[Interval])  # type: ignore[valid-type]
 _SUMS = msgspec.json.Decoder(list[_Sums])
 _ANY = msgspec.json.Decoder()
 _REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError)
@@ -102,21 +106,26 @@ def typed(data: bytes, *, streams: bool = True) -> dict[str, Any] | None:
 
 def _sums_only(data: bytes | msgspec.Raw, top: bool = True) -> dict[str, Any]:
     """A document (``top``; else its ``server_output_json``, whose own is kept whole) with its
-    intervals' sums only: in one pass when it holds iperf3's own keys only (a scan of the top
-    level as raw parts, then of the intervals again, was a sixth of a file's CPU); else (a
-    script's own keys beside them, kept whole) each top-level key's raw part decoded."""
+    intervals' sums only, typed (:func:`~netfleet.iperf3json.typed_intervals`: no dict a sum, each
+    field of its column's type) or else as JSON's objects: in one pass when it holds iperf3's
+    own keys only and its sums read typed (a scan of the top level as raw parts, then of the
+    intervals again, was a sixth of a file's CPU); else (a script's own keys beside them, kept
+    whole; a sum not read typed) each top-level key's raw part decoded."""
     try:
         one = _DOCUMENT.decode(data)
     except msgspec.ValidationError:
+        one = None
+    intervals: Any = None if one is None else one.intervals
+    if intervals is not msgspec.UNSET and intervals is not None:
+        intervals = typed_intervals(intervals)
+    if one is None or intervals is None:
         return {k: _part(k, raw, top) for k, raw in _TOP.decode(data).items()}
     out = {}
     for key in _DOCUMENT_KEYS:
-        value = getattr(one, key)
+        value = intervals if key == "intervals" else getattr(one, key)
         if value is msgspec.UNSET:
             continue
-        if key == "intervals":
-            value = _sums(value)
-        elif key == "server_output_json":
+        if key == "server_output_json":
             value = _sums_only(value, False) if top else _ANY.decode(value)
         out[key] = value
     return out
@@ -129,7 +138,11 @@ def _part(key: str, raw: msgspec.Raw, top: bool) -> Any:
     if key == "server_output_json" and top:
         return _sums_only(raw, False)
     if key == "intervals":
-        return _sums(_SUMS.decode(raw))
+        try:
+            read = typed_intervals(_TYPED.decode(raw))
+        except msgspec.ValidationError:
+            read = None
+        return read if read is not None else _sums(_SUMS.decode(raw))
     return _ANY.decode(raw)
 
 
@@ -270,7 +283,7 @@ def _plain_shape(doc: dict[str, Any]) -> bool:
             if (value := end.get(key)) is not None and type(value) is not dict:
                 return False
     intervals, server = doc.get("intervals"), doc.get("server_output_json")
-    return (intervals is None or type(intervals) is list) and (
+    return (intervals is None or type(intervals) in (list, Typed)) and (
         server is None or type(server) is dict
     )
 
@@ -287,21 +300,10 @@ def _check_rates(doc: dict[str, Any], where: str) -> None:
     interval part's rate at once when all are plain floats in range (the common case), else
     each one by :func:`check_rate`, which words the refusal of the first out of range."""
     intervals = doc.get("intervals") or []
-    parts: list[Any] = []
-    if _DICTS.issuperset(map(type, intervals)) and not any(
-        map(contains, intervals, repeat("streams"))
-    ):  # (sums only: at once)
-        parts = list(map(dict.get, intervals, repeat("sum")))
+    if type(intervals) is Typed:  # (its sums' rates read already)
+        rates = intervals.fields["bits_per_second"]
     else:
-        for iv in intervals:
-            if isinstance(iv, dict):
-                parts.append(iv.get("sum"))
-                streams = iv.get("streams")
-                if isinstance(streams, list):
-                    parts += streams
-    if not _DICTS.issuperset(map(type, parts)):
-        parts = [p for p in parts if isinstance(p, dict)]
-    rates: list[Any] = list(map(dict.get, parts, repeat("bits_per_second")))
+        rates = sum_fields(_parts(intervals))("bits_per_second")
     if not _FLOATS.issuperset(map(type, rates)) or (
         rates and not (min(rates) >= 0.0 and max(rates) <= MAX_RATE)
     ):
@@ -310,11 +312,35 @@ def _check_rates(doc: dict[str, Any], where: str) -> None:
     if isinstance(end, dict):
         for key, part in end.items():
             if key.startswith("sum") and isinstance(part, dict):
-                check_rate(f"{where}end.{key}.bits_per_second", part)
+                check_rate(f"{where}end.{key}.bits_per_second", part.get("bits_per_second"))
+
+
+def _parts(intervals: list[Any]) -> list[dict[str, Any]]:
+    """The interval parts (each interval's sum and streams) that are JSON objects."""
+    parts: list[Any]
+    if _DICTS.issuperset(map(type, intervals)) and not any(
+        map(contains, intervals, repeat("streams"))
+    ):  # (sums only: at once)
+        parts = list(map(dict.get, intervals, repeat("sum")))
+    else:
+        parts = []
+        for iv in intervals:
+            if isinstance(iv, dict):
+                parts.append(iv.get("sum"))
+                streams = iv.get("streams")
+                if isinstance(streams, list):
+                    parts += streams
+    if not _DICTS.issuperset(map(type, parts)):
+        parts = [p for p in parts if isinstance(p, dict)]
+    return parts
 
 
 def _word_rates(intervals: list[Any], where: str) -> None:
     """:func:`check_rate` of each interval part, in order (the first refused raises)."""
+    if type(intervals) is Typed:
+        for i, part in enumerate(intervals.sums):
+            check_rate(f"{where}intervals[{i}].sum.bits_per_second", part.bits_per_second)
+        return
     for i, iv in enumerate(intervals):
         if not isinstance(iv, dict):
             continue
@@ -325,12 +351,12 @@ def _word_rates(intervals: list[Any], where: str) -> None:
         for n, part in enumerate(parts):
             if isinstance(part, dict):
                 name = "sum" if n == 0 else f"streams[{n - 1}]"
-                check_rate(f"{where}intervals[{i}].{name}.bits_per_second", part)
+                check_rate(f"{where}intervals[{i}].{name}.bits_per_second",
+                           part.get("bits_per_second"))  # fmt: skip
 
 
-def check_rate(field: str, numbers: dict[str, Any]) -> None:
+def check_rate(field: str, value: Any) -> None:
     """Refuse a ``bits_per_second`` no link can carry (:func:`netfleet.units.plausible_rate`)."""
-    value = numbers.get("bits_per_second")
     if value is not None and not plausible_rate(value):
         raise ImportProblem(
             f"{field} = {str(value)[:32]!r} is not a rate a link can carry "
@@ -366,11 +392,10 @@ _NUMBERS = frozenset({float, int})
 _DICTS = frozenset({dict})
 
 
-def _numbers(sums: list[dict[str, Any]], name: str, field: Callable[[int], str]) -> list[Any]:
-    """One field of the interval sums as numbers (JSON's floats as they are; ints as floats;
-    anything else None); an int beyond a float's range is refused, named by ``field`` of its
-    position."""
-    values = list(map(dict.get, sums, repeat(name)))
+def _numbers(values: list[Any], name: str, field: Callable[[int], str]) -> list[Any]:
+    """One field of the interval sums, ``name``, as numbers (JSON's floats as they are; ints as
+    floats; anything else None); an int beyond a float's range is refused, named by ``field``
+    of its position."""
     kinds = set(map(type, values))
     if kinds <= _FLOATS:
         return values
@@ -394,26 +419,33 @@ def _side_flags(doc: dict[str, Any], side: str, path: str = "") -> list[dict[str
     """The checks of one side's interval sums (``path``: where ``doc`` is in the file), a
     column at a time: each rule tested over every interval at once, a flag's words made only
     for the intervals it flags."""
-    found: list[Any] = list(map(dict.get, _objects(doc.get("intervals") or []), repeat("sum")))
+    intervals = doc.get("intervals") or []
+    read = intervals if type(intervals) is Typed else None  # (each holds its sum, read)
+    found = (
+        read.sums if read is not None else list(map(dict.get, _objects(intervals), repeat("sum")))
+    )
     at = list(range(len(found)))
     sums = found
-    if not _DICTS.issuperset(map(type, found)):  # an interval without its sum: skipped
+    if read is None and not _DICTS.issuperset(map(type, found)):  # a missing sum: skipped
         keep = [isinstance(s, dict) for s in found]
         at, sums = list(compress(at, keep)), list(compress(found, keep))
 
     def field(k: int) -> str:
         return f"{path}intervals[{at[k]}].sum"
 
-    start, end, secs = (_numbers(sums, name, field) for name in ("start", "end", "seconds"))
+    column = read.fields.__getitem__ if read is not None else sum_fields(sums)
+    start, end, secs = (_numbers(column(k), k, field) for k in ("start", "end", "seconds"))
     if None in start or None in end or None in secs:  # an interval without its times: skipped
         keep = [a is not None and b is not None and c is not None
                 for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
         at, sums = list(compress(at, keep)), list(compress(sums, keep))
         start, end, secs = (list(compress(c, keep)) for c in (start, end, secs))
+        column = sum_fields(sums)
     if not sums:
         return []
-    nbytes, bps = _numbers(sums, "bytes", field), _numbers(sums, "bits_per_second", field)
-    omitted = list(map(bool, map(dict.get, sums, repeat("omitted"))))
+    nbytes = _numbers(column("bytes"), "bytes", field)
+    bps = _numbers(column("bits_per_second"), "bits_per_second", field)
+    omitted = list(map(bool, column("omitted")))
     # seconds ≠ end − start (none when each is end − start exactly: at once)
     timing = [False] * len(sums)
     if list(map(sub, end, start)) != secs:
