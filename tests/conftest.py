@@ -44,11 +44,13 @@ LAB_NICE = -10
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
-    """A ``netns`` test — its fixtures' setup and teardown too — at :data:`LAB_NICE`. Linux
+    """A ``netns`` test — its fixtures' setup and teardown too — at :data:`LAB_NICE` (not a
+    ``solo`` one: the delay line's timing, alone after the rest, as it was measured). Linux
     keeps a nice value a thread (this one: the worker's main thread, where tests run); the
     threads and processes it starts inherit it; it is set back after the test."""
-    if item.get_closest_marker("netns") is None or os.geteuid() != 0:
-        return (yield)
+    lab = item.get_closest_marker("netns") is not None
+    if not lab or item.get_closest_marker("solo") is not None or os.geteuid() != 0:
+        return (yield)  # (a solo test runs alone, its tools at the priority it gives them)
     before = os.getpriority(os.PRIO_PROCESS, 0)
     os.setpriority(os.PRIO_PROCESS, 0, LAB_NICE)
     try:

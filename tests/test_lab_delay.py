@@ -36,7 +36,10 @@ IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces)")
 pytestmark = pytest.mark.solo  # times the lab's links to tens of µs: alone, after the rest
 IRTT_PORT = 2112
-ATTEMPTS = 5
+# tries of a timed sample, the first that lands counting: a busy spell of this VM (the host's,
+# not the suite's: the solo phase runs alone) kept all of five 3 s samples 90-280 µs high once
+# (CI, 2026-11-29), and the next run passed; eight outlast more of such a spell
+ATTEMPTS = 8
 # The measuring tools (irtt, ping) run at the highest CFS weight (nice -20): on a busy machine a
 # tool at normal priority waits its turn for a CPU, milliseconds at times (irtt's median 3-8 ms
 # high with three busy loops on two cores), and that wait is the machine's, not the link's.
