@@ -1,16 +1,17 @@
 """Suite-wide: the order files run in, and no simulated lab left behind by a stopped test.
 
 Ordering: the files that hold a ``slow`` test are collected first. ``scripts/test.sh`` runs
-pytest in four xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
+pytest in two xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
 at a time, in collection order. Starting with the long files (real labs, the demo, the cloud's
 kill-9 walks) keeps one of them from starting last and running alone. The order of tests inside
 a file, and of the other files, is unchanged.
 
 Priority: a ``netns`` test (a real lab: shaped links, rates checked against their shapers) runs
-at nice :data:`LAB_NICE`, and so does every process it starts (iperf3, the lab's helpers). Four
+at nice :data:`LAB_NICE`, and so does every process it starts (iperf3, the lab's helpers). The
 workers share two cores; most tests wait (on a lab's run, a subprocess, moto), but a CPU-bound
 one beside a lab would starve its sender, and the lab would measure the machine instead of its
-shaper (a 200 Mbit/s shaper read as 187 once at three workers). At a higher priority the lab
+shaper (the demo's steady host 3.1 % low once at two workers; a 200 Mbit/s shaper read as 187
+at three). At a higher priority the lab
 gets the CPU it needs first, as on an idle machine, and the CPU-bound tests take the rest.
 
 Labs: a sim-backed test (``netfleet run`` against moto with ``backing: sim``) has its
