@@ -83,6 +83,27 @@ def lan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, s
     assert not started & set(userland._children), "an sshd left unreaped"
 
 
+def test_shut_down_stops_a_started_sshd_that_is_not_yet_in_its_namespace(tmp_path: Path) -> None:
+    """CI at 2c28bd6: a test that ended right after boot() shut its userland down before the
+    sshd's `ip netns exec` had entered the namespace; `ip netns pids` did not list it, so it
+    was neither killed nor reaped (and ran on). A child started for a namespace is stopped
+    through its Popen, wherever it is: here one that never enters it, and a record written
+    before the boot (no sshd_pid), as the plugin's is."""
+    ns = f"nf-ul-t{secrets.token_hex(4)}"  # no such namespace: `ip netns pids/del` find none
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    userland._children[child.pid] = (ns, child)
+    try:
+        record = {"namespace": ns, "root": str(tmp_path / "root"), "work": str(tmp_path / "w")}
+        userland.shut_down({**record, "sshd_pid": None})
+        assert child.pid not in userland._children
+        assert child.returncode == -9, child.returncode  # killed, and waited for
+    finally:
+        if child.returncode is None:
+            child.kill()
+            child.wait()
+        userland._children.pop(child.pid, None)
+
+
 def test_the_user_data_boots_a_userland(image: Path, lan: dict[str, str], tmp_path: Path) -> None:
     """One userland from render()'s user-data for a host whose runs use iperf3: the pinned host
     key is sshd's, iperf3 was installed by the script's apt-get and no other engine (before:

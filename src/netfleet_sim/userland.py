@@ -56,8 +56,8 @@ REPO = "/srv/netfleet-repo"
 MIRROR = "http://deb.debian.org/debian"
 MARKER = ".netfleet-userland.json"
 DEFAULT_USER = "admin"
-#: sshd processes this process started, by PID
-_children: dict[int, subprocess.Popen[bytes]] = {}
+#: sshd processes this process started, by PID, with the namespace each was started for
+_children: dict[int, tuple[str, subprocess.Popen[bytes]]] = {}
 
 
 class UserlandError(RuntimeError):
@@ -281,7 +281,7 @@ def apply_user_data(inst: Instance, user_data: str, authorized_key: str) -> str:
             stderr=log_file,
             start_new_session=True,
         )
-    _children[sshd.pid] = sshd  # reaped by shut_down (this process started it)
+    _children[sshd.pid] = (ns, sshd)  # reaped by shut_down (this process started it)
     inst.sshd_pid = sshd.pid
     return "\n".join(log)
 
@@ -291,16 +291,20 @@ def shut_down(record: dict[str, Any]) -> None:
     import signal
 
     ns = str(record["namespace"])
+    # what this process started for the namespace is stopped through its Popen, whatever
+    # `ip netns pids` sees: a just-started `ip netns exec` may not have entered the namespace
+    # yet (and would then run on in a deleted one), a record written before the boot names none
+    ours = [pid for pid, (child_ns, _) in _children.items() if child_ns == ns]
+    for pid in ours:
+        _children[pid][1].kill()  # Popen.kill signals nothing once the child was reaped
     pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
                           check=False).stdout.split()  # fmt: skip
     found = {int(str(pid)) for pid in [record.get("sshd_pid"), *pids] if str(pid or "").isdigit()}
-    for pid in found - {0}:
+    for pid in found - {0} - set(ours):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    for pid in found:  # reaped, whichever way it was found: a record written before boot
-        child = _children.pop(pid, None)  # has no sshd_pid, and a Popen never waited for
-        if child is not None:  # holds a zombie (3.11: "still running" when it is dropped)
-            child.wait(timeout=10)
+    for pid in ours:  # reaped: a Popen never waited for holds a zombie
+        _children.pop(pid)[1].wait(timeout=10)
     root = Path(record["root"])
     for sub in ("dev/pts", "dev", "sys", "proc", ""):
         target = root / sub if sub else root
