@@ -66,8 +66,7 @@ def cheatsheet(
         )
     group = keys(by, required=False)
     if sources:
-        from netfleet.catalog.register import register
-        from netfleet.store.sources import default_workers
+        from netfleet.api._results import register
 
         told: list[int] = []  # the files the import reads (its first progress call)
 
@@ -77,11 +76,10 @@ def cheatsheet(
                     cheatsheet_data(where, group_by=group, side=side, campaign=campaign)
 
         report = register(
-            [os.fspath(s) for s in sources],
-            where,
+            sources,
+            catalog=where,
             pattern=pattern,
-            labels=labels,
-            workers=default_workers(),
+            label=labels,
             progress=_loading(progress, told),
             ahead=ahead,
         )

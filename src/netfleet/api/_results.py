@@ -78,6 +78,7 @@ def register(
     progress: Progress | None = None,
     follow_links: bool = False,
     keep_copy: str | None = None,
+    ahead: Callable[[], object] | None = None,
 ) -> RegisterReport:
     """Import the same files by reference into ``catalog`` (docs/import.md): no envelope; each
     file is read once and registered in the catalog's manifest, its run's rows (runs, ends,
@@ -88,7 +89,9 @@ def register(
     duplicates, already, retired runs, the manifest's generation). ``keep_copy``: a folder or
     ``s3://`` prefix where each file read is kept as it is (a root-owned copy or reflink, a
     hardlink only to a file the user owns; S3 to S3 server-side), named by its SHA-256; a file
-    no longer the one read is refused."""
+    no longer the one read is refused. ``ahead()`` is called once, with workers, while they
+    read the last files (what landed before them is committed): :func:`cheatsheet` computes
+    the sheet there."""
     from netfleet.catalog.register import register as run_register
     from netfleet.store.sources import default_workers
 
@@ -103,6 +106,7 @@ def register(
         follow_links=follow_links,
         keep_copy=keep_copy,
         progress=progress,
+        ahead=ahead,
     )
 
 
