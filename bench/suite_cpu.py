@@ -4,6 +4,7 @@ records: one a process that ends, with its user and system CPU), then the CPU by
 xdist workers' own, the short-lived Python processes (a CLI or a helper started by a test), and
 how busy the machine's cores were (CPU over wall × cores).
 
+    .venv/bin/python bench/suite_cpu.py              # two workers, as scripts/test.sh
     .venv/bin/python bench/suite_cpu.py --workers 4
     .venv/bin/python bench/suite_cpu.py --workers 2 -- tests/test_ssh.py
 
@@ -56,7 +57,7 @@ def records(data: bytes) -> list[tuple[int, int, str, float, float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=4, help="pytest-xdist workers (-n)")
+    ap.add_argument("--workers", type=int, default=2, help="xdist workers (-n), as test.sh")
     ap.add_argument("--top", type=int, default=15, help="programs listed")
     ap.add_argument("pytest_args", nargs="*", help="after --: given to pytest")
     args = ap.parse_args()
