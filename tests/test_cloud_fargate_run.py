@@ -210,8 +210,11 @@ def test_kill_9_while_measuring_then_destroy_leaves_nothing(
                 assert time.monotonic() < deadline and proc.poll() is None, "never measured"
                 lab = next((d.name for d in sim.iterdir()), None) if sim.is_dir() else None
                 spaces = [f"nf-{lab}-f256-512m", f"nf-{lab}-h1"] if lab else []
-                seen = [(pid, _started(pid)) for ns in spaces for pid in netns.pids(ns)]
-                if spaces and all(netns.pids(ns) for ns in spaces):
+                # one listing a namespace, read once: the PIDs kept are those the check saw
+                # (listed twice, the first listing could be empty and the second not: CI once)
+                listed = [netns.pids(ns) for ns in spaces]
+                seen = [(pid, _started(pid)) for pids in listed for pid in pids]
+                if spaces and all(listed):
                     break
                 time.sleep(0.1)
         finally:
