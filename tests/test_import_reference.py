@@ -500,6 +500,47 @@ def test_a_batch_of_sums_is_one_row_group_and_any_other_kind_is_split() -> None:
     assert [g.num_rows for g in batch(["sum", None])] == [1, 1]
 
 
+def test_a_batch_makes_each_text_column_once_per_run_as_a_conversion_per_row_would() -> None:
+    """The batch makes a text column from each run's one value and its row count where every
+    row of the run holds it (run_id, side …): the same record batch, byte for byte, as Arrow's
+    conversion of every row — a run whose rows differ (a bidir run's roles), text beyond
+    ASCII, a NULL among the values — and a value that is not text refused as before."""
+    import pyarrow as pa
+
+    from netfleet.catalog.build import RunRows
+    from netfleet.catalog.schemas import SCHEMAS
+    from netfleet.catalog.writer import Batch
+    from netfleet.values import Columns
+
+    def run(run_id: str, role: list[Any], side: Any = "client") -> RunRows:
+        n = len(role)
+        lists = {"run_id": [run_id] * n, "side": [side] * n, "role": role,
+                 "kind": ["sum"] * n, "idx": list(range(n)), "bytes": [7] * n}  # fmt: skip
+        return RunRows({"run_id": run_id}, Columns(lists))
+
+    cases = [
+        [run("a", ["sender"] * 3), run("b", ["sender", "receiver"]), run("ç-ü", ["receiver"])],
+        [run("a", ["sender"]), run("b", ["sender", None]), run("c", ["x"], side=None)],
+    ]
+    for runs in cases:
+        made = Batch()
+        for rows in runs:
+            made.add(rows)
+        assert made.convert() == []
+        flat = {name: [v for rows in runs for v in rows.intervals.column(name)]
+                for name in SCHEMAS["intervals"].names}  # fmt: skip
+        expected = pa.RecordBatch.from_pydict(flat, schema=SCHEMAS["intervals"])
+        (got,) = made.parts["intervals"]
+        assert got.equals(expected)
+        assert got.serialize().to_pybytes() == expected.serialize().to_pybytes()
+    made = Batch()
+    made.add(run("a", ["sender"]))
+    made.add(run("b", [3, 3]))  # (a text column's value that is not text)
+    ((refused, why),) = made.convert()
+    assert refused.run_id == "b" and "does not fit" in why
+    assert made.parts["intervals"][-1].column("run_id").to_pylist() == ["a"]
+
+
 def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
