@@ -108,6 +108,33 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     assert _rows(tmp_path / "cat_ref", flagged)[0][0] >= 2  # the 2.001 s intervals
 
 
+def test_a_typed_read_of_whole_numbers_flags_and_rows_as_the_full_read_does() -> None:
+    """iperf3 writes its times as floats; a file that writes whole numbers (``"start": 0``)
+    is read typed — its times as floats, its rate as written — and gets the same interval
+    flags (a seconds mismatch, a gap, a rate off bytes) and the same rows as the full read."""
+    from netfleet.iperf3json import Typed, interval_columns
+    from netfleet.store.import_iperf3 import check_intervals, parse
+
+    sums = [(0, 1, 1, 125, 1000), (1, 2, 1, 125, 1000), (3, 4, 2, 125, 1000), (4, 5, 1, 250, 1000)]
+    intervals = [{"streams": [{"socket": 5, "start": a, "end": b, "bytes": n}],
+                  "sum": {"start": a, "end": b, "seconds": c, "bytes": n, "bits_per_second": r,
+                          "omitted": False, "sender": True}} for a, b, c, n, r in sums]  # fmt: skip
+    doc = {"start": {"timestamp": {"timesecs": 1}}, "intervals": intervals, "end": {}}
+    data = json.dumps(doc).encode()
+    typed, full = parse(data, streams=False), parse(data)
+    assert type(typed["intervals"]) is Typed and type(full["intervals"]) is list
+    fields = typed["intervals"].fields
+    assert [type(v) for v in fields["start"] + fields["seconds"]] == [float] * 8
+    assert fields["bits_per_second"] == [1000] * 4 and type(fields["bits_per_second"][0]) is int
+    flags = check_intervals(typed)
+    assert flags == check_intervals(full)
+    assert {(f["interval"], f["field"]) for f in flags} == {
+        (2, "seconds"), (2, "start"), (2, "bits_per_second"), (3, "bits_per_second")}  # fmt: skip
+    rows = interval_columns("r", "client", typed, False).rows()
+    want = interval_columns("r", "client", full, False).where("kind", "sum").rows()
+    assert rows == want and [type(row["start"]) for row in rows] == [float] * 4
+
+
 def test_a_script_s_keys_become_labels_and_the_manifest_keeps_them(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()

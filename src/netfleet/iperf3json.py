@@ -90,15 +90,19 @@ _FLOW = {
 
 
 #: an interval sum as the import's decoder reads it typed (:func:`netfleet.store.import_iperf3.
-#: typed`): each interval column's field, an int64 in an integer column, a JSON number as it
-#: is in a float column (an int stays an int, as in a dict), ``omitted`` and ``sender``
-#: booleans; null or absent: None. A value of another type is not read so (the decoder reads
-#: the document as JSON's values instead); a key of another name is skipped (no column).
-#: Its fields in iperf3's order (msgspec finds each key at the field it expects).
+#: typed`): each interval column's field, an int64 in an integer column, a float in a float
+#: column (a JSON int made one, as the rows and the checks make it) but ``bits_per_second``,
+#: a JSON number as it is (a rate refused is quoted as the file has it), ``omitted`` and
+#: ``sender`` booleans; null or absent: None. A value of another type (or beyond a float's
+#: range) is not read so (the decoder reads the document as JSON's values instead); a key of
+#: another name is skipped (no column). Its fields in iperf3's order (msgspec finds each key
+#: at the field it expects).
 _FIRST = ("start", "end", "seconds", "bytes", "bits_per_second")
+_AS_WRITTEN = "bits_per_second"
 Sum: type[msgspec.Struct] = msgspec.defstruct(
     "Sum",
-    [(name, float | int | None if name in _INTERVAL_FIELDS_FLOAT else _INT64 | None, None)
+    [(name, (float | int | None if name == _AS_WRITTEN else float | None)
+      if name in _INTERVAL_FIELDS_FLOAT else _INT64 | None, None)
      for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT + _INTERVAL_FIELDS_FLOAT
                              if n not in _FIRST))]
     + [("omitted", bool | None, None), ("sender", bool | None, None)],
@@ -275,7 +279,7 @@ def _columns(
     n = len(parts)
     read = raw or {}
     if typed:  # (a field of none but None: a column not held, NULL at once)
-        read = {k: values[:] for k, values in read.items() if values.count(None) < n}
+        read = {k: v[:] for k, v in read.items() if (v and v[0] is not None) or v.count(None) < n}
         held = set(read)  # (copies: the rows' own, which grow; the document's stay as read)
     else:
         if not _DICTS.issuperset(map(type, parts)):
@@ -314,9 +318,9 @@ def _columns(
     for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
         if name in held:
             lists[name] = column(name) if typed else _ints(column(name))
-    for name in _INTERVAL_FIELDS_FLOAT:
+    for name in _INTERVAL_FIELDS_FLOAT:  # (a typed sum's are floats already, but its rate)
         if name in held:
-            lists[name] = _floats(column(name))
+            lists[name] = _floats(column(name)) if not typed or name == _AS_WRITTEN else read[name]
     return Columns(lists, INTERVAL_COLUMNS)
 
 
