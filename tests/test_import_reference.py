@@ -108,6 +108,33 @@ def test_rows_by_reference_are_the_envelope_path_rows_without_streams(tmp_path: 
     assert _rows(tmp_path / "cat_ref", flagged)[0][0] >= 2  # the 2.001 s intervals
 
 
+def test_a_typed_read_of_whole_numbers_flags_and_rows_as_the_full_read_does() -> None:
+    """iperf3 writes its times as floats; a file that writes whole numbers (``"start": 0``)
+    is read typed — its times as floats, its rate as written — and gets the same interval
+    flags (a seconds mismatch, a gap, a rate off bytes) and the same rows as the full read."""
+    from netfleet.iperf3json import Typed, interval_columns
+    from netfleet.store.import_iperf3 import check_intervals, parse
+
+    sums = [(0, 1, 1, 125, 1000), (1, 2, 1, 125, 1000), (3, 4, 2, 125, 1000), (4, 5, 1, 250, 1000)]
+    intervals = [{"streams": [{"socket": 5, "start": a, "end": b, "bytes": n}],
+                  "sum": {"start": a, "end": b, "seconds": c, "bytes": n, "bits_per_second": r,
+                          "omitted": False, "sender": True}} for a, b, c, n, r in sums]  # fmt: skip
+    doc = {"start": {"timestamp": {"timesecs": 1}}, "intervals": intervals, "end": {}}
+    data = json.dumps(doc).encode()
+    typed, full = parse(data, streams=False), parse(data)
+    assert type(typed["intervals"]) is Typed and type(full["intervals"]) is list
+    fields = typed["intervals"].fields
+    assert [type(v) for v in fields["start"] + fields["seconds"]] == [float] * 8
+    assert fields["bits_per_second"] == [1000] * 4 and type(fields["bits_per_second"][0]) is int
+    flags = check_intervals(typed)
+    assert flags == check_intervals(full)
+    assert {(f["interval"], f["field"]) for f in flags} == {
+        (2, "seconds"), (2, "start"), (2, "bits_per_second"), (3, "bits_per_second")}  # fmt: skip
+    rows = interval_columns("r", "client", typed, False).rows()
+    want = interval_columns("r", "client", full, False).where("kind", "sum").rows()
+    assert rows == want and [type(row["start"]) for row in rows] == [float] * 4
+
+
 def test_a_script_s_keys_become_labels_and_the_manifest_keeps_them(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
@@ -498,6 +525,47 @@ def test_a_batch_of_sums_is_one_row_group_and_any_other_kind_is_split() -> None:
     sums, streams = batch(["sum", "stream", "sum"])
     assert sums.column("idx").to_pylist() == [0, 2] and streams.column("idx").to_pylist() == [1]
     assert [g.num_rows for g in batch(["sum", None])] == [1, 1]
+
+
+def test_a_batch_makes_each_text_column_once_per_run_as_a_conversion_per_row_would() -> None:
+    """The batch makes a text column from each run's one value and its row count where every
+    row of the run holds it (run_id, side …): the same record batch, byte for byte, as Arrow's
+    conversion of every row — a run whose rows differ (a bidir run's roles), text beyond
+    ASCII, a NULL among the values — and a value that is not text refused as before."""
+    import pyarrow as pa
+
+    from netfleet.catalog.build import RunRows
+    from netfleet.catalog.schemas import SCHEMAS
+    from netfleet.catalog.writer import Batch
+    from netfleet.values import Columns
+
+    def run(run_id: str, role: list[Any], side: Any = "client") -> RunRows:
+        n = len(role)
+        lists = {"run_id": [run_id] * n, "side": [side] * n, "role": role,
+                 "kind": ["sum"] * n, "idx": list(range(n)), "bytes": [7] * n}  # fmt: skip
+        return RunRows({"run_id": run_id}, Columns(lists))
+
+    cases = [
+        [run("a", ["sender"] * 3), run("b", ["sender", "receiver"]), run("ç-ü", ["receiver"])],
+        [run("a", ["sender"]), run("b", ["sender", None]), run("c", ["x"], side=None)],
+    ]
+    for runs in cases:
+        made = Batch()
+        for rows in runs:
+            made.add(rows)
+        assert made.convert() == []
+        flat = {name: [v for rows in runs for v in rows.intervals.column(name)]
+                for name in SCHEMAS["intervals"].names}  # fmt: skip
+        expected = pa.RecordBatch.from_pydict(flat, schema=SCHEMAS["intervals"])
+        (got,) = made.parts["intervals"]
+        assert got.equals(expected)
+        assert got.serialize().to_pybytes() == expected.serialize().to_pybytes()
+    made = Batch()
+    made.add(run("a", ["sender"]))
+    made.add(run("b", [3, 3]))  # (a text column's value that is not text)
+    ((refused, why),) = made.convert()
+    assert refused.run_id == "b" and "does not fit" in why
+    assert made.parts["intervals"][-1].column("run_id").to_pylist() == ["a"]
 
 
 def test_a_retirement_cut_by_a_crash_is_finished_by_the_next_import(

@@ -90,18 +90,25 @@ _FLOW = {
 
 
 #: an interval sum as the import's decoder reads it typed (:func:`netfleet.store.import_iperf3.
-#: typed`): each interval column's field, an int64 in an integer column, a JSON number as it
-#: is in a float column (an int stays an int, as in a dict), ``omitted`` and ``sender``
-#: booleans; null or absent: None. A value of another type is not read so (the decoder reads
-#: the document as JSON's values instead); a key of another name is skipped (no column).
-#: Its fields in iperf3's order (msgspec finds each key at the field it expects).
+#: typed`): each interval column's field, an int64 in an integer column, a float in a float
+#: column (a JSON int made one, as the rows and the checks make it) but ``bits_per_second``,
+#: a JSON number as it is (a rate refused is quoted as the file has it), ``omitted`` and
+#: ``sender`` booleans; null or absent: None, but ``start``, ``end`` and ``bytes``, which a
+#: sum must hold. A sum without them or with a value of another type (or beyond a float's
+#: range) is not read so (the decoder reads the document as JSON's values instead); a key of
+#: another name is skipped (no column). Its fields in iperf3's order (msgspec finds each key
+#: at the field it expects).
 _FIRST = ("start", "end", "seconds", "bytes", "bits_per_second")
+_AS_WRITTEN, _WHOLE = "bits_per_second", ("start", "end", "bytes")
 Sum: type[msgspec.Struct] = msgspec.defstruct(
     "Sum",
-    [(name, float | int | None if name in _INTERVAL_FIELDS_FLOAT else _INT64 | None, None)
-     for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT + _INTERVAL_FIELDS_FLOAT
-                             if n not in _FIRST))]
+    [(name, kind) if name in _WHOLE else (name, kind | None, None) for name, kind in (
+        (name, (float | int if name == _AS_WRITTEN else float)
+         if name in _INTERVAL_FIELDS_FLOAT else _INT64)
+        for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT + _INTERVAL_FIELDS_FLOAT
+                                if n not in _FIRST)))]
     + [("omitted", bool | None, None), ("sender", bool | None, None)],
+    kw_only=True,
     gc=False,
 )  # fmt: skip
 #: an ``intervals`` entry read typed: its sums (its streams skipped, left in the file)
@@ -128,21 +135,15 @@ class Typed(list[Any]):
 
 
 def typed_intervals(entries: list[Any]) -> Typed | None:
-    """Typed intervals (:data:`Interval` s, as the decoder reads them) as :class:`Typed`, when
-    each holds a ``sum`` with its ``start``, ``end`` and ``bytes``, and a
-    ``sum_bidir_reverse`` so too in every one or in none; else None (a damaged or hand-made
+    """Typed intervals (:data:`Interval` s, as the decoder reads them: each sum with its
+    ``start``, ``end`` and ``bytes``) as :class:`Typed`, when each holds a ``sum``, and a
+    ``sum_bidir_reverse`` in every one or in none; else None (a damaged or hand-made
     document is read as JSON's objects instead: its empty or missing sums are skipped one by
     one)."""
     sums = list(map(_SUM, entries))
-    if None in sums:
+    if None in sums or list(map(_BACK, entries)).count(None) not in (0, len(entries)):
         return None
-    fields = _table(sums)
-    if not _whole(fields):
-        return None
-    backs = list(map(_BACK, entries))
-    if backs.count(None) == len(backs) or (None not in backs and _whole(_table(backs))):
-        return Typed(entries, sums, fields)
-    return None
+    return Typed(entries, sums, _table(sums))
 
 
 def _table(sums: list[Any]) -> dict[str, list[Any]]:
@@ -151,10 +152,6 @@ def _table(sums: list[Any]) -> dict[str, list[Any]]:
     if not sums:
         return {k: [] for k in _FIELDS}
     return dict(zip(_FIELDS, map(list, zip(*map(astuple, sums), strict=True)), strict=True))
-
-
-def _whole(fields: dict[str, list[Any]]) -> bool:
-    return not (None in fields["start"] or None in fields["end"] or None in fields["bytes"])
 
 
 def sum_fields(sums: list[Any]) -> Callable[[str], list[Any]]:
@@ -275,7 +272,7 @@ def _columns(
     n = len(parts)
     read = raw or {}
     if typed:  # (a field of none but None: a column not held, NULL at once)
-        read = {k: values[:] for k, values in read.items() if values.count(None) < n}
+        read = {k: v[:] for k, v in read.items() if (v and v[0] is not None) or v.count(None) < n}
         held = set(read)  # (copies: the rows' own, which grow; the document's stay as read)
     else:
         if not _DICTS.issuperset(map(type, parts)):
@@ -289,20 +286,21 @@ def _columns(
             return read[name]
         return list(map(dict.get, parts, repeat(name, n)))
 
-    flags = column("sender")
-    if not _BOOLS.issuperset(map(type, flags)):
+    flags = column("sender")  # (a typed sum's are booleans or None: one role, at once)
+    one = typed and n > 0 and flags[0] is not None and flags.count(flags[0]) == n
+    if not one and not _BOOLS.issuperset(map(type, flags)):
         pairs = zip(flags, defaults, strict=True)
         flags = [d if (f := as_bool(v)) is None else f for v, d in pairs]
     omitted = column("omitted")
-    if not _BOOLS.issuperset(map(type, omitted)):
+    if not (typed and omitted.count(False) == n) and not _BOOLS.issuperset(map(type, omitted)):
         omitted = [bool(as_bool(v)) for v in omitted]
     streamed = "stream" in kinds
     sockets = _ints(column("socket")) if streamed else []
     lists: dict[str, list[Any]] = {
         "run_id": [run_id] * n,
         "side": [side] * n,
-        "role": list(map(_ROLE.__getitem__, flags)),
-        "flow": list(map(_FLOW[side].__getitem__, flags)),
+        "role": [_ROLE[flags[0]]] * n if one else list(map(_ROLE.__getitem__, flags)),
+        "flow": [_FLOW[side][flags[0]]] * n if one else list(map(_FLOW[side].__getitem__, flags)),
         "kind": kinds,
         "idx": idxs,
         "omitted": omitted,
@@ -314,9 +312,9 @@ def _columns(
     for name in _INTERVAL_FIELDS_INT:  # (a field no part holds: a column not held, NULL)
         if name in held:
             lists[name] = column(name) if typed else _ints(column(name))
-    for name in _INTERVAL_FIELDS_FLOAT:
+    for name in _INTERVAL_FIELDS_FLOAT:  # (a typed sum's are floats already, but its rate)
         if name in held:
-            lists[name] = _floats(column(name))
+            lists[name] = _floats(column(name)) if not typed or name == _AS_WRITTEN else read[name]
     return Columns(lists, INTERVAL_COLUMNS)
 
 

@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,7 +158,8 @@ def _record_batch(table: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
 
 
 def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
-    """The runs' ``intervals`` columns, one after the other, as one record batch."""
+    """The runs' ``intervals`` columns, one after the other, as one record batch: a text
+    column by :func:`_texts` (its value once per run where every row of the run holds it)."""
     import pyarrow as pa
 
     from netfleet.catalog.schemas import SCHEMAS
@@ -169,13 +169,44 @@ def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
     if not parts:
         return _record_batch("intervals", [])
     held, size = set().union(*(c.lists for c in parts)), sum(map(len, parts))
-    columns = {  # a column no run holds is made nulls at once
-        f.name: list(chain.from_iterable(c.column(f.name) for c in parts))
-        if f.name in held
-        else pa.nulls(size, f.type)
-        for f in schema
-    }
+    columns: dict[str, Any] = {}
+    for f in schema:  # a column no run holds is made nulls at once
+        lists = [c.column(f.name) for c in parts] if f.name in held else []
+        columns[f.name] = (pa.nulls(size, f.type) if not lists else _texts(lists, size)
+                           if f.type == pa.string() else _joined(lists))  # fmt: skip
     return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _joined(lists: list[list[Any]]) -> list[Any]:
+    out: list[Any] = []
+    for values in lists:
+        out += values  # (a list's extend by a list: at once, not an item at a time)
+    return out
+
+
+def _texts(lists: list[list[Any]], size: int) -> pa.Array | list[Any]:
+    """A text column of the runs' lists (``size`` values) made from each run's value and its
+    count where every row of the run holds the one value (run_id, side, role …), not by a
+    conversion per row; one list for Arrow to convert (and refuse) if a value is not text."""
+    import numpy as np
+    import pyarrow as pa
+
+    values: list[Any] = []
+    counts: list[int] = []
+    for run in lists:  # (count: a C pass over the run's one value)
+        same = run.count(run[0]) == len(run)
+        values += run[:1] if same else run
+        counts += [len(run)] if same else [1] * len(run)
+    try:  # (a lone surrogate: Arrow refuses it)
+        encoded = [v.encode() for v in values] if set(map(type, values)) == {str} else []
+    except UnicodeEncodeError:
+        encoded = []
+    ends = np.repeat(list(map(len, encoded)), counts).cumsum() if encoded else None
+    if ends is None or ends[-1] >= 2**31:  # (or more than an Arrow string's offsets)
+        return _joined(lists)
+    offsets = np.concatenate(([0], ends)).astype(np.int32)
+    data = b"".join(map(bytes.__mul__, encoded, counts))
+    return pa.StringArray.from_buffers(size, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
 #: each table's empty batch (a RecordBatch is immutable: one serves every batch)

@@ -434,7 +434,13 @@ def _side_flags(doc: dict[str, Any], side: str, path: str = "") -> list[dict[str
         return f"{path}intervals[{at[k]}].sum"
 
     column = read.fields.__getitem__ if read is not None else sum_fields(sums)
-    start, end, secs = (_numbers(column(k), k, field) for k in ("start", "end", "seconds"))
+
+    def numbers(name: str) -> list[Any]:  # (a typed sum's times are floats and its bytes
+        values = column(name)  # int64s already, as the checks read them: as they are)
+        typed = read is not None and name != "bits_per_second"
+        return values if typed else _numbers(values, name, field)
+
+    start, end, secs = map(numbers, ("start", "end", "seconds"))
     if None in start or None in end or None in secs:  # an interval without its times: skipped
         keep = [a is not None and b is not None and c is not None
                 for a, b, c in zip(start, end, secs, strict=True)]  # fmt: skip
@@ -443,8 +449,7 @@ def _side_flags(doc: dict[str, Any], side: str, path: str = "") -> list[dict[str
         column = sum_fields(sums)
     if not sums:
         return []
-    nbytes = _numbers(column("bytes"), "bytes", field)
-    bps = _numbers(column("bits_per_second"), "bits_per_second", field)
+    nbytes, bps = numbers("bytes"), numbers("bits_per_second")
     omitted = list(map(bool, column("omitted")))
     # seconds ≠ end − start (none when each is end − start exactly: at once)
     timing = [False] * len(sums)
