@@ -1,32 +1,6 @@
 """``netfleet export athena|trino|spark``: DDL over the raw layout and over the Parquet catalog
-(``runs``, ``intervals``, ``ends``), plus the cheat-sheet query over each, in each engine's dialect.
-
-The raw table maps only what the cheat sheet needs from each envelope: ``run_id``, ``status``,
-``direction``, ``labels`` (a map) and ``result.intervals[].sum.{bits_per_second, omitted}``,
-partitioned by the layout's ``d`` and ``campaign``. Athena uses partition projection on ``d``
-(a date range) and ``campaign`` (injected: every query names its campaign), so no
-``MSCK REPAIR`` is needed there; Spark and Trino's Hive connector discover partitions.
-
-The catalog tables are declared from :data:`netfleet.catalog.schemas.SCHEMAS` (so they follow the
-schema), one table per folder ``CATALOG/<table>/`` of Parquet parts; Hive partitions
-(``<key>=<value>/`` folders under a table) are declared when a local catalog has them (the
-ingest writes none today), and then ``MSCK REPAIR TABLE`` / ``sync_partition_metadata`` adds them.
-Hidden parts (``.tmp-…`` being written) are skipped by all three engines; the orphan parts of an
-interrupted ingest are not (netfleet's own reader skips them): query after a complete ingest.
-The catalog query is netfleet's cheat sheet (:mod:`netfleet.catalog.cheatsheet`): receiver-side
-interval sums of ok runs (a run with no receiver side counts with its sender's), omitted
-intervals, the trailing stub (< half the report interval) and rates no link can carry left out,
-goodput in Gbit/s.
-
-Per-stream rows: a catalog of registered files (a manifest) keeps them lazy and builds them into
-``CATALOG/streams/`` (:mod:`netfleet.catalog.lazystreams_build`; ``netfleet export`` builds what is
-missing of a local catalog first). That folder is the table ``netfleet_lazy_streams`` (the
-``intervals`` columns plus ``file_id``), and the view ``netfleet_streams`` is every per-stream
-row: those of ``netfleet_intervals`` (netfleet's own runs, kept eagerly) and the built ones.
-
-Quantiles: Spark's ``percentile`` is exact with linear interpolation — the same definition as
-DuckDB's ``quantile_cont`` (what ``netfleet cheatsheet`` uses); Athena/Trino only offer
-``approx_percentile`` (a t-digest estimate), so their p5/p50/p95 are approximations.
+(``runs``, ``intervals``, ``ends``, the lazy per-stream rows), plus the cheat-sheet query over
+each, in each engine's dialect. What each declares and why: docs/catalog.md, "netfleet export".
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def _interval_batch(runs: list[RunRows]) -> pa.RecordBatch:
     columns: dict[str, Any] = {}
     for f in schema:  # a column no run holds is made nulls at once
         lists = [c.column(f.name) for c in parts] if f.name in held else []
-        columns[f.name] = (pa.nulls(size, f.type) if not lists else _texts(lists, size)
+        columns[f.name] = (pa.nulls(size, f.type) if not lists else _texts(lists)
                            if f.type == pa.string() else _joined(lists))  # fmt: skip
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
@@ -184,10 +184,10 @@ def _joined(lists: list[list[Any]]) -> list[Any]:
     return out
 
 
-def _texts(lists: list[list[Any]], size: int) -> pa.Array | list[Any]:
-    """A text column of the runs' lists (``size`` values) made from each run's value and its
-    count where every row of the run holds the one value (run_id, side, role …), not by a
-    conversion per row; one list for Arrow to convert (and refuse) if a value is not text."""
+def _texts(lists: list[list[Any]]) -> pa.Array:
+    """A text column of the runs' lists: each run's one value (run_id, side, role …) converted
+    once where every row of the run holds it, then repeated by a take, not a conversion per
+    row (Arrow's conversion refuses a value that is not text, as before)."""
     import numpy as np
     import pyarrow as pa
 
@@ -197,16 +197,7 @@ def _texts(lists: list[list[Any]], size: int) -> pa.Array | list[Any]:
         same = run.count(run[0]) == len(run)
         values += run[:1] if same else run
         counts += [len(run)] if same else [1] * len(run)
-    try:  # (a lone surrogate: Arrow refuses it)
-        encoded = [v.encode() for v in values] if set(map(type, values)) == {str} else []
-    except UnicodeEncodeError:
-        encoded = []
-    ends = np.repeat(list(map(len, encoded)), counts).cumsum() if encoded else None
-    if ends is None or ends[-1] >= 2**31:  # (or more than an Arrow string's offsets)
-        return _joined(lists)
-    offsets = np.concatenate(([0], ends)).astype(np.int32)
-    data = b"".join(map(bytes.__mul__, encoded, counts))
-    return pa.StringArray.from_buffers(size, pa.py_buffer(offsets), pa.py_buffer(data))
+    return pa.array(values, pa.string()).take(np.repeat(np.arange(len(values)), counts))
 
 
 #: each table's empty batch (a RecordBatch is immutable: one serves every batch)
