@@ -1,5 +1,5 @@
 """The suite's own machinery: a ``netns`` test, and every process it starts, runs at the lab
-priority (tests/conftest.py's LAB_NICE: four xdist workers share two cores, and a lab's sender
+priority (tests/conftest.py's LAB_NICE: the xdist workers share two cores, and a lab's sender
 must not be starved by a CPU-bound test beside it); the other tests at the worker's own."""
 
 from __future__ import annotations

@@ -99,14 +99,24 @@ _FLOW = {
 #: another name is skipped (no column). Its fields in iperf3's order (msgspec finds each key
 #: at the field it expects).
 _FIRST = ("start", "end", "seconds", "bytes", "bits_per_second")
-_AS_WRITTEN, _WHOLE = "bits_per_second", ("start", "end", "bytes")
+#: the one float field a typed :data:`Sum` keeps as the JSON number it is (an int stays an int)
+AS_WRITTEN = "bits_per_second"
+_WHOLE = ("start", "end", "bytes")  # what a typed sum must hold
+
+
+def _sum_field(name: str) -> tuple[Any, ...]:
+    """A :data:`Sum` field's msgspec declaration (name, type[, default])."""
+    if name in _INTERVAL_FIELDS_FLOAT:
+        kind: Any = float | int if name == AS_WRITTEN else float
+    else:
+        kind = _INT64
+    return (name, kind) if name in _WHOLE else (name, kind | None, None)
+
+
 Sum: type[msgspec.Struct] = msgspec.defstruct(
     "Sum",
-    [(name, kind) if name in _WHOLE else (name, kind | None, None) for name, kind in (
-        (name, (float | int if name == _AS_WRITTEN else float)
-         if name in _INTERVAL_FIELDS_FLOAT else _INT64)
-        for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT + _INTERVAL_FIELDS_FLOAT
-                                if n not in _FIRST)))]
+    [_sum_field(name) for name in (*_FIRST, *(n for n in _INTERVAL_FIELDS_INT
+                                                + _INTERVAL_FIELDS_FLOAT if n not in _FIRST))]
     + [("omitted", bool | None, None), ("sender", bool | None, None)],
     kw_only=True,
     gc=False,
@@ -314,7 +324,7 @@ def _columns(
             lists[name] = column(name) if typed else _ints(column(name))
     for name in _INTERVAL_FIELDS_FLOAT:  # (a typed sum's are floats already, but its rate)
         if name in held:
-            lists[name] = _floats(column(name)) if not typed or name == _AS_WRITTEN else read[name]
+            lists[name] = _floats(column(name)) if not typed or name == AS_WRITTEN else read[name]
     return Columns(lists, INTERVAL_COLUMNS)
 
 

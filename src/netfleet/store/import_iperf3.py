@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from netfleet.iperf3json import Interval, Typed, sum_fields, typed_intervals
+from netfleet.iperf3json import AS_WRITTEN, Interval, Typed, sum_fields, typed_intervals
 from netfleet.store.import_base import (
     TOLERANCE,
     ImportProblem,
@@ -437,7 +437,7 @@ def _side_flags(doc: dict[str, Any], side: str, path: str = "") -> list[dict[str
 
     def numbers(name: str) -> list[Any]:  # (a typed sum's times are floats and its bytes
         values = column(name)  # int64s already, as the checks read them: as they are)
-        typed = read is not None and name != "bits_per_second"
+        typed = read is not None and name != AS_WRITTEN
         return values if typed else _numbers(values, name, field)
 
     start, end, secs = map(numbers, ("start", "end", "seconds"))
