@@ -37,6 +37,9 @@ if [ "$#" -eq 0 ]; then
 fi
 solo=0
 if [ "$#" -gt 0 ] || [ "${#solo_files[@]}" -gt 0 ]; then
+  # what else the machine runs, for a timing failure to be read against (nothing of the suite's)
+  echo "the machine before the solo phase: load $(cut -d' ' -f1-3 /proc/loadavg); busiest:"
+  ps -eo pid,ni,pcpu,etime,comm --sort=-pcpu | head -6
   "$UV" run --frozen pytest -m solo "${solo_files[@]}" "$@" || solo=$?
 fi
 [ "$solo" -eq 5 ] && solo=0

@@ -313,13 +313,13 @@ def test_tbf_arguments() -> None:
     spec = load_lab("demo")
     steady, burst = spec.hosts["steady"].out, spec.hosts["burst"].out
     assert steady is not None and burst is not None
-    assert tbf_args(steady) == ["tbf", "rate", "300000000bit", "burst", "131072",
+    assert tbf_args(steady) == ["tbf", "rate", "300000000bit", "burst", "750000",
                                 "latency", "100ms"]  # fmt: skip
     assert tbf_args(burst) == [
         "tbf", "rate", "50000000bit", "burst", "262500000",
         "peakrate", "400000000bit", "mtu", "65536", "latency", "100ms",
     ]  # fmt: skip
-    assert steady_burst(10e9) == 1_250_000
+    assert steady_burst(10e9) == 25_000_000 and steady_burst(50e6) == 131072
 
 
 def test_lab_schema_uses_yaml_field_names_and_accepts_units() -> None:

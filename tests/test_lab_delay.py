@@ -38,8 +38,12 @@ pytestmark = pytest.mark.solo  # times the lab's links to tens of µs: alone, af
 IRTT_PORT = 2112
 # tries of a timed sample, the first that lands counting: a busy spell of this VM (the host's,
 # not the suite's: the solo phase runs alone) kept all of five 3 s samples 90-280 µs high once
-# (CI, 2026-11-29), and the next run passed; eight outlast more of such a spell
+# (CI, 2026-11-29), and the next run passed; all of eight 400-530 µs high (the lab's own round
+# trip, `near`, 410-530 µs: ten times an idle machine's) in 40 s once (CI, 2026-11-30). After a
+# try whose `near` says the machine is busy, the next waits BUSY_PAUSE s for the spell to pass
 ATTEMPTS = 8
+BUSY_NEAR = 150e-6
+BUSY_PAUSE = 8.0
 # The measuring tools (irtt, ping) run at the highest CFS weight (nice -20): on a busy machine a
 # tool at normal priority waits its turn for a CPU, milliseconds at times (irtt's median 3-8 ms
 # high with three busy loops on two cores), and that wait is the machine's, not the link's.
@@ -136,6 +140,12 @@ def delay_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
         take_down(name, state)
 
 
+def machine_cpu() -> tuple[int, int]:
+    """(all, steal) CPU ticks since boot, from /proc/stat's first line."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks[:8]), ticks[7]
+
+
 def irtt_median(client_ns: str, server: str, seconds: float = 3.0) -> float:
     """irtt's median RTT in seconds: a probe every 3 ms for ``seconds``."""
     out = subprocess.run(
@@ -161,23 +171,34 @@ def test_thirty_ms_each_way_gives_irtt_a_sixty_ms_round_trip(delay_lab: tuple[st
         servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_listening(h.namespace, IRTT_PORT, udp=True, proc=servers[-1])
     tries: list[tuple[float, float]] = []
+    cpu_before = machine_cpu()
     try:
         # both at once, so both see the same machine: `near` crosses the same kind of link
         # (TAPs + delay line) with no delay, i.e. the lab's own round trip (~20-40 µs on an idle
         # machine, a few hundred on a busy one). A busy shared machine can spoil one 3 s sample
-        # by more than 50 µs either way: up to five tries, the first that lands counts
+        # by more than 50 µs either way: up to ATTEMPTS tries, the first that lands counts
         for _ in range(ATTEMPTS):
+            if tries and tries[-1][0] > BUSY_NEAR:
+                time.sleep(BUSY_PAUSE)
             with ThreadPoolExecutor(2) as pool:
                 near, far = pool.map(lambda h: irtt_median(server.namespace, h.address), hosts)
             tries.append((near, far))
             if abs(far - near - 0.060) <= 50e-6:
                 break
+        lab_state = read_state(name, state)
+        far_line = dl.counters(lab_state, hosts[1], state) if lab_state else {}
     finally:
         for p in servers:
             stop(p)
+    cpu_after = machine_cpu()
+    steal = (cpu_after[1] - cpu_before[1]) / max(1, cpu_after[0] - cpu_before[0])
     shown = [f"far {f * 1e3:.4f} ms, near {n * 1e6:.0f} µs" for n, f in tries]
+    machine = (
+        f"the machine over the tries: {steal:.1%} of its CPU time stolen by the hypervisor, "
+        f"load {os.getloadavg()[0]:.2f}; the far line's releases: {far_line}"
+    )
     near, far = tries[-1]
-    assert abs(far - near - 0.060) <= 50e-6, shown
+    assert abs(far - near - 0.060) <= 50e-6, (shown, machine)
     assert far >= 0.060, shown  # never shorter than configured
 
 

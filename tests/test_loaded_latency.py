@@ -103,7 +103,7 @@ def test_shaper_queue_sets_tbf_limit_and_delay() -> None:
     assert queue_delay(deep) == pytest.approx(0.1)
     default = Shaper(rate="100mbit")
     assert "latency" in tbf_args(default)
-    assert queue_delay(default) == pytest.approx(0.1 + 131072 * 8 / 100e6)
+    assert queue_delay(default) == pytest.approx(0.1 + 0.020)  # latency + a 20 ms burst
     with pytest.raises(ValueError, match="64 KiB"):
         Shaper(rate="100mbit", queue=1000)
 

@@ -37,9 +37,11 @@ TBF_MAX_BUCKET_SECONDS = 270.0
 TBF_MAX_BYTES = 2**32 - 1
 #: Credit shapers let whole GSO super-packets through at peak rate (FIELD-NOTES).
 TBF_PEAK_MTU = 65536
-#: A steady shaper's burst: room for a GSO super-packet, or 1 ms at rate if that is more.
+#: A steady shaper's burst: 20 ms at rate, or room for a GSO super-packet if that is more. The
+#: tokens of a host that stalls (its sender, or the kernel's timers, late on a busy machine) wait
+#: that long before they overflow and are lost (docs/lab.md "Shaping").
 STEADY_MIN_BURST = 131072
-STEADY_BURST_SECONDS = 0.001
+STEADY_BURST_SECONDS = 0.020
 MIN_RATE = 64e3
 MAX_RATE = 100e9
 #: A delay line holds at most this long a packet (its ring is sized from the delay).

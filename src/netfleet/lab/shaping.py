@@ -1,9 +1,10 @@
 """Shapers as tc tbf arguments.
 
 "out" is a tbf on the host's own veth (what it sends); "in" a tbf on the switch port toward the
-host (what it receives). A steady tbf gets a burst of max(128 KiB, 1 ms at rate): room for one GSO
-super-packet, small enough that a 4 s iperf3 run gets rate x 1448/1514 x 1.000-1.001 at
-150-700 Mbit/s (x1.006 at 37.5 Mbit/s, where the first full bucket still shows). A credit tbf is
+host (what it receives). A steady tbf gets a burst of max(128 KiB, 20 ms at rate): room for one GSO
+super-packet, and for the tokens of a 20 ms stall of the host on a busy machine (a 1 ms burst lost
+them: up to 4 % of the goodput); a 4 s iperf3 run gets rate x 1448/1514 x 1.000-1.005 (the first
+full bucket shows). A credit tbf is
 ``rate BASE burst BUCKET peakrate PEAK mtu 65536``, which reproduced a cloud credit burst exactly.
 """
 
