@@ -32,6 +32,7 @@ from netfleet.catalog import (
 )
 from netfleet.catalog.cheatsheet import STUB_FRACTION
 from netfleet.catalog.layout import META
+from netfleet.engines import ENGINES
 from netfleet.engines.iperf3_live import parse_text_intervals
 from netfleet.errors import CatalogError, EnvironmentProblem, InputError
 from netfleet.report.cheatsheet import cheatsheet
@@ -379,8 +380,8 @@ def test_a_run_whose_values_arrow_refuses_is_bad_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Rows are converted to Arrow several runs at a time; a refused value rejects one run."""
-    rows_module = importlib.import_module("netfleet.catalog.build")
-    real = rows_module.TABLE_PARSERS["iperf3"]
+    engine = ENGINES["iperf3"]
+    real = engine.table_rows
 
     def sloppy(run_id: str, result: Any, params: Any, outputs: Any) -> Any:
         tables = real(run_id, result, params, outputs)
@@ -388,7 +389,7 @@ def test_a_run_whose_values_arrow_refuses_is_bad_alone(
             tables["intervals"].lists["bytes"][0] = "lots"  # a future parser's mistake
         return tables
 
-    monkeypatch.setitem(rows_module.TABLE_PARSERS, "iperf3", sloppy)
+    monkeypatch.setattr(engine, "table_rows", sloppy)  # what the catalog's row builder calls
     root = ResultsRoot(tmp_path / "raw")
     populate(root, ["tcp_1stream", "tcp_p2", "udp_50m"])
     report = ingest(root, tmp_path / "cat")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from netfleet.engines import EngineInfo, Iperf3
-from netfleet.engines.iperf3 import parse_version
+from netfleet.engines import EngineInfo
+from netfleet.engines.iperf3 import Iperf3, parse_version
 from netfleet.engines.params import Iperf3Params
 
 FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from netfleet.catalog import ingest, query
-from netfleet.catalog.build import TABLE_PARSERS
 from netfleet.engines import ENGINES
 from netfleet.engines.irtt import Irtt, IrttParams, one_line, summarize, table_rows
 from netfleet.hosts.packages import package_table
@@ -44,7 +43,7 @@ def test_no_json_is_no_summary() -> None:
 def test_registry_line_feeds_spec_catalog_packages_tools() -> None:
     assert isinstance(ENGINES["irtt"], Irtt)
     assert TEST_KINDS["irtt"].model_fields["params"].annotation is IrttParams
-    assert "irtt" in TABLE_PARSERS and package_table()["irtt"]["apt-get"] == "irtt"
+    assert package_table()["irtt"]["apt-get"] == "irtt"
     argv = Irtt().client_argv(IrttParams(duration=2, interval=0.01, length=64), "198.18.0.1", 9)
     assert argv[-1] == "198.18.0.1:9" and "10ms" in argv and "2s" in argv
 

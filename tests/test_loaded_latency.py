@@ -16,7 +16,6 @@ import pytest
 from netfleet import api
 from netfleet.advice import advise
 from netfleet.catalog import ingest, query
-from netfleet.catalog.build import TABLE_PARSERS
 from netfleet.engines import ENGINES
 from netfleet.engines.loaded_latency import LoadedLatency, LoadedLatencyParams, choose, link_rate
 from netfleet.engines.loaded_phases import one_line, phase_stats, ping_samples, rpm, samples
@@ -45,7 +44,6 @@ def test_registry_line_feeds_spec_and_catalog() -> None:
     assert isinstance(ENGINES["latency-under-load"], LoadedLatency)
     model = TEST_KINDS["latency-under-load"].model_fields["params"].annotation
     assert model is LoadedLatencyParams
-    assert "latency-under-load" in TABLE_PARSERS
     p = LoadedLatencyParams(idle=2, duration=3, gap=0.5, phases=("up", "both"), link_rate="1gbit")
     assert p.link_rate == 1e9 and p.starts() == [2, 5.5] and p.measured_seconds() == 9
     argv = LoadedLatency().load_argv(p, "both", "198.18.0.1", 5201)

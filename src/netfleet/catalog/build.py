@@ -8,24 +8,17 @@ Column meanings are documented in docs/catalog.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from netfleet.catalog.columns import DECLARED, RowError, run_row
 from netfleet.engines import ENGINES
-from netfleet.engines.contract import TableRows
 from netfleet.values import Columns, obj
 
-__all__ = ["TABLE_PARSERS", "RowError", "RunRows", "envelope_rows", "run_row"]
+__all__ = ["RowError", "RunRows", "envelope_rows", "run_row"]
 
 Row = dict[str, Any]
-TableParser = Callable[[str, Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], TableRows]
-
-#: engine name (``engine.name`` in the envelope) → its catalog parser, derived from the engine
-#: registry: ``(run_id, result, params, outputs)`` → table name → rows; a ``runs`` entry holds
-#: one partial row whose non-NULL values fill the run's NULL columns (e.g. the chosen streams)
-TABLE_PARSERS: dict[str, TableParser] = {name: e.table_rows for name, e in ENGINES.items()}
 
 
 @dataclass
@@ -61,11 +54,11 @@ def envelope_rows(doc: Mapping[str, Any], source: str = "") -> RunRows:
     run = run_row(doc, source)
     result = doc.get("result")
     name = run["engine"] or ""
-    registered = ENGINES.get(name)  # an engine registered after this module was imported
-    parser = TABLE_PARSERS.get(name) or (registered.table_rows if registered else None)
-    if parser is None or not isinstance(result, Mapping):
+    engine = ENGINES.get(name)  # (the registry loads only this engine's module)
+    if engine is None or not isinstance(result, Mapping):
         return RunRows(run)
-    tables = dict(parser(run["run_id"], result, obj(doc.get("params")), obj(doc.get("outputs"))))
+    params, outputs = obj(doc.get("params")), obj(doc.get("outputs"))
+    tables = dict(engine.table_rows(run["run_id"], result, params, outputs))
     for key, value in (as_rows(tables.pop("runs", [])) or [{}])[0].items():
         if run.get(key) is None and value is not None:
             run[key] = value

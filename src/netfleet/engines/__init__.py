@@ -6,9 +6,14 @@ parsers, ``netfleet import``'s formats, progress and advice summaries and eviden
 reports read a result — is derived from :data:`ENGINES` (see docs/extending.md).
 :func:`register_engine` adds one at run time (a plugin, a test); the spec's test kinds are
 built when :mod:`netfleet.spec` is first imported, so register before that.
+
+A built-in engine's module is imported when its entry is first read: the catalog's reader of
+iperf3 files asks only for ``iperf3``, whose module leaves its spec model (pydantic) to the
+spec; the rest load with a walk over the registry (``items()``, ``values()``).
 """
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from netfleet.engines.contract import (
@@ -21,29 +26,52 @@ from netfleet.engines.contract import (
     Outcome,
     Summary,
 )
-from netfleet.engines.credit import Credit
-from netfleet.engines.iperf2 import Iperf2
-from netfleet.engines.iperf3 import Iperf3
-from netfleet.engines.iperf3_multi import Iperf3Multi
-from netfleet.engines.irtt import Irtt
-from netfleet.engines.latency import Latency
-from netfleet.engines.loaded_latency import LoadedLatency
-from netfleet.engines.ping import Ping
-from netfleet.engines.pps import Pps
-from netfleet.engines.throughput import Throughput
 
-ENGINES: dict[str, Engine] = {
-    "iperf3": Iperf3(),
-    "credit": Credit(),
-    "iperf2": Iperf2(),
-    "iperf3-multi": Iperf3Multi(),
-    "throughput": Throughput(),
-    "latency": Latency(),
-    "ping": Ping(),
-    "irtt": Irtt(),
-    "latency-under-load": LoadedLatency(),
-    "pps": Pps(),
+#: the built-in engines, in registry order: name → (module, class)
+BUILT_IN: dict[str, tuple[str, str]] = {
+    "iperf3": ("netfleet.engines.iperf3", "Iperf3"),
+    "credit": ("netfleet.engines.credit", "Credit"),
+    "iperf2": ("netfleet.engines.iperf2", "Iperf2"),
+    "iperf3-multi": ("netfleet.engines.iperf3_multi", "Iperf3Multi"),
+    "throughput": ("netfleet.engines.throughput", "Throughput"),
+    "latency": ("netfleet.engines.latency", "Latency"),
+    "ping": ("netfleet.engines.ping", "Ping"),
+    "irtt": ("netfleet.engines.irtt", "Irtt"),
+    "latency-under-load": ("netfleet.engines.loaded_latency", "LoadedLatency"),
+    "pps": ("netfleet.engines.pps", "Pps"),
 }
+
+
+class Registry(MutableMapping[str, Engine]):
+    """Engine name → engine, in registry order; a built-in one is made on its first read."""
+
+    def __init__(self, built_in: Mapping[str, tuple[str, str]]) -> None:
+        self._entries: dict[str, Engine | tuple[str, str]] = dict(built_in)
+
+    def __getitem__(self, name: str) -> Engine:
+        entry = self._entries[name]
+        if isinstance(entry, tuple):
+            module, cls = entry
+            entry = self._entries[name] = getattr(importlib.import_module(module), cls)()
+        return entry
+
+    def __setitem__(self, name: str, engine: Engine) -> None:
+        self._entries[name] = engine
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+ENGINES: MutableMapping[str, Engine] = Registry(BUILT_IN)
 
 
 def register_engine(engine: Engine, *, replace: bool = False) -> None:
@@ -107,7 +135,6 @@ __all__ = [
     "Evidence",
     "ImportFormat",
     "ImportedRun",
-    "Iperf3",
     "Outcome",
     "Summary",
     "evidence",

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from netfleet.engines.params.base import EngineParams
 from netfleet.values import Columns
+
+if TYPE_CHECKING:  # (the models are pydantic's: an engine's module loads them when used)
+    from netfleet.engines.params.base import EngineParams
 
 
 class StopEarly(Exception):

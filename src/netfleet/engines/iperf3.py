@@ -36,8 +36,6 @@ from netfleet.engines.contract import (
     check_params,
 )
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
-from netfleet.engines.params import Iperf3Params
-from netfleet.engines.params.base import server_sends
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.engines.summaries import rate_summary
 from netfleet.errors import EngineError
@@ -45,6 +43,7 @@ from netfleet.units import parse_rate, parse_size
 
 if TYPE_CHECKING:
     from netfleet.engines.contract import RunSession
+    from netfleet.engines.params import Iperf3Params
 
 #: first iperf3 version with each option (FIELD-NOTES "Version landmarks")
 MIN_VERSION: dict[str, tuple[int, ...]] = {
@@ -137,7 +136,6 @@ def parse_version(text: str) -> tuple[int, ...]:
 class Iperf3:
     name = "iperf3"
     title: ClassVar[str] = "A throughput test with iperf3."
-    params_model: ClassVar[type[Iperf3Params]] = Iperf3Params
     measures: ClassVar[Measure] = "throughput"
     #: commands the preflight checks
     tools: tuple[str, ...] = ("iperf3",)
@@ -152,6 +150,12 @@ class Iperf3:
         "iperf3 JSON (-J or --json-stream, client or server side; its text report is refused)",
         lambda plain: claim_json(plain),
     )
+
+    @property
+    def params_model(self) -> type[Iperf3Params]:
+        from netfleet.engines.params import Iperf3Params
+
+        return Iperf3Params
 
     @staticmethod
     def evidence(result: Mapping[str, Any]) -> Evidence:
@@ -179,7 +183,7 @@ class Iperf3:
     ) -> Outcome:
         """One iperf3 run. Adaptive (``until_steady``) runs may be given the baseline they
         should settle at (``target_bps``): then only a steady window at that level stops them."""
-        check_params(params, Iperf3Params)
+        check_params(params, self.params_model)
         if params.until_steady is not None:
             return await self._execute_adaptive(session, params, target_bps)
         address = session.server.address
@@ -345,6 +349,8 @@ class Iperf3:
         *,
         json_stream: bool = False,
     ) -> list[str]:
+        from netfleet.engines.params.base import server_sends  # (loaded with params' model)
+
         argv = [
             "iperf3",
             "--client",
