@@ -68,7 +68,11 @@ def measure(src_ns: str, dst_ns: str, address: str) -> float:
         client = ["iperf3", "-c", address, "-p", str(PORT), "-t", str(SECONDS), "--json"]
         doc = json.loads(netns(src_ns, *client).stdout)
     finally:
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)  # (-1: it ends with the client's test)
+        except subprocess.TimeoutExpired:  # the client never reached it
+            server.kill()
+            server.wait()
     return float(doc["end"]["sum_received"]["bits_per_second"])
 
 

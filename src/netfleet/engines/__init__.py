@@ -65,7 +65,7 @@ class Registry(MutableMapping[str, Engine]):
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._entries))
+        return iter(self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -92,6 +92,12 @@ MACHINE_BUSY_PERCENT = 90.0
 ENGINE_CALM_PERCENT = 25.0
 
 
+def server_sends(direction: str, subject: str) -> bool:
+    """Whether the server end sends (the client's ``--reverse``) for a one-way ``direction``
+    ("out": the subject sends, "in": it receives) seen from ``subject`` (client or server)."""
+    return (direction == "in") == (subject == "client")
+
+
 #: where an engine's own CPU figure came from: the tool's report, or netfleet's reading
 TOOL_CPU = "the tool's own cpu_utilization_percent"
 PROC_CPU = "/proc/PID/stat of the engine process"

@@ -25,9 +25,9 @@ from netfleet.engines.contract import (
     Outcome,
     Summary,
     check_params,
+    server_sends,
 )
 from netfleet.engines.iperf2_csv import parse_csv, split_finals
-from netfleet.engines.params.base import server_sends
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.probes import tool_version, version_text
 from netfleet.engines.summaries import rate_summary

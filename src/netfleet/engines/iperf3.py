@@ -34,6 +34,7 @@ from netfleet.engines.contract import (
     Summary,
     TableRows,
     check_params,
+    server_sends,
 )
 from netfleet.engines.iperf3_live import JsonStreamParser, SteadyDetector, TextIntervalParser
 from netfleet.engines.probes import tool_version, version_text
@@ -349,8 +350,6 @@ class Iperf3:
         *,
         json_stream: bool = False,
     ) -> list[str]:
-        from netfleet.engines.params.base import server_sends  # (loaded with params' model)
-
         argv = [
             "iperf3",
             "--client",

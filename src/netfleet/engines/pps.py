@@ -36,10 +36,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from netfleet.engines import socket_drops
-from netfleet.engines.contract import EngineInfo, Host, Measure, Outcome, Summary, check_params
+from netfleet.engines.contract import (
+    EngineInfo,
+    Host,
+    Measure,
+    Outcome,
+    Summary,
+    check_params,
+    server_sends,
+)
 from netfleet.engines.iperf2 import Iperf2
 from netfleet.engines.iperf3 import Iperf3
-from netfleet.engines.params.base import server_sends
 from netfleet.engines.params.iperf2 import Iperf2Params
 from netfleet.engines.params.iperf3 import Iperf3Params
 from netfleet.engines.params.pps import PpsParams

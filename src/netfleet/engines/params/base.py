@@ -10,12 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 Direction = Literal["out", "in", "bidir"]
 
 
-def server_sends(direction: str, subject: str) -> bool:
-    """Whether the server end sends (the client's ``--reverse``) for a one-way ``direction``
-    ("out": the subject sends, "in": it receives) seen from ``subject`` (client or server)."""
-    return (direction == "in") == (subject == "client")
-
-
 class EngineParams(BaseModel):
     """Base of every engine's parameter model. ``duration`` is the measured time in seconds."""
 
