@@ -6,7 +6,7 @@ DescribeInstanceTypes and DescribeSpotPriceHistory: AWS honours ``MaxResults`` a
 zone's offering — 2.5-4 s of the server's CPU for DescribeInstanceTypes, 0.5 s for the spot
 history. netfleet's permission probe (netfleet.cloud.aws.plan.permissions) asks each for 5,
 twice per run. Here the page is cut as AWS cuts it; the filters, the ``InstanceTypes`` check and
-moto's IAM check run as before.
+moto's IAM check run as before. Two of moto's per-request costs are paid once (``patch``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,16 @@ def _page(self: Any, items: list[Any]) -> tuple[list[Any], str | None]:
 
 
 def patch() -> None:
-    """moto's responses paginated as above (before its server starts)."""
+    """moto's responses paginated as above, and two of its per-request costs paid once (before
+    its server starts): every request listed moto's package directory (a ``listdir`` and an
+    ``isdir`` per service, ~15 % of the server's CPU) to tell a service's name from a host, and
+    listed its handler class's functions with ``inspect.getmembers`` (~8 %). Both answers are
+    fixed once moto is imported and the methods below are in place; the rest of moto runs as
+    it is."""
+    import functools
+
+    from moto import backends
+    from moto.core import responses
     from moto.core.responses import ActionResult
     from moto.ec2.responses.instances import InstanceResponse
     from moto.ec2.responses.spot_instances import SpotInstances
@@ -60,6 +69,9 @@ def patch() -> None:
 
     InstanceResponse.describe_instance_types = describe_instance_types  # type: ignore[method-assign]
     SpotInstances.describe_spot_price_history = describe_spot_price_history  # type: ignore[method-assign]
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+    responses.method_names_from_class = functools.cache(responses.method_names_from_class)
 
 
 def serve() -> None:
