@@ -63,25 +63,33 @@ def hooked(
     (``{"ec2.DescribeInstances": fn(params) -> error(...) | None}``)."""
     calls = Calls()
     real = aws.client
+    made: list[Any] = []  # the clients hooked (netfleet's are shared: aws.client keeps them)
+
+    def keep(model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["netfleet_test_params"] = dict(params)  # the call's API parameters
+
+    def before(model: Any, context: dict[str, Any], **_: Any) -> Any:
+        params = context.get("netfleet_test_params", {})
+        service = model.service_model.service_name
+        calls.seen.append((service, model.name, params))
+        handler = (handlers or {}).get(f"{service}.{model.name}")
+        return handler(params) if handler else None
 
     def client(service: str, region: str | None = None, **kwargs: Any) -> Any:
-        made = real(service, region, **kwargs)
-
-        def keep(model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-            context["netfleet_test_params"] = dict(params)  # the call's API parameters
-
-        def before(model: Any, context: dict[str, Any], **_: Any) -> Any:
-            params = context.get("netfleet_test_params", {})
-            calls.seen.append((service, model.name, params))
-            handler = (handlers or {}).get(f"{service}.{model.name}")
-            return handler(params) if handler else None
-
-        made.meta.events.register_last("before-parameter-build.*.*", keep)
-        made.meta.events.register_first("before-call.*.*", before)
-        return made
+        one = real(service, region, **kwargs)
+        if not any(one is m for m in made):
+            one.meta.events.register_last("before-parameter-build.*.*", keep)
+            one.meta.events.register_first("before-call.*.*", before)
+            made.append(one)
+        return one
 
     monkeypatch.setattr(aws, "client", client)
-    yield calls
+    try:
+        yield calls
+    finally:  # a client kept by aws.client outlives the test: it leaves unhooked
+        for one in made:
+            one.meta.events.unregister("before-parameter-build.*.*", keep)
+            one.meta.events.unregister("before-call.*.*", before)
 
 
 def first_n(n: int, answer: Any) -> Handler:

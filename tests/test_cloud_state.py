@@ -64,5 +64,6 @@ def test_bandwidth_weighting_is_read_from_describe_instances(fresh: MotoServer) 
             "bandwidth_weighting": "vpc-1",
         }
         assert zone_id(ec2, az) == _zone_ids(ec2)[az]
-    finally:
+    finally:  # the client is netfleet's (aws.client keeps it): it leaves as it came
+        ec2.meta.events.unregister("after-call.ec2.DescribeInstances", add_weighting)
         ec2.terminate_instances(InstanceIds=[iid])
