@@ -31,13 +31,14 @@ def patch() -> None:
     its server starts): every request listed moto's package directory (a ``listdir`` and an
     ``isdir`` per service, ~15 % of the server's CPU) to tell a service's name from a host, and
     listed its handler class's functions with ``inspect.getmembers`` (~8 %). Both answers are
-    fixed once moto is imported and the methods below are in place; the rest of moto runs as
-    it is."""
+    fixed once moto is imported and the methods below are in place. And a region's backend is
+    made without the ECS-optimised images (below); the rest of moto runs as it is."""
     import functools
 
     from moto import backends
     from moto.core import responses
     from moto.core.responses import ActionResult
+    from moto.ec2.models import amis
     from moto.ec2.responses.instances import InstanceResponse
     from moto.ec2.responses.spot_instances import SpotInstances
 
@@ -70,6 +71,15 @@ def patch() -> None:
     InstanceResponse.describe_instance_types = describe_instance_types  # type: ignore[method-assign]
     SpotInstances.describe_spot_price_history = describe_spot_price_history  # type: ignore[method-assign]
     modules = tuple(backends.list_of_moto_modules())
+    real_load = amis.load_resource
+
+    def load_resource(name: str, *args: Any, **kwargs: Any) -> Any:
+        """No ECS-optimised AMIs (1,227 a region, each an image, a volume and a snapshot made
+        again at every reset: ~80 % of a reset's CPU): netfleet never looks one up (Fargate
+        has no image of ours; its instances are Debian or AL2023, which stay)."""
+        return [] if "/ecs/optimized_amis/" in name else real_load(name, *args, **kwargs)
+
+    amis.load_resource = load_resource
     backends.list_of_moto_modules = lambda: modules
     responses.method_names_from_class = functools.cache(responses.method_names_from_class)
 
