@@ -179,7 +179,11 @@ def test_a_source_swapped_after_it_was_read_is_refused_not_kept(tmp_path: Path, 
     assert swapped, "the swap never happened"
     rows = _rows(tmp_path / "cat")
     row = rows[swapped[0]]
-    assert row["state"] == "bad" and "after it was read" in str(row["reason"]), row
+    # the keep's own look after the read refuses it; on a busy machine the swap can come
+    # before the worker's second look at the file it read (it was descheduled in between):
+    # then the reader refuses it first. Refused and not kept either way.
+    reasons = ("after it was read", "changed while it was read")
+    assert row["state"] == "bad" and any(r in str(row["reason"]) for r in reasons), row
     assert row["kept"] is None
     assert (str(src / swapped[0]), str(row["reason"])) in report.bad
     assert len(report.registered) == 599
