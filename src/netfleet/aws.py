@@ -75,11 +75,11 @@ def client(service: str, region: str | None = None, **kwargs: Any) -> Any:
     """A boto3 client for ``service`` honouring the endpoint override and the guard.
 
     The same client is returned again for the same service, region, endpoint, options and
-    AWS setup (the ``AWS_*``/``NETFLEET_*`` environment and the contents of the shared credentials
-    and config files now): boto3's clients are thread-safe, and making one costs ~20 ms of CPU
-    (a class of ~700 methods for EC2) — more than half of a ``cloud up``'s CPU went there. A
-    changed variable or file gives a new client, so credentials are still read as they are at
-    the call; a forked child makes its own."""
+    AWS setup (the ``AWS_*``/``NETFLEET_*``/``BOTO_*`` environment and the contents of the
+    shared credentials and config files now): boto3's clients are thread-safe, and making one
+    costs ~20 ms of CPU (a class of ~700 methods for EC2) — more than half of a ``cloud up``'s
+    CPU went there. A changed variable or file gives a new client, so credentials are still
+    read as they are at the call; a forked child makes its own."""
     url = kwargs.pop("endpoint_url", None) or endpoint_url(service)
     check_endpoint(service, url)
     given = kwargs.pop("config", None)
