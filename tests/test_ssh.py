@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -122,6 +123,31 @@ def test_a_changed_host_key_is_refused(fleet: SshLab, tmp_path: Path) -> None:
     with pytest.raises(HostError, match="has CHANGED") as info:
         fleet.run(host.check)
     assert "man-in-the-middle" in str(info.value) and "ssh-keygen -R" in str(info.value)
+
+
+def test_a_lab_host_s_sessions_do_not_read_this_machine_s_bashrc(fleet: SshLab) -> None:
+    """A lab host is a fresh machine: its sessions see an empty ``~/.bashrc`` (this machine's
+    runs ``pyenv init``, ~40 processes a command), bound in sshd's own mount namespace only."""
+    rc = Path(pwd.getpwnam("root").pw_dir) / ".bashrc"
+    before = rc.read_bytes() if rc.is_file() else None
+    host = ssh_host(fleet, "h2")
+
+    async def main() -> str:
+        try:
+            res = await host.run(["sh", "-c", 'wc -c < "$1" && echo "${PYENV_SHELL-none}"', "sh",
+                                  str(rc)])  # fmt: skip
+            return res.stdout if res.returncode == 0 else f"missing {res.returncode}"
+        finally:
+            await host.close()
+
+    out = fleet.run(main)
+    if before is None:
+        assert out.startswith("missing"), out  # nothing to hide, and nothing was made
+        return
+    assert out.split() == ["0", "none"], out
+    # the machine's own file is untouched and nothing is mounted over it here
+    assert rc.read_bytes() == before
+    assert f" {rc} " not in Path("/proc/self/mountinfo").read_text()
 
 
 def test_a_jump_host_tunnels_the_connection(fleet: SshLab) -> None:

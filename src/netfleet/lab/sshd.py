@@ -5,6 +5,12 @@ Each sshd runs with its own config file, host key and authorized_keys in a direc
 **by PID** (``-D``: it does not daemonize, so the PID we start is the listener). Its per-connection
 children are found by their parent PID, so a test can make a host "die" under a live session.
 
+A lab host is a fresh machine, not this one's root account: its sessions do not read the login
+user's ``~/.bashrc`` (Debian's bash sources it for every command sshd runs; a ``pyenv init`` there
+costs ~40 processes a command). sshd runs in the mount namespace ``ip netns exec`` makes for it
+(a slave of the host's: nothing propagates back), with an empty file bound over that
+``~/.bashrc``.
+
 The controller reaches these servers from inside another lab namespace (a lab host of its own):
 nothing is created in the root namespace. Needs root and ``openssh-server`` (``/usr/sbin/sshd``).
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import signal
 import subprocess
 import time
@@ -161,8 +168,9 @@ def start_sshd(
     config = workdir / "sshd_config"
     atomic_write(config, "".join(f"{k} {v}\n" for k, v in options.items()).encode())
     log = workdir / "sshd.log"
-    argv = ["ip", "netns", "exec", namespace, SSHD, "-D", "-f", str(config), "-E", str(log)]
-    # `ip netns exec` setns()es then execs sshd: the PID we get is the listener's.
+    argv = ["ip", "netns", "exec", namespace, *_clean_login(workdir),
+            SSHD, "-D", "-f", str(config), "-E", str(log)]  # fmt: skip
+    # `ip netns exec` setns()es then execs (sh, which execs) sshd: the PID is the listener's.
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
     sshd = Sshd(namespace, address, port, config, log, host_key, proc)
     deadline = time.monotonic() + READY_TIMEOUT
@@ -178,6 +186,18 @@ def start_sshd(
         f"sshd in {namespace} did not start listening on {address}:{port}: {text or 'no log'}",
         hint="check the config in " + str(config),
     )
+
+
+def _clean_login(workdir: Path, user: str = "root") -> list[str]:
+    """The argv prefix that binds an empty file over ``user``'s ``~/.bashrc`` in sshd's mount
+    namespace (none when there is no such file), the paths given to ``sh`` as arguments."""
+    rc = Path(pwd.getpwnam(user).pw_dir) / ".bashrc"
+    if not rc.is_file() or rc.is_symlink():
+        return []
+    empty = workdir / "empty-bashrc"
+    atomic_write(empty, b"")
+    return ["sh", "-c", 'mount --bind -- "$1" "$2" && shift 2 && exec "$@"', "sh",
+            str(empty), str(rc)]  # fmt: skip
 
 
 def _listening(namespace: str, address: str, port: int) -> bool:
