@@ -264,23 +264,31 @@ def test_seed003_the_gateway_path_mtu_and_its_advice(
 
 
 def test_seed004_r4_large_bursts_then_gives_its_baseline(tmp_path: Path, capsys: Any) -> None:
-    with profile_lab(tmp_path, "r4", ["server", "r4-large"], "198.18.75.0/24") as (name, state):
-        s = spec(
-            tmp_path,
-            "r4",
-            f"""\
-            campaign: r4-burst
-            hosts:
-              big: {{kind: netns, lab: {name}, host: server}}
-              r4: {{kind: netns, lab: {name}, host: r4-large}}
-            tests:
-              - {{name: burst, engine: iperf3, client: r4, server: big,
-                  params: {{duration: 25, parallel: 2}}}}
-            """,
-        )
-        _, catalog = run_and_ingest(capsys, tmp_path, s, state)
-    groups = cli_json(capsys, "analyze", "--catalog", catalog)
-    (row,) = groups["rows"]
+    # A busy spell of this VM can stall a 25-s series into noise (seen once in CI at four
+    # workers): the analysis then says "erratic", honestly, with no verdict. A second lab then
+    # (its bucket full again: a drained one would not burst), the first with a verdict counts.
+    for attempt in ("first", "again"):
+        where = tmp_path / attempt
+        where.mkdir()
+        with profile_lab(where, "r4", ["server", "r4-large"], "198.18.75.0/24") as (name, state):
+            s = spec(
+                where,
+                "r4",
+                f"""\
+                campaign: r4-burst
+                hosts:
+                  big: {{kind: netns, lab: {name}, host: server}}
+                  r4: {{kind: netns, lab: {name}, host: r4-large}}
+                tests:
+                  - {{name: burst, engine: iperf3, client: r4, server: big,
+                      params: {{duration: 25, parallel: 2}}}}
+                """,
+            )
+            _, catalog = run_and_ingest(capsys, where, s, state)
+        groups = cli_json(capsys, "analyze", "--catalog", catalog)
+        (row,) = groups["rows"]
+        if row["credit_kind"] != "erratic":
+            break
     assert row["credit_kind"] == "burst" and row["lab_scale"] == "lab ×0.05", row
     # seed 004: 0.75 Gbit/s baseline, ~2,700 credits, ~295 s at 10 Gbit/s (goodput ×0.956)
     assert abs(row["cloud_baseline_gbps"] / (0.75 * GOODPUT) - 1) < 0.05, row
