@@ -8,11 +8,12 @@ source scripts/bootstrap.sh
 "$UV" run --frozen ruff check src tests scripts bench
 "$UV" run --frozen ruff format --check src tests scripts bench
 "$UV" run --frozen mypy
-# two workers (pytest-xdist), a test file per worker at a time: most tests wait on shaped links
-# or on other processes (the cores ≈ 62 % busy; four workers, 84 % and ≈ 12.5 min, failed lab and
-# kill -9 checks in CI on a busy hour of this VM: bench/RESULTS.md). The lab tests run at a higher
-# priority than the rest (nice -10, tests/conftest.py), so a CPU-bound test beside them does not
-# starve their senders. Files go
+# four workers (pytest-xdist), a test file per worker at a time: most tests wait on shaped links
+# or on other processes (two workers kept the cores ≈ 53 % busy over ≈ 17 min; four, ≈ 92 % over
+# ≈ 11 min; three, 85 % over 12: bench/RESULTS.md). The lab tests run at a higher priority than the
+# rest (nice -10, tests/conftest.py), so a CPU-bound test beside them does not starve their
+# senders; a lab check a busy spell of the VM can still spoil says so and measures again
+# (a fresh lab) rather than pass on a margin. Files go
 # out in collection order (tests/conftest.py puts the long ones first), not xdist's default
 # order by number of tests. Then the `solo` tests (the delay line's timing to tens of µs) run
 # alone: beside another worker's iperf3 they would measure the machine, not the lab.
@@ -26,7 +27,7 @@ venv="${UV_PROJECT_ENVIRONMENT:-.venv}"
 export PYTHONPYCACHEPREFIX="$venv/netfleet-test-pycache"
 unset PYTHONDONTWRITEBYTECODE
 status=0
-"$UV" run --frozen pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15 \
+"$UV" run --frozen pytest -n 4 --dist loadfile --no-loadscope-reorder --durations=15 \
   -m "not solo" "$@" || status=$?
 [ "$status" -eq 5 ] && status=0
 # the solo phase collects only the files that hold a solo test (collecting all ~1,800 tests to

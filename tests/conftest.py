@@ -1,7 +1,7 @@
 """Suite-wide: the order files run in, and no simulated lab left behind by a stopped test.
 
 Ordering: the files that hold a ``slow`` test are collected first. ``scripts/test.sh`` runs
-pytest in two xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
+pytest in four xdist workers, ``--dist loadfile --no-loadscope-reorder``: a worker takes one file
 at a time, in collection order. Starting with the long files (real labs, the demo, the cloud's
 kill-9 walks) keeps one of them from starting last and running alone. The order of tests inside
 a file, and of the other files, is unchanged.
