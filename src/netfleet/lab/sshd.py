@@ -188,10 +188,11 @@ def start_sshd(
     )
 
 
-def _clean_login(workdir: Path, user: str = "root") -> list[str]:
-    """The argv prefix that binds an empty file over ``user``'s ``~/.bashrc`` in sshd's mount
-    namespace (none when there is no such file), the paths given to ``sh`` as arguments."""
-    rc = Path(pwd.getpwnam(user).pw_dir) / ".bashrc"
+def _clean_login(workdir: Path) -> list[str]:
+    """The argv prefix that binds an empty file over root's ``~/.bashrc`` (the lab's login) in
+    sshd's mount namespace (none when there is no such file), the paths given to ``sh`` as
+    arguments."""
+    rc = Path(pwd.getpwnam("root").pw_dir) / ".bashrc"
     if not rc.is_file() or rc.is_symlink():
         return []
     empty = workdir / "empty-bashrc"
