@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from netfleet.analysis.calculator import Answer
 from netfleet.engines.burstable import lab_scale
 from netfleet.report.numbers import sig
+
+if TYPE_CHECKING:  # (the analysis package, and its ruptures, only where a run is analysed)
+    from netfleet.analysis.calculator import Answer
 
 #: the label of a lab whose rates are a seed's goodput used as shaper (wire) rates
 BASIS_LABEL = "lab_rate_basis"
