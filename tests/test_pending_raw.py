@@ -11,9 +11,10 @@ import pytest
 
 from netfleet.catalog import ingest
 from netfleet.catalog.pending import pending_raw
+from netfleet.cli.boundary import guarded
+from netfleet.cli.main import app
 from netfleet.store import ResultsRoot
 from tests.test_catalog import make_envelope
-from tests.test_silence import netfleet
 
 CAT = "cat"
 
@@ -30,6 +31,14 @@ def half_ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
     stray = tmp / "results" / "d=2026-11-22" / "campaign=camp" / "junk.json.gz"
     stray.write_bytes(b"not gzip")
     return tmp
+
+
+def netfleet(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """One netfleet command, in process: its exit status, stdout and stderr."""
+    capsys.readouterr()
+    code = guarded(lambda: app(list(args), standalone_mode=False, prog_name="netfleet"))
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 def test_the_check_lists_names_and_never_opens_a_file(half_ingested: Path) -> None:
@@ -57,28 +66,45 @@ def test_nothing_pending_after_ingest_means_no_note(tmp_path: Path) -> None:
     ids=["cheatsheet", "topology", "analyze"],
 )
 def test_listings_name_the_waiting_raw_results_in_every_format(
-    half_ingested: Path, command: list[str]
+    half_ingested: Path,
+    command: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(half_ingested)
     args = [*command, "--catalog", CAT, "-r", "results"]
     expected = "2 raw results under results are not in the catalog yet"
-    table = netfleet(*args, cwd=half_ingested)
-    assert table.returncode == 0, table.stderr
-    assert expected in " ".join(table.stdout.split())  # the table's caption wraps
-    as_json = netfleet(*args, "-f", "json", cwd=half_ingested)
-    notes = json.loads(as_json.stdout)["notes"]
+    code, table, err = netfleet(capsys, *args)
+    assert code == 0, err
+    assert expected in " ".join(table.split())  # the table's caption wraps
+    code, as_json, err = netfleet(capsys, *args, "-f", "json")
+    assert code == 0, err
+    notes = json.loads(as_json)["notes"]
     assert any(expected in n and "netfleet ingest -r results" in n for n in notes)
-    md = netfleet(*args, "-f", "markdown", cwd=half_ingested)
-    assert any(line.startswith("- ") and expected in line for line in md.stdout.splitlines())
-    as_csv = netfleet(*args, "-f", "csv", cwd=half_ingested)
-    assert expected not in as_csv.stdout  # the CSV stays pure ...
-    assert f"note: {expected}" in as_csv.stderr  # ... its notes go to stderr
+    _, md, _ = netfleet(capsys, *args, "-f", "markdown")
+    assert any(line.startswith("- ") and expected in line for line in md.splitlines())
+    _, as_csv, csv_err = netfleet(capsys, *args, "-f", "csv")
+    assert expected not in as_csv  # the CSV stays pure ...
+    assert f"note: {expected}" in csv_err  # ... its notes go to stderr
 
 
-def test_the_report_says_it_first(half_ingested: Path) -> None:
+def test_the_report_says_it_first(
+    half_ingested: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(half_ingested)
     out = half_ingested / "report.md"
-    done = netfleet(
-        "report", "html", "--catalog", CAT, "-r", "results", "-f", "markdown", "-o", str(out),
-        cwd=half_ingested,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    code, _, err = netfleet(
+        capsys,
+        "report",
+        "html",
+        "--catalog",
+        CAT,
+        "-r",
+        "results",
+        "-f",
+        "markdown",
+        "-o",
+        str(out),
+    )
+    assert code == 0, err
     assert "2 raw results under results are not in the catalog yet" in out.read_text()
