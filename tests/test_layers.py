@@ -5,6 +5,7 @@ test or simulation code, and the cheap paths stay cheap (no heavy library loaded
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import subprocess
@@ -61,6 +62,17 @@ RANKS: dict[str, int] = {
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
+def tree_of(path: Path) -> ast.Module:
+    """``path`` parsed, once per content a worker sees (most tests walk every module)."""
+    st = path.stat()
+    return _parsed(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
 def package_of(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "netfleet":
@@ -71,7 +83,7 @@ def package_of(module: str) -> str | None:
 
 
 def imports_of(path: Path, module: str) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
+    tree = tree_of(path)
     found: set[str] = set()
     for node in ast.walk(tree):  # every level: module, function and TYPE_CHECKING imports
         if isinstance(node, ast.Import):
@@ -166,7 +178,7 @@ def module_imports(path: Path, module: str, known: dict[str, Path]) -> set[str]:
     ``from pkg import sub`` is the submodule ``pkg.sub`` when there is one, else ``pkg``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree_of(path)):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -250,7 +262,7 @@ def test_product_imports_no_test_or_simulation_code() -> None:
     test_modules = {p.stem for p in (SRC.parents[1] / "tests").glob("*.py")} | {"tests"}
     bad = []
     for module, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -277,7 +289,7 @@ def test_no_start_up_trick_stands_in_for_the_library() -> None:
     another path when it sees it)."""
     bad = []
     for module, path in modules().items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree_of(path)):
             targets = node.targets if isinstance(node, ast.Assign) else []
             for target in targets:
                 if isinstance(target, ast.Name) and target.id == "TYPE_CHECKING":
@@ -294,7 +306,7 @@ def test_no_string_reference_runs_up_the_layers() -> None:
     bad = []
     for module, path in modules().items():
         src = package_of(module)
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree_of(path)):
             if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
                 continue
             if target.match(node.value):
@@ -317,7 +329,7 @@ def cloud_imports_in_neutral_code(known: dict[str, Path]) -> list[str]:
     for module, path in known.items():
         if not module.startswith("netfleet.cloud") or module.startswith(CLOUD_PACKAGES):
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(tree_of(path)):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -540,7 +552,7 @@ AWS_VOCABULARY_EXCEPTIONS: dict[str, str] = {}
 def aws_vocabulary(path: Path) -> list[str]:
     """What of :data:`AWS_VOCABULARY` a module's string constants (docstrings aside) and
     path joins (``… / "aws" / …``) name."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = tree_of(path)
     docs = {
         id(body[0].value)
         for node in ast.walk(tree)
