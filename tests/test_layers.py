@@ -465,6 +465,25 @@ def test_version_loads_no_heavy_library() -> None:
     assert not (loaded_after(code) & HEAVY)
 
 
+def test_ruptures_loads_when_a_series_is_segmented_not_before() -> None:
+    """The credit calculator from given numbers and a scaled lab's run summary import the
+    analysis package; ruptures and SciPy (~1.5 s) load only when a series is segmented."""
+    calc = (
+        "from netfleet import api\n"
+        "assert api.calc(baseline='0.75gbit', peak='10gbit', bucket='2700gbit')\n"
+        "import netfleet.analysis, netfleet.report.labscale\n"
+    )
+    assert not (loaded_after(calc) & {"ruptures", "scipy"})
+    segmented = (
+        "import numpy as np\nfrom netfleet.analysis.series import Series\n"
+        "from netfleet.analysis.segments import segment\n"
+        "rates = np.r_[np.full(60, 5e9), np.full(120, 1e9)]\n"
+        "seg = segment(Series.from_rates(rates * np.exp(np.sin(np.arange(180.0)) / 100)))\n"
+        "assert seg.classification == 'burst-then-baseline', seg.classification\n"
+    )
+    assert "ruptures" in loaded_after(segmented)
+
+
 def test_help_loads_no_heavy_library() -> None:
     """``netfleet --help`` and every command's ``--help`` (issue 27.9: ``run --help`` imported
     the runner, the engines and pydantic to print its options)."""

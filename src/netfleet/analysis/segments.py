@@ -27,15 +27,14 @@ drop), ``erratic`` (a level rises again, or no stable level: σ above ``erratic_
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-import ruptures as rpt
 from numpy.typing import NDArray
-from ruptures.base import BaseCost
 
 from netfleet.analysis.series import Series
 from netfleet.analysis.stats import FloatArray, diff_noise, hampel, mad, mean_interval
@@ -194,23 +193,34 @@ def _level(
     )
 
 
-class CumulativeL2(BaseCost):
-    """ruptures' L2 cost (squared deviations from the segment mean) from cumulative sums: O(1)
-    per segment instead of O(length), which keeps Pelt fast on hour-long 1 s series."""
+@functools.cache
+def _cumulative_l2() -> type[Any]:
+    """ruptures' L2 cost class from cumulative sums (:func:`_fit` makes one a series).
+    ruptures, and the SciPy it loads (~1.5 s of CPU), are imported when a series is first
+    segmented, not with this package: the credit calculator, a scaled lab's run summary and
+    the reports that segment nothing import it too."""
+    from ruptures.base import BaseCost
 
-    model = "l2-cumulative"
-    min_size = 2
+    class CumulativeL2(BaseCost):
+        """ruptures' L2 cost (squared deviations from the segment mean) from cumulative sums:
+        O(1) per segment instead of O(length), which keeps Pelt fast on hour-long 1 s
+        series."""
 
-    def fit(self, signal: FloatArray) -> CumulativeL2:
-        x = np.asarray(signal, dtype=np.float64).reshape(-1)
-        self.signal = x.reshape(-1, 1)
-        self.s1 = np.concatenate(([0.0], np.cumsum(x)))
-        self.s2 = np.concatenate(([0.0], np.cumsum(x * x)))
-        return self
+        model = "l2-cumulative"
+        min_size = 2
 
-    def error(self, start: int, end: int) -> float:
-        total = self.s1[end] - self.s1[start]
-        return float(max(self.s2[end] - self.s2[start] - total * total / (end - start), 0.0))
+        def fit(self, signal: FloatArray) -> CumulativeL2:
+            x = np.asarray(signal, dtype=np.float64).reshape(-1)
+            self.signal = x.reshape(-1, 1)
+            self.s1 = np.concatenate(([0.0], np.cumsum(x)))
+            self.s2 = np.concatenate(([0.0], np.cumsum(x * x)))
+            return self
+
+        def error(self, start: int, end: int) -> float:
+            total = self.s1[end] - self.s1[start]
+            return float(max(self.s2[end] - self.s2[start] - total * total / (end - start), 0.0))
+
+    return CumulativeL2
 
 
 def log_rates(series: Series) -> FloatArray:
@@ -275,7 +285,9 @@ def _fit(y: FloatArray, noise: float, phi: float, cfg: SegmentationConfig) -> _F
     # long-run variance of AR(1) noise: runs of correlated noise must not pass for levels
     scale = noise**2 * (1 + phi) / (1 - phi) ** 2
     penalty = cfg.penalty_factor * math.log(n)
-    cost = CumulativeL2()
+    import ruptures as rpt
+
+    cost = _cumulative_l2()()
     cost.min_size = cfg.min_size
     algo = rpt.Binseg(custom_cost=cost, min_size=cfg.min_size, jump=1).fit(clean)
     bounds = [int(b) for b in algo.predict(pen=penalty * scale)]
