@@ -80,10 +80,29 @@ def requests(spec_path: Path) -> list[HostRequest]:
     return [HostRequest(n, h) for n, h in spec.hosts.items() if h.kind == "aws"]
 
 
+def count_probes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Each permission probe of a campaign from now on: its fleets' instance types."""
+    from netfleet.cloud.aws.plan import permissions
+
+    probed: list[list[str]] = []
+    real = permissions.require
+
+    def require(cs: Any, **kw: Any) -> Any:
+        probed.append(sorted(f.instance_type for f in cs.fleets))
+        return real(cs, **kw)
+
+    monkeypatch.setattr(permissions, "require", require)
+    return probed
+
+
 # -- 1. two wave groups acquire at once ---------------------------------------------------------
-def test_two_concurrent_first_acquires_make_one_network(fresh: MotoServer, tmp_path: Path) -> None:
+def test_two_concurrent_first_acquires_make_one_network(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Both wave groups' first acquires at once: one VPC, one key pair, one SSH key (before:
-    InvalidKeyPair.Duplicate and a second VPC)."""
+    InvalidKeyPair.Duplicate and a second VPC); the campaign's permissions probed once (each
+    acquire probed them again before)."""
+    probed = count_probes(monkeypatch)
     reqs = requests(race_spec(tmp_path))
     cloud, log = AwsCloud(state_root=tmp_path / "cloud", poll_s=0.05), MemoryLeaseLog()
     cloud.prepare(reqs, 120.0)
@@ -95,6 +114,7 @@ def test_two_concurrent_first_acquires_make_one_network(fresh: MotoServer, tmp_p
     try:
         waves = asyncio.run(go())
         assert [len(w) for w in waves] == [2, 2]
+        assert len(probed) == 1, probed
         counts = left("racy")
         assert (counts["vpcs"], counts["key-pairs"], counts["instances"]) == (1, 1, 4), counts
         # each bootstrap finds its own wave's machines
@@ -110,6 +130,23 @@ def test_two_concurrent_first_acquires_make_one_network(fresh: MotoServer, tmp_p
     assert ec2.describe_vpcs(Filters=[{"Name": "tag-key", "Values": ["netfleet:campaign"]}])[
         "Vpcs"] == []  # fmt: skip
     assert not any((tmp_path / "cloud" / "racy" / "sim").glob("*/*")), "a sim lab is still up"
+
+
+def test_a_campaign_s_permissions_are_probed_once_for_all_its_waves(
+    fresh: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probes (~17 calls to AWS) ran again at every wave's plan: once a campaign now, and
+    again for the next campaign the process prepares."""
+    probed = count_probes(monkeypatch)
+    reqs = requests(race_spec(tmp_path))
+    cloud = AwsCloud(state_root=tmp_path / "cloud", poll_s=0.05)
+    cloud.prepare(reqs, 120.0)
+    for wave in (reqs[:2], reqs[2:], reqs):  # each wave's plan (DescribeInstanceTypes only)
+        assert cloud.catalogue(wave)
+    assert len(probed) == 1 and len(probed[0]) == len(reqs), probed  # the whole campaign's
+    cloud.prepare(reqs, 120.0)  # the next campaign
+    cloud.catalogue(reqs[:2])
+    assert len(probed) == 2, probed
 
 
 async def _bootstrap_each(cloud: AwsCloud, waves: list[Any]) -> list[Any]:

@@ -228,6 +228,7 @@ class AwsCloud:
         and the plan's expected wall time (the dead-man switch follows it)."""
         self._planned = list(requests)
         self._expected_s = expected_s
+        self._checked = None  # its permissions are probed again, at its first plan or acquire
         beat = None if self._net is None else self._net.heartbeat
         if beat is not None and beat.task is not None:  # an earlier campaign's network stayed open
             beat.task.cancel()
@@ -266,7 +267,10 @@ class AwsCloud:
 
     def _checked_spec(self, requests: list[HostRequest]) -> CloudSpec:
         """:meth:`_cloud_spec`, then the permission probes (denied actions: before anything
-        is created) — once per set of requests."""
+        is created) — once per campaign: a wave's requests stand for the campaign's hosts
+        (:meth:`_whole`), so the first wave's probes hold for the later ones (each wave probed
+        again: ~17 calls to AWS a wave, and a denial after the first wave's launch is no longer
+        "before anything is created"); :meth:`prepare` of the next campaign forgets them."""
         requests = self._whole(requests)
         key = [(r.name, r.spec) for r in requests]
         if self._checked is not None and self._checked[0] == key:
@@ -352,7 +356,6 @@ class AwsCloud:
         """One wave: the first acquire of a campaign makes what its hosts share (the network,
         for every host ``prepare`` named); each launches its own instances in parallel."""
         cs = self._checked_spec(requests)
-        self._checked = None  # a later acquire (another campaign) checks again
         settings = requests[0].spec.cloud
         whole = [r for r in self._whole(requests) if r.spec.fargate is None]  # = cs.fleets
         task_reqs = [r for r in requests if r.spec.fargate is not None]
