@@ -27,9 +27,13 @@ from pathlib import Path
 
 import yaml
 
-from netfleet import lab
-from netfleet.lab.sshd import make_key, start_sshd
-from netfleet.runner.journal import journal_path, read_records
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the lab's sshd is the tests' (tests/sshdkit.py)
+
+from tests.sshdkit import make_key, start_sshd  # noqa: E402
+
+from netfleet import lab  # noqa: E402
+from netfleet.runner.journal import journal_path, read_records  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import yaml
 
 from netfleet import lab
-from netfleet.lab.sshd import KeyPair, Sshd, make_key, start_sshd
+from tests.sshdkit import KeyPair, Sshd, make_key, start_sshd
 
 T = TypeVar("T")
 CLONE_NEWNET = 0x40000000

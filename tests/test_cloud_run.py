@@ -504,7 +504,7 @@ def test_ssh_readiness_needs_the_pinned_host_key_and_cloud_init(tmp_path: Path) 
 
     from netfleet.cloud.bootstrap.ready import wait_ready
     from netfleet.errors import EnvironmentProblem
-    from netfleet.lab.sshd import KeyPair
+    from tests.sshdkit import KeyPair
     from tests.sshlab import ssh_lab
 
     with ssh_lab(tmp_path, ["vm"]) as fleet:

@@ -1,4 +1,5 @@
-"""Real OpenSSH servers inside lab namespaces: SSH hosts on one machine, for tests and benchmarks.
+"""Real OpenSSH servers inside lab namespaces: SSH hosts on one machine, for the tests and
+benchmarks (test machinery: not in the product package).
 
 Each sshd runs with its own config file, host key and authorized_keys in a directory of yours
 (``UsePAM no``, public keys only), listens on the host's lab address, and is started and stopped
