@@ -82,36 +82,12 @@ def package_of(module: str) -> str | None:
     return parts[1]
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    tree = tree_of(path)
-    found: set[str] = set()
-    for node in ast.walk(tree):  # every level: module, function and TYPE_CHECKING imports
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against this module's package
-                base = module.split(".")[: -node.level or None]
-                if path.name == "__init__.py":
-                    base = module.split(".")[: len(module.split(".")) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                name = node.module or ""
-            found.add(name)
-            if name == "netfleet":  # from netfleet import lab → netfleet.lab
-                found |= {f"netfleet.{alias.name}" for alias in node.names}
-    return found
-
-
 def package_edges() -> dict[tuple[str, str], list[str]]:
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC.parent).with_suffix("")
-        parts = list(rel.parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        module = ".".join(parts)
+    known = modules()
+    for module, path in known.items():
         src_pkg = package_of(module)
-        for name in imports_of(path, module):
+        for name in module_imports(path, module, known):
             dst_pkg = package_of(name)
             if src_pkg and dst_pkg and dst_pkg != src_pkg:
                 if dst_pkg == "__init__":
@@ -402,10 +378,10 @@ CLI_EXCEPTIONS: dict[str, str] = {
 def cli_imports() -> dict[str, set[str]]:
     """netfleet module imported by the CLI → the CLI modules importing it."""
     found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted((SRC / "cli").rglob("*.py")):
-        module = "netfleet.cli." + path.stem if path.stem != "__init__" else "netfleet.cli"
-        for name in imports_of(path, module):
-            if name.startswith("netfleet.") or name == "netfleet":
+    known = modules()
+    for module, path in known.items():
+        if module == "netfleet.cli" or module.startswith("netfleet.cli."):
+            for name in module_imports(path, module, known):
                 found[name].add(module)
     return found
 
