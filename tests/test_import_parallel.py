@@ -1,16 +1,26 @@
 """`netfleet import` over worker processes: the same bytes, reports and order as the
-sequential path, a bad file among good ones reported in its place, and progress counted."""
+sequential path, a bad file among good ones reported in its place, and progress counted; a
+worker killed mid-import stops the command with its fix, and the same command again finishes."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from netfleet.catalog.query import query
 from netfleet.store import ResultsRoot
 from netfleet.store import imports as imports_module
 from netfleet.store.imports import import_files
+from netfleet.store.sources import default_workers
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 RUNS = sorted(p for p in FIX.glob("*.json") if p.name != "MANIFEST.json")
@@ -55,3 +65,89 @@ def test_workers_write_what_the_sequential_import_writes(
     ]
     assert par.bad == seq.bad and [Path(p).name for p, _ in par.bad] == ["broken.json"]
     assert seen == [(n, len(RUNS) + 1) for n in range(1, len(RUNS) + 2)]
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc; those that end meanwhile skipped)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _workers_of(cli: subprocess.Popen[bytes]) -> list[int]:
+    """The import's pool workers: the children of the fork server the command started."""
+    servers = []
+    for child in _children(cli.pid):
+        try:
+            if b"forkserver" in Path(f"/proc/{child}/cmdline").read_bytes():
+                servers.append(child)
+        except OSError:
+            continue
+    return [worker for server in servers for worker in _children(server)]
+
+
+def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_finishes(
+    tmp_path: Path,
+) -> None:
+    """A worker of ``netfleet import --catalog`` killed (as the kernel's out-of-memory killer
+    does) is an environment fault — exit 4, the cause and the fix —, not a bug report; no
+    process of the import is left, and the same command again catalogs every file once.
+
+    The workers are stopped (SIGSTOP) as soon as all of them exist, so the import cannot finish
+    before one is killed (all of them: one killed while the pool still starts the others can
+    leave CPython's pool joining a worker it never stopped). Each process is signalled and
+    watched through a pidfd opened while it was the import's (readable once it has ended):
+    never another process under a reused PID."""
+    src = tmp_path / "src"
+    src.mkdir()
+    body = RUNS[0].read_bytes()
+    files = 1_200  # above the catalog's PARALLEL_MIN (512): read by workers
+    for n in range(files):  # other bytes each (trailing spaces): a run each
+        (src / f"f{n:04d}.json").write_bytes(body + b" " * n)
+    cat = tmp_path / "cat"
+    argv = [sys.executable, "-m", "netfleet", "import", str(src), "--catalog", str(cat)]
+    wanted = default_workers()
+    pidfds: list[int] = []
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cli:
+        try:
+            deadline = time.monotonic() + 60
+            workers: list[int] = []
+            while len(workers) < wanted:
+                assert cli.poll() is None, "the import ended before its workers were seen"
+                assert time.monotonic() < deadline, f"{len(workers)} of {wanted} workers in 60 s"
+                workers = _workers_of(cli)
+            helpers = _children(cli.pid)  # its fork server and resource tracker
+            pidfds = [os.pidfd_open(pid) for pid in [*workers, *helpers]]
+            assert sorted(_workers_of(cli)) == sorted(workers)  # the same processes, opened
+            assert sorted(_children(cli.pid)) == sorted(helpers)
+            for fd in pidfds[: len(workers)]:
+                signal.pidfd_send_signal(fd, signal.SIGSTOP)
+            signal.pidfd_send_signal(pidfds[0], signal.SIGKILL)
+            for fd in pidfds[1 : len(workers)]:
+                signal.pidfd_send_signal(fd, signal.SIGCONT)
+            _out, err = cli.communicate(timeout=120)
+            # nothing of the import is left: its workers, fork server and resource tracker
+            left = [fd for fd in pidfds if not select.select([fd], [], [], 30)[0]]
+            assert not left, f"{len(left)} of the import's processes still run"
+        finally:
+            for fd in pidfds:
+                with contextlib.suppress(ProcessLookupError):  # (gone: nothing to stop)
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+                os.close(fd)
+            if cli.poll() is None:
+                cli.kill()
+    text = err.decode()
+    assert cli.returncode == 4, text
+    assert "a worker process of netfleet's ended abruptly" in text and "fix:" in text, text
+    assert "internal error" not in text and "netfleet/cli" not in text, text  # no CLI traceback
+    again = subprocess.run(argv, capture_output=True, check=False)
+    assert again.returncode == 0, again.stderr.decode()
+    got = query(cat, "SELECT count(*), count(DISTINCT run_id) FROM runs").rows
+    assert [tuple(row) for row in got] == [(files, files)]

@@ -19,7 +19,9 @@ class ExitStatus(IntEnum):
     #: the campaign finished but at least one run failed (its reason is stored); an import
     #: finished but at least one file was refused (each listed with its reason)
     RUNS_FAILED = 3
-    ENVIRONMENT = 4  #: a host, tool, lab or permission problem stopped the work before it began
+    #: a host, tool, lab, permission or disk-space problem stopped the work before it began, or
+    #: a worker process was killed (what was committed is kept: the same command finishes)
+    ENVIRONMENT = 4
     ALERT = 5  #: netfleet watch: an alert was open after the last round (docs/watch.md)
     #: netfleet cloud selftest: resources it made may remain (the release could not verify
     #: zero): ``netfleet cloud destroy netfleet-selftest`` (docs/cloud.md)

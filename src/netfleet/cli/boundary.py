@@ -54,6 +54,8 @@ def guarded(fn: Callable[[], object]) -> int:
         return int(ExitStatus.ENVIRONMENT)
     except Exception as exc:
         status = _typer_outcome(exc)
+        if status is None and _worker_lost(exc):
+            status = int(ExitStatus.ENVIRONMENT)
         if status is None:
             raise_internal()
             return int(ExitStatus.ERROR)
@@ -79,6 +81,27 @@ def _typer_outcome(exc: Exception) -> int | None:
             err_console().print(f"error: {plain(exc.format_message())}")
         return int(ExitStatus.INVALID_INPUT)
     return None
+
+
+def _worker_lost(exc: Exception) -> bool:
+    """Whether ``exc`` is a process pool's loss of a worker (killed by a signal: the kernel's
+    out-of-memory killer, an operator): an environment fault, shown with its fix (every pool
+    netfleet starts is a :func:`netfleet.workers.process_pool`, and what its users committed
+    before is kept: a catalog's batches, a results root's envelopes)."""
+    from concurrent.futures import BrokenExecutor  # (loaded only when something failed)
+
+    if not isinstance(exc, BrokenExecutor):
+        return False
+    if DEBUG["on"]:
+        _traceback()
+    err_console().print(
+        "[bold red]error:[/] a worker process of netfleet's ended abruptly (killed by a signal "
+        "— the kernel's out-of-memory killer says so in `dmesg` — or it could not start), so "
+        f"this command stopped ({plain(exc)})\n  fix: what was committed before is kept: run "
+        "the same command again to finish (free memory first if the kernel killed it)",
+        markup=True,
+    )
+    return True
 
 
 #: environment faults (exit 4) and how to fix each; completed results are already on disk
