@@ -701,3 +701,42 @@ def test_rows_written_in_several_batches_are_those_of_one(
         "SELECT * FROM intervals_stored ORDER BY run_id, side, idx, role",
     ):
         assert _rows(tmp_path / "many", sql) == _rows(tmp_path / "one", sql), sql
+
+
+def test_the_rows_an_interrupted_import_committed_are_recovered_not_called_duplicates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An import stopped after a batch was committed but before its manifest was written (Ctrl-C
+    here; a killed worker alike) left runs no manifest row holds. The same import again writes
+    their manifest rows and reports the files ``recovered`` — one count, not a "duplicate" line
+    per file as if another file had brought their runs — and a file whose run another file's
+    row holds is still ``already`` in the catalog."""
+    from netfleet.catalog import reader
+    from netfleet.catalog import register as register_module
+
+    src = _folder(tmp_path, RUNS)
+    cat = tmp_path / "cat"
+    monkeypatch.setattr(register_module, "BATCH_RUNS", 3)  # a batch committed every 3 runs
+    monkeypatch.setattr(reader, "TASK_FILES", 1)  # (settled a file at a time)
+
+    def stop(done: int, total: int) -> None:
+        if done == 4:  # the first batch (3 runs) is committed, the fourth file's run is not
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        register([str(src)], cat, progress=stop)
+    assert _rows(cat, "SELECT count(*) FROM runs") == [(3,)] and read_manifest(cat).num_rows == 0
+    monkeypatch.undo()
+    assert cli("import", str(src), "--catalog", str(cat)) == 0
+    out = capsys.readouterr().out
+    assert f"registered {len(RUNS) - 3} file(s), 3 recovered (committed by" in out, out
+    assert "duplicate" not in out, out
+    rows = read_manifest(cat).to_pylist()
+    assert len(rows) == len(RUNS) and {row["state"] for row in rows} == {"ok"}
+    assert _rows(cat, "SELECT count(*), count(DISTINCT run_id) FROM runs") == [(len(RUNS),) * 2]
+    again = tmp_path / "again"
+    again.mkdir()
+    shutil.copy(RUNS[0], again / "copy.json")  # the same bytes under another name
+    later = register([str(again)], cat)
+    assert [file for file, _ in later.already] == [str(again / "copy.json")]
+    assert later.recovered == []

@@ -49,7 +49,7 @@ CASES: list[tuple[type, list[tuple[str, Any]], bool, dict[str, Any]]] = [
         + [(n, list) for n in ("registered",)]
         + [("unchanged", 0)]
         + [(n, list) for n in ("changed", "touched", "missing", "bad", "flagged")]
-        + [(n, list) for n in ("duplicates", "already", "retired")]
+        + [(n, list) for n in ("duplicates", "already", "recovered", "retired")]
         + [("generation", 0), ("seconds", 0.0), ("batches", 0), ("rows", dict)],
         False,
         {"catalog_dir": Path("/cat"), "unchanged": 10, "bad": [("f.json", "truncated")]},

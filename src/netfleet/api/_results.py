@@ -86,12 +86,12 @@ def register(
     again reads only the files whose stat changed. Options as :func:`import_files`'s.
 
     Returns a ``RegisterReport`` (registered, unchanged, changed, touched, missing, bad,
-    duplicates, already, retired runs, the manifest's generation). ``keep_copy``: a folder or
-    ``s3://`` prefix where each file read is kept as it is (a root-owned copy or reflink, a
-    hardlink only to a file the user owns; S3 to S3 server-side), named by its SHA-256; a file
-    no longer the one read is refused. ``ahead()`` is called once, with workers, while they
-    read the last files (what landed before them is committed): :func:`cheatsheet` computes
-    the sheet there."""
+    duplicates, already, recovered, retired runs, the manifest's generation). ``keep_copy``: a
+    folder or ``s3://`` prefix where each file read is kept as it is (a root-owned copy or
+    reflink, a hardlink only to a file the user owns; S3 to S3 server-side), named by its
+    SHA-256; a file no longer the one read is refused. ``ahead()`` is called once, with workers,
+    while they read the last files (what landed before them is committed): :func:`cheatsheet`
+    computes the sheet there."""
     from netfleet.catalog.register import register as run_register
     from netfleet.store.sources import default_workers
 

@@ -128,7 +128,7 @@ def ingest(
     report.uploaded, report.seconds, report.unchanged = uploaded, done.seconds, done.unchanged
     report.ingested = len(done.registered)
     report.seen = done.unchanged + len(done.bad) + report.ingested + len(done.touched)
-    report.seen += len(done.duplicates) + len(done.already)
+    report.seen += len(done.duplicates) + len(done.already) + len(done.recovered)
     report.skipped = report.seen - report.ingested - len(done.bad)
     report.bad = [BadFile(path, reason) for path, reason in done.bad]
     report.batches = done.batches

@@ -79,8 +79,8 @@ class RegisterReport(Plain):
 
     __slots__ = (  # noqa: RUF023
         "catalog_dir", "registered", "unchanged", "changed", "touched", "missing", "bad",
-        "flagged", "duplicates", "already", "retired", "generation", "seconds", "batches",
-        "rows",
+        "flagged", "duplicates", "already", "recovered", "retired", "generation", "seconds",
+        "batches", "rows",
     )  # fmt: skip
 
     catalog_dir: Path
@@ -102,6 +102,8 @@ class RegisterReport(Plain):
     duplicates: list[tuple[str, str]]
     #: (file, run id): its run was in the catalog already
     already: list[tuple[str, str]]
+    #: files whose runs a load stopped before its manifest had committed (no manifest row held)
+    recovered: list[str]
     #: runs whose rows left the catalog (their file changed)
     retired: list[str]
     #: the manifest's generation after this import
@@ -123,6 +125,7 @@ class RegisterReport(Plain):
         flagged: list[tuple[str, int]] | None = None,
         duplicates: list[tuple[str, str]] | None = None,
         already: list[tuple[str, str]] | None = None,
+        recovered: list[str] | None = None,
         retired: list[str] | None = None,
         generation: int = 0,
         seconds: float = 0.0,
@@ -139,6 +142,7 @@ class RegisterReport(Plain):
         self.flagged = [] if flagged is None else flagged
         self.duplicates = [] if duplicates is None else duplicates
         self.already = [] if already is None else already
+        self.recovered = [] if recovered is None else recovered
         self.retired = [] if retired is None else retired
         self.generation = generation
         self.seconds = seconds
@@ -149,7 +153,7 @@ class RegisterReport(Plain):
     def read_files(self) -> bool:
         """Whether this import read any file (a no-op reads none: every file unchanged)."""
         lists = self.registered, self.changed, self.touched, self.bad, self.duplicates
-        return any(lists) or bool(self.already)
+        return any(lists) or bool(self.already or self.recovered)
 
 
 def register(
@@ -550,6 +554,7 @@ class _State:
         #: runs whose file changed: retired unless another row still holds them
         self.retire: set[str] = set()
         self.changed = False
+        self.held_first: set[str] | None = None  # :meth:`held` when _settle first asks
 
     def old(self, source: str) -> dict[str, Any] | None:
         """The index's columns of ``source``'s active row (None: it has none)."""
@@ -583,15 +588,17 @@ class _State:
             values.extend(columns.get(name, nulls))
         self.changed = True
 
-    def retiring(self) -> set[str]:
-        if not self.retire:  # (the index's run ids are then not decoded)
-            return set()
+    def held(self) -> set[str]:
+        """The runs the index's rows hold now (ok or missing)."""
         cols = self.index.columns
-        held = {
+        return {
             run for run, state in zip(cols["run_id"], cols["state"], strict=True)
             if state in ("ok", "missing")
         }  # fmt: skip
-        return {run for run in self.retire if run and run not in held}
+
+    def retiring(self) -> set[str]:
+        """The runs to retire that no row holds (the index's run ids decoded only if any)."""
+        return {run for run in self.retire - self.held() if run} if self.retire else set()
 
     def write(self, catalog: Path) -> None:
         """The rows this import made or changed, as the manifest's next generation."""
@@ -760,7 +767,12 @@ def _settle(
         report.duplicates.append((item.source, writer.first[run_id]))
     elif run_id in writer.known:
         writer.first[run_id] = item.source
-        report.already.append((item.source, run_id))
+        if state.held_first is None:  # (the index's run ids decoded only then)
+            state.held_first = state.held()
+        if run_id in state.held_first:
+            report.already.append((item.source, run_id))
+        else:  # this file's own rows, committed before a load stopped: its row now
+            report.recovered.append(item.source)
     else:
         writer.first[run_id] = item.source
         writer.keep(run_id)

@@ -26,6 +26,7 @@ def summary(report: RegisterReport) -> str:
         (len(report.bad), "not imported"),
         (len(report.duplicates), "duplicate(s)"),
         (len(report.already), "already in the catalog"),
+        (len(report.recovered), "recovered (committed by an import that stopped)"),
     ):
         if count:
             parts.append(f"{count} {what}")
@@ -73,7 +74,13 @@ def per_file(report: ImportReport | RegisterReport, already: str, flags: str, ou
 
 def registered_outcome(report: RegisterReport) -> None:
     """:func:`outcome` of an import by reference."""
-    done = report.registered or report.unchanged or report.touched or report.already
+    done = (
+        report.registered
+        or report.unchanged
+        or report.touched
+        or report.already
+        or report.recovered
+    )
     outcome(report.bad, bool(done or report.duplicates))
 
 
