@@ -21,6 +21,7 @@ from netfleet.store import ResultsRoot
 from netfleet.store import imports as imports_module
 from netfleet.store.imports import import_files
 from netfleet.store.sources import default_workers
+from tests.sshdkit import children
 
 FIX = Path(__file__).parent / "fixtures" / "import"
 RUNS = sorted(p for p in FIX.glob("*.json") if p.name != "MANIFEST.json")
@@ -67,30 +68,16 @@ def test_workers_write_what_the_sequential_import_writes(
     assert seen == [(n, len(RUNS) + 1) for n in range(1, len(RUNS) + 2)]
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc; those that end meanwhile skipped)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def _workers_of(cli: subprocess.Popen[bytes]) -> list[int]:
     """The import's pool workers: the children of the fork server the command started."""
     servers = []
-    for child in _children(cli.pid):
+    for child in children(cli.pid):
         try:
             if b"forkserver" in Path(f"/proc/{child}/cmdline").read_bytes():
                 servers.append(child)
         except OSError:
             continue
-    return [worker for server in servers for worker in _children(server)]
+    return [worker for server in servers for worker in children(server)]
 
 
 def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_finishes(
@@ -123,10 +110,10 @@ def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_f
                 assert cli.poll() is None, "the import ended before its workers were seen"
                 assert time.monotonic() < deadline, f"{len(workers)} of {wanted} workers in 60 s"
                 workers = _workers_of(cli)
-            helpers = _children(cli.pid)  # its fork server and resource tracker
+            helpers = children(cli.pid)  # its fork server and resource tracker
             pidfds = [os.pidfd_open(pid) for pid in [*workers, *helpers]]
             assert sorted(_workers_of(cli)) == sorted(workers)  # the same processes, opened
-            assert sorted(_children(cli.pid)) == sorted(helpers)
+            assert sorted(children(cli.pid)) == sorted(helpers)
             for fd in pidfds[: len(workers)]:
                 signal.pidfd_send_signal(fd, signal.SIGSTOP)
             signal.pidfd_send_signal(pidfds[0], signal.SIGKILL)

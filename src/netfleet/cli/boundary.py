@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
-from netfleet.errors import ExitStatus, NetfleetError
+from netfleet.errors import EnvironmentProblem, ExitStatus, NetfleetError
 from netfleet.text import plain
 
 if TYPE_CHECKING:
@@ -32,10 +32,7 @@ def guarded(fn: Callable[[], object]) -> int:
     try:
         rv = fn()
     except NetfleetError as exc:
-        if DEBUG["on"]:
-            _traceback()
-        err_console().print(f"[bold red]error:[/] {plain(exc)}", markup=True)
-        return int(exc.exit_status)
+        return _domain_error(exc)
     except KeyboardInterrupt:
         err_console().print("interrupted")
         return int(ExitStatus.INTERRUPTED)
@@ -54,8 +51,9 @@ def guarded(fn: Callable[[], object]) -> int:
         return int(ExitStatus.ENVIRONMENT)
     except Exception as exc:
         status = _typer_outcome(exc)
-        if status is None and _worker_lost(exc):
-            status = int(ExitStatus.ENVIRONMENT)
+        lost = _worker_lost(exc) if status is None else None
+        if lost is not None:
+            return _domain_error(lost)
         if status is None:
             raise_internal()
             return int(ExitStatus.ERROR)
@@ -83,25 +81,30 @@ def _typer_outcome(exc: Exception) -> int | None:
     return None
 
 
-def _worker_lost(exc: Exception) -> bool:
-    """Whether ``exc`` is a process pool's loss of a worker (killed by a signal: the kernel's
-    out-of-memory killer, an operator): an environment fault, shown with its fix (every pool
-    netfleet starts is a :func:`netfleet.workers.process_pool`, and what its users committed
-    before is kept: a catalog's batches, a results root's envelopes)."""
+def _domain_error(exc: NetfleetError) -> int:
+    """A domain error's message and fix (the traceback too with ``--debug``), its status."""
+    if DEBUG["on"]:
+        _traceback()
+    err_console().print(f"[bold red]error:[/] {plain(exc)}", markup=True)
+    return int(exc.exit_status)
+
+
+def _worker_lost(exc: Exception) -> EnvironmentProblem | None:
+    """A process pool's loss of a worker (killed by a signal: the kernel's out-of-memory
+    killer, an operator) as the environment fault it is, with its fix (every pool netfleet
+    starts is a :func:`netfleet.workers.process_pool`, and what its users committed before is
+    kept: a catalog's batches, a results root's envelopes); None for any other ``exc``."""
     from concurrent.futures import BrokenExecutor  # (loaded only when something failed)
 
     if not isinstance(exc, BrokenExecutor):
-        return False
-    if DEBUG["on"]:
-        _traceback()
-    err_console().print(
-        "[bold red]error:[/] a worker process of netfleet's ended abruptly (killed by a signal "
-        "— the kernel's out-of-memory killer says so in `dmesg` — or it could not start), so "
-        f"this command stopped ({plain(exc)})\n  fix: what was committed before is kept: run "
-        "the same command again to finish (free memory first if the kernel killed it)",
-        markup=True,
+        return None
+    return EnvironmentProblem(
+        "a worker process of netfleet's ended abruptly (killed by a signal — the kernel's "
+        "out-of-memory killer says so in `dmesg` — or it could not start), so this command "
+        f"stopped ({exc})",
+        hint="what was committed before is kept: run the same command again to finish (free "
+        "memory first if the kernel killed it)",
     )
-    return True
 
 
 #: environment faults (exit 4) and how to fix each; completed results are already on disk
