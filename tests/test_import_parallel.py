@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,29 +81,23 @@ def _workers_of(cli: subprocess.Popen[bytes]) -> list[int]:
     return [worker for server in servers for worker in children(server)]
 
 
-def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_finishes(
-    tmp_path: Path,
-) -> None:
-    """A worker of ``netfleet import --catalog`` killed (as the kernel's out-of-memory killer
-    does) is an environment fault — exit 4, the cause and the fix —, not a bug report; no
-    process of the import is left, and the same command again catalogs every file once.
-
-    The workers are stopped (SIGSTOP) as soon as all of them exist, so the import cannot finish
-    before one is killed (all of them: one killed while the pool still starts the others can
-    leave CPython's pool joining a worker it never stopped). Each process is signalled and
-    watched through a pidfd opened while it was the import's (readable once it has ended):
-    never another process under a reused PID."""
+@contextlib.contextmanager
+def _stopped_import(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], list[int], int]]:
+    """``netfleet import --catalog`` of 1,200 files (read by workers: above the catalog's
+    PARALLEL_MIN of 512), held as soon as all its workers exist: they are stopped (SIGSTOP),
+    so the import cannot finish before the test acts. Yields the command, a pidfd of each
+    worker then of its other children (the fork server, the resource tracker), opened while
+    they were the import's — signalled and watched through these (readable once the process
+    has ended), never another process under a reused PID — and the number of workers. Every
+    process still running at the end is killed."""
     src = tmp_path / "src"
     src.mkdir()
     body = RUNS[0].read_bytes()
-    files = 1_200  # above the catalog's PARALLEL_MIN (512): read by workers
-    for n in range(files):  # other bytes each (trailing spaces): a run each
+    for n in range(FILES):  # other bytes each (trailing spaces): a run each
         (src / f"f{n:04d}.json").write_bytes(body + b" " * n)
-    cat = tmp_path / "cat"
-    argv = [sys.executable, "-m", "netfleet", "import", str(src), "--catalog", str(cat)]
     wanted = default_workers()
     pidfds: list[int] = []
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cli:
+    with subprocess.Popen(_argv(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cli:
         try:
             deadline = time.monotonic() + 60
             workers: list[int] = []
@@ -116,13 +111,7 @@ def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_f
             assert sorted(children(cli.pid)) == sorted(helpers)
             for fd in pidfds[: len(workers)]:
                 signal.pidfd_send_signal(fd, signal.SIGSTOP)
-            signal.pidfd_send_signal(pidfds[0], signal.SIGKILL)
-            for fd in pidfds[1 : len(workers)]:
-                signal.pidfd_send_signal(fd, signal.SIGCONT)
-            _out, err = cli.communicate(timeout=120)
-            # nothing of the import is left: its workers, fork server and resource tracker
-            left = [fd for fd in pidfds if not select.select([fd], [], [], 30)[0]]
-            assert not left, f"{len(left)} of the import's processes still run"
+            yield cli, pidfds, len(workers)
         finally:
             for fd in pidfds:
                 with contextlib.suppress(ProcessLookupError):  # (gone: nothing to stop)
@@ -130,11 +119,69 @@ def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_f
                 os.close(fd)
             if cli.poll() is None:
                 cli.kill()
+
+
+FILES = 1_200
+
+
+def _argv(tmp_path: Path) -> list[str]:
+    return [sys.executable, "-m", "netfleet", "import", str(tmp_path / "src"),
+            "--catalog", str(tmp_path / "cat")]  # fmt: skip
+
+
+def _left(pidfds: list[int]) -> list[int]:
+    """The pidfds whose process still runs 30 s on (each readable once its process ended)."""
+    deadline, left = time.monotonic() + 30, list(pidfds)
+    while left and (rest := deadline - time.monotonic()) > 0:
+        ended = select.select(left, [], [], rest)[0]
+        left = [fd for fd in left if fd not in ended]
+    return left
+
+
+def _finishes(tmp_path: Path) -> None:
+    """The same command again catalogs every file once."""
+    again = subprocess.run(_argv(tmp_path), capture_output=True, check=False)
+    assert again.returncode == 0, again.stderr.decode()
+    got = query(tmp_path / "cat", "SELECT count(*), count(DISTINCT run_id) FROM runs").rows
+    assert [tuple(row) for row in got] == [(FILES, FILES)]
+
+
+def test_a_worker_killed_mid_import_stops_it_with_the_fix_and_the_same_command_finishes(
+    tmp_path: Path,
+) -> None:
+    """A worker of ``netfleet import --catalog`` killed (as the kernel's out-of-memory killer
+    does) is an environment fault — exit 4, the cause and the fix —, not a bug report; no
+    process of the import is left, and the same command again catalogs every file once.
+    (Every worker is started at once: one killed while the pool still started others left
+    CPython's pool joining a worker it never stopped — a hang.)"""
+    with _stopped_import(tmp_path) as (cli, pidfds, workers):
+        signal.pidfd_send_signal(pidfds[0], signal.SIGKILL)
+        for fd in pidfds[1:workers]:
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        _out, err = cli.communicate(timeout=120)
+        # nothing of the import is left: its workers, fork server and resource tracker
+        left = _left(pidfds)
+        assert not left, f"{len(left)} of the import's processes still run"
     text = err.decode()
     assert cli.returncode == 4, text
     assert "a worker process of netfleet's ended abruptly" in text and "fix:" in text, text
     assert "internal error" not in text and "netfleet/cli" not in text, text  # no CLI traceback
-    again = subprocess.run(argv, capture_output=True, check=False)
-    assert again.returncode == 0, again.stderr.decode()
-    got = query(cat, "SELECT count(*), count(DISTINCT run_id) FROM runs").rows
-    assert [tuple(row) for row in got] == [(files, files)]
+    _finishes(tmp_path)
+
+
+def test_the_import_killed_leaves_no_process_behind_and_the_same_command_finishes(
+    tmp_path: Path,
+) -> None:
+    """``netfleet import --catalog`` killed with SIGKILL (an operator's ``kill -9``, the
+    out-of-memory killer choosing it) mid-import leaves none of its processes running: each
+    worker ends with it, then the fork server and the resource tracker (they waited forever,
+    as root, each worker holding their pipes open). The same command again catalogs every
+    file once."""
+    with _stopped_import(tmp_path) as (cli, pidfds, workers):
+        cli.kill()  # (its own child, not yet waited for: its PID is still its own)
+        cli.wait(timeout=30)
+        for fd in pidfds[:workers]:  # resumed: each sees its maker has ended
+            signal.pidfd_send_signal(fd, signal.SIGCONT)
+        left = _left(pidfds)
+        assert not left, f"{len(left)} of the killed import's processes still run"
+    _finishes(tmp_path)

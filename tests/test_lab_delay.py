@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from netfleet.children import start_ticks
 from netfleet.engines.params.ping import PingParams
 from netfleet.engines.ping import Ping, summarize
 from netfleet.errors import LabError, SpecError
@@ -255,7 +256,7 @@ def test_a_recorded_pid_that_is_not_our_delay_line_is_left_alone(
     assert host.delayline is not None and dl.is_ours(state, host.delayline)
     other = subprocess.Popen(["sleep", "30"])
     try:
-        ticks = dl.start_ticks(other.pid)
+        ticks = start_ticks(other.pid)
         assert ticks is not None
         # a state file naming someone else's process (right PID and start time)
         fake = host.model_copy(update={"delayline": Process(pid=other.pid, start_ticks=ticks)})
@@ -316,7 +317,7 @@ def test_down_stops_the_delay_lines_and_removes_their_devices(tmp_path: Path) ->
     finally:
         removed = down(name, state_dir=state_dir)
     assert f"nf-{name}-a" in removed
-    assert not Path(f"/proc/{proc.pid}").exists() or dl.start_ticks(proc.pid) != proc.start_ticks
+    assert not Path(f"/proc/{proc.pid}").exists() or start_ticks(proc.pid) != proc.start_ticks
     assert not log.exists()
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     assert "to-a " not in links  # nothing moved to the root namespace

@@ -5,6 +5,9 @@ ignores SIGCHLD, netfleet's children are reaped by the kernel itself, so asyncio
 finds none and logs "Unknown child process pid N, will report returncode 255", every return
 code reads 255, and ``subprocess`` reports 0. Restoring the default disposition before starting
 children makes the return codes real again.
+
+And a process is named by its PID *and* its start time (:func:`start_ticks`): a PID alone may
+name a later process once the first has ended.
 """
 
 from __future__ import annotations
@@ -22,3 +25,17 @@ def reap_own_children() -> None:
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
     except ValueError:  # not the main thread: left as it is
         return
+
+
+def start_ticks(pid: int) -> int | None:
+    """Field 22 of ``/proc/PID/stat`` (start time in clock ticks after boot); None if the
+    process is gone (or a zombie: it has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
+    if len(fields) < 20 or fields[0] == "Z":
+        return None
+    return int(fields[19])

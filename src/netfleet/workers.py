@@ -14,17 +14,26 @@ puts the working directory first on ``sys.path`` — a ``multiprocessing.py`` an
 in the folder root runs netfleet from would be imported as root. They are started here, at once,
 with ``PYTHONSAFEPATH=1`` (:func:`safe_python_env`); a ``python -m`` netfleet starts itself passes
 ``-P`` (:data:`SAFE_PYTHON`).
+
+No worker outlives the process that made its pool. A worker holds both ends of its task queue
+and the fork server's liveness pipe, so after a ``kill -9`` (or the out-of-memory killer) of
+the maker nothing would tell them: the workers, the fork server and the resource tracker would
+wait forever, as root. Each worker watches its maker through a pidfd and ends when it ends;
+then the fork server and the resource tracker see their pipes close and end too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+
+from netfleet.children import start_ticks
 
 #: the interpreter and the flag a ``python -m`` child of netfleet starts with: ``-P``, never the
 #: working directory on ``sys.path``
@@ -50,12 +59,34 @@ def safe_python_env() -> Iterator[None]:
                 os.environ["PYTHONSAFEPATH"] = before
 
 
-def _start(env: dict[str, str], quiet: bool) -> None:
-    """A worker's first act: the environment of the pool's maker; Ctrl-C left to the parent."""
+def _start(env: dict[str, str], quiet: bool, maker: tuple[int, int | None]) -> None:
+    """A worker's first act: the environment of the pool's maker; Ctrl-C left to the parent;
+    an end with the maker's (:func:`_end_with`)."""
     if quiet:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(env)
+    _end_with(*maker)
+
+
+def _end_with(pid: int, started: int | None) -> None:
+    """End this worker when the process ``pid`` (started at ``started``) has ended: a thread
+    waits on a pidfd of it (readable once it has ended). Opened, the pidfd is checked to be
+    that process, not a later one under the same PID; a maker already gone ends the worker now.
+    ``os._exit``: a worker only reads (the maker writes and commits), so nothing is cut short
+    but work nobody is left to take."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(1)
+    if started is None or start_ticks(pid) != started:
+        os._exit(1)
+
+    def watch() -> None:
+        select.select([fd], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="netfleet-maker-watch", daemon=True).start()
 
 
 def process_pool(
@@ -73,6 +104,13 @@ def process_pool(
     with safe_python_env():  # started now, never later from the working directory
         resource_tracker.ensure_running()
         forkserver.ensure_running()
-    return ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_start, initargs=(dict(os.environ), quiet)
+    maker = (os.getpid(), start_ticks(os.getpid()))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_start, initargs=(dict(os.environ), quiet, maker)
     )
+    # Every worker started at the first task handed out, before the pool's manager thread
+    # runs, as CPython does for "fork" pools. Otherwise (CPython 3.11-3.13, "forkserver") each
+    # task handed out may start one more worker, and one started while the manager thread
+    # stops a pool a killed worker broke is joined but never stopped: the command hung.
+    pool._safe_to_dynamically_spawn_children = False  # type: ignore[attr-defined]
+    return pool

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from netfleet.children import start_ticks
 from netfleet.errors import LabError
 from netfleet.lab import netns
 from netfleet.lab.commands import ip
@@ -85,19 +86,6 @@ def create_taps(state: LabState, host: LabHost) -> None:
     for ns, dev in ((host.namespace, INTERFACE), (state.switch, host.port)):
         ip("tuntap", "add", "dev", dev, "mode", "tap", "vnet_hdr", ns=ns)
         ip("link", "set", "dev", dev, "mtu", mtu, ns=ns)
-
-
-def start_ticks(pid: int) -> int | None:
-    """Field 22 of ``/proc/PID/stat`` (start time in clock ticks after boot); None if the
-    process is gone (or a zombie: it has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
-    if len(fields) < 20 or fields[0] == "Z":
-        return None
-    return int(fields[19])
 
 
 def log_path(state: LabState, host: LabHost, state_dir: str | Path | None = None) -> Path:
