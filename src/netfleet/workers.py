@@ -30,6 +30,7 @@ import select
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -70,23 +71,36 @@ def _start(env: dict[str, str], quiet: bool, maker: tuple[int, int | None]) -> N
 
 
 def _end_with(pid: int, started: int | None) -> None:
-    """End this worker when the process ``pid`` (started at ``started``) has ended: a thread
-    waits on a pidfd of it (readable once it has ended). Opened, the pidfd is checked to be
-    that process, not a later one under the same PID; a maker already gone ends the worker now.
-    ``os._exit``: a worker only reads (the maker writes and commits), so nothing is cut short
-    but work nobody is left to take."""
+    """End this worker when the process ``pid`` (started at ``started``: its
+    :func:`~netfleet.children.start_ticks`) has ended: a thread waits on a pidfd of it
+    (readable once it has ended) or, where pidfds are refused (a kernel before 5.3, a seccomp
+    filter), reads its start time again each second. The pidfd is checked to be that process,
+    not a later one under the same PID; a maker already gone ends the worker now. ``os._exit``:
+    a worker only reads (the maker writes and commits), so nothing is cut short but work
+    nobody is left to take. Without pidfds and /proc, nothing is watched."""
     try:
-        fd = os.pidfd_open(pid)
+        fd: int | None = os.pidfd_open(pid)
     except ProcessLookupError:
         os._exit(1)
-    if started is None or start_ticks(pid) != started:
+    except OSError:
+        fd = None
+    if started is not None and start_ticks(pid) != started:
         os._exit(1)
+    if fd is None and started is None:
+        return
+    threading.Thread(
+        target=_watch, args=(fd, pid, started), name="netfleet-maker-watch", daemon=True
+    ).start()
 
-    def watch() -> None:
+
+def _watch(fd: int | None, pid: int, started: int | None) -> None:
+    """:func:`_end_with`'s thread: until the maker has ended, then this process ends."""
+    if fd is not None:
         select.select([fd], [], [])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="netfleet-maker-watch", daemon=True).start()
+    else:
+        while start_ticks(pid) == started:
+            time.sleep(1)
+    os._exit(1)
 
 
 def process_pool(
