@@ -27,15 +27,20 @@ def reap_own_children() -> None:
         return
 
 
+def stat_fields(stat: str) -> list[str]:
+    """A ``/proc/PID/stat`` line's fields after the command name, from the state (field 3) on:
+    field N of proc(5) is ``[N - 3]`` (the name may hold spaces and ')': split after the last)."""
+    return stat[stat.rfind(")") + 2 :].split()
+
+
 def start_ticks(pid: int) -> int | None:
     """Field 22 of ``/proc/PID/stat`` (start time in clock ticks after boot); None if the
     process is gone (or a zombie: it has ended)."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
+            fields = stat_fields(fh.read())
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
     if len(fields) < 20 or fields[0] == "Z":
         return None
     return int(fields[19])

@@ -356,7 +356,7 @@ def pool(workers: int, files: int) -> Iterator[Any]:
                  "netfleet.store.import_iperf3", "netfleet.store.import_labels",
                  "netfleet.catalog.schemas", "pyarrow.ipc", "isal.isal_zlib"],
     )  # fmt: skip
-    start = threading.Thread(target=_start, args=(started, workers), name="netfleet-workers")
+    start = threading.Thread(target=_start, args=(started,), name="netfleet-workers")
     start.start()
     try:
         yield started
@@ -365,12 +365,12 @@ def pool(workers: int, files: int) -> Iterator[Any]:
         started.shutdown(wait=True, cancel_futures=True)
 
 
-def _start(started: Any, workers: int) -> None:
-    """Start the pool's workers: a worker per task handed out (``int()``: the fork server has
-    loaded the readers). A failure is the tasks' to report: they start them again, or raise."""
+def _start(started: Any) -> None:
+    """Start the pool's workers: all of them at its first task (``int()``; the fork server
+    has loaded the readers: :func:`netfleet.workers.process_pool`). A failure is the tasks' to
+    report: they start them again, or raise."""
     with suppress(Exception):  # (raised again by the first task handed out)
-        for _ in range(workers):
-            started.submit(int)
+        started.submit(int)
 
 
 def _load_writer() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from netfleet.children import stat_fields
 from netfleet.errors import HostError
 
 #: kinds whose processes run on the controller's own kernel
@@ -67,7 +68,7 @@ def parse_stat(text: str, uptime: float) -> tuple[int, int, float] | None:
     """(utime + stime, start time, age) in clock ticks from one /proc/PID/stat line and the
     machine's /proc/uptime seconds (Linux's user-visible tick, USER_HZ, is the same on every
     machine: this one's)."""
-    rest = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": the comm may hold spaces
+    rest = stat_fields(text)
     try:
         ticks, start = int(rest[11]) + int(rest[12]), int(rest[19])
     except (IndexError, ValueError):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
+from netfleet.children import stat_fields
 from netfleet.errors import NetfleetError
 from netfleet.hosts.base import LAUNCH_TOKEN_ENV, Host
 from netfleet.runner.journal import Journal, ProcessRecord, launch_proof
@@ -93,7 +94,7 @@ def parse_identity(text: str) -> dict[str, str] | None:
     if len(lines) < 3:
         return None
     stat = lines[1]
-    fields = stat[stat.rfind(")") + 2 :].split()  # comm may hold spaces and ')'
+    fields = stat_fields(stat)
     if len(fields) < 20:
         return None
     return {"start": fields[19], "boot_id": lines[0].strip(), "netns": lines[2].strip()}
